@@ -1,0 +1,103 @@
+#include "kb_columns.h"
+
+#include <string.h>
+
+int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_column_sizes *z,
+                       kb_fault *f, int32_t *record_index)
+{
+    size_t p = start;
+    for (int32_t i = 0; i < count; i++) {
+        kb_record r;
+        size_t next;
+        *record_index = i;
+        if (p >= limit) {
+            f->rule = KB_RULE_PREMATURE_EOF;
+            f->pos = p;
+            f->args[0] = count;
+            f->args[1] = i;
+            f->args[2] = 0;
+            return -1;
+        }
+        if (kb_v2_read_record(buf, p, limit, &r, f, &next) != 0)
+            return -1;
+        z->records++;
+        if (r.key_len > 0)
+            z->key_bytes += r.key_len;
+        if (r.value_len > 0)
+            z->value_bytes += r.value_len;
+        z->headers += r.header_count;
+        size_t h = r.headers;
+        for (int32_t k = 0; k < r.header_count; k++) {
+            size_t kp, vp;
+            int32_t kl, vl;
+            h = kb_v2_read_header_kv(buf, h, r.end, &kp, &kl, &vp, &vl);
+            z->header_key_bytes += kl;
+            if (vl > 0)
+                z->header_value_bytes += vl;
+        }
+        p = r.end;
+    }
+    if (p < limit) {
+        *record_index = -1;
+        f->rule = KB_RULE_RECORDS_REMAINING;
+        f->pos = p;
+        f->args[0] = (int64_t)(limit - p);
+        f->args[1] = f->args[2] = 0;
+        return -1;
+    }
+    return 0;
+}
+
+/* Appends bytes (n < 0: null) to an Arrow binary column at `row`. */
+static void put_binary(int32_t *offsets, uint8_t *data, uint8_t *valid, int64_t row, const uint8_t *src,
+                       int32_t n)
+{
+    int32_t end = offsets[row];
+    if (n >= 0) {
+        memcpy(data + end, src, (size_t)n);
+        end += n;
+        valid[row >> 3] |= (uint8_t)(1u << (row & 7));
+    }
+    offsets[row + 1] = end;
+}
+
+static int32_t next_sequence(int32_t base, int32_t delta)
+{
+    if (base < 0)
+        return -1;
+    /* DefaultRecordBatch.incrementSequence: wraps past INT32_MAX to 0 */
+    return base > INT32_MAX - delta ? delta - (INT32_MAX - base) - 1 : base + delta;
+}
+
+void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t count, const kb_v2_header *h,
+                     int32_t batch_index, kb_columns *c)
+{
+    int log_append = (h->attributes & KB_ATTR_LOG_APPEND_TIME) != 0;
+    size_t p = start;
+    for (int32_t i = 0; i < count; i++) {
+        kb_record r;
+        kb_fault f;
+        size_t next;
+        kb_v2_read_record(buf, p, limit, &r, &f, &next);
+        int64_t row = c->row++;
+        c->offset[row] = h->base_offset + r.offset_delta;
+        c->timestamp[row] =
+            log_append ? h->max_timestamp : (int64_t)((uint64_t)h->base_timestamp + (uint64_t)r.timestamp_delta);
+        c->sequence[row] = next_sequence(h->base_sequence, r.offset_delta);
+        c->batch_index[row] = batch_index;
+        put_binary(c->key_offsets, c->key_data, c->key_valid, row, buf + r.key, r.key_len);
+        put_binary(c->value_offsets, c->value_data, c->value_valid, row, buf + r.value, r.value_len);
+        size_t hp = r.headers;
+        for (int32_t k = 0; k < r.header_count; k++) {
+            size_t kp, vp;
+            int32_t kl, vl;
+            hp = kb_v2_read_header_kv(buf, hp, r.end, &kp, &kl, &vp, &vl);
+            int64_t hrow = c->header_row++;
+            c->hkey_offsets[hrow + 1] = c->hkey_offsets[hrow] + kl;
+            memcpy(c->hkey_data + c->hkey_offsets[hrow], buf + kp, (size_t)kl);
+            put_binary(c->hvalue_offsets, c->hvalue_data, c->hvalue_valid, hrow, buf + vp, vl);
+        }
+        c->header_offsets[row + 1] = (int32_t)c->header_row;
+        p = r.end;
+    }
+}

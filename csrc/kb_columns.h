@@ -1,0 +1,53 @@
+/* Columnar decoding: v2 records into Arrow-layout arrays, in two passes
+ * (measure, then fill) so every array is allocated once at its exact size
+ * and no per-record object is ever made. */
+#ifndef KB_COLUMNS_H
+#define KB_COLUMNS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kb_v2.h"
+
+typedef struct {
+    int64_t records;
+    int64_t key_bytes;
+    int64_t value_bytes;
+    int64_t headers;
+    int64_t header_key_bytes;
+    int64_t header_value_bytes;
+} kb_column_sizes;
+
+/* Arrow buffers (offsets arrays have one more slot than rows, validity
+ * bitmaps start zeroed) and the fill cursors. */
+typedef struct {
+    int64_t *offset;
+    int64_t *timestamp;
+    int32_t *sequence;
+    int32_t *batch_index;
+    int32_t *key_offsets;
+    uint8_t *key_data;
+    uint8_t *key_valid;
+    int32_t *value_offsets;
+    uint8_t *value_data;
+    uint8_t *value_valid;
+    int32_t *header_offsets;
+    int32_t *hkey_offsets;
+    uint8_t *hkey_data;
+    int32_t *hvalue_offsets;
+    uint8_t *hvalue_data;
+    uint8_t *hvalue_valid;
+    int64_t row;
+    int64_t header_row;
+} kb_columns;
+
+/* Adds the sizes of the `count` records in buf[start, limit) to *z.
+ * Returns 0, or -1 with the first fault and its record index. */
+int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_column_sizes *z,
+                       kb_fault *f, int32_t *record_index);
+
+/* Appends those records (already measured, so known to be well formed). */
+void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t count, const kb_v2_header *h,
+                     int32_t batch_index, kb_columns *c);
+
+#endif

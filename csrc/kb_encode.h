@@ -1,0 +1,41 @@
+/* Encoder for uncompressed v2 record batches. */
+#ifndef KB_ENCODE_H
+#define KB_ENCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kb_v2.h"
+
+typedef struct {
+    const uint8_t *key;
+    int32_t key_len;    /* must be >= 0 (header keys cannot be null) */
+    const uint8_t *value;
+    int32_t value_len;  /* < 0: null */
+} kb_header_in;
+
+typedef struct {
+    const uint8_t *key;
+    int32_t key_len;    /* < 0: null */
+    const uint8_t *value;
+    int32_t value_len;  /* < 0: null */
+    const kb_header_in *headers;
+    int32_t header_count;
+    int8_t attributes;
+    int64_t timestamp_delta;
+    int32_t offset_delta;
+} kb_record_in;
+
+/* Body length of a record (what its length varint holds), or -1 when it
+ * does not fit an int32. */
+int64_t kb_v2_record_body_size(const kb_record_in *r);
+
+/* Size of the whole batch, or -1 when it does not fit an int32 length. */
+int64_t kb_v2_batch_size(const kb_record_in *records, size_t n);
+
+/* Writes the batch into `out` (kb_v2_batch_size bytes).  Every header field
+ * is taken from *h except `length` and `crc`, which are computed; `magic`
+ * is always 2. */
+void kb_v2_encode(const kb_v2_header *h, const kb_record_in *records, size_t n, uint8_t *out);
+
+#endif

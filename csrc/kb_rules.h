@@ -1,0 +1,76 @@
+/* Rule ids of every check the core performs, with Kafka's error code.
+ *
+ * The numeric values are internal; the stable names users see (e.g.
+ * "batch.crc_mismatch") and the message templates live in
+ * pykbatch/_rules.py, indexed by these values.  Append new rules at the end.
+ */
+#ifndef KB_RULES_H
+#define KB_RULES_H
+
+#include <stdint.h>
+
+/* Kafka error codes (org.apache.kafka.common.protocol.Errors). */
+enum {
+    KB_UNKNOWN_SERVER_ERROR = -1,
+    KB_NONE = 0,
+    KB_CORRUPT_MESSAGE = 2,
+    KB_MESSAGE_TOO_LARGE = 10,
+    KB_INVALID_TIMESTAMP = 32,
+    KB_UNSUPPORTED_FOR_MESSAGE_FORMAT = 43,
+    KB_UNSUPPORTED_COMPRESSION_TYPE = 76,
+    KB_INVALID_RECORD = 87,
+};
+
+typedef enum {
+    KB_RULE_NONE = 0,
+    /* framing of the entry sequence (offset + size + ... + magic) */
+    KB_RULE_SIZE_TOO_SMALL,          /* size < 14: no way to find the next entry */
+    KB_RULE_INVALID_MAGIC,           /* magic not 0, 1 or 2 */
+    KB_RULE_LEGACY_MAGIC,            /* magic 0/1: not decoded by this build */
+    /* v2 batch header */
+    KB_RULE_BATCH_TOO_SMALL,         /* sizeInBytes < 61 */
+    KB_RULE_CRC_MISMATCH,
+    KB_RULE_UNKNOWN_CODEC,           /* attributes & 7 in 5..7 */
+    KB_RULE_NEGATIVE_RECORD_COUNT,   /* iterator: "Found invalid record count" */
+    KB_RULE_INVALID_OFFSET_RANGE,    /* B2: lastOffsetDelta < 0 */
+    KB_RULE_INVALID_RECORD_COUNT,    /* B3: count <= 0 (client) */
+    KB_RULE_COUNT_OFFSET_MISMATCH,   /* B4: lastOffsetDelta + 1 != count (client); > (log) */
+    KB_RULE_PREMATURE_EOF,           /* fewer records than the count */
+    KB_RULE_RECORDS_REMAINING,       /* bytes left after `count` records */
+    KB_RULE_MAX_TIMESTAMP_MISMATCH,  /* CreateTime maxTimestamp != max record timestamp */
+    /* one record */
+    KB_RULE_RECORD_LENGTH_EXCEEDS,   /* body length > bytes left in the batch */
+    KB_RULE_RECORD_STRUCTURE,        /* a field runs past the end of the batch */
+    KB_RULE_VARINT_TOO_LONG,         /* 5th (10th) varint (varlong) byte continues */
+    KB_RULE_RECORD_SIZE_MISMATCH,    /* bytes read != declared body length */
+    KB_RULE_NEGATIVE_HEADER_COUNT,
+    KB_RULE_HEADER_COUNT_EXCEEDS,    /* header count > bytes left in the batch */
+    KB_RULE_NEGATIVE_HEADER_KEY,
+    KB_RULE_OFFSET_NOT_INCREASING,   /* offsetDelta <= previous record's */
+    KB_RULE_OFFSET_BEYOND_LAST,      /* offsetDelta > lastOffsetDelta */
+    KB_RULE_OFFSET_NOT_INDEX,        /* producer-built: offsetDelta != index */
+    KB_RULE_TIMESTAMP_ABOVE_MAX,     /* CreateTime record timestamp > maxTimestamp */
+    KB_RULE_COUNT
+} kb_rule;
+
+/* Which field of a record a structure / varint fault was found in. */
+typedef enum {
+    KB_FIELD_LENGTH = 0,
+    KB_FIELD_ATTRIBUTES,
+    KB_FIELD_TIMESTAMP_DELTA,
+    KB_FIELD_OFFSET_DELTA,
+    KB_FIELD_KEY_LENGTH,
+    KB_FIELD_KEY,
+    KB_FIELD_VALUE_LENGTH,
+    KB_FIELD_VALUE,
+    KB_FIELD_HEADER_COUNT,
+    KB_FIELD_HEADER_KEY_LENGTH,
+    KB_FIELD_HEADER_KEY,
+    KB_FIELD_HEADER_VALUE_LENGTH,
+    KB_FIELD_HEADER_VALUE,
+} kb_field;
+
+/* Kafka error code reported for each rule. */
+int16_t kb_rule_code(kb_rule rule);
+
+#endif

@@ -1,0 +1,186 @@
+#include "kb_v2.h"
+
+#include "kb_crc32c.h"
+#include "kb_wire.h"
+
+static void fault(kb_fault *f, kb_rule rule, size_t pos, int64_t a0, int64_t a1, int64_t a2)
+{
+    f->rule = rule;
+    f->pos = pos;
+    f->args[0] = a0;
+    f->args[1] = a1;
+    f->args[2] = a2;
+}
+
+kb_entry_status kb_next_entry(const uint8_t *buf, size_t len, size_t pos, kb_entry *e, kb_fault *f)
+{
+    size_t left = len - pos;
+    e->pos = pos;
+    e->size = 0;
+    e->magic = -1;
+    if (pos >= len)
+        return KB_ENTRY_END;
+    if (left < KB_LOG_OVERHEAD)
+        return KB_ENTRY_TRUNCATED;
+    int32_t size = (int32_t)kb_load_be32(buf + pos + 8);
+    if (size < KB_MIN_ENTRY_SIZE) {
+        fault(f, KB_RULE_SIZE_TOO_SMALL, pos + 8, size, KB_MIN_ENTRY_SIZE, 0);
+        return KB_ENTRY_CORRUPT;
+    }
+    if (left < KB_HEADER_SIZE_UP_TO_MAGIC)
+        return KB_ENTRY_TRUNCATED;
+    int magic = (int8_t)buf[pos + 16];
+    int complete = (uint64_t)size + KB_LOG_OVERHEAD <= left;
+    e->magic = magic;
+    if (magic < 0 || magic > 2) {
+        fault(f, KB_RULE_INVALID_MAGIC, pos + 16, magic, 0, 0);
+        if (complete)
+            e->size = (size_t)size + KB_LOG_OVERHEAD;
+        return KB_ENTRY_CORRUPT;
+    }
+    if (!complete)
+        return KB_ENTRY_TRUNCATED;
+    e->size = (size_t)size + KB_LOG_OVERHEAD;
+    return KB_ENTRY_OK;
+}
+
+void kb_v2_read_header(const uint8_t *p, kb_v2_header *h)
+{
+    h->base_offset = (int64_t)kb_load_be64(p);
+    h->length = (int32_t)kb_load_be32(p + 8);
+    h->partition_leader_epoch = (int32_t)kb_load_be32(p + 12);
+    h->magic = (int8_t)p[16];
+    h->crc = kb_load_be32(p + 17);
+    h->attributes = (int16_t)kb_load_be16(p + 21);
+    h->last_offset_delta = (int32_t)kb_load_be32(p + 23);
+    h->base_timestamp = (int64_t)kb_load_be64(p + 27);
+    h->max_timestamp = (int64_t)kb_load_be64(p + 35);
+    h->producer_id = (int64_t)kb_load_be64(p + 43);
+    h->producer_epoch = (int16_t)kb_load_be16(p + 51);
+    h->base_sequence = (int32_t)kb_load_be32(p + 53);
+    h->record_count = (int32_t)kb_load_be32(p + 57);
+}
+
+uint32_t kb_v2_compute_crc(const uint8_t *entry, size_t size)
+{
+    return kb_crc32c(0, entry + KB_V2_CRC_START, size - KB_V2_CRC_START);
+}
+
+/* Reads a varint field; on failure fills *f for `field` and returns 0. */
+static int varint_field(const uint8_t *buf, size_t *pos, size_t limit, int32_t *out, kb_field field, kb_fault *f)
+{
+    int n = kb_read_varint(buf + *pos, buf + limit, out);
+    if (n > 0) {
+        *pos += (size_t)n;
+        return 1;
+    }
+    fault(f, n == KB_VARINT_TOO_LONG ? KB_RULE_VARINT_TOO_LONG : KB_RULE_RECORD_STRUCTURE, *pos, field, 0, 0);
+    return 0;
+}
+
+/* Skips `n` bytes of a length-prefixed field (n < 0: null, nothing to skip). */
+static int bytes_field(size_t *pos, size_t limit, int32_t n, kb_field field, kb_fault *f)
+{
+    if (n < 0)
+        return 1;
+    if ((size_t)n > limit - *pos) {
+        fault(f, KB_RULE_RECORD_STRUCTURE, *pos, field, n, (int64_t)(limit - *pos));
+        return 0;
+    }
+    *pos += (size_t)n;
+    return 1;
+}
+
+int kb_v2_read_record(const uint8_t *buf, size_t pos, size_t limit, kb_record *r, kb_fault *f, size_t *next)
+{
+    size_t p = pos;
+    *next = 0;
+    r->pos = pos;
+    r->offset_known = 0;
+    int n = kb_read_varint(buf + p, buf + limit, &r->length);
+    if (n <= 0) {
+        /* Kafka: BufferUnderflow -> "premature EOF"; the walk cannot go on */
+        if (n == KB_VARINT_TOO_LONG)
+            fault(f, KB_RULE_VARINT_TOO_LONG, p, KB_FIELD_LENGTH, 0, 0);
+        else
+            fault(f, KB_RULE_PREMATURE_EOF, p, 0, 0, 0);
+        return -1;
+    }
+    p += (size_t)n;
+    size_t body = p;
+    if (r->length >= 0 && (size_t)r->length > limit - body) {
+        fault(f, KB_RULE_RECORD_LENGTH_EXCEEDS, pos, r->length, (int64_t)(limit - body), 0);
+        return -1;
+    }
+    if (r->length >= 0)
+        *next = body + (size_t)r->length;
+
+    if (p >= limit) {
+        fault(f, KB_RULE_RECORD_STRUCTURE, p, KB_FIELD_ATTRIBUTES, 0, 0);
+        return -1;
+    }
+    r->attributes = (int8_t)buf[p++];
+    int m = kb_read_varlong(buf + p, buf + limit, &r->timestamp_delta);
+    if (m <= 0) {
+        fault(f, m == KB_VARINT_TOO_LONG ? KB_RULE_VARINT_TOO_LONG : KB_RULE_RECORD_STRUCTURE, p,
+              KB_FIELD_TIMESTAMP_DELTA, 0, 0);
+        return -1;
+    }
+    p += (size_t)m;
+    if (!varint_field(buf, &p, limit, &r->offset_delta, KB_FIELD_OFFSET_DELTA, f))
+        return -1;
+    r->offset_known = 1;
+    if (!varint_field(buf, &p, limit, &r->key_len, KB_FIELD_KEY_LENGTH, f))
+        return -1;
+    r->key = p;
+    if (!bytes_field(&p, limit, r->key_len, KB_FIELD_KEY, f) ||
+        !varint_field(buf, &p, limit, &r->value_len, KB_FIELD_VALUE_LENGTH, f))
+        return -1;
+    r->value = p;
+    if (!bytes_field(&p, limit, r->value_len, KB_FIELD_VALUE, f) ||
+        !varint_field(buf, &p, limit, &r->header_count, KB_FIELD_HEADER_COUNT, f))
+        return -1;
+    if (r->header_count < 0) {
+        fault(f, KB_RULE_NEGATIVE_HEADER_COUNT, p - 1, r->header_count, 0, 0);
+        return -1;
+    }
+    if ((size_t)r->header_count > limit - p) {
+        fault(f, KB_RULE_HEADER_COUNT_EXCEEDS, p - 1, r->header_count, (int64_t)(limit - p), 0);
+        return -1;
+    }
+    r->headers = p;
+    for (int32_t i = 0; i < r->header_count; i++) {
+        int32_t klen, vlen;
+        size_t kpos = p;
+        if (!varint_field(buf, &p, limit, &klen, KB_FIELD_HEADER_KEY_LENGTH, f))
+            return -1;
+        if (klen < 0) {
+            fault(f, KB_RULE_NEGATIVE_HEADER_KEY, kpos, klen, i, 0);
+            return -1;
+        }
+        if (!bytes_field(&p, limit, klen, KB_FIELD_HEADER_KEY, f) ||
+            !varint_field(buf, &p, limit, &vlen, KB_FIELD_HEADER_VALUE_LENGTH, f) ||
+            !bytes_field(&p, limit, vlen, KB_FIELD_HEADER_VALUE, f))
+            return -1;
+    }
+    r->end = p;
+    if ((int64_t)(p - body) != r->length) {
+        fault(f, KB_RULE_RECORD_SIZE_MISMATCH, pos, r->length, (int64_t)(p - body), 0);
+        return -1;
+    }
+    return 0;
+}
+
+size_t kb_v2_read_header_kv(const uint8_t *buf, size_t pos, size_t limit, size_t *key, int32_t *key_len,
+                            size_t *value, int32_t *value_len)
+{
+    const uint8_t *end = buf + limit;
+    pos += (size_t)kb_read_varint(buf + pos, end, key_len);
+    *key = pos;
+    pos += (size_t)*key_len;
+    pos += (size_t)kb_read_varint(buf + pos, end, value_len);
+    *value = pos;
+    if (*value_len > 0)
+        pos += (size_t)*value_len;
+    return pos;
+}

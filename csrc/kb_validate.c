@@ -1,0 +1,172 @@
+#include "kb_validate.h"
+
+#include "kb_v2.h"
+
+typedef struct {
+    const kb_validate_opts *opts;
+    kb_culprit *out;
+    size_t cap;
+    kb_summary *s;
+    int32_t entry;
+} ctx_t;
+
+static void report(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t rel, int64_t a0, int64_t a1,
+                   int64_t a2)
+{
+    if ((uint64_t)c->s->culprits < c->cap) {
+        kb_culprit *k = &c->out[c->s->culprits];
+        k->pos = (int64_t)pos;
+        k->args[0] = a0;
+        k->args[1] = a1;
+        k->args[2] = a2;
+        k->relative_offset = rel;
+        k->entry = c->entry;
+        k->record_index = record;
+        k->code = kb_rule_code(rule);
+        k->rule = (uint16_t)rule;
+    }
+    c->s->culprits++;
+}
+
+static void report_fault(ctx_t *c, const kb_fault *f, int32_t record, int64_t rel)
+{
+    report(c, f->rule, f->pos, record, rel, f->args[0], f->args[1], f->args[2]);
+}
+
+/* Checks that need only the header; returns 0 when the records cannot be walked. */
+static int check_header(ctx_t *c, const uint8_t *buf, size_t pos, size_t size, const kb_v2_header *h)
+{
+    int client = c->opts->origin == KB_ORIGIN_CLIENT;
+    if (c->opts->verify_crc) {
+        uint32_t computed = kb_v2_compute_crc(buf + pos, size);
+        if (computed != h->crc)
+            report(c, KB_RULE_CRC_MISMATCH, pos + 17, -1, KB_NO_OFFSET, h->crc, computed, 0);
+    }
+    int codec = h->attributes & KB_ATTR_CODEC_MASK;
+    if (codec > 4)
+        report(c, KB_RULE_UNKNOWN_CODEC, pos + 21, -1, KB_NO_OFFSET, codec, 0, 0);
+
+    int64_t last = h->base_offset + (int64_t)h->last_offset_delta;
+    if (client) {
+        if (h->last_offset_delta < 0)
+            report(c, KB_RULE_INVALID_OFFSET_RANGE, pos + 23, -1, KB_NO_OFFSET, h->base_offset, last, 0);
+        if (h->record_count <= 0)
+            report(c, KB_RULE_INVALID_RECORD_COUNT, pos + 57, -1, KB_NO_OFFSET, h->record_count, 0, 0);
+        else if ((int64_t)h->last_offset_delta + 1 != h->record_count)
+            report(c, KB_RULE_COUNT_OFFSET_MISMATCH, pos + 57, -1, KB_NO_OFFSET, h->base_offset, last,
+                   h->record_count);
+    } else {
+        if (h->record_count < 0)
+            report(c, KB_RULE_NEGATIVE_RECORD_COUNT, pos + 57, -1, KB_NO_OFFSET, h->record_count, 0, 0);
+        else if ((int64_t)h->record_count > (int64_t)h->last_offset_delta + 1)
+            report(c, KB_RULE_COUNT_OFFSET_MISMATCH, pos + 57, -1, KB_NO_OFFSET, h->base_offset, last,
+                   h->record_count);
+    }
+    if (codec > 4 || h->record_count < 0)
+        return 0;
+    if (codec != 0) {
+        c->s->unwalked++;
+        return 0;
+    }
+    return 1;
+}
+
+/* Walks the records in buf[start, limit): the batch's own bytes for an
+ * uncompressed batch (positions are then positions in the caller's buffer). */
+static void check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t limit, const kb_v2_header *h,
+                          size_t header_pos)
+{
+    int client = c->opts->origin == KB_ORIGIN_CLIENT;
+    int create_time = !(h->attributes & KB_ATTR_LOG_APPEND_TIME);
+    size_t p = start;
+    int64_t prev = -1, max_ts = INT64_MIN;
+    int all_read = 1;
+    int32_t i;
+    for (i = 0; i < h->record_count; i++) {
+        if (p >= limit) {
+            report(c, KB_RULE_PREMATURE_EOF, p, i, KB_NO_OFFSET, h->record_count, i, 0);
+            all_read = 0;
+            break;
+        }
+        kb_record r;
+        kb_fault f;
+        size_t next;
+        if (kb_v2_read_record(buf, p, limit, &r, &f, &next) != 0) {
+            report_fault(c, &f, i, r.offset_known ? r.offset_delta : KB_NO_OFFSET);
+            all_read = 0;
+            if (!next)
+                return; /* the record's length cannot be trusted: stop this batch */
+            p = next;
+            continue;
+        }
+        c->s->records++;
+        if (r.offset_delta <= prev)
+            report(c, KB_RULE_OFFSET_NOT_INCREASING, r.pos, i, r.offset_delta, r.offset_delta, prev, 0);
+        else if (r.offset_delta > h->last_offset_delta)
+            report(c, KB_RULE_OFFSET_BEYOND_LAST, r.pos, i, r.offset_delta, r.offset_delta,
+                   h->last_offset_delta, 0);
+        else if (client && r.offset_delta != i)
+            report(c, KB_RULE_OFFSET_NOT_INDEX, r.pos, i, r.offset_delta, r.offset_delta, i, 0);
+        if (r.offset_delta > prev)
+            prev = r.offset_delta;
+        if (create_time) {
+            int64_t ts = (int64_t)((uint64_t)h->base_timestamp + (uint64_t)r.timestamp_delta);
+            if (ts > h->max_timestamp)
+                report(c, KB_RULE_TIMESTAMP_ABOVE_MAX, r.pos, i, r.offset_delta, ts, h->max_timestamp, 0);
+            if (ts > max_ts)
+                max_ts = ts;
+        }
+        p = r.end;
+    }
+    if (i == h->record_count && p < limit)
+        report(c, KB_RULE_RECORDS_REMAINING, p, -1, KB_NO_OFFSET, (int64_t)(limit - p), 0, 0);
+    if (client && create_time && all_read && h->record_count > 0 && max_ts < h->max_timestamp)
+        report(c, KB_RULE_MAX_TIMESTAMP_MISMATCH, header_pos + 35, -1, KB_NO_OFFSET, h->max_timestamp, max_ts, 0);
+}
+
+static void check_v2(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
+{
+    if (size < KB_V2_HEADER_SIZE) {
+        report(c, KB_RULE_BATCH_TOO_SMALL, pos + 8, -1, KB_NO_OFFSET, (int64_t)size, KB_V2_HEADER_SIZE, 0);
+        return;
+    }
+    kb_v2_header h;
+    kb_v2_read_header(buf + pos, &h);
+    if (check_header(c, buf, pos, size, &h))
+        check_records(c, buf, pos + KB_V2_HEADER_SIZE, pos + size, &h, pos);
+}
+
+void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out, size_t cap,
+                 kb_summary *s)
+{
+    ctx_t c = {o, out, cap, s, 0};
+    *s = (kb_summary){0};
+    s->tail_pos = -1;
+    size_t pos = 0;
+    for (;; c.entry++) {
+        kb_entry e;
+        kb_fault f;
+        kb_entry_status st = kb_next_entry(buf, len, pos, &e, &f);
+        if (st == KB_ENTRY_END)
+            break;
+        if (st == KB_ENTRY_TRUNCATED) {
+            s->tail_pos = (int64_t)pos;
+            s->tail_entry = c.entry;
+            break;
+        }
+        if (st == KB_ENTRY_CORRUPT) {
+            report_fault(&c, &f, -1, KB_NO_OFFSET);
+            if (!e.size) {
+                s->stopped = 1;
+                break;
+            }
+        } else if (e.magic == 2) {
+            check_v2(&c, buf, pos, e.size);
+        } else {
+            report(&c, KB_RULE_LEGACY_MAGIC, pos + 16, -1, KB_NO_OFFSET, e.magic, 0, 0);
+        }
+        s->entries++;
+        pos += e.size;
+        s->valid_bytes = (int64_t)pos;
+    }
+}

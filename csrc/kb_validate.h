@@ -1,0 +1,50 @@
+/* Validation: walk every entry, batch and record of a buffer and collect
+ * every rule violation (a culprit) instead of stopping at the first. */
+#ifndef KB_VALIDATE_H
+#define KB_VALIDATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kb_rules.h"
+
+typedef enum {
+    KB_ORIGIN_CLIENT = 0, /* a producer's batch, as a partition leader receives it */
+    KB_ORIGIN_LOG = 1,    /* batches already in a log: compaction may have removed records */
+} kb_origin;
+
+typedef struct {
+    kb_origin origin;
+    int verify_crc;
+} kb_validate_opts;
+
+#define KB_NO_OFFSET INT64_MIN
+
+typedef struct {
+    int64_t pos;              /* byte position in the buffer */
+    int64_t args[3];          /* rule-specific values for the message */
+    int64_t relative_offset;  /* the record's offset delta, KB_NO_OFFSET if unknown */
+    int32_t entry;            /* index of the entry (batch) in the buffer */
+    int32_t record_index;     /* index of the record in its batch, -1 for the batch */
+    int16_t code;             /* Kafka error code */
+    uint16_t rule;            /* kb_rule */
+} kb_culprit;
+
+typedef struct {
+    int64_t entries;      /* complete entries */
+    int64_t records;      /* records read without a structural fault */
+    int64_t culprits;     /* culprits found, including any past the cap */
+    int64_t valid_bytes;  /* bytes of complete entries from the start */
+    int64_t unwalked;     /* compressed batches whose records were not read */
+    int64_t tail_pos;     /* start of an incomplete trailing entry, or -1 */
+    int32_t tail_entry;   /* its entry index */
+    int32_t stopped;      /* 1: framing was lost at valid_bytes, the rest is unread */
+} kb_summary;
+
+/* Validates buf[0, len); writes at most `cap` culprits to `out` in buffer
+ * order and the totals to *s.  Never reads outside the buffer, never
+ * allocates. */
+void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out, size_t cap,
+                 kb_summary *s);
+
+#endif

@@ -1,0 +1,184 @@
+/* Bounds-checked readers for Kafka's wire primitives.
+ *
+ * Every reader takes a cursor and the end of the readable range and never
+ * touches a byte at or past `end`.  Big-endian loads go through memcpy so
+ * they are alignment-safe and compile to a single load + bswap.
+ */
+#ifndef KB_WIRE_H
+#define KB_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline uint16_t kb_load_be16(const uint8_t *p)
+{
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return (uint16_t)((v >> 8) | (v << 8));
+}
+
+static inline uint32_t kb_load_be32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return __builtin_bswap32(v);
+}
+
+static inline uint64_t kb_load_be64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return __builtin_bswap64(v);
+}
+
+static inline void kb_store_be16(uint8_t *p, uint16_t v)
+{
+    v = (uint16_t)((v >> 8) | (v << 8));
+    memcpy(p, &v, 2);
+}
+
+static inline void kb_store_be32(uint8_t *p, uint32_t v)
+{
+    v = __builtin_bswap32(v);
+    memcpy(p, &v, 4);
+}
+
+static inline void kb_store_be64(uint8_t *p, uint64_t v)
+{
+    v = __builtin_bswap64(v);
+    memcpy(p, &v, 8);
+}
+
+/* Results of the varint readers: > 0 is the number of bytes consumed. */
+enum {
+    KB_VARINT_TRUNCATED = 0,  /* ran into `end` before the last byte */
+    KB_VARINT_TOO_LONG = -1,  /* continuation bit on the 5th (10th) byte */
+};
+
+/* Kafka's zigzag varint (ByteUtils.readVarint).  Like Java, bits 4..6 of a
+ * fifth byte are dropped by the 32-bit shift and non-minimal encodings are
+ * accepted. */
+static inline int kb_read_varint(const uint8_t *p, const uint8_t *end, int32_t *out)
+{
+    uint32_t raw = 0;
+    for (int i = 0; i < 5; i++) {
+        if (p + i >= end)
+            return KB_VARINT_TRUNCATED;
+        uint32_t b = p[i];
+        if (i == 4) {
+            if (b & 0x80)
+                return KB_VARINT_TOO_LONG;
+            raw |= b << 28;
+        } else {
+            raw |= (b & 0x7f) << (7 * i);
+            if (!(b & 0x80)) {
+                *out = (int32_t)((raw >> 1) ^ (0u - (raw & 1)));
+                return i + 1;
+            }
+            continue;
+        }
+        *out = (int32_t)((raw >> 1) ^ (0u - (raw & 1)));
+        return 5;
+    }
+    return KB_VARINT_TOO_LONG; /* not reached */
+}
+
+/* Unsigned (non-zigzag) varint, same limits. */
+static inline int kb_read_uvarint(const uint8_t *p, const uint8_t *end, uint32_t *out)
+{
+    uint32_t raw = 0;
+    for (int i = 0; i < 5; i++) {
+        if (p + i >= end)
+            return KB_VARINT_TRUNCATED;
+        uint32_t b = p[i];
+        if (i == 4) {
+            if (b & 0x80)
+                return KB_VARINT_TOO_LONG;
+            *out = raw | (b << 28);
+            return 5;
+        }
+        raw |= (b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            *out = raw;
+            return i + 1;
+        }
+    }
+    return KB_VARINT_TOO_LONG; /* not reached */
+}
+
+/* Kafka's zigzag varlong (ByteUtils.readVarlong): ten bytes at most; bits of
+ * the tenth byte above bit 0 are dropped, as Java's 64-bit shift does. */
+static inline int kb_read_varlong(const uint8_t *p, const uint8_t *end, int64_t *out)
+{
+    uint64_t raw = 0;
+    for (int i = 0; i < 10; i++) {
+        if (p + i >= end)
+            return KB_VARINT_TRUNCATED;
+        uint64_t b = p[i];
+        if (!(b & 0x80)) {
+            raw |= b << (7 * i);
+            *out = (int64_t)((raw >> 1) ^ (0ull - (raw & 1)));
+            return i + 1;
+        }
+        if (i == 9)
+            return KB_VARINT_TOO_LONG;
+        raw |= (b & 0x7f) << (7 * i);
+    }
+    return KB_VARINT_TOO_LONG; /* not reached */
+}
+
+static inline int kb_sizeof_uvarint(uint32_t v)
+{
+    int n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline int kb_sizeof_varint(int32_t v)
+{
+    return kb_sizeof_uvarint(((uint32_t)v << 1) ^ (uint32_t)(v >> 31));
+}
+
+static inline int kb_sizeof_varlong(int64_t v)
+{
+    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    int n = 1;
+    while (z >= 0x80) {
+        z >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* Writers: minimal encodings, the caller guarantees room (sizeof_* above). */
+static inline uint8_t *kb_write_uvarint(uint8_t *p, uint32_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static inline uint8_t *kb_write_varint(uint8_t *p, int32_t v)
+{
+    return kb_write_uvarint(p, ((uint32_t)v << 1) ^ (uint32_t)(v >> 31));
+}
+
+static inline uint8_t *kb_write_varlong(uint8_t *p, int64_t v)
+{
+    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    while (z >= 0x80) {
+        *p++ = (uint8_t)(z | 0x80);
+        z >>= 7;
+    }
+    *p++ = (uint8_t)z;
+    return p;
+}
+
+#endif
