@@ -1,0 +1,34 @@
+"""pykbatch: read, check and repair Apache Kafka record batches.
+
+    import pykbatch as kb
+    for batch in kb.iter_batches(buf):
+        for rec in batch: rec.offset, rec.key, rec.value
+    result = kb.validate(buf)      # every culprit, plus the KIP-467 fields
+    table = kb.to_arrow(buf)       # one row per record
+"""
+try:
+    from pykbatch._native import (  # noqa: F401
+        Batch, BatchReader, Record, build_batch, crc32c, encode, iter_batches, native_info, to_arrow,
+        validate,
+    )
+except ImportError as exc:  # pragma: no cover - exercised by test_native_required
+    raise ImportError(
+        "pykbatch's native extension (pykbatch._native) could not be loaded; pykbatch has no "
+        "pure-Python fallback. Install a wheel for this platform or build from source with a C "
+        f"compiler (pip install .). Cause: {exc}"
+    ) from exc
+
+from pykbatch import errors  # noqa: E402,F401
+from pykbatch._result import Culprit, TruncatedTail, ValidationConfig, ValidationResult  # noqa: E402,F401
+from pykbatch.errors import (  # noqa: E402,F401
+    CorruptRecordError, InvalidRecordError, InvalidTimestampError, KafkaDataError,
+    UnsupportedCompressionTypeError, UnsupportedForMessageFormatError,
+)
+
+__version__ = "0.1.0"
+__all__ = [
+    "Batch", "BatchReader", "Record", "Culprit", "TruncatedTail", "ValidationConfig", "ValidationResult",
+    "build_batch", "crc32c", "encode", "iter_batches", "native_info", "to_arrow", "validate", "errors",
+    "KafkaDataError", "CorruptRecordError", "InvalidRecordError", "InvalidTimestampError",
+    "UnsupportedCompressionTypeError", "UnsupportedForMessageFormatError",
+]

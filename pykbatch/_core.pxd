@@ -1,0 +1,177 @@
+# Declarations of the C core (csrc/).  C names keep their kb_ prefix so they
+# never clash with Python names.
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
+
+
+cdef extern from "kb_crc32c.h" nogil:
+    void kb_crc32c_init()
+    uint32_t kb_crc32c(uint32_t crc, const uint8_t *data, size_t n)
+    uint32_t kb_crc32c_sw(uint32_t crc, const uint8_t *data, size_t n)
+    const char *kb_crc32c_impl()
+
+
+cdef extern from "kb_rules.h" nogil:
+    ctypedef enum kb_rule:
+        KB_RULE_NONE
+        KB_RULE_PREMATURE_EOF
+        KB_RULE_COUNT
+    int16_t kb_rule_code(kb_rule rule)
+
+
+cdef extern from "kb_v2.h" nogil:
+    enum:
+        KB_LOG_OVERHEAD
+        KB_V2_HEADER_SIZE
+        KB_ATTR_CODEC_MASK
+        KB_ATTR_LOG_APPEND_TIME
+        KB_ATTR_TRANSACTIONAL
+        KB_ATTR_CONTROL
+        KB_ATTR_DELETE_HORIZON
+
+    ctypedef struct kb_fault:
+        kb_rule rule
+        size_t pos
+        int64_t args[3]
+
+    ctypedef enum kb_entry_status:
+        KB_ENTRY_OK
+        KB_ENTRY_END
+        KB_ENTRY_TRUNCATED
+        KB_ENTRY_CORRUPT
+
+    ctypedef struct kb_entry:
+        size_t pos
+        size_t size
+        int magic
+
+    kb_entry_status kb_next_entry(const uint8_t *buf, size_t len, size_t pos, kb_entry *e, kb_fault *f)
+
+    ctypedef struct kb_v2_header:
+        int64_t base_offset
+        int32_t length
+        int32_t partition_leader_epoch
+        int8_t magic
+        uint32_t crc
+        int16_t attributes
+        int32_t last_offset_delta
+        int64_t base_timestamp
+        int64_t max_timestamp
+        int64_t producer_id
+        int16_t producer_epoch
+        int32_t base_sequence
+        int32_t record_count
+
+    void kb_v2_read_header(const uint8_t *p, kb_v2_header *h)
+    uint32_t kb_v2_compute_crc(const uint8_t *entry, size_t size)
+
+    ctypedef struct kb_record:
+        size_t pos
+        int32_t length
+        int8_t attributes
+        int64_t timestamp_delta
+        int32_t offset_delta
+        int offset_known
+        int32_t key_len
+        size_t key
+        int32_t value_len
+        size_t value
+        int32_t header_count
+        size_t headers
+        size_t end
+
+    int kb_v2_read_record(const uint8_t *buf, size_t pos, size_t limit, kb_record *r, kb_fault *f,
+                          size_t *next)
+    size_t kb_v2_read_header_kv(const uint8_t *buf, size_t pos, size_t limit, size_t *key,
+                                int32_t *key_len, size_t *value, int32_t *value_len)
+
+
+cdef extern from "kb_validate.h" nogil:
+    ctypedef enum kb_origin:
+        KB_ORIGIN_CLIENT
+        KB_ORIGIN_LOG
+
+    ctypedef struct kb_validate_opts:
+        kb_origin origin
+        int verify_crc
+
+    int64_t KB_NO_OFFSET
+
+    ctypedef struct kb_culprit:
+        int64_t pos
+        int64_t args[3]
+        int64_t relative_offset
+        int32_t entry
+        int32_t record_index
+        int16_t code
+        uint16_t rule
+
+    ctypedef struct kb_summary:
+        int64_t entries
+        int64_t records
+        int64_t culprits
+        int64_t valid_bytes
+        int64_t unwalked
+        int64_t tail_pos
+        int32_t tail_entry
+        int32_t stopped
+
+    void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out,
+                     size_t cap, kb_summary *s)
+
+
+cdef extern from "kb_columns.h" nogil:
+    ctypedef struct kb_column_sizes:
+        int64_t records
+        int64_t key_bytes
+        int64_t value_bytes
+        int64_t headers
+        int64_t header_key_bytes
+        int64_t header_value_bytes
+
+    ctypedef struct kb_columns:
+        int64_t *offset
+        int64_t *timestamp
+        int32_t *sequence
+        int32_t *batch_index
+        int32_t *key_offsets
+        uint8_t *key_data
+        uint8_t *key_valid
+        int32_t *value_offsets
+        uint8_t *value_data
+        uint8_t *value_valid
+        int32_t *header_offsets
+        int32_t *hkey_offsets
+        uint8_t *hkey_data
+        int32_t *hvalue_offsets
+        uint8_t *hvalue_data
+        uint8_t *hvalue_valid
+        int64_t row
+        int64_t header_row
+
+    int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count,
+                           kb_column_sizes *z, kb_fault *f, int32_t *record_index)
+    void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t count,
+                         const kb_v2_header *h, int32_t batch_index, kb_columns *c)
+
+
+cdef extern from "kb_encode.h" nogil:
+    ctypedef struct kb_header_in:
+        const uint8_t *key
+        int32_t key_len
+        const uint8_t *value
+        int32_t value_len
+
+    ctypedef struct kb_record_in:
+        const uint8_t *key
+        int32_t key_len
+        const uint8_t *value
+        int32_t value_len
+        const kb_header_in *headers
+        int32_t header_count
+        int8_t attributes
+        int64_t timestamp_delta
+        int32_t offset_delta
+
+    int64_t kb_v2_record_body_size(const kb_record_in *r)
+    int64_t kb_v2_batch_size(const kb_record_in *records, size_t n)
+    void kb_v2_encode(const kb_v2_header *h, const kb_record_in *records, size_t n, uint8_t *out)

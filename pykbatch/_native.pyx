@@ -1,0 +1,772 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, embedsignature=True
+"""Python face of the C core: batches, records, validation, Arrow columns, encoding.
+
+C results are turned into Python objects here and nowhere else; faults
+become exceptions only through ``_raise_fault``.
+"""
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT32_MAX
+from libc.stdlib cimport free, malloc, calloc
+from libc.string cimport memset
+
+from pykbatch._core cimport *
+
+import time
+
+from pykbatch import errors as _errors
+from pykbatch._result import Culprit, TruncatedTail, ValidationConfig, ValidationResult
+from pykbatch._rules import RULES, render as _render
+
+kb_crc32c_init()
+
+if len(RULES) != KB_RULE_COUNT:
+    raise ImportError(f"pykbatch: rule table has {len(RULES)} rules, the native core {KB_RULE_COUNT}")
+
+# Buffers at least this large are processed with the GIL released.
+DEF NOGIL_THRESHOLD = 16384
+
+COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+_COMPRESSION_IDS = {name: i for i, name in enumerate(COMPRESSION_NAMES)}
+_EMPTY_HEADERS = ()
+_DEFAULT_CONFIG = ValidationConfig()
+_LOG_CONFIG = ValidationConfig(origin="log")
+
+
+def native_info():
+    """Which native paths are live: ``{"crc32c": "sse4.2+pclmul" | "armv8-crc" | "software", ...}``.
+
+    ``PYKBATCH_CRC32C_SW=1`` in the environment (read at import) forces the portable CRC32C.
+    """
+    return {
+        "crc32c": kb_crc32c_impl().decode(),
+        "magics": (2,),
+        "codecs": ("none",),
+        "rules": len(RULES),
+    }
+
+
+cdef class _View:
+    """A readable, C-contiguous byte view of any buffer (bytes, bytearray,
+    memoryview, mmap) that keeps its owner alive."""
+    cdef readonly object obj
+    cdef const uint8_t[::1] mv
+    cdef const uint8_t *ptr
+    cdef readonly Py_ssize_t length
+
+    def __cinit__(self, obj):
+        cdef memoryview m = obj if isinstance(obj, memoryview) else memoryview(obj)
+        if m.ndim != 1 or m.itemsize != 1:
+            m = m.cast("B")
+        self.obj = obj
+        self.length = m.nbytes
+        if self.length:
+            self.mv = m
+            self.ptr = &self.mv[0]
+        else:
+            self.ptr = <const uint8_t *> b""
+
+
+cdef inline _View _view(object buf):
+    return buf if isinstance(buf, _View) else _View(buf)
+
+
+def crc32c(data, uint32_t value=0):
+    """CRC-32C of ``data`` continuing from ``value`` (like ``crc32c.crc32c``)."""
+    cdef _View v = _view(data)
+    cdef uint32_t out
+    if v.length >= NOGIL_THRESHOLD:
+        with nogil:
+            out = kb_crc32c(value, v.ptr, v.length)
+    else:
+        out = kb_crc32c(value, v.ptr, v.length)
+    return out
+
+
+def _crc32c_sw(data, uint32_t value=0):
+    """The portable CRC-32C, whatever path is live (for tests)."""
+    cdef _View v = _view(data)
+    return kb_crc32c_sw(value, v.ptr, v.length)
+
+
+cdef _raise_fault(const kb_fault *f, Py_ssize_t base, str tp="t-0"):
+    """The one place a C fault becomes an exception."""
+    rule = RULES[f.rule]
+    message, detail = _render(rule, (f.args[0], f.args[1], f.args[2]), tp)
+    if detail:
+        message = f"{message} ({detail})"
+    raise _errors.error_for(kb_rule_code(f.rule), message, <Py_ssize_t> f.pos + base, rule.id)
+
+
+cdef class Record:
+    """One record of a v2 batch.  ``headers`` is a tuple of ``(str, bytes | None)``."""
+    cdef readonly int64_t offset
+    cdef readonly int64_t timestamp
+    cdef readonly object key
+    cdef readonly object value
+    cdef readonly tuple headers
+    cdef readonly int32_t sequence
+    cdef readonly int32_t offset_delta
+    cdef readonly int64_t timestamp_delta
+    cdef readonly int8_t attributes
+    cdef readonly Py_ssize_t position
+
+    def __repr__(self):
+        return (f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r}, "
+                f"value={self.value!r}, headers={self.headers!r})")
+
+    def __eq__(self, other):
+        if not isinstance(other, Record):
+            return NotImplemented
+        return self._key() == (<Record> other)._key()
+
+    cdef tuple _key(self):
+        return (self.offset, self.timestamp, self.key, self.value, self.headers, self.sequence,
+                self.offset_delta, self.timestamp_delta, self.attributes)
+
+    def __hash__(self):
+        return hash(self._key())
+
+
+cdef inline object _bytes_or_none(const uint8_t *base, size_t pos, int32_t n):
+    if n < 0:
+        return None
+    return PyBytes_FromStringAndSize(<const char *> base + pos, n)
+
+
+cdef tuple _headers(const uint8_t *buf, const kb_record *r):
+    if r.header_count == 0:
+        return _EMPTY_HEADERS
+    cdef list out = []
+    cdef size_t p = r.headers, kp, vp
+    cdef int32_t kl, vl
+    for _ in range(r.header_count):
+        p = kb_v2_read_header_kv(buf, p, r.end, &kp, &kl, &vp, &vl)
+        out.append((PyUnicode_DecodeUTF8(<const char *> buf + kp, kl, "replace"),
+                    _bytes_or_none(buf, vp, vl)))
+    return tuple(out)
+
+
+cdef inline int32_t _sequence(int32_t base, int32_t delta):
+    if base < 0:
+        return -1
+    if base > INT32_MAX - delta:
+        return delta - (INT32_MAX - base) - 1
+    return base + delta
+
+
+cdef class Batch:
+    """A v2 record batch: Kafka's header fields in snake_case, ``position``
+    (byte offset in the buffer), ``raw`` (the entry's bytes, zero-copy) and
+    lazy iteration over its records."""
+    cdef _View _v
+    cdef kb_v2_header h
+    cdef readonly Py_ssize_t position
+    cdef readonly Py_ssize_t size
+    cdef readonly int entry
+
+    def __repr__(self):
+        return (f"<Batch entry={self.entry} position={self.position} base_offset={self.h.base_offset} "
+                f"count={self.h.record_count} compression={self.compression}>")
+
+    @property
+    def base_offset(self): return self.h.base_offset
+    @property
+    def length(self): return self.h.length
+    @property
+    def partition_leader_epoch(self): return self.h.partition_leader_epoch
+    @property
+    def magic(self): return self.h.magic
+    @property
+    def crc(self): return self.h.crc
+    @property
+    def attributes(self): return self.h.attributes
+    @property
+    def last_offset_delta(self): return self.h.last_offset_delta
+    @property
+    def base_timestamp(self): return self.h.base_timestamp
+    @property
+    def max_timestamp(self): return self.h.max_timestamp
+    @property
+    def producer_id(self): return self.h.producer_id
+    @property
+    def producer_epoch(self): return self.h.producer_epoch
+    @property
+    def base_sequence(self): return self.h.base_sequence
+    @property
+    def record_count(self): return self.h.record_count
+    @property
+    def compression(self):
+        cdef int codec = self.h.attributes & KB_ATTR_CODEC_MASK
+        return COMPRESSION_NAMES[codec] if codec < 5 else f"unknown({codec})"
+    @property
+    def timestamp_type(self):
+        return "LogAppendTime" if self.h.attributes & KB_ATTR_LOG_APPEND_TIME else "CreateTime"
+    @property
+    def is_transactional(self): return bool(self.h.attributes & KB_ATTR_TRANSACTIONAL)
+    @property
+    def is_control(self): return bool(self.h.attributes & KB_ATTR_CONTROL)
+    @property
+    def has_delete_horizon(self): return bool(self.h.attributes & KB_ATTR_DELETE_HORIZON)
+    @property
+    def delete_horizon_ms(self):
+        """The cleaner's delete horizon (baseTimestamp when attribute bit 6 is set), else None."""
+        return self.h.base_timestamp if self.h.attributes & KB_ATTR_DELETE_HORIZON else None
+    @property
+    def last_offset(self): return self.h.base_offset + self.h.last_offset_delta
+    @property
+    def next_offset(self): return self.h.base_offset + self.h.last_offset_delta + 1
+    @property
+    def last_sequence(self):
+        return _sequence(self.h.base_sequence, self.h.last_offset_delta)
+    @property
+    def raw(self):
+        """The whole entry, a zero-copy memoryview of the input."""
+        return memoryview(self._v.mv)[self.position:self.position + self.size] if self.size else b""
+    @property
+    def is_valid(self):
+        """True when the stored CRC-32C matches the batch's bytes."""
+        return kb_v2_compute_crc(self._v.ptr + self.position, self.size) == self.h.crc
+
+    def __len__(self):
+        return max(self.h.record_count, 0)
+
+    def __iter__(self):
+        cdef int codec = self.h.attributes & KB_ATTR_CODEC_MASK
+        if codec:
+            raise _errors.UnsupportedCompressionTypeError(
+                f"Records of {self.compression} batches are not decoded by this version of pykbatch",
+                self.position + 21, "batch.compressed")
+        if self.h.record_count < 0:
+            raise _errors.InvalidRecordError(
+                f"Found invalid record count {self.h.record_count} in magic v2 batch",
+                self.position + 57, "batch.negative_record_count")
+        return _RecordIterator(self)
+
+    def records(self):
+        """All records as a list."""
+        return list(self)
+
+
+cdef class _RecordIterator:
+    cdef Batch b
+    cdef size_t pos
+    cdef size_t limit
+    cdef int32_t index
+
+    def __cinit__(self, Batch b):
+        self.b = b
+        self.pos = b.position + KB_V2_HEADER_SIZE
+        self.limit = b.position + b.size
+        self.index = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef kb_record r
+        cdef kb_fault f
+        cdef size_t next_pos
+        cdef const kb_v2_header *h = &self.b.h
+        cdef const uint8_t *buf = self.b._v.ptr
+        if self.index >= h.record_count:
+            if self.pos < self.limit:
+                _raise_remaining(self.pos, self.limit)
+            raise StopIteration
+        if self.pos >= self.limit:
+            f.rule = KB_RULE_PREMATURE_EOF
+            f.pos = self.pos
+            f.args[0] = h.record_count
+            f.args[1] = self.index
+            f.args[2] = 0
+            _raise_fault(&f, 0)
+        if kb_v2_read_record(buf, self.pos, self.limit, &r, &f, &next_pos) != 0:
+            _raise_fault(&f, 0)
+        cdef Record rec = Record.__new__(Record)
+        rec.offset_delta = r.offset_delta
+        rec.offset = h.base_offset + r.offset_delta
+        rec.timestamp_delta = r.timestamp_delta
+        if h.attributes & KB_ATTR_LOG_APPEND_TIME:
+            rec.timestamp = h.max_timestamp
+        else:
+            rec.timestamp = <int64_t> (<uint64_t> h.base_timestamp + <uint64_t> r.timestamp_delta)
+        rec.key = _bytes_or_none(buf, r.key, r.key_len)
+        rec.value = _bytes_or_none(buf, r.value, r.value_len)
+        rec.headers = _headers(buf, &r)
+        rec.sequence = _sequence(h.base_sequence, r.offset_delta)
+        rec.attributes = r.attributes
+        rec.position = r.pos
+        self.pos = r.end
+        self.index += 1
+        return rec
+
+
+cdef _raise_remaining(size_t pos, size_t limit):
+    raise _errors.InvalidRecordError(
+        "Incorrect declared batch size, records still remaining in file "
+        f"({limit - pos} bytes follow the last record)", pos, "batch.records_remaining")
+
+
+cdef class BatchReader:
+    """Iterator over the entries of a buffer (see ``iter_batches``).  After
+    iteration, ``truncated_tail`` tells whether an incomplete entry ended it."""
+    cdef _View _v
+    cdef size_t pos
+    cdef int entry
+    cdef bint verify_crc
+    cdef readonly object truncated_tail
+
+    def __cinit__(self, buf, bint verify_crc=True):
+        self._v = _view(buf)
+        self.pos = 0
+        self.entry = 0
+        self.verify_crc = verify_crc
+        self.truncated_tail = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef kb_entry e
+        cdef kb_fault f
+        cdef kb_entry_status st = kb_next_entry(self._v.ptr, self._v.length, self.pos, &e, &f)
+        if st == KB_ENTRY_END:
+            raise StopIteration
+        if st == KB_ENTRY_TRUNCATED:
+            self.truncated_tail = TruncatedTail(self.entry, self.pos)
+            self.pos = self._v.length
+            raise StopIteration
+        if st == KB_ENTRY_CORRUPT:
+            _raise_fault(&f, 0)
+        if e.magic != 2:
+            raise _errors.UnsupportedForMessageFormatError(
+                f"Message format v{e.magic} is not decoded by this version of pykbatch",
+                e.pos + 16, "format.legacy_magic")
+        if e.size < KB_V2_HEADER_SIZE:
+            raise _errors.CorruptRecordError(
+                f"Record batch is corrupt (the size {e.size} is smaller than the minimum allowed "
+                f"overhead {KB_V2_HEADER_SIZE})", e.pos + 8, "batch.too_small")
+        cdef Batch b = Batch.__new__(Batch)
+        b._v = self._v
+        b.position = e.pos
+        b.size = e.size
+        b.entry = self.entry
+        kb_v2_read_header(self._v.ptr + e.pos, &b.h)
+        if self.verify_crc:
+            computed = kb_v2_compute_crc(self._v.ptr + e.pos, e.size)
+            if computed != b.h.crc:
+                raise _errors.CorruptRecordError(
+                    f"Record is corrupt (stored crc = {b.h.crc}, computed crc = {computed})",
+                    e.pos + 17, "batch.crc_mismatch")
+        self.pos = e.pos + e.size
+        self.entry += 1
+        return b
+
+
+def iter_batches(buf, *, bint verify_crc=True):
+    """Iterate the record batches of ``buf`` (bytes, bytearray, memoryview or mmap).
+
+    An incomplete entry at the end ends the iteration silently, as Kafka's
+    readers do (see ``BatchReader.truncated_tail``).  With ``verify_crc`` a
+    batch whose CRC-32C does not match raises ``CorruptRecordError``.
+    """
+    return BatchReader(buf, verify_crc)
+
+
+def validate(buf, config=None):
+    """Check every batch and record of ``buf`` and collect every culprit.
+
+    Returns a ``ValidationResult`` with ``ok``, ``culprits`` and the KIP-467
+    fields (``error_code``, ``error_name``, ``error_records``, ``error_message``).
+    ``config`` is a ``ValidationConfig`` (default: a producer's batch).
+    """
+    cfg = config if config is not None else _DEFAULT_CONFIG
+    cdef _View v = _view(buf)
+    cdef kb_validate_opts opts
+    cdef kb_summary s
+    opts.origin = KB_ORIGIN_CLIENT if cfg.origin == "client" else KB_ORIGIN_LOG
+    opts.verify_crc = 1 if cfg.verify_crc else 0
+    cdef size_t cap = min(<size_t> cfg.max_culprits, 64)
+    cdef kb_culprit *out = NULL
+    while True:
+        out = <kb_culprit *> malloc(max(cap, 1) * sizeof(kb_culprit))
+        if out == NULL:
+            raise MemoryError()
+        if v.length >= NOGIL_THRESHOLD:
+            with nogil:
+                kb_validate(v.ptr, v.length, &opts, out, cap, &s)
+        else:
+            kb_validate(v.ptr, v.length, &opts, out, cap, &s)
+        if <size_t> s.culprits <= cap or cap >= <size_t> cfg.max_culprits:
+            break
+        free(out)
+        cap = min(<size_t> cfg.max_culprits, <size_t> s.culprits)
+    try:
+        culprits = _culprits(out, min(<size_t> s.culprits, cap), cfg.topic_partition)
+    finally:
+        free(out)
+    tail = TruncatedTail(s.tail_entry, s.tail_pos) if s.tail_pos >= 0 else None
+    return ValidationResult(culprits, s.culprits, s.entries, s.records, s.valid_bytes, tail, s.unwalked, cfg)
+
+
+
+cdef list _culprits(const kb_culprit *out, size_t n, str tp):
+    cdef list result = []
+    cdef size_t i
+    cdef const kb_culprit *c
+    for i in range(n):
+        c = &out[i]
+        rule = RULES[c.rule]
+        message, detail = _render(rule, (c.args[0], c.args[1], c.args[2]), tp)
+        result.append(Culprit(
+            c.entry, c.record_index if c.record_index >= 0 else None,
+            c.relative_offset if c.relative_offset != KB_NO_OFFSET else None,
+            c.code, rule.id, c.pos, message, detail, rule.kafka))
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrow columns
+
+def to_arrow(buf, *, bint verify_crc=True):
+    """Decode every record of ``buf`` into a ``pyarrow.Table`` (one row per record,
+    with the batch columns a user filters on), without a Python object per record."""
+    import numpy as np
+    import pyarrow as pa
+
+    cdef _View v = _view(buf)
+    cdef kb_entry e
+    cdef kb_fault f
+    cdef kb_entry_status st
+    cdef kb_column_sizes z
+    cdef kb_v2_header h
+    cdef int32_t rec_index
+    cdef size_t pos = 0
+    cdef int entry = 0
+    memset(&z, 0, sizeof(z))
+    headers = []   # (entry, position, header) per batch, for the fill pass and batch columns
+    while True:
+        st = kb_next_entry(v.ptr, v.length, pos, &e, &f)
+        if st == KB_ENTRY_END or st == KB_ENTRY_TRUNCATED:
+            break
+        if st == KB_ENTRY_CORRUPT:
+            _raise_fault(&f, 0)
+        _check_decodable(v, &e, verify_crc, &h)
+        if h.record_count > 0 and kb_columns_measure(
+                v.ptr, e.pos + KB_V2_HEADER_SIZE, e.pos + e.size, h.record_count, &z, &f, &rec_index) != 0:
+            _raise_fault(&f, 0)
+        headers.append((entry, e.pos, h))
+        pos = e.pos + e.size
+        entry += 1
+    for name, n in (("key", z.key_bytes), ("value", z.value_bytes), ("header key", z.header_key_bytes),
+                    ("header value", z.header_value_bytes), ("header", z.headers)):
+        if n > INT32_MAX:
+            raise OverflowError(f"{name} bytes ({n}) exceed one Arrow binary column; decode in smaller parts")
+
+    n_rows, n_headers = z.records, z.headers
+    offset = np.empty(n_rows, np.int64)
+    timestamp = np.empty(n_rows, np.int64)
+    sequence = np.empty(n_rows, np.int32)
+    batch_index = np.empty(n_rows, np.int32)
+    key_offsets = np.zeros(n_rows + 1, np.int32)
+    value_offsets = np.zeros(n_rows + 1, np.int32)
+    header_offsets = np.zeros(n_rows + 1, np.int32)
+    hkey_offsets = np.zeros(n_headers + 1, np.int32)
+    hvalue_offsets = np.zeros(n_headers + 1, np.int32)
+    key_valid = np.zeros((n_rows + 7) // 8, np.uint8)
+    value_valid = np.zeros((n_rows + 7) // 8, np.uint8)
+    hvalue_valid = np.zeros((n_headers + 7) // 8, np.uint8)
+    key_data = np.empty(z.key_bytes, np.uint8)
+    value_data = np.empty(z.value_bytes, np.uint8)
+    hkey_data = np.empty(z.header_key_bytes, np.uint8)
+    hvalue_data = np.empty(z.header_value_bytes, np.uint8)
+
+    cdef kb_columns c
+    c.offset = _ptr64(offset); c.timestamp = _ptr64(timestamp)
+    c.sequence = _ptr32(sequence); c.batch_index = _ptr32(batch_index)
+    c.key_offsets = _ptr32(key_offsets); c.key_data = _ptr8(key_data); c.key_valid = _ptr8(key_valid)
+    c.value_offsets = _ptr32(value_offsets); c.value_data = _ptr8(value_data)
+    c.value_valid = _ptr8(value_valid)
+    c.header_offsets = _ptr32(header_offsets)
+    c.hkey_offsets = _ptr32(hkey_offsets); c.hkey_data = _ptr8(hkey_data)
+    c.hvalue_offsets = _ptr32(hvalue_offsets); c.hvalue_data = _ptr8(hvalue_data)
+    c.hvalue_valid = _ptr8(hvalue_valid)
+    c.row = 0
+    c.header_row = 0
+    cdef int32_t batch_no = 0
+    for entry_no, epos, hdr in headers:
+        h = hdr
+        kb_columns_fill(v.ptr, <size_t> epos + KB_V2_HEADER_SIZE, <size_t> epos + KB_LOG_OVERHEAD + h.length,
+                        h.record_count if h.record_count > 0 else 0, &h, batch_no, &c)
+        batch_no += 1
+
+    def binary(typ, n, valid, offs, data):
+        return pa.Array.from_buffers(typ, n, [pa.py_buffer(valid) if valid is not None else None,
+                                              pa.py_buffer(offs), pa.py_buffer(data)])
+
+    keys = binary(pa.binary(), n_rows, key_valid, key_offsets, key_data)
+    values = binary(pa.binary(), n_rows, value_valid, value_offsets, value_data)
+    hkeys = binary(pa.string(), n_headers, None, hkey_offsets, hkey_data)
+    hvalues = binary(pa.binary(), n_headers, hvalue_valid, hvalue_offsets, hvalue_data)
+    header_struct = pa.StructArray.from_arrays([hkeys, hvalues], fields=HEADER_FIELDS(pa))
+    header_lists = pa.ListArray.from_arrays(pa.array(header_offsets), header_struct)
+
+    take = pa.array(batch_index)
+    def per_batch(values, typ):
+        return pa.array(values, typ).take(take)
+    hs = [x[2] for x in headers]
+    ts_type = pa.DictionaryArray.from_arrays(
+        pa.array([1 if x["attributes"] & KB_ATTR_LOG_APPEND_TIME else 0 for x in hs], pa.int8()),
+        pa.array(["CreateTime", "LogAppendTime"])).take(take)
+    return pa.table({
+        "offset": offset,
+        "timestamp": timestamp,
+        "key": keys,
+        "value": values,
+        "headers": header_lists,
+        "sequence": sequence,
+        "batch_index": per_batch([x[0] for x in headers], pa.int32()),
+        "batch_position": per_batch([x[1] for x in headers], pa.int64()),
+        "base_offset": per_batch([x["base_offset"] for x in hs], pa.int64()),
+        "partition_leader_epoch": per_batch([x["partition_leader_epoch"] for x in hs], pa.int32()),
+        "producer_id": per_batch([x["producer_id"] for x in hs], pa.int64()),
+        "producer_epoch": per_batch([x["producer_epoch"] for x in hs], pa.int16()),
+        "is_transactional": per_batch([bool(x["attributes"] & KB_ATTR_TRANSACTIONAL) for x in hs], pa.bool_()),
+        "is_control": per_batch([bool(x["attributes"] & KB_ATTR_CONTROL) for x in hs], pa.bool_()),
+        "timestamp_type": ts_type,
+    })
+
+
+def HEADER_FIELDS(pa):
+    return [pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())]
+
+
+cdef _check_decodable(_View v, kb_entry *e, bint verify_crc, kb_v2_header *h):
+    """Raises unless the entry is a v2 batch whose records this version can read."""
+    if e.magic != 2:
+        raise _errors.UnsupportedForMessageFormatError(
+            f"Message format v{e.magic} is not decoded by this version of pykbatch", e.pos + 16,
+            "format.legacy_magic")
+    if e.size < KB_V2_HEADER_SIZE:
+        raise _errors.CorruptRecordError(
+            f"Record batch is corrupt (the size {e.size} is smaller than the minimum allowed overhead "
+            f"{KB_V2_HEADER_SIZE})", e.pos + 8, "batch.too_small")
+    kb_v2_read_header(v.ptr + e.pos, h)
+    if verify_crc:
+        computed = kb_v2_compute_crc(v.ptr + e.pos, e.size)
+        if computed != h.crc:
+            raise _errors.CorruptRecordError(
+                f"Record is corrupt (stored crc = {h.crc}, computed crc = {computed})", e.pos + 17,
+                "batch.crc_mismatch")
+    if h.attributes & KB_ATTR_CODEC_MASK:
+        raise _errors.UnsupportedCompressionTypeError(
+            f"Records of compressed batches (codec id {h.attributes & KB_ATTR_CODEC_MASK}) are not "
+            "decoded by this version of pykbatch", e.pos + 21, "batch.compressed")
+    if h.record_count < 0:
+        raise _errors.InvalidRecordError(
+            f"Found invalid record count {h.record_count} in magic v2 batch", e.pos + 57,
+            "batch.negative_record_count")
+
+
+cdef inline int64_t *_ptr64(arr):
+    cdef int64_t[::1] m = arr
+    return &m[0] if m.shape[0] else NULL
+
+cdef inline int32_t *_ptr32(arr):
+    cdef int32_t[::1] m = arr
+    return &m[0] if m.shape[0] else NULL
+
+cdef inline uint8_t *_ptr8(arr):
+    cdef uint8_t[::1] m = arr
+    return &m[0] if m.shape[0] else NULL
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding
+
+cdef inline int32_t _blob(object b, const uint8_t **p) except -2:
+    """Pointer and length of a bytes object, -1 for None."""
+    if b is None:
+        p[0] = NULL
+        return -1
+    if len(<bytes> b) > INT32_MAX:
+        raise OverflowError("a key, value or header is larger than 2 GiB")
+    p[0] = <const uint8_t *> PyBytes_AS_STRING(b)
+    return <int32_t> len(<bytes> b)
+
+
+cdef object _as_bytes(object x, str what):
+    if x is None or type(x) is bytes:
+        return x
+    if isinstance(x, str):
+        raise TypeError(f"{what} must be bytes-like or None, not str (encode it first)")
+    return bytes(x)
+
+
+cdef bytes _encode(dict header, list records):
+    """records: list of (key, value, headers, attributes, timestamp_delta, offset_delta);
+    keys/values/header values bytes or None, header keys bytes."""
+    cdef Py_ssize_t n = len(records), i, k, nh
+    cdef kb_record_in *recs = <kb_record_in *> calloc(max(n, 1), sizeof(kb_record_in))
+    cdef kb_header_in *hdrs
+    cdef kb_v2_header h
+    cdef int64_t size
+    if recs == NULL:
+        raise MemoryError()
+    try:
+        for i in range(n):
+            key, value, hl, attributes, ts_delta, off_delta = records[i]
+            recs[i].key_len = _blob(key, &recs[i].key)
+            recs[i].value_len = _blob(value, &recs[i].value)
+            recs[i].attributes = attributes
+            recs[i].timestamp_delta = ts_delta
+            recs[i].offset_delta = off_delta
+            nh = len(hl)
+            recs[i].header_count = <int32_t> nh
+            if nh:
+                hdrs = <kb_header_in *> calloc(nh, sizeof(kb_header_in))
+                if hdrs == NULL:
+                    raise MemoryError()
+                recs[i].headers = hdrs
+                for k in range(nh):
+                    hk, hv = hl[k]
+                    hdrs[k].key_len = _blob(hk, &hdrs[k].key)
+                    hdrs[k].value_len = _blob(hv, &hdrs[k].value)
+        size = kb_v2_batch_size(recs, n)
+        if size < 0:
+            raise _errors.RecordTooLargeError("The batch would exceed 2 GiB", None, "encode.too_large")
+        h.base_offset = header["base_offset"]
+        h.partition_leader_epoch = header["partition_leader_epoch"]
+        h.magic = 2
+        h.attributes = header["attributes"]
+        h.last_offset_delta = header["last_offset_delta"]
+        h.base_timestamp = header["base_timestamp"]
+        h.max_timestamp = header["max_timestamp"]
+        h.producer_id = header["producer_id"]
+        h.producer_epoch = header["producer_epoch"]
+        h.base_sequence = header["base_sequence"]
+        h.record_count = header["record_count"]
+        out = PyBytes_FromStringAndSize(NULL, size)
+        kb_v2_encode(&h, recs, n, <uint8_t *> PyBytes_AS_STRING(out))
+        return out
+    finally:
+        for i in range(n):
+            free(<void *> recs[i].headers)
+        free(recs)
+
+
+cdef tuple _header_pairs(object headers):
+    if not headers:
+        return _EMPTY_HEADERS
+    out = []
+    for hk, hv in headers:
+        if isinstance(hk, str):
+            hk = hk.encode("utf-8")
+        elif hk is None:
+            raise ValueError("header keys cannot be null")
+        else:
+            hk = _as_bytes(hk, "a header key")
+        out.append((hk, _as_bytes(hv, "a header value")))
+    return tuple(out)
+
+
+cdef object _field(object rec, str name, object default):
+    if isinstance(rec, dict):
+        return rec.get(name, default)
+    return getattr(rec, name, default)
+
+
+def build_batch(records, *, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
+                int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
+                bint is_transactional=False, bint is_control=False, str timestamp_type="CreateTime",
+                max_timestamp=None, str compression="none"):
+    """Build one v2 record batch, as Kafka's ``MemoryRecordsBuilder`` does.
+
+    ``records``: an iterable of mappings or objects with ``key``, ``value``
+    (bytes or None), optional ``headers`` (pairs of str/bytes key and
+    bytes/None value) and optional ``timestamp`` (ms; default: now).  A
+    ``(key, value)`` tuple is accepted too.  Offset deltas are 0..n-1, the base
+    timestamp is the first record's and ``maxTimestamp`` the largest (or
+    ``max_timestamp`` for LogAppendTime).  Returns ``bytes``.
+    """
+    if compression != "none":
+        if compression in _COMPRESSION_IDS:
+            raise _errors.UnsupportedCompressionTypeError(
+                f"Encoding {compression} batches is not supported by this version of pykbatch",
+                None, "encode.compression")
+        raise ValueError(f"unknown compression {compression!r}; expected one of {COMPRESSION_NAMES}")
+    if timestamp_type not in ("CreateTime", "LogAppendTime"):
+        raise ValueError("timestamp_type must be 'CreateTime' or 'LogAppendTime'")
+    if is_transactional and producer_id < 0:
+        raise ValueError("transactional batches need a producer_id")
+    now = None
+    rows = []
+    cdef int64_t first_ts = -1, max_ts = -1, ts
+    cdef int32_t i = 0
+    for rec in records:
+        if isinstance(rec, tuple):
+            key, value = rec
+            headers = ()
+            ts_obj = None
+        else:
+            key = _field(rec, "key", None)
+            value = _field(rec, "value", None)
+            headers = _field(rec, "headers", ())
+            ts_obj = _field(rec, "timestamp", None)
+        if ts_obj is None:
+            if now is None:
+                now = int(time.time() * 1000)
+            ts_obj = now
+        ts = ts_obj
+        if ts < 0 and ts != -1:
+            raise ValueError(f"Invalid negative timestamp {ts}")
+        if i == 0:
+            first_ts = ts
+        if ts > max_ts:
+            max_ts = ts
+        rows.append((_as_bytes(key, "a key"), _as_bytes(value, "a value"), _header_pairs(headers),
+                     0, ts, i))
+        i += 1
+    rows = [(k, v, hl, a, <int64_t> (t - first_ts), d) for k, v, hl, a, t, d in rows]
+    attributes = 0
+    if timestamp_type == "LogAppendTime":
+        attributes |= KB_ATTR_LOG_APPEND_TIME
+        if max_timestamp is None:
+            raise ValueError("LogAppendTime batches need max_timestamp (the broker's append time)")
+    if is_transactional:
+        attributes |= KB_ATTR_TRANSACTIONAL
+    if is_control:
+        attributes |= KB_ATTR_CONTROL
+    header = dict(base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
+                  attributes=attributes, last_offset_delta=max(i - 1, 0), base_timestamp=first_ts,
+                  max_timestamp=max_ts if max_timestamp is None else max_timestamp,
+                  producer_id=producer_id, producer_epoch=producer_epoch,
+                  base_sequence=base_sequence, record_count=i)
+    return _encode(header, rows)
+
+
+def encode(batches):
+    """Re-encode decoded batches (``Batch`` objects, or objects with the same
+    fields whose records carry ``key``, ``value``, ``headers``, ``offset_delta``,
+    ``timestamp_delta`` and ``attributes``) into one buffer.
+
+    For any valid uncompressed v2 input the output is byte-identical, except that
+    non-minimal varints and negative lengths other than -1 are written in Kafka's
+    canonical form (the CRC is recomputed).
+    """
+    out = []
+    for b in batches:
+        if b.attributes & KB_ATTR_CODEC_MASK:
+            raise _errors.UnsupportedCompressionTypeError(
+                "Encoding compressed batches is not supported by this version of pykbatch", None,
+                "encode.compression")
+        rows = [(_as_bytes(r.key, "a key"), _as_bytes(r.value, "a value"), _header_pairs(r.headers),
+                 r.attributes, r.timestamp_delta, r.offset_delta) for r in b]
+        header = dict(base_offset=b.base_offset, partition_leader_epoch=b.partition_leader_epoch,
+                      attributes=b.attributes, last_offset_delta=b.last_offset_delta,
+                      base_timestamp=b.base_timestamp, max_timestamp=b.max_timestamp,
+                      producer_id=b.producer_id, producer_epoch=b.producer_epoch,
+                      base_sequence=b.base_sequence, record_count=b.record_count)
+        out.append(_encode(header, rows))
+    return b"".join(out)

@@ -1,0 +1,164 @@
+"""Validation configuration and results (the KIP-467 shape, with every culprit)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from . import errors
+
+ORIGINS = ("client", "log")
+
+
+@dataclass(frozen=True)
+class ValidationConfig:
+    """What to check and how to report it.
+
+    origin
+        ``"client"``: the bytes are a producer's batch as a partition leader
+        receives it (Kafka's checks B2-B4: ``lastOffsetDelta + 1 == count``,
+        record offset deltas equal to their index, maxTimestamp equal to the
+        largest record timestamp).  ``"log"``: batches already in a log, where
+        compaction removes records but keeps ``lastOffsetDelta`` and
+        ``maxTimestamp``; offset deltas must only increase and stay within
+        ``lastOffsetDelta``.
+    verify_crc
+        Check the CRC-32C of every batch.
+    max_culprits
+        Culprits kept in the result; ``culprit_count`` still counts all.
+    topic_partition
+        Rendered into Kafka's messages (``"topic partition t-0"``).
+    """
+
+    origin: str = "client"
+    verify_crc: bool = True
+    max_culprits: int = 1000
+    topic_partition: str = "t-0"
+
+    def __post_init__(self):
+        if self.origin not in ORIGINS:
+            raise ValueError(f"origin must be one of {ORIGINS}, not {self.origin!r}")
+        if self.max_culprits < 0:
+            raise ValueError("max_culprits must be >= 0")
+
+
+class TruncatedTail(NamedTuple):
+    """An incomplete entry at the end of the buffer: normal for fetch responses
+    and live segments, so it is reported apart from the culprits."""
+    entry: int
+    position: int
+
+
+class Culprit:
+    """One violation: which batch and record broke which rule, and where."""
+
+    __slots__ = ("entry", "record_index", "relative_offset", "code", "rule", "position", "message",
+                 "detail", "kafka")
+
+    def __init__(self, entry, record_index, relative_offset, code, rule, position, message, detail, kafka):
+        self.entry = entry
+        self.record_index = record_index
+        self.relative_offset = relative_offset
+        self.code = code
+        self.rule = rule
+        self.position = position
+        self.message = message
+        self.detail = detail
+        self.kafka = kafka
+
+    @property
+    def name(self) -> str:
+        return errors.error_name(self.code)
+
+    @property
+    def error_class(self) -> str:
+        return errors.classify(self.code)
+
+    def as_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in self.__slots__}
+        d["name"] = self.name
+        return d
+
+    def __repr__(self):
+        where = f"entry {self.entry}"
+        if self.record_index is not None:
+            where += f" record {self.record_index}"
+        return f"<Culprit {self.rule} {self.name}({self.code}) {where} at byte {self.position}: {self.message}>"
+
+    def __eq__(self, other):
+        return isinstance(other, Culprit) and self.as_dict() == other.as_dict()
+
+
+@dataclass
+class ValidationResult:
+    culprits: list
+    culprit_count: int
+    entries: int
+    records: int
+    valid_bytes: int
+    truncated_tail: TruncatedTail | None
+    unwalked_batches: int
+    """Compressed batches whose records this version does not read yet."""
+    config: ValidationConfig = field(repr=False, default_factory=ValidationConfig)
+
+    @property
+    def ok(self) -> bool:
+        return self.culprit_count == 0
+
+    def _first_failing_entry(self) -> list:
+        if not self.culprits:
+            return []
+        entry = self.culprits[0].entry
+        return [c for c in self.culprits if c.entry == entry]
+
+    @property
+    def error_code(self) -> int:
+        """Error code of the first failing batch, as a ProduceResponse partition carries it."""
+        failing = self._first_failing_entry()
+        if not failing:
+            return 0
+        batch_level = [c for c in failing if not _record_error(c)]
+        if batch_level:
+            return batch_level[0].code
+        return 32 if any(c.code == 32 for c in failing) else 87
+
+    @property
+    def error_name(self) -> str:
+        return errors.error_name(self.error_code)
+
+    @property
+    def error_records(self) -> list[tuple[int, str]]:
+        """KIP-467 ``record_errors``: ``(batch_index, message)`` per culprit record of the first
+        failing batch; empty when that batch failed as a whole.  (Kafka calls the index of a
+        record within its batch ``batch_index``.)"""
+        failing = self._first_failing_entry()
+        if not failing or any(not _record_error(c) for c in failing):
+            return []
+        seen, out = set(), []
+        for c in failing:
+            if c.record_index not in seen:
+                seen.add(c.record_index)
+                out.append((c.record_index, c.message))
+        return out
+
+    @property
+    def error_message(self) -> str | None:
+        """KIP-467 ``error_message``: None for batch-level errors, as Kafka sends it."""
+        records = self.error_records
+        if not records:
+            return None
+        if self.error_code == 32:
+            return "One or more records have been rejected due to invalid timestamp"
+        first3 = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in records[:3])
+        return (f"One or more records have been rejected due to {len(records)} record errors in total, "
+                f"and only showing the first three errors at most: [{first3}]")
+
+    def raise_for_error(self) -> None:
+        """Raise the exception of the first culprit, carrying every culprit."""
+        if self.culprits:
+            first = self.culprits[0]
+            raise errors.error_for(first.code, first.message, first.position, first.rule, self.culprits)
+
+
+def _record_error(c: Culprit) -> bool:
+    from ._rules import BY_ID
+    return c.record_index is not None and BY_ID[c.rule].record_error

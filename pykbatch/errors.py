@@ -1,0 +1,136 @@
+"""Exceptions and Kafka's error vocabulary.
+
+Every exception pykbatch raises for bad data derives from ``KafkaDataError``
+and from a builtin (``ValueError`` for data errors), and carries Kafka's
+error ``code`` and ``name``, the byte ``offset`` (also ``position``) where the
+problem was found, the stable ``rule`` id and its ``error_class``:
+
+- ``retriable``: sending the same bytes again can succeed (CORRUPT_MESSAGE:
+  bytes damaged in transit, as Kafka's producer treats it);
+- ``abortable``: this batch or these records fail, the pipeline goes on
+  (drop the culprits and keep the rest);
+- ``fatal``: stop; retrying or dropping records cannot help.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+RETRIABLE = "retriable"
+ABORTABLE = "abortable"
+FATAL = "fatal"
+
+# code -> (Kafka's name, error class) for every code pykbatch can report.
+CODES: dict[int, tuple[str, str]] = {
+    -1: ("UNKNOWN_SERVER_ERROR", FATAL),
+    0: ("NONE", ABORTABLE),
+    2: ("CORRUPT_MESSAGE", RETRIABLE),
+    10: ("MESSAGE_TOO_LARGE", ABORTABLE),
+    32: ("INVALID_TIMESTAMP", ABORTABLE),
+    43: ("UNSUPPORTED_FOR_MESSAGE_FORMAT", ABORTABLE),
+    76: ("UNSUPPORTED_COMPRESSION_TYPE", ABORTABLE),
+    87: ("INVALID_RECORD", ABORTABLE),
+}
+
+
+def error_name(code: int) -> str:
+    return CODES.get(code, ("UNKNOWN_SERVER_ERROR", FATAL))[0]
+
+
+def classify(code: int) -> str:
+    """Error class of a Kafka error code: ``retriable``, ``abortable`` or ``fatal``."""
+    return CODES.get(code, ("UNKNOWN_SERVER_ERROR", FATAL))[1]
+
+
+class KafkaDataError(Exception):
+    """Base of pykbatch's data errors."""
+
+    code = -1
+
+    def __init__(self, message: str, offset: int | None = None, rule: str | None = None,
+                 culprits: Iterable = ()):
+        self.message = message
+        self.offset = offset
+        self.rule = rule
+        self.culprits = list(culprits)
+        super().__init__(_describe(message, offset, rule))
+
+    @property
+    def position(self) -> int | None:
+        return self.offset
+
+    @property
+    def name(self) -> str:
+        return error_name(self.code)
+
+    @property
+    def error_class(self) -> str:
+        return classify(self.code)
+
+    @property
+    def retriable(self) -> bool:
+        return self.error_class == RETRIABLE
+
+
+def _describe(message: str, offset: int | None, rule: str | None) -> str:
+    """The one format of every error message: Kafka's text, then where and which rule."""
+    where = [f"rule {rule}"] if rule else []
+    if offset is not None:
+        where.append(f"at byte {offset}")
+    return f"{message} [{', '.join(where)}]" if where else message
+
+
+class CorruptRecordError(KafkaDataError, ValueError):
+    """CORRUPT_MESSAGE (2): CRC mismatch or broken framing; retriable."""
+    code = 2
+
+
+class InvalidRecordError(KafkaDataError, ValueError):
+    """INVALID_RECORD (87): a batch or record breaks the format's rules."""
+    code = 87
+
+
+class InvalidTimestampError(KafkaDataError, ValueError):
+    """INVALID_TIMESTAMP (32)."""
+    code = 32
+
+
+class RecordTooLargeError(KafkaDataError, ValueError):
+    """MESSAGE_TOO_LARGE (10)."""
+    code = 10
+
+
+class UnsupportedForMessageFormatError(KafkaDataError, ValueError):
+    """UNSUPPORTED_FOR_MESSAGE_FORMAT (43): a message format this operation cannot handle."""
+    code = 43
+
+
+class UnsupportedCompressionTypeError(KafkaDataError, ValueError):
+    """UNSUPPORTED_COMPRESSION_TYPE (76)."""
+    code = 76
+
+
+class UnknownServerError(KafkaDataError, RuntimeError):
+    """UNKNOWN_SERVER_ERROR (-1): what Kafka answers for errors it does not classify."""
+    code = -1
+
+
+class CulpritsError(KafkaDataError, ValueError):
+    """Raised when validation is told to fail: carries every culprit seen."""
+
+    def __init__(self, code: int, message: str, offset=None, rule=None, culprits: Iterable = ()):
+        self.code = code
+        super().__init__(message, offset, rule, culprits)
+
+
+_BY_CODE = {cls.code: cls for cls in (CorruptRecordError, InvalidRecordError, InvalidTimestampError,
+                                      RecordTooLargeError, UnsupportedForMessageFormatError,
+                                      UnsupportedCompressionTypeError, UnknownServerError)}
+
+
+def error_for(code: int, message: str, offset: int | None = None, rule: str | None = None,
+              culprits: Iterable = ()) -> KafkaDataError:
+    """The exception for a Kafka error code (the single translation point)."""
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        return CulpritsError(code, message, offset, rule, culprits)
+    return cls(message, offset, rule, culprits)
