@@ -770,3 +770,38 @@ def encode(batches):
                       base_sequence=b.base_sequence, record_count=b.record_count)
         out.append(_encode(header, rows))
     return b"".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Test hooks for the wire primitives (the C readers are inline, so they are exercised here)
+
+cdef extern from "kb_wire.h" nogil:
+    int kb_read_varint(const uint8_t *p, const uint8_t *end, int32_t *out)
+    int kb_read_uvarint(const uint8_t *p, const uint8_t *end, uint32_t *out)
+    int kb_read_varlong(const uint8_t *p, const uint8_t *end, int64_t *out)
+
+
+def _read_varint(data, str kind="varint"):
+    """Decode one ``varint`` / ``unsigned_varint`` / ``varlong`` at the start of ``data``:
+    ``(value, size)``; ValueError for a truncated or overlong encoding."""
+    cdef _View v = _view(data)
+    cdef int32_t i32
+    cdef uint32_t u32
+    cdef int64_t i64
+    cdef int n
+    if kind == "varint":
+        n = kb_read_varint(v.ptr, v.ptr + v.length, &i32)
+        value = i32
+    elif kind == "unsigned_varint":
+        n = kb_read_uvarint(v.ptr, v.ptr + v.length, &u32)
+        value = u32
+    elif kind == "varlong":
+        n = kb_read_varlong(v.ptr, v.ptr + v.length, &i64)
+        value = i64
+    else:
+        raise ValueError(f"unknown varint kind {kind!r}")
+    if n == 0:
+        raise ValueError("truncated varint")
+    if n < 0:
+        raise ValueError(f"{kind} is too long")
+    return value, n

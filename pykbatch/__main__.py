@@ -1,0 +1,5 @@
+import sys
+
+from pykbatch.cli import main
+
+sys.exit(main())

@@ -1,0 +1,106 @@
+"""Command line: ``pykbatch dump`` (kafka-dump-log compatible) and ``pykbatch validate``."""
+from __future__ import annotations
+
+import argparse
+import json
+import mmap
+import os
+import sys
+
+from . import _native
+from ._result import ValidationConfig
+from .dump import dump_log
+
+
+def _dump(args) -> int:
+    problems = 0
+    files = [f for spec in args.files for f in spec.split(",") if f]
+    for path in files:
+        suffix = path.rsplit(".", 1)[-1] if "." in os.path.basename(path) else ""
+        if suffix != "log":
+            sys.stderr.write(f"Ignoring unknown file {path}\n")
+            continue
+        problems += dump_log(path, deep=args.deep_iteration, print_data=args.print_data_log,
+                             skip_metadata=args.skip_record_metadata, max_bytes=args.max_bytes)
+    return 1 if problems else 0
+
+
+def _read(path):
+    """A read-only view of a file (mmap: bounded memory whatever its size)."""
+    f = open(path, "rb")
+    if os.fstat(f.fileno()).st_size == 0:
+        f.close()
+        return b""
+    with f:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _validate(args) -> int:
+    found = 0
+    for path in args.files:
+        origin = args.origin or ("log" if path.endswith(".log") else "client")
+        config = ValidationConfig(origin=origin, verify_crc=not args.no_crc, max_culprits=args.max_culprits,
+                                  topic_partition=args.topic_partition)
+        data = _read(path)
+        try:
+            result = _native.validate(data, config)
+        finally:
+            if isinstance(data, mmap.mmap):
+                data.close()
+        found += result.culprit_count
+        if args.json:
+            print(json.dumps({"file": path, "ok": result.ok, "entries": result.entries,
+                              "records": result.records, "culprit_count": result.culprit_count,
+                              "error_code": result.error_code, "error_name": result.error_name,
+                              "truncated_tail": result.truncated_tail._asdict() if result.truncated_tail else None,
+                              "culprits": [c.as_dict() for c in result.culprits]}))
+            continue
+        status = "ok" if result.ok else f"{result.culprit_count} culprit(s)"
+        print(f"{path}: {result.entries} batches, {result.records} records, {status}")
+        for c in result.culprits:
+            rec = f" record {c.record_index}" if c.record_index is not None else ""
+            off = f" (offset delta {c.relative_offset})" if c.relative_offset is not None else ""
+            detail = f" ({c.detail})" if c.detail else ""
+            print(f"  batch {c.entry}{rec}{off} at byte {c.position}: {c.name}({c.code}) {c.rule}: "
+                  f"{c.message}{detail}")
+        if result.culprit_count > len(result.culprits):
+            print(f"  ... {result.culprit_count - len(result.culprits)} more not shown (--max-culprits)")
+        if result.truncated_tail:
+            t = result.truncated_tail
+            print(f"  incomplete trailing entry {t.entry} at byte {t.position} (not an error)")
+        if result.unwalked_batches:
+            print(f"  note: records of {result.unwalked_batches} compressed batch(es) were not checked")
+    return 1 if found else 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pykbatch", description="Read, check and repair Kafka record batches.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("dump", help="print log files as kafka-dump-log.sh does")
+    d.add_argument("--files", action="append", required=True, metavar="FILE[,FILE...]")
+    d.add_argument("--deep-iteration", action="store_true", help="print every record")
+    d.add_argument("--print-data-log", action="store_true", help="print keys and values (implies deep)")
+    d.add_argument("--skip-record-metadata", action="store_true")
+    d.add_argument("--max-bytes", type=int, default=None, help="read only the first N bytes of .log files")
+    d.set_defaults(run=_dump)
+
+    v = sub.add_parser("validate", help="check files of record batches and print every culprit")
+    v.add_argument("files", nargs="+", metavar="FILE")
+    v.add_argument("--origin", choices=("client", "log"), default=None,
+                   help="client: a producer's batches; log: batches from a log (default for *.log files)")
+    v.add_argument("--no-crc", action="store_true", help="skip CRC checks")
+    v.add_argument("--max-culprits", type=int, default=1000)
+    v.add_argument("--topic-partition", default="t-0", help="named in Kafka's messages")
+    v.add_argument("--json", action="store_true", help="one JSON document per file")
+    v.set_defaults(run=_validate)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
