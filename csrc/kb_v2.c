@@ -137,15 +137,17 @@ int kb_v2_read_record(const uint8_t *buf, size_t pos, size_t limit, kb_record *r
         !varint_field(buf, &p, limit, &r->value_len, KB_FIELD_VALUE_LENGTH, f))
         return -1;
     r->value = p;
-    if (!bytes_field(&p, limit, r->value_len, KB_FIELD_VALUE, f) ||
-        !varint_field(buf, &p, limit, &r->header_count, KB_FIELD_HEADER_COUNT, f))
+    if (!bytes_field(&p, limit, r->value_len, KB_FIELD_VALUE, f))
+        return -1;
+    size_t count_pos = p;
+    if (!varint_field(buf, &p, limit, &r->header_count, KB_FIELD_HEADER_COUNT, f))
         return -1;
     if (r->header_count < 0) {
-        fault(f, KB_RULE_NEGATIVE_HEADER_COUNT, p - 1, r->header_count, 0, 0);
+        fault(f, KB_RULE_NEGATIVE_HEADER_COUNT, count_pos, r->header_count, 0, 0);
         return -1;
     }
     if ((size_t)r->header_count > limit - p) {
-        fault(f, KB_RULE_HEADER_COUNT_EXCEEDS, p - 1, r->header_count, (int64_t)(limit - p), 0);
+        fault(f, KB_RULE_HEADER_COUNT_EXCEEDS, count_pos, r->header_count, (int64_t)(limit - p), 0);
         return -1;
     }
     r->headers = p;

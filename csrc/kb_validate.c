@@ -77,6 +77,7 @@ static void check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t lim
                           size_t header_pos)
 {
     int client = c->opts->origin == KB_ORIGIN_CLIENT;
+    int strict = c->opts->strict;
     int create_time = !(h->attributes & KB_ATTR_LOG_APPEND_TIME);
     size_t p = start;
     int64_t prev = -1, max_ts = INT64_MIN;
@@ -100,6 +101,9 @@ static void check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t lim
             continue;
         }
         c->s->records++;
+        p = r.end;
+        if (!strict)
+            continue;
         if (r.offset_delta <= prev)
             report(c, KB_RULE_OFFSET_NOT_INCREASING, r.pos, i, r.offset_delta, r.offset_delta, prev, 0);
         else if (r.offset_delta > h->last_offset_delta)
@@ -116,11 +120,10 @@ static void check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t lim
             if (ts > max_ts)
                 max_ts = ts;
         }
-        p = r.end;
     }
     if (i == h->record_count && p < limit)
         report(c, KB_RULE_RECORDS_REMAINING, p, -1, KB_NO_OFFSET, (int64_t)(limit - p), 0, 0);
-    if (client && create_time && all_read && h->record_count > 0 && max_ts < h->max_timestamp)
+    if (strict && client && create_time && all_read && h->record_count > 0 && max_ts < h->max_timestamp)
         report(c, KB_RULE_MAX_TIMESTAMP_MISMATCH, header_pos + 35, -1, KB_NO_OFFSET, h->max_timestamp, max_ts, 0);
 }
 

@@ -16,6 +16,7 @@ typedef enum {
 typedef struct {
     kb_origin origin;
     int verify_crc;
+    int strict;  /* also pykbatch's rules that Kafka does not enforce (offset deltas, timestamps) */
 } kb_validate_opts;
 
 #define KB_NO_OFFSET INT64_MIN

@@ -93,6 +93,7 @@ cdef extern from "kb_validate.h" nogil:
     ctypedef struct kb_validate_opts:
         kb_origin origin
         int verify_crc
+        int strict
 
     int64_t KB_NO_OFFSET
 

@@ -387,6 +387,7 @@ def validate(buf, config=None):
     cdef kb_summary s
     opts.origin = KB_ORIGIN_CLIENT if cfg.origin == "client" else KB_ORIGIN_LOG
     opts.verify_crc = 1 if cfg.verify_crc else 0
+    opts.strict = 1 if cfg.strict else 0
     cdef size_t cap = min(<size_t> cfg.max_culprits, 64)
     cdef kb_culprit *out = NULL
     while True:

@@ -23,6 +23,11 @@ class ValidationConfig:
         ``lastOffsetDelta``.
     verify_crc
         Check the CRC-32C of every batch.
+    strict
+        Also apply pykbatch's rules that Kafka does not enforce (``Culprit.kafka`` is
+        False for them): record offset deltas increasing and within ``lastOffsetDelta``
+        (and equal to the index for ``"client"``), record timestamps not above
+        ``maxTimestamp``.  False gives Kafka's verdict alone.
     max_culprits
         Culprits kept in the result; ``culprit_count`` still counts all.
     topic_partition
@@ -31,6 +36,7 @@ class ValidationConfig:
 
     origin: str = "client"
     verify_crc: bool = True
+    strict: bool = True
     max_culprits: int = 1000
     topic_partition: str = "t-0"
 

@@ -1,0 +1,44 @@
+"""Shared fixtures: paths to ../shared (Kafka's vectors, the conformance corpus)."""
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("PYKBATCH_SHARED", ROOT.parent / "shared"))
+KAFKA_VECTORS = SHARED / "kafka" / "kafka-vectors.json"
+CONFORMANCE = SHARED / "conformance"
+
+
+@lru_cache(maxsize=None)
+def load_json(path: Path):
+    """The parsed file, or None when ../shared is not beside the checkout."""
+    if not path.exists():
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def kafka_vectors(predicate=lambda v: True):
+    """pytest params over Kafka's own vectors (one skipped param when absent)."""
+    data = load_json(KAFKA_VECTORS)
+    if data is None:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{KAFKA_VECTORS} not present"))]
+    return [pytest.param(v, id=v["name"]) for v in data if predicate(v)]
+
+
+def conformance_vectors(predicate=lambda v: True):
+    data = load_json(CONFORMANCE / "vectors.json")
+    if data is None:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{CONFORMANCE} not present"))]
+    return [pytest.param(v, id=v["id"]) for v in data["vectors"] if predicate(v)]
+
+
+def vector_bytes(v) -> bytes:
+    if "hex" in v:
+        return bytes.fromhex(v["hex"])
+    return (CONFORMANCE / v["hex_file"]).read_bytes()
