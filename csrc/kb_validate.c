@@ -8,6 +8,7 @@ typedef struct {
     size_t cap;
     kb_summary *s;
     int32_t entry;
+    size_t entry_pos;
 } ctx_t;
 
 static void report(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t rel, int64_t a0, int64_t a1,
@@ -16,6 +17,7 @@ static void report(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t r
     if ((uint64_t)c->s->culprits < c->cap) {
         kb_culprit *k = &c->out[c->s->culprits];
         k->pos = (int64_t)pos;
+        k->entry_pos = (int64_t)c->entry_pos;
         k->args[0] = a0;
         k->args[1] = a1;
         k->args[2] = a2;
@@ -142,7 +144,7 @@ static void check_v2(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
 void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out, size_t cap,
                  kb_summary *s)
 {
-    ctx_t c = {o, out, cap, s, 0};
+    ctx_t c = {o, out, cap, s, 0, 0};
     *s = (kb_summary){0};
     s->tail_pos = -1;
     size_t pos = 0;
@@ -150,6 +152,7 @@ void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_c
         kb_entry e;
         kb_fault f;
         kb_entry_status st = kb_next_entry(buf, len, pos, &e, &f);
+        c.entry_pos = pos;
         if (st == KB_ENTRY_END)
             break;
         if (st == KB_ENTRY_TRUNCATED) {

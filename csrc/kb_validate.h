@@ -23,6 +23,7 @@ typedef struct {
 
 typedef struct {
     int64_t pos;              /* byte position in the buffer */
+    int64_t entry_pos;        /* where the entry (batch) starts */
     int64_t args[3];          /* rule-specific values for the message */
     int64_t relative_offset;  /* the record's offset delta, KB_NO_OFFSET if unknown */
     int32_t entry;            /* index of the entry (batch) in the buffer */

@@ -99,6 +99,7 @@ cdef extern from "kb_validate.h" nogil:
 
     ctypedef struct kb_culprit:
         int64_t pos
+        int64_t entry_pos
         int64_t args[3]
         int64_t relative_offset
         int32_t entry

@@ -408,7 +408,9 @@ def validate(buf, config=None):
     finally:
         free(out)
     tail = TruncatedTail(s.tail_entry, s.tail_pos) if s.tail_pos >= 0 else None
-    return ValidationResult(culprits, s.culprits, s.entries, s.records, s.valid_bytes, tail, s.unwalked, cfg)
+    stopped_at = s.valid_bytes if s.stopped else None
+    return ValidationResult(culprits, s.culprits, s.entries, s.records, s.valid_bytes, tail, stopped_at,
+                            s.unwalked, cfg)
 
 
 
@@ -423,7 +425,7 @@ cdef list _culprits(const kb_culprit *out, size_t n, str tp):
         result.append(Culprit(
             c.entry, c.record_index if c.record_index >= 0 else None,
             c.relative_offset if c.relative_offset != KB_NO_OFFSET else None,
-            c.code, rule.id, c.pos, message, detail, rule.kafka))
+            c.code, rule.id, c.pos, c.entry_pos, message, detail, rule.kafka))
     return result
 
 

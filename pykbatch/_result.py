@@ -57,11 +57,13 @@ class TruncatedTail(NamedTuple):
 class Culprit:
     """One violation: which batch and record broke which rule, and where."""
 
-    __slots__ = ("entry", "record_index", "relative_offset", "code", "rule", "position", "message",
-                 "detail", "kafka")
+    __slots__ = ("entry", "record_index", "relative_offset", "code", "rule", "position", "entry_position",
+                 "message", "detail", "kafka")
 
-    def __init__(self, entry, record_index, relative_offset, code, rule, position, message, detail, kafka):
+    def __init__(self, entry, record_index, relative_offset, code, rule, position, entry_position, message,
+                 detail, kafka):
         self.entry = entry
+        self.entry_position = entry_position
         self.record_index = record_index
         self.relative_offset = relative_offset
         self.code = code
@@ -102,6 +104,9 @@ class ValidationResult:
     records: int
     valid_bytes: int
     truncated_tail: TruncatedTail | None
+    stopped_at: int | None
+    """Where the entry framing was lost (an entry's size field below Kafka's minimum): the
+    bytes from here on were not read.  None when the whole buffer was read."""
     unwalked_batches: int
     """Compressed batches whose records this version does not read yet."""
     config: ValidationConfig = field(repr=False, default_factory=ValidationConfig)
