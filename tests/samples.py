@@ -1,0 +1,55 @@
+"""Small batch factories for tests."""
+import struct
+
+import pykbatch as kb
+
+
+def batch(n=3, base_offset=0, value=b"value", headers=(), **fields) -> bytes:
+    recs = [{"key": b"k%d" % i, "value": value, "timestamp": 1000 + i, "headers": list(headers)} for i in range(n)]
+    return kb.build_batch(recs, base_offset=base_offset, **fields)
+
+
+def recrc(data: bytes) -> bytes:
+    """The same v2 batch with its CRC recomputed (to reach the checks after the CRC)."""
+    crc = kb.crc32c(data[21:])
+    return data[:17] + struct.pack(">I", crc) + data[21:]
+
+
+def patch(data: bytes, pos: int, new: bytes, fix_crc=True) -> bytes:
+    out = data[:pos] + new + data[pos + len(new):]
+    return recrc(out) if fix_crc else out
+
+
+def batch_of_records(*records: bytes, count=None, last_offset_delta=None) -> bytes:
+    """A v2 batch around hand-made record bytes."""
+    n = len(records) if count is None else count
+    lod = n - 1 if last_offset_delta is None else last_offset_delta
+    body = struct.pack(">hiqqqhii", 0, lod, 1000, 1000, -1, -1, -1, n) + b"".join(records)
+    return struct.pack(">qiib", 0, len(body) + 9, -1, 2) + struct.pack(">I", kb.crc32c(body)) + body
+
+
+def record(offset_delta=0, ts_delta=0, key=b"k", value=b"v", headers=(), attributes=0) -> bytes:
+    """Bytes of one v2 record (length varint included)."""
+    return _record(offset_delta, ts_delta, key, value, headers, attributes)
+
+
+def zz(n: int) -> bytes:
+    """Zigzag varint of n (64-bit)."""
+    u = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while u >= 0x80:
+        out.append((u & 0x7F) | 0x80)
+        u >>= 7
+    out.append(u)
+    return bytes(out)
+
+
+def _blob(b):
+    return zz(-1) if b is None else zz(len(b)) + b
+
+
+def _record(offset_delta, ts_delta, key, value, headers, attributes):
+    body = bytes([attributes]) + zz(ts_delta) + zz(offset_delta) + _blob(key) + _blob(value) + zz(len(headers))
+    for hk, hv in headers:
+        body += _blob(hk) + _blob(hv)
+    return zz(len(body)) + body
