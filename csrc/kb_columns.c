@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "kb_wire.h"
+
 int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_column_sizes *z,
                        kb_fault *f, int32_t *record_index)
 {
@@ -61,14 +63,6 @@ static void put_binary(int32_t *offsets, uint8_t *data, uint8_t *valid, int64_t 
     offsets[row + 1] = end;
 }
 
-static int32_t next_sequence(int32_t base, int32_t delta)
-{
-    if (base < 0)
-        return -1;
-    /* DefaultRecordBatch.incrementSequence: wraps past INT32_MAX to 0 */
-    return base > INT32_MAX - delta ? delta - (INT32_MAX - base) - 1 : base + delta;
-}
-
 void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t count, const kb_v2_header *h,
                      int32_t batch_index, kb_columns *c)
 {
@@ -80,10 +74,10 @@ void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t cou
         size_t next;
         kb_v2_read_record(buf, p, limit, &r, &f, &next);
         int64_t row = c->row++;
-        c->offset[row] = h->base_offset + r.offset_delta;
+        c->offset[row] = kb_wrap_add64(h->base_offset, r.offset_delta);
         c->timestamp[row] =
-            log_append ? h->max_timestamp : (int64_t)((uint64_t)h->base_timestamp + (uint64_t)r.timestamp_delta);
-        c->sequence[row] = next_sequence(h->base_sequence, r.offset_delta);
+            log_append ? h->max_timestamp : kb_wrap_add64(h->base_timestamp, r.timestamp_delta);
+        c->sequence[row] = kb_increment_sequence(h->base_sequence, r.offset_delta);
         c->batch_index[row] = batch_index;
         put_binary(c->key_offsets, c->key_data, c->key_valid, row, buf + r.key, r.key_len);
         put_binary(c->value_offsets, c->value_data, c->value_valid, row, buf + r.value, r.value_len);

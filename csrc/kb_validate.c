@@ -1,6 +1,7 @@
 #include "kb_validate.h"
 
 #include "kb_v2.h"
+#include "kb_wire.h"
 
 typedef struct {
     const kb_validate_opts *opts;
@@ -48,7 +49,7 @@ static int check_header(ctx_t *c, const uint8_t *buf, size_t pos, size_t size, c
     if (codec > 4)
         report(c, KB_RULE_UNKNOWN_CODEC, pos + 21, -1, KB_NO_OFFSET, codec, 0, 0);
 
-    int64_t last = h->base_offset + (int64_t)h->last_offset_delta;
+    int64_t last = kb_wrap_add64(h->base_offset, h->last_offset_delta);
     if (client) {
         if (h->last_offset_delta < 0)
             report(c, KB_RULE_INVALID_OFFSET_RANGE, pos + 23, -1, KB_NO_OFFSET, h->base_offset, last, 0);
@@ -116,7 +117,7 @@ static void check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t lim
         if (r.offset_delta > prev)
             prev = r.offset_delta;
         if (create_time) {
-            int64_t ts = (int64_t)((uint64_t)h->base_timestamp + (uint64_t)r.timestamp_delta);
+            int64_t ts = kb_wrap_add64(h->base_timestamp, r.timestamp_delta);
             if (ts > h->max_timestamp)
                 report(c, KB_RULE_TIMESTAMP_ABOVE_MAX, r.pos, i, r.offset_delta, ts, h->max_timestamp, 0);
             if (ts > max_ts)

@@ -50,6 +50,28 @@ static inline void kb_store_be64(uint8_t *p, uint64_t v)
     memcpy(p, &v, 8);
 }
 
+/* Java's wrapping int/long additions (hostile headers overflow them; C must not). */
+static inline int64_t kb_wrap_add64(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static inline int32_t kb_wrap_add32(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+
+/* DefaultRecordBatch.incrementSequence, in Java's 32-bit wrapping arithmetic:
+ * past INT32_MAX the sequence wraps to 0; -1 (no sequence) stays -1. */
+static inline int32_t kb_increment_sequence(int32_t base, int32_t delta)
+{
+    if (base < 0)
+        return -1;
+    if (base > kb_wrap_add32(INT32_MAX, -delta))
+        return (int32_t)((uint32_t)delta - ((uint32_t)INT32_MAX - (uint32_t)base) - 1u);
+    return kb_wrap_add32(base, delta);
+}
+
 /* Results of the varint readers: > 0 is the number of bytes consumed. */
 enum {
     KB_VARINT_TRUNCATED = 0,  /* ran into `end` before the last byte */

@@ -3,6 +3,14 @@
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
 
+cdef extern from "kb_wire.h" nogil:
+    int kb_read_varint(const uint8_t *p, const uint8_t *end, int32_t *out)
+    int kb_read_uvarint(const uint8_t *p, const uint8_t *end, uint32_t *out)
+    int kb_read_varlong(const uint8_t *p, const uint8_t *end, int64_t *out)
+    int64_t kb_wrap_add64(int64_t a, int64_t b)
+    int32_t kb_increment_sequence(int32_t base, int32_t delta)
+
+
 cdef extern from "kb_crc32c.h" nogil:
     void kb_crc32c_init()
     uint32_t kb_crc32c(uint32_t crc, const uint8_t *data, size_t n)

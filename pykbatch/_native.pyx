@@ -149,11 +149,7 @@ cdef tuple _headers(const uint8_t *buf, const kb_record *r):
 
 
 cdef inline int32_t _sequence(int32_t base, int32_t delta):
-    if base < 0:
-        return -1
-    if base > INT32_MAX - delta:
-        return delta - (INT32_MAX - base) - 1
-    return base + delta
+    return kb_increment_sequence(base, delta)
 
 
 cdef class Batch:
@@ -214,9 +210,9 @@ cdef class Batch:
         """The cleaner's delete horizon (baseTimestamp when attribute bit 6 is set), else None."""
         return self.h.base_timestamp if self.h.attributes & KB_ATTR_DELETE_HORIZON else None
     @property
-    def last_offset(self): return self.h.base_offset + self.h.last_offset_delta
+    def last_offset(self): return kb_wrap_add64(self.h.base_offset, self.h.last_offset_delta)
     @property
-    def next_offset(self): return self.h.base_offset + self.h.last_offset_delta + 1
+    def next_offset(self): return kb_wrap_add64(self.h.base_offset, <int64_t> self.h.last_offset_delta + 1)
     @property
     def last_sequence(self):
         return _sequence(self.h.base_sequence, self.h.last_offset_delta)
@@ -285,12 +281,12 @@ cdef class _RecordIterator:
             _raise_fault(&f, 0)
         cdef Record rec = Record.__new__(Record)
         rec.offset_delta = r.offset_delta
-        rec.offset = h.base_offset + r.offset_delta
+        rec.offset = kb_wrap_add64(h.base_offset, r.offset_delta)
         rec.timestamp_delta = r.timestamp_delta
         if h.attributes & KB_ATTR_LOG_APPEND_TIME:
             rec.timestamp = h.max_timestamp
         else:
-            rec.timestamp = <int64_t> (<uint64_t> h.base_timestamp + <uint64_t> r.timestamp_delta)
+            rec.timestamp = kb_wrap_add64(h.base_timestamp, r.timestamp_delta)
         rec.key = _bytes_or_none(buf, r.key, r.key_len)
         rec.value = _bytes_or_none(buf, r.value, r.value_len)
         rec.headers = _headers(buf, &r)
@@ -777,12 +773,6 @@ def encode(batches):
 
 # ---------------------------------------------------------------------------------------------
 # Test hooks for the wire primitives (the C readers are inline, so they are exercised here)
-
-cdef extern from "kb_wire.h" nogil:
-    int kb_read_varint(const uint8_t *p, const uint8_t *end, int32_t *out)
-    int kb_read_uvarint(const uint8_t *p, const uint8_t *end, uint32_t *out)
-    int kb_read_varlong(const uint8_t *p, const uint8_t *end, int64_t *out)
-
 
 def _read_varint(data, str kind="varint"):
     """Decode one ``varint`` / ``unsigned_varint`` / ``varlong`` at the start of ``data``:
