@@ -57,7 +57,7 @@ cdef class _View:
 
     def __cinit__(self, obj):
         cdef memoryview m = obj if isinstance(obj, memoryview) else memoryview(obj)
-        if m.ndim != 1 or m.itemsize != 1:
+        if m.ndim != 1 or m.format != "B":
             m = m.cast("B")
         self.obj = obj
         self.length = m.nbytes
@@ -335,26 +335,12 @@ cdef class BatchReader:
             raise StopIteration
         if st == KB_ENTRY_CORRUPT:
             _raise_fault(&f, 0)
-        if e.magic != 2:
-            raise _errors.UnsupportedForMessageFormatError(
-                f"Message format v{e.magic} is not decoded by this version of pykbatch",
-                e.pos + 16, "format.legacy_magic")
-        if e.size < KB_V2_HEADER_SIZE:
-            raise _errors.CorruptRecordError(
-                f"Record batch is corrupt (the size {e.size} is smaller than the minimum allowed "
-                f"overhead {KB_V2_HEADER_SIZE})", e.pos + 8, "batch.too_small")
         cdef Batch b = Batch.__new__(Batch)
+        _read_v2_entry(self._v, &e, self.verify_crc, &b.h, 0)
         b._v = self._v
         b.position = e.pos
         b.size = e.size
         b.entry = self.entry
-        kb_v2_read_header(self._v.ptr + e.pos, &b.h)
-        if self.verify_crc:
-            computed = kb_v2_compute_crc(self._v.ptr + e.pos, e.size)
-            if computed != b.h.crc:
-                raise _errors.CorruptRecordError(
-                    f"Record is corrupt (stored crc = {b.h.crc}, computed crc = {computed})",
-                    e.pos + 17, "batch.crc_mismatch")
         self.pos = e.pos + e.size
         self.entry += 1
         return b
@@ -370,6 +356,56 @@ def iter_batches(buf, *, bint verify_crc=True):
     return BatchReader(buf, verify_crc)
 
 
+cdef class _Validator:
+    """Runs kb_validate with a reusable culprit buffer that grows up to the config's cap."""
+    cdef kb_validate_opts opts
+    cdef kb_culprit *out
+    cdef size_t cap
+    cdef size_t max_cap
+    cdef readonly object config
+    cdef kb_summary s
+
+    def __cinit__(self, config):
+        self.config = config
+        self.opts.origin = KB_ORIGIN_CLIENT if config.origin == "client" else KB_ORIGIN_LOG
+        self.opts.verify_crc = 1 if config.verify_crc else 0
+        self.opts.strict = 1 if config.strict else 0
+        self.max_cap = config.max_culprits
+        self.cap = min(self.max_cap, 64)
+        self.out = <kb_culprit *> malloc(max(self.cap, 1) * sizeof(kb_culprit))
+        if self.out == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.out)
+
+    cdef int run(self, const uint8_t *ptr, size_t length) except -1:
+        """Validates; afterwards self.s holds the summary and self.out the culprits."""
+        cdef kb_culprit *grown
+        while True:
+            if length >= NOGIL_THRESHOLD:
+                with nogil:
+                    kb_validate(ptr, length, &self.opts, self.out, self.cap, &self.s)
+            else:
+                kb_validate(ptr, length, &self.opts, self.out, self.cap, &self.s)
+            if <size_t> self.s.culprits <= self.cap or self.cap >= self.max_cap:
+                return 0
+            self.cap = min(self.max_cap, <size_t> self.s.culprits)
+            grown = <kb_culprit *> malloc(self.cap * sizeof(kb_culprit))
+            if grown == NULL:
+                raise MemoryError()
+            free(self.out)
+            self.out = grown
+
+    cdef object result(self):
+        s = &self.s
+        culprits = _culprits(self.out, min(<size_t> s.culprits, self.cap), self.config.topic_partition)
+        tail = TruncatedTail(s.tail_entry, s.tail_pos) if s.tail_pos >= 0 else None
+        stopped_at = s.valid_bytes if s.stopped else None
+        return ValidationResult(culprits, s.culprits, s.entries, s.records, s.valid_bytes, tail, stopped_at,
+                                s.unwalked, self.config)
+
+
 def validate(buf, config=None):
     """Check every batch and record of ``buf`` and collect every culprit.
 
@@ -377,37 +413,37 @@ def validate(buf, config=None):
     fields (``error_code``, ``error_name``, ``error_records``, ``error_message``).
     ``config`` is a ``ValidationConfig`` (default: a producer's batch).
     """
-    cfg = config if config is not None else _DEFAULT_CONFIG
     cdef _View v = _view(buf)
-    cdef kb_validate_opts opts
-    cdef kb_summary s
-    opts.origin = KB_ORIGIN_CLIENT if cfg.origin == "client" else KB_ORIGIN_LOG
-    opts.verify_crc = 1 if cfg.verify_crc else 0
-    opts.strict = 1 if cfg.strict else 0
-    cdef size_t cap = min(<size_t> cfg.max_culprits, 64)
-    cdef kb_culprit *out = NULL
-    while True:
-        out = <kb_culprit *> malloc(max(cap, 1) * sizeof(kb_culprit))
-        if out == NULL:
-            raise MemoryError()
-        if v.length >= NOGIL_THRESHOLD:
-            with nogil:
-                kb_validate(v.ptr, v.length, &opts, out, cap, &s)
-        else:
-            kb_validate(v.ptr, v.length, &opts, out, cap, &s)
-        if <size_t> s.culprits <= cap or cap >= <size_t> cfg.max_culprits:
-            break
-        free(out)
-        cap = min(<size_t> cfg.max_culprits, <size_t> s.culprits)
-    try:
-        culprits = _culprits(out, min(<size_t> s.culprits, cap), cfg.topic_partition)
-    finally:
-        free(out)
-    tail = TruncatedTail(s.tail_entry, s.tail_pos) if s.tail_pos >= 0 else None
-    stopped_at = s.valid_bytes if s.stopped else None
-    return ValidationResult(culprits, s.culprits, s.entries, s.records, s.valid_bytes, tail, stopped_at,
-                            s.unwalked, cfg)
+    cdef _Validator checker = _Validator(config if config is not None else _DEFAULT_CONFIG)
+    checker.run(v.ptr, v.length)
+    return checker.result()
 
+
+def _validate_rows(_View v, starts, ends, valid, config):
+    """Validate every row v[starts[i]:ends[i]] (rows with valid[i] == 0 are skipped).
+
+    Returns (records per row as int64, truncated-tail position per row or -1, and a dict
+    row -> ValidationResult for the rows that have culprits).  Rows without culprits create
+    no Python objects."""
+    import numpy as np
+    cdef const int64_t[::1] row_start = starts
+    cdef const int64_t[::1] row_end = ends
+    cdef Py_ssize_t n = row_start.shape[0], row
+    cdef _Validator checker = _Validator(config if config is not None else _DEFAULT_CONFIG)
+    records = np.zeros(n, np.int64)
+    tails = np.full(n, -1, np.int64)
+    cdef int64_t[::1] rec_view = records
+    cdef int64_t[::1] tail_view = tails
+    bad = {}
+    for row in range(n):
+        if valid is not None and not valid[row]:
+            continue
+        checker.run(v.ptr + row_start[row], <size_t> (row_end[row] - row_start[row]))
+        rec_view[row] = checker.s.records
+        tail_view[row] = checker.s.tail_pos
+        if checker.s.culprits:
+            bad[row] = checker.result()
+    return records, tails, bad
 
 
 cdef list _culprits(const kb_culprit *out, size_t n, str tp):
@@ -421,7 +457,7 @@ cdef list _culprits(const kb_culprit *out, size_t n, str tp):
         result.append(Culprit(
             c.entry, c.record_index if c.record_index >= 0 else None,
             c.relative_offset if c.relative_offset != KB_NO_OFFSET else None,
-            c.code, rule.id, c.pos, c.entry_pos, message, detail, rule.kafka))
+            c.code, rule.id, c.pos, c.entry_pos, message, detail or None, rule.kafka))
     return result
 
 
@@ -430,34 +466,77 @@ cdef list _culprits(const kb_culprit *out, size_t n, str tp):
 
 def to_arrow(buf, *, bint verify_crc=True):
     """Decode every record of ``buf`` into a ``pyarrow.Table`` (one row per record,
-    with the batch columns a user filters on), without a Python object per record."""
+    with the batch columns a user filters on), without a Python object per record.
+
+    Raises the first problem met (``validate`` lists them all)."""
+    import numpy as np
+    cdef _View v = _view(buf)
+    table, _, failed = _decode_rows(v, np.zeros(1, np.int64), np.array([v.length], np.int64), None,
+                                    verify_crc, True)
+    return table
+
+
+def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_errors):
+    """Decode the records of every row v[starts[i]:ends[i]] (rows with valid[i] == 0 are null).
+
+    Returns (table of all records, int32 record counts per row, bool array of rows that
+    could not be decoded).  A row that fails contributes no records; with raise_errors the
+    first failure raises instead."""
     import numpy as np
     import pyarrow as pa
 
-    cdef _View v = _view(buf)
+    cdef const int64_t[::1] row_start = starts
+    cdef const int64_t[::1] row_end = ends
+    cdef Py_ssize_t n_input = row_start.shape[0], row
     cdef kb_entry e
     cdef kb_fault f
     cdef kb_entry_status st
-    cdef kb_column_sizes z
+    cdef kb_column_sizes z, rz
     cdef kb_v2_header h
     cdef int32_t rec_index
-    cdef size_t pos = 0
-    cdef int entry = 0
+    cdef size_t pos, end
+    cdef int entry
     memset(&z, 0, sizeof(z))
-    headers = []   # (entry, position, header) per batch, for the fill pass and batch columns
-    while True:
-        st = kb_next_entry(v.ptr, v.length, pos, &e, &f)
-        if st == KB_ENTRY_END or st == KB_ENTRY_TRUNCATED:
-            break
-        if st == KB_ENTRY_CORRUPT:
-            _raise_fault(&f, 0)
-        _check_decodable(v, &e, verify_crc, &h)
-        if h.record_count > 0 and kb_columns_measure(
-                v.ptr, e.pos + KB_V2_HEADER_SIZE, e.pos + e.size, h.record_count, &z, &f, &rec_index) != 0:
-            _raise_fault(&f, 0)
-        headers.append((entry, e.pos, h))
-        pos = e.pos + e.size
-        entry += 1
+    counts = np.zeros(n_input, np.int32)
+    failed = np.zeros(n_input, np.bool_)
+    cdef int32_t[::1] count_view = counts
+    headers = []   # (row, entry, position, header) per batch, for the fill pass and batch columns
+    for row in range(n_input):
+        if valid is not None and not valid[row]:
+            continue
+        memset(&rz, 0, sizeof(rz))
+        row_headers = []
+        pos = <size_t> row_start[row]
+        end = <size_t> row_end[row]
+        entry = 0
+        try:
+            while True:
+                st = kb_next_entry(v.ptr, end, pos, &e, &f)
+                if st == KB_ENTRY_END or st == KB_ENTRY_TRUNCATED:
+                    break
+                if st == KB_ENTRY_CORRUPT:
+                    _raise_fault(&f, -<Py_ssize_t> row_start[row])
+                _check_decodable(v, &e, verify_crc, &h, row_start[row])
+                if h.record_count > 0 and kb_columns_measure(
+                        v.ptr, e.pos + KB_V2_HEADER_SIZE, e.pos + e.size, h.record_count, &rz, &f,
+                        &rec_index) != 0:
+                    _raise_fault(&f, -<Py_ssize_t> row_start[row])
+                row_headers.append((row, entry, e.pos - row_start[row], h))
+                pos = e.pos + e.size
+                entry += 1
+        except _errors.KafkaDataError:
+            if raise_errors:
+                raise
+            failed[row] = True
+            continue
+        headers.extend(row_headers)
+        count_view[row] = <int32_t> rz.records
+        z.records += rz.records
+        z.key_bytes += rz.key_bytes
+        z.value_bytes += rz.value_bytes
+        z.headers += rz.headers
+        z.header_key_bytes += rz.header_key_bytes
+        z.header_value_bytes += rz.header_value_bytes
     for name, n in (("key", z.key_bytes), ("value", z.value_bytes), ("header key", z.header_key_bytes),
                     ("header value", z.header_value_bytes), ("header", z.headers)):
         if n > INT32_MAX:
@@ -494,9 +573,11 @@ def to_arrow(buf, *, bint verify_crc=True):
     c.row = 0
     c.header_row = 0
     cdef int32_t batch_no = 0
-    for entry_no, epos, hdr in headers:
+    cdef size_t epos
+    for row_no, entry_no, rel_pos, hdr in headers:
         h = hdr
-        kb_columns_fill(v.ptr, <size_t> epos + KB_V2_HEADER_SIZE, <size_t> epos + KB_LOG_OVERHEAD + h.length,
+        epos = <size_t> (rel_pos + row_start[row_no])
+        kb_columns_fill(v.ptr, epos + KB_V2_HEADER_SIZE, epos + KB_LOG_OVERHEAD + h.length,
                         h.record_count if h.record_count > 0 else 0, &h, batch_no, &c)
         batch_no += 1
 
@@ -508,25 +589,25 @@ def to_arrow(buf, *, bint verify_crc=True):
     values = binary(pa.binary(), n_rows, value_valid, value_offsets, value_data)
     hkeys = binary(pa.string(), n_headers, None, hkey_offsets, hkey_data)
     hvalues = binary(pa.binary(), n_headers, hvalue_valid, hvalue_offsets, hvalue_data)
-    header_struct = pa.StructArray.from_arrays([hkeys, hvalues], fields=HEADER_FIELDS(pa))
+    header_struct = pa.StructArray.from_arrays([hkeys, hvalues], fields=header_fields())
     header_lists = pa.ListArray.from_arrays(pa.array(header_offsets), header_struct)
 
     take = pa.array(batch_index)
     def per_batch(values, typ):
         return pa.array(values, typ).take(take)
-    hs = [x[2] for x in headers]
+    hs = [x[3] for x in headers]
     ts_type = pa.DictionaryArray.from_arrays(
         pa.array([1 if x["attributes"] & KB_ATTR_LOG_APPEND_TIME else 0 for x in hs], pa.int8()),
         pa.array(["CreateTime", "LogAppendTime"])).take(take)
-    return pa.table({
+    table = pa.table({
         "offset": offset,
         "timestamp": timestamp,
         "key": keys,
         "value": values,
         "headers": header_lists,
         "sequence": sequence,
-        "batch_index": per_batch([x[0] for x in headers], pa.int32()),
-        "batch_position": per_batch([x[1] for x in headers], pa.int64()),
+        "batch_index": per_batch([x[1] for x in headers], pa.int32()),
+        "batch_position": per_batch([x[2] for x in headers], pa.int64()),
         "base_offset": per_batch([x["base_offset"] for x in hs], pa.int64()),
         "partition_leader_epoch": per_batch([x["partition_leader_epoch"] for x in hs], pa.int32()),
         "producer_id": per_batch([x["producer_id"] for x in hs], pa.int64()),
@@ -535,36 +616,47 @@ def to_arrow(buf, *, bint verify_crc=True):
         "is_control": per_batch([bool(x["attributes"] & KB_ATTR_CONTROL) for x in hs], pa.bool_()),
         "timestamp_type": ts_type,
     })
+    return table, counts, failed
 
 
-def HEADER_FIELDS(pa):
+def header_fields():
+    """Arrow fields of one header: key (UTF-8, never null) and value (binary, nullable)."""
+    import pyarrow as pa
     return [pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())]
 
 
-cdef _check_decodable(_View v, kb_entry *e, bint verify_crc, kb_v2_header *h):
-    """Raises unless the entry is a v2 batch whose records this version can read."""
+cdef _read_v2_entry(_View v, kb_entry *e, bint verify_crc, kb_v2_header *h, int64_t base):
+    """Reads the header of a complete entry; raises unless it is a v2 batch (with a matching
+    CRC when verify_crc).  Positions in messages are relative to `base` (the start of the row)."""
+    cdef int64_t pos = e.pos - base
     if e.magic != 2:
         raise _errors.UnsupportedForMessageFormatError(
-            f"Message format v{e.magic} is not decoded by this version of pykbatch", e.pos + 16,
+            f"Message format v{e.magic} is not decoded by this version of pykbatch", pos + 16,
             "format.legacy_magic")
     if e.size < KB_V2_HEADER_SIZE:
         raise _errors.CorruptRecordError(
             f"Record batch is corrupt (the size {e.size} is smaller than the minimum allowed overhead "
-            f"{KB_V2_HEADER_SIZE})", e.pos + 8, "batch.too_small")
+            f"{KB_V2_HEADER_SIZE})", pos + 8, "batch.too_small")
     kb_v2_read_header(v.ptr + e.pos, h)
     if verify_crc:
         computed = kb_v2_compute_crc(v.ptr + e.pos, e.size)
         if computed != h.crc:
             raise _errors.CorruptRecordError(
-                f"Record is corrupt (stored crc = {h.crc}, computed crc = {computed})", e.pos + 17,
+                f"Record is corrupt (stored crc = {h.crc}, computed crc = {computed})", pos + 17,
                 "batch.crc_mismatch")
+
+
+cdef _check_decodable(_View v, kb_entry *e, bint verify_crc, kb_v2_header *h, int64_t base):
+    """_read_v2_entry, and raises unless this version can read the batch's records."""
+    _read_v2_entry(v, e, verify_crc, h, base)
+    cdef int64_t pos = e.pos - base
     if h.attributes & KB_ATTR_CODEC_MASK:
         raise _errors.UnsupportedCompressionTypeError(
             f"Records of compressed batches (codec id {h.attributes & KB_ATTR_CODEC_MASK}) are not "
-            "decoded by this version of pykbatch", e.pos + 21, "batch.compressed")
+            "decoded by this version of pykbatch", pos + 21, "batch.compressed")
     if h.record_count < 0:
         raise _errors.InvalidRecordError(
-            f"Found invalid record count {h.record_count} in magic v2 batch", e.pos + 57,
+            f"Found invalid record count {h.record_count} in magic v2 batch", pos + 57,
             "batch.negative_record_count")
 
 

@@ -1,0 +1,141 @@
+"""Spark functions over binary columns holding Kafka record batches.
+
+    from spark_udfs import register, kbatch_validate, kbatch_decode
+    register(spark)                      # SQL: SELECT kbatch_validate(value) FROM t
+    df.select(kbatch_validate("value", {"origin": "log"}))
+
+Every function is a vectorised Arrow UDF running pykbatch's native core over the column's
+Arrow buffers; null in gives null out, and corrupt input gives a result row, never a failed
+task.  PySpark is imported lazily: importing this package does not need it.
+"""
+# No `from __future__ import annotations` here: PySpark reads the UDFs' type hints as objects.
+from functools import lru_cache
+
+__all__ = ["register", "kbatch_validate", "kbatch_decode", "kbatch_crc32c", "config_from_map",
+           "CONFIG_KEYS"]
+
+CONFIG_KEYS = ("origin", "verify_crc", "strict", "max_culprits", "topic_partition")
+
+
+def config_from_map(items) -> "pykbatch.ValidationConfig":  # noqa: F821
+    """A ValidationConfig from map entries (string keys and values), as SQL passes them:
+    ``map('origin', 'log', 'strict', 'false')``."""
+    from pykbatch import ValidationConfig
+    kwargs = {}
+    for key, value in dict(items or {}).items():
+        if key not in CONFIG_KEYS:
+            raise ValueError(f"unknown kbatch_validate option {key!r}; expected one of {CONFIG_KEYS}")
+        if key in ("verify_crc", "strict"):
+            kwargs[key] = str(value).lower() in ("true", "1", "yes")
+        elif key == "max_culprits":
+            kwargs[key] = int(value)
+        else:
+            kwargs[key] = value
+    return ValidationConfig(**kwargs)
+
+
+def _validate_with_configs(values, configs):
+    """Validate each row with its row's config (rows grouped by config, usually one group)."""
+    import numpy as np
+    import pyarrow as pa
+    from pykbatch.arrow import validate_array
+    if configs is None:
+        return validate_array(values)
+    groups = {}
+    for row, items in enumerate(configs.to_pylist()):
+        groups.setdefault(tuple(sorted(items or [])), []).append(row)
+    if len(groups) == 1:
+        return validate_array(values, config_from_map(next(iter(groups))))
+    parts, order = [], []
+    for items, rows in groups.items():
+        parts.append(validate_array(values.take(pa.array(rows)), config_from_map(items)))
+        order.extend(rows)
+    inverse = np.empty(len(order), np.int64)
+    inverse[np.array(order)] = np.arange(len(order))
+    return pa.concat_arrays(parts).take(pa.array(inverse))
+
+
+@lru_cache(maxsize=None)
+def _udfs():
+    """The UDF objects, made on first use (on the driver: a worker importing a module that
+    declares UDFs at import time fails without a SparkContext)."""
+    import pyarrow as pa
+    from pyspark.sql.functions import arrow_udf
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    from pykbatch.arrow import RECORD, VALIDATION, crc32c_array, decode_array
+
+    @arrow_udf(from_arrow_type(VALIDATION))
+    def kbatch_validate(value: pa.Array, config: pa.Array = None) -> pa.Array:
+        return _validate_with_configs(value, config)
+
+    @arrow_udf(from_arrow_type(pa.list_(RECORD)))
+    def kbatch_decode(value: pa.Array) -> pa.Array:
+        return decode_array(value)
+
+    @arrow_udf("bigint")
+    def kbatch_crc32c(value: pa.Array) -> pa.Array:
+        return crc32c_array(value)
+
+    return {"kbatch_validate": kbatch_validate, "kbatch_decode": kbatch_decode, "kbatch_crc32c": kbatch_crc32c}
+
+
+def _column(col):
+    from pyspark.sql.functions import col as to_col
+    return to_col(col) if isinstance(col, str) else col
+
+
+def _config_column(config):
+    from pyspark.sql.functions import create_map, lit
+    if config is None:
+        return None
+    if hasattr(config, "origin"):  # a ValidationConfig
+        config = {k: getattr(config, k) for k in CONFIG_KEYS}
+    if isinstance(config, dict):
+        pairs = []
+        for k, v in config.items():
+            pairs += [lit(str(k)), lit(str(v).lower() if isinstance(v, bool) else str(v))]
+        return create_map(*pairs)
+    return _column(config)
+
+
+def kbatch_validate(col, config=None):
+    """Validate a binary column of record batches.
+
+    ``config``: None, a ``pykbatch.ValidationConfig``, a dict of its options, or a
+    ``map<string,string>`` Column (keys: origin, verify_crc, strict, max_culprits,
+    topic_partition).
+
+    Spark type: ``struct<ok: boolean, error_code: int, error_name: string, error_message: string,
+    error_records: array<struct<batch_index: int, message: string>>, culprits: array<struct<entry:
+    int, record_index: int, relative_offset: bigint, code: int, name: string, rule: string,
+    position: bigint, entry_position: bigint, message: string, detail: string, kafka: boolean>>,
+    culprit_count: bigint, records: bigint, truncated_tail_position: bigint>``.
+    """
+    udf = _udfs()["kbatch_validate"]
+    cfg = _config_column(config)
+    return udf(_column(col)) if cfg is None else udf(_column(col), cfg)
+
+
+def kbatch_decode(col):
+    """Decode a binary column of record batches into its records (explode it for one row per
+    record).  Null for null input and for input that does not decode cleanly (see
+    ``kbatch_validate``).
+
+    Spark type: ``array<struct<offset: bigint, timestamp: bigint, key: binary, value: binary,
+    headers: array<struct<key: string, value: binary>>, sequence: int, batch_index: int,
+    partition_leader_epoch: int, producer_id: bigint, producer_epoch: smallint,
+    is_transactional: boolean, is_control: boolean, timestamp_type: string>>``.
+    """
+    return _udfs()["kbatch_decode"](_column(col))
+
+
+def kbatch_crc32c(col):
+    """CRC-32C of each value. Spark type: ``bigint``."""
+    return _udfs()["kbatch_crc32c"](_column(col))
+
+
+def register(spark) -> None:
+    """Make ``kbatch_validate``, ``kbatch_decode`` and ``kbatch_crc32c`` callable from SQL."""
+    for name, udf in _udfs().items():
+        spark.udf.register(name, udf)
