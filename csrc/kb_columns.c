@@ -63,6 +63,25 @@ static void put_binary(int32_t *offsets, uint8_t *data, uint8_t *valid, int64_t 
     offsets[row + 1] = end;
 }
 
+/* Writes an Arrow binary view (n < 0: null) at `row`: up to 12 bytes inline,
+ * longer values as (length, 4-byte prefix, buffer 0, offset into the input). */
+static void put_view(uint8_t *views, uint8_t *valid, int64_t row, const uint8_t *buf, size_t pos, int32_t n)
+{
+    uint8_t *v = views + 16 * row;
+    memset(v, 0, 16);
+    if (n < 0)
+        return;
+    valid[row >> 3] |= (uint8_t)(1u << (row & 7));
+    memcpy(v, &n, 4);
+    if (n <= 12) {
+        memcpy(v + 4, buf + pos, (size_t)n);
+    } else {
+        int32_t offset = (int32_t)pos;
+        memcpy(v + 4, buf + pos, 4);
+        memcpy(v + 12, &offset, 4); /* bytes 8..11: buffer index 0 */
+    }
+}
+
 void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t count, const kb_v2_header *h,
                      int32_t batch_index, kb_columns *c)
 {
@@ -79,8 +98,14 @@ void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t cou
             log_append ? h->max_timestamp : kb_wrap_add64(h->base_timestamp, r.timestamp_delta);
         c->sequence[row] = kb_increment_sequence(h->base_sequence, r.offset_delta);
         c->batch_index[row] = batch_index;
-        put_binary(c->key_offsets, c->key_data, c->key_valid, row, buf + r.key, r.key_len);
-        put_binary(c->value_offsets, c->value_data, c->value_valid, row, buf + r.value, r.value_len);
+        if (c->key_views)
+            put_view(c->key_views, c->key_valid, row, buf, r.key, r.key_len);
+        else
+            put_binary(c->key_offsets, c->key_data, c->key_valid, row, buf + r.key, r.key_len);
+        if (c->value_views)
+            put_view(c->value_views, c->value_valid, row, buf, r.value, r.value_len);
+        else
+            put_binary(c->value_offsets, c->value_data, c->value_valid, row, buf + r.value, r.value_len);
         size_t hp = r.headers;
         for (int32_t k = 0; k < r.header_count; k++) {
             size_t kp, vp;

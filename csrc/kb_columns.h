@@ -19,8 +19,13 @@ typedef struct {
 } kb_column_sizes;
 
 /* Arrow buffers (offsets arrays have one more slot than rows, validity
- * bitmaps start zeroed) and the fill cursors. */
+ * bitmaps start zeroed) and the fill cursors.  When key_views / value_views
+ * are set, keys / values are written as Arrow binary views (16 bytes each)
+ * pointing into the input buffer instead of being copied; positions must
+ * then fit an int32. */
 typedef struct {
+    uint8_t *key_views;
+    uint8_t *value_views;
     int64_t *offset;
     int64_t *timestamp;
     int32_t *sequence;

@@ -3,7 +3,10 @@
 #include "kb_crc32c.h"
 #include "kb_wire.h"
 
-static void fault(kb_fault *f, kb_rule rule, size_t pos, int64_t a0, int64_t a1, int64_t a2)
+#define HOT static inline __attribute__((always_inline))
+#define COLD static __attribute__((noinline, cold))
+
+COLD void fault(kb_fault *f, kb_rule rule, size_t pos, int64_t a0, int64_t a1, int64_t a2)
 {
     f->rule = rule;
     f->pos = pos;
@@ -66,24 +69,29 @@ uint32_t kb_v2_compute_crc(const uint8_t *entry, size_t size)
     return kb_crc32c(0, entry + KB_V2_CRC_START, size - KB_V2_CRC_START);
 }
 
+COLD void varint_fault(kb_fault *f, int n, size_t pos, kb_field field)
+{
+    fault(f, n == KB_VARINT_TOO_LONG ? KB_RULE_VARINT_TOO_LONG : KB_RULE_RECORD_STRUCTURE, pos, field, 0, 0);
+}
+
 /* Reads a varint field; on failure fills *f for `field` and returns 0. */
-static int varint_field(const uint8_t *buf, size_t *pos, size_t limit, int32_t *out, kb_field field, kb_fault *f)
+HOT int varint_field(const uint8_t *buf, size_t *pos, size_t limit, int32_t *out, kb_field field, kb_fault *f)
 {
     int n = kb_read_varint(buf + *pos, buf + limit, out);
-    if (n > 0) {
+    if (__builtin_expect(n > 0, 1)) {
         *pos += (size_t)n;
         return 1;
     }
-    fault(f, n == KB_VARINT_TOO_LONG ? KB_RULE_VARINT_TOO_LONG : KB_RULE_RECORD_STRUCTURE, *pos, field, 0, 0);
+    varint_fault(f, n, *pos, field);
     return 0;
 }
 
 /* Skips `n` bytes of a length-prefixed field (n < 0: null, nothing to skip). */
-static int bytes_field(size_t *pos, size_t limit, int32_t n, kb_field field, kb_fault *f)
+HOT int bytes_field(size_t *pos, size_t limit, int32_t n, kb_field field, kb_fault *f)
 {
     if (n < 0)
         return 1;
-    if ((size_t)n > limit - *pos) {
+    if (__builtin_expect((size_t)n > limit - *pos, 0)) {
         fault(f, KB_RULE_RECORD_STRUCTURE, *pos, field, n, (int64_t)(limit - *pos));
         return 0;
     }
@@ -121,9 +129,8 @@ int kb_v2_read_record(const uint8_t *buf, size_t pos, size_t limit, kb_record *r
     }
     r->attributes = (int8_t)buf[p++];
     int m = kb_read_varlong(buf + p, buf + limit, &r->timestamp_delta);
-    if (m <= 0) {
-        fault(f, m == KB_VARINT_TOO_LONG ? KB_RULE_VARINT_TOO_LONG : KB_RULE_RECORD_STRUCTURE, p,
-              KB_FIELD_TIMESTAMP_DELTA, 0, 0);
+    if (__builtin_expect(m <= 0, 0)) {
+        varint_fault(f, m, p, KB_FIELD_TIMESTAMP_DELTA);
         return -1;
     }
     p += (size_t)m;

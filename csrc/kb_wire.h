@@ -83,6 +83,18 @@ enum {
  * accepted. */
 static inline int kb_read_varint(const uint8_t *p, const uint8_t *end, int32_t *out)
 {
+    if (__builtin_expect(end - p >= 2, 1)) { /* most varints are one or two bytes */
+        uint32_t b0 = p[0], b1 = p[1];
+        if (b0 < 0x80) {
+            *out = (int32_t)((b0 >> 1) ^ (0u - (b0 & 1u)));
+            return 1;
+        }
+        if (b1 < 0x80) {
+            uint32_t raw = (b0 & 0x7f) | (b1 << 7);
+            *out = (int32_t)((raw >> 1) ^ (0u - (raw & 1u)));
+            return 2;
+        }
+    }
     uint32_t raw = 0;
     for (int i = 0; i < 5; i++) {
         if (p + i >= end)
@@ -133,6 +145,18 @@ static inline int kb_read_uvarint(const uint8_t *p, const uint8_t *end, uint32_t
  * the tenth byte above bit 0 are dropped, as Java's 64-bit shift does. */
 static inline int kb_read_varlong(const uint8_t *p, const uint8_t *end, int64_t *out)
 {
+    if (__builtin_expect(end - p >= 2, 1)) {
+        uint64_t b0 = p[0], b1 = p[1];
+        if (b0 < 0x80) {
+            *out = (int64_t)((b0 >> 1) ^ (0ull - (b0 & 1u)));
+            return 1;
+        }
+        if (b1 < 0x80) {
+            uint64_t raw = (b0 & 0x7f) | (b1 << 7);
+            *out = (int64_t)((raw >> 1) ^ (0ull - (raw & 1u)));
+            return 2;
+        }
+    }
     uint64_t raw = 0;
     for (int i = 0; i < 10; i++) {
         if (p + i >= end)

@@ -139,6 +139,8 @@ cdef extern from "kb_columns.h" nogil:
         int64_t header_value_bytes
 
     ctypedef struct kb_columns:
+        uint8_t *key_views
+        uint8_t *value_views
         int64_t *offset
         int64_t *timestamp
         int32_t *sequence

@@ -218,3 +218,11 @@ def test_mutations_of_a_good_buffer(data):
     assert all(0 <= c.position <= len(buf) for c in result.culprits)
     if changed and all(any(i in r for r in CRC_COVERED) for i in changed):
         assert any(c.rule == "batch.crc_mismatch" for c in result.culprits)
+
+
+def test_tuples_match_records_and_share_checks():
+    for b in kb.iter_batches(GOOD):
+        assert list(b.tuples()) == [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in b]
+    short = batch_of_records(record(0), count=3, last_offset_delta=2)
+    with pytest.raises(kb.InvalidRecordError, match="premature EOF"):
+        list(next(kb.iter_batches(short)).tuples())

@@ -75,3 +75,8 @@ def test_build_then_decode_roundtrip(recs, pid, epoch):
     assert table.column("key").to_pylist() == [r[1] for r in recs]
     assert table.column("value").to_pylist() == [r[2] for r in recs]
     assert table.column("headers").to_pylist() == [[{"key": k, "value": v} for k, v in r[3]] for r in recs]
+    views = kb.to_arrow(data, zero_copy=True)
+    views.validate(full=True)
+    assert views.column("key").to_pylist() == [r[1] for r in recs]
+    assert views.column("value").to_pylist() == [r[2] for r in recs]
+    assert views.drop_columns(["key", "value"]).equals(table.drop_columns(["key", "value"]))
