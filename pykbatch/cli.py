@@ -73,6 +73,17 @@ def _validate(args) -> int:
     return 1 if found else 0
 
 
+def _sample(args) -> int:
+    from .samples import FAULTS, sample_log
+    with open(args.out, "wb") as f:
+        f.write(sample_log(n_batches=args.batches))
+    print(f"wrote {args.batches} batches to {args.out}; damaged on purpose:")
+    for i, what in FAULTS.items():
+        if i < args.batches:
+            print(f"  batch {i}: {what}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pykbatch", description="Read, check and repair Kafka record batches.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -94,6 +105,11 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--topic-partition", default="t-0", help="named in Kafka's messages")
     v.add_argument("--json", action="store_true", help="one JSON document per file")
     v.set_defaults(run=_validate)
+
+    s = sub.add_parser("sample", help="write sample batches (some damaged on purpose) to a file")
+    s.add_argument("--out", required=True, metavar="FILE")
+    s.add_argument("--batches", type=int, default=20)
+    s.set_defaults(run=_sample)
     return p
 
 
