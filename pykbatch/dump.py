@@ -55,10 +55,12 @@ def record_line(b, r, *, print_data: bool, skip_metadata: bool, key_decoder: Dec
     return "".join(parts)
 
 
-def dump_log(path: str, out: TextIO = sys.stdout, err: TextIO = sys.stderr, *, deep: bool = False,
+def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *, deep: bool = False,
              print_data: bool = False, skip_metadata: bool = False, max_bytes: int | None = None,
              key_decoder: Decoder = utf8, value_decoder: Decoder = utf8) -> int:
     """Print one ``.log`` file as kafka-dump-log does; returns the number of problems met."""
+    out = out or sys.stdout
+    err = err or sys.stderr
     deep = deep or print_data
     name = os.path.basename(path)
     out.write(f"Dumping {path}\n")
@@ -69,13 +71,9 @@ def dump_log(path: str, out: TextIO = sys.stdout, err: TextIO = sys.stderr, *, d
     if size == 0:
         return 0
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        view = memoryview(mm)
-        try:
-            data = view[:max_bytes] if max_bytes is not None else view
+        with memoryview(mm) as view, view[:max_bytes] as data:
             return _dump_entries(path, data, size, out, err, deep, print_data, skip_metadata,
                                  max_bytes is not None, key_decoder, value_decoder)
-        finally:
-            view.release()
 
 
 def _dump_entries(path, data, size, out, err, deep, print_data, skip_metadata, limited, key_decoder,

@@ -1,0 +1,78 @@
+"""The command line: dump options beside kafka-dump-log's, validate's exit codes and JSON."""
+import json
+
+import pytest
+
+import pykbatch as kb
+from pykbatch.cli import main
+from tests.samples import batch, batch_of_records, record
+
+
+@pytest.fixture
+def log_file(tmp_path):
+    path = tmp_path / "00000000000000000042.log"
+    path.write_bytes(batch(2, base_offset=42) + batch(1, base_offset=50, headers=[(b"h", b"v")]))
+    return path
+
+
+def test_dump_batches_only(log_file, capsys):
+    assert main(["dump", "--files", str(log_file)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"Dumping {log_file}" and out[1] == "Log starting offset: 42"
+    assert out[2].startswith("baseOffset: 42 lastOffset: 43 count: 2 ") and out[2].endswith("isvalid: true")
+    assert len(out) == 4
+
+
+def test_dump_deep_iteration_reports_offset_gaps(log_file, capsys):
+    main(["dump", "--files", str(log_file), "--deep-iteration"])
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[3] == "| offset: 42 CreateTime: 1000 keySize: 2 valueSize: 5 sequence: -1 headerKeys: []"
+    assert lines[6].endswith("headerKeys: [h]")
+    assert captured.err.splitlines() == [f"Non-consecutive offsets in {log_file.resolve()}", "  43 is followed by 50"]
+
+
+def test_dump_skip_record_metadata(log_file, capsys):
+    main(["dump", "--files", str(log_file), "--print-data-log", "--skip-record-metadata"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[3] == "| key: k0 payload: value"
+
+
+def test_dump_max_bytes_and_unknown_files(log_file, tmp_path, capsys):
+    other = tmp_path / "notes.txt"
+    other.write_text("x")
+    main(["dump", "--files", f"{log_file},{other}", "--max-bytes", "100"])
+    captured = capsys.readouterr()
+    assert "Found" not in captured.out and captured.out.count("baseOffset:") == 1
+    assert f"Ignoring unknown file {other}" in captured.err
+
+
+def test_dump_stops_at_a_broken_record_like_kafka(tmp_path, capsys):
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(batch_of_records(record(0), record(1)[:-1] + b"\x7f"))
+    assert main(["dump", "--files", str(path), "--deep-iteration"]) == 1
+    captured = capsys.readouterr()
+    assert "Found invalid number of record headers -64" in captured.err
+
+
+def test_validate_exit_codes_and_json(log_file, tmp_path, capsys):
+    assert main(["validate", str(log_file)]) == 0
+    bad = tmp_path / "bad.bin"
+    data = bytearray(batch(2))
+    data[-2] ^= 1
+    bad.write_bytes(bytes(data))
+    assert main(["validate", "--json", str(bad)]) == 1
+    doc = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert doc["culprit_count"] == 1 and doc["culprits"][0]["rule"] == "batch.crc_mismatch"
+    assert main(["validate", "--no-crc", str(bad)]) == 0
+
+
+def test_sample_roundtrip(tmp_path, capsys):
+    out = tmp_path / "sample.bin"
+    assert main(["sample", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert text.count("CORRUPT_MESSAGE") == 1 and "batch.premature_eof" in text
+    result = kb.validate(out.read_bytes())
+    assert sorted({c.entry for c in result.culprits}) == [3, 7, 11, 15]
