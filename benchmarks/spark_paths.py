@@ -2,7 +2,10 @@
 (arrow_udf over the column's Arrow buffers) against the same work as a pandas_udf, plus
 Spark's own scan of the column as the floor, in one local session.
 
-    python benchmarks/spark_paths.py [--rows 4000] [--repeats 5]
+    python benchmarks/spark_paths.py [--shape large|small] [--rows N] [--repeats 5]
+
+large: rows of one ~110 KB batch (workload B); small: rows of one ~200-byte batch, every
+50th row corrupt (per-row costs and culprit structs show here).
 """
 import argparse
 import os
@@ -15,7 +18,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=4000)
+    ap.add_argument("--shape", choices=("large", "small"), default="large")
+    ap.add_argument("--rows", type=int, default=None)
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -32,12 +36,24 @@ def main():
 
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "200").getOrCreate())
+             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "200" if args.shape == "large" else "10000")
+             .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    one = build("B", batches=1)  # ~110 KB batch of 100 records
-    df = spark.createDataFrame([(i, one) for i in range(args.rows)], "id int, value binary").cache()
+    if args.shape == "large":
+        rows = args.rows or 3000
+        one = build("B", batches=1)  # ~110 KB batch of 100 records
+        values = [one] * rows
+    else:
+        rows = args.rows or 300_000
+        good = kb.build_batch([{"key": b"k", "value": b"x" * 100, "timestamp": 1}] * 2)
+        bad = bytearray(good)
+        bad[-3] ^= 1
+        values = [bytes(bad) if i % 50 == 0 else good for i in range(rows)]
+    args.rows = rows
+    df = spark.createDataFrame(list(enumerate(values)), "id int, value binary").cache()
     df.count()
-    total_bytes = len(one) * args.rows
+    total_bytes = sum(map(len, values))
+    one = values[0]
 
     def validate_rows(values: pd.Series) -> pd.DataFrame:
         out = []
@@ -67,7 +83,8 @@ def main():
             t0 = time.perf_counter()
             run()
             times[name].append(time.perf_counter() - t0)
-    print(f"{args.rows} rows x {len(one)} bytes = {total_bytes / 1e6:.0f} MB, local[2], medians of {args.repeats}")
+    print(f"{args.shape}: {args.rows} rows of ~{len(one)} bytes = {total_bytes / 1e6:.0f} MB, local[2], "
+          f"medians of {args.repeats}")
     for name, ts in times.items():
         t = statistics.median(ts)
         print(f"  {name:34} {t:6.2f} s  {total_bytes / t / 1e9:5.2f} GB/s")
