@@ -31,7 +31,6 @@ COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 _COMPRESSION_IDS = {name: i for i, name in enumerate(COMPRESSION_NAMES)}
 _EMPTY_HEADERS = ()
 _DEFAULT_CONFIG = ValidationConfig()
-_LOG_CONFIG = ValidationConfig(origin="log")
 
 
 def native_info():

@@ -21,16 +21,23 @@ class ControlRecord(NamedTuple):
     coordinator_epoch: int | None  # for ABORT / COMMIT markers
 
 
+def _versioned(data: bytes | None, fmt: str, what: str, rule: str) -> tuple:
+    """Unpacks a control key / marker value (int16 version first), with Kafka's checks."""
+    need = struct.calcsize(fmt)
+    if data is None or len(data) < need:
+        raise InvalidRecordError(f"Invalid value size found for {what}. Must have at least {need} bytes, but "
+                                 f"found only {0 if data is None else len(data)}", None, f"control.{rule}_size")
+    fields = struct.unpack_from(fmt, data)
+    if fields[0] < 0:
+        name = "control record" if rule == "key" else what
+        raise InvalidRecordError(f"Invalid version found for {name}: {fields[0]}. May indicate data corruption",
+                                 None, f"control.{rule}_version")
+    return fields
+
+
 def control_type(key: bytes | None) -> int:
     """The control type id of a control record key (ControlRecordType.parse)."""
-    if key is None or len(key) < 4:
-        n = 0 if key is None else len(key)
-        raise InvalidRecordError("Invalid value size found for end control record key. Must have at least "
-                                 f"4 bytes, but found only {n}", None, "control.key_size")
-    version, typ = struct.unpack_from(">hh", key)
-    if version < 0:
-        raise InvalidRecordError(f"Invalid version found for control record: {version}. May indicate data "
-                                 "corruption", None, "control.key_version")
+    _, typ = _versioned(key, ">hh", "end control record key", "key")
     return typ if typ in TYPE_NAMES else -1
 
 
@@ -39,12 +46,5 @@ def parse_control(key: bytes | None, value: bytes | None) -> ControlRecord:
     name = TYPE_NAMES.get(typ, "UNKNOWN")
     epoch = None
     if typ in (ABORT, COMMIT):
-        if value is None or len(value) < 6:
-            n = 0 if value is None else len(value)
-            raise InvalidRecordError("Invalid value size found for end transaction marker. Must have at least "
-                                     f"6 bytes, but found only {n}", None, "control.marker_size")
-        version, epoch = struct.unpack_from(">hi", value)
-        if version < 0:
-            raise InvalidRecordError(f"Invalid version found for end transaction marker: {version}. May "
-                                     "indicate data corruption", None, "control.marker_version")
+        _, epoch = _versioned(value, ">hi", "end transaction marker", "marker")
     return ControlRecord(typ, name, epoch)

@@ -17,8 +17,8 @@ __all__ = ["register", "kbatch_validate", "kbatch_decode", "kbatch_crc32c", "con
 CONFIG_KEYS = ("origin", "verify_crc", "strict", "max_culprits", "topic_partition")
 
 
-def config_from_map(items) -> "pykbatch.ValidationConfig":  # noqa: F821
-    """A ValidationConfig from map entries (string keys and values), as SQL passes them:
+def config_from_map(items):
+    """A ``pykbatch.ValidationConfig`` from map entries (string keys and values), as SQL passes them:
     ``map('origin', 'log', 'strict', 'false')``."""
     from pykbatch import ValidationConfig
     kwargs = {}

@@ -31,15 +31,14 @@ def seeds(directory):
     return sorted(directory.iterdir())
 
 
-def make(target, tmp_path):
-    build = tmp_path / "build"
+def make(target):
     out = subprocess.run(["make", "-C", str(CSRC), f"build/{target}"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     return CSRC / "build" / target
 
 
 def test_vectors_and_mutations_under_sanitizers(tmp_path):
-    driver = make("run_inputs", tmp_path)
+    driver = make("run_inputs")
     files = seeds(tmp_path / "seeds")
     out = subprocess.run([str(driver), "300", *map(str, files)], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0 and "runtime error" not in out.stderr, out.stderr[-3000:]
@@ -51,7 +50,7 @@ def test_libfuzzer_smoke(tmp_path):
     seconds = int(os.environ.get("PYKBATCH_FUZZ_SECONDS", "60" if os.environ.get("CI") else "10"))
     if seconds <= 0:
         pytest.skip("PYKBATCH_FUZZ_SECONDS=0")
-    fuzzer = make("fuzz_validate", tmp_path)
+    fuzzer = make("fuzz_validate")
     seeds(tmp_path / "seeds")
     corpus = tmp_path / "corpus"
     corpus.mkdir()
