@@ -1,0 +1,85 @@
+"""Type stubs of the compiled module (pykbatch/_native.pyx)."""
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
+
+import pyarrow
+
+from pykbatch._result import TruncatedTail, ValidationConfig, ValidationResult
+
+Buffer = Union[bytes, bytearray, memoryview, Any]  # any object with the buffer protocol (mmap too)
+Headers = Tuple[Tuple[str, Optional[bytes]], ...]
+
+COMPRESSION_NAMES: Tuple[str, ...]
+
+def native_info() -> dict: ...
+def crc32c(data: Buffer, value: int = 0) -> int: ...
+
+class Record:
+    offset: int
+    timestamp: int
+    key: Optional[bytes]
+    value: Optional[bytes]
+    headers: Headers
+    sequence: int
+    offset_delta: int
+    timestamp_delta: int
+    attributes: int
+    position: int
+
+class Batch:
+    position: int
+    size: int
+    entry: int
+    base_offset: int
+    length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    compression: str
+    timestamp_type: str
+    is_transactional: bool
+    is_control: bool
+    has_delete_horizon: bool
+    delete_horizon_ms: Optional[int]
+    last_offset: int
+    next_offset: int
+    last_sequence: int
+    raw: memoryview
+    is_valid: bool
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[Record]: ...
+    def tuples(self) -> Iterator[Tuple[int, int, Optional[bytes], Optional[bytes], Headers]]: ...
+    def records(self) -> list[Record]: ...
+
+class BatchReader(Iterator[Batch]):
+    truncated_tail: Optional[TruncatedTail]
+    def __next__(self) -> Batch: ...
+
+def iter_batches(buf: Buffer, *, verify_crc: bool = True) -> BatchReader: ...
+def validate(buf: Buffer, config: Optional[ValidationConfig] = None) -> ValidationResult: ...
+def to_arrow(buf: Buffer, *, verify_crc: bool = True, zero_copy: bool = False) -> pyarrow.Table: ...
+def header_fields() -> list: ...
+def build_batch(records: Iterable[Union[Mapping[str, Any], Tuple[Optional[bytes], Optional[bytes]], Any]], *,
+                base_offset: int = 0, partition_leader_epoch: int = -1, producer_id: int = -1,
+                producer_epoch: int = -1, base_sequence: int = -1, is_transactional: bool = False,
+                is_control: bool = False, timestamp_type: str = "CreateTime",
+                max_timestamp: Optional[int] = None, compression: str = "none") -> bytes: ...
+def encode(batches: Iterable[Any]) -> bytes: ...
+
+class _View:
+    obj: Any
+    length: int
+    def __init__(self, obj: Buffer) -> None: ...
+
+def _decode_rows(v: _View, starts: Sequence[int], ends: Sequence[int], valid: Any, verify_crc: bool,
+                 raise_errors: bool, zero_copy: bool = False) -> tuple: ...
+def _validate_rows(v: _View, starts: Sequence[int], ends: Sequence[int], valid: Any, config: Any) -> tuple: ...
+def _crc32c_sw(data: Buffer, value: int = 0) -> int: ...
+def _read_varint(data: Buffer, kind: str = "varint") -> Tuple[int, int]: ...
