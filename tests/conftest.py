@@ -7,6 +7,12 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# CI must be repeatable: derandomised examples there; local runs keep exploring new ones.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("PYKBATCH_SHARED", ROOT.parent / "shared"))
