@@ -618,13 +618,12 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
     c.hkey_offsets = _ptr32(hkey_offsets); c.hkey_data = _ptr8(hkey_data)
     c.hvalue_offsets = _ptr32(hvalue_offsets); c.hvalue_data = _ptr8(hvalue_data)
     c.hvalue_valid = _ptr8(hvalue_valid)
-    cdef Py_ssize_t k
-    cdef size_t epos
-    for k in range(len(b_pos)):
-        epos = <size_t> b_pos[k]
-        kb_v2_read_header(v.ptr + epos, &h)
-        kb_columns_fill(v.ptr, epos + KB_V2_HEADER_SIZE, epos + KB_LOG_OVERHEAD + h.length,
-                        max(h.record_count, 0), &h, <int32_t> k, &c)
+    positions = np.array(b_pos, np.int64)
+    cdef const int64_t[::1] batch_pos = positions
+    cdef Py_ssize_t k, n_batches = batch_pos.shape[0]
+    with nogil:  # pure C from here: other threads run while the columns fill
+        for k in range(n_batches):
+            _fill_batch(v.ptr, <size_t> batch_pos[k], <int32_t> k, &c)
 
     def binary(typ, n, valid, offs, data):
         return pa.Array.from_buffers(typ, n, [pa.py_buffer(valid) if valid is not None else None,
@@ -667,6 +666,13 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
         "timestamp_type": ts_type,
     })
     return table, counts, failed
+
+
+cdef inline void _fill_batch(const uint8_t *buf, size_t pos, int32_t batch_no, kb_columns *c) noexcept nogil:
+    cdef kb_v2_header h
+    kb_v2_read_header(buf + pos, &h)
+    kb_columns_fill(buf, pos + KB_V2_HEADER_SIZE, pos + KB_LOG_OVERHEAD + <size_t> h.length,
+                    h.record_count if h.record_count > 0 else 0, &h, batch_no, c)
 
 
 def header_fields():
