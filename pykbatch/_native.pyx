@@ -228,15 +228,7 @@ cdef class Batch:
         return max(self.h.record_count, 0)
 
     def __iter__(self):
-        cdef int codec = self.h.attributes & KB_ATTR_CODEC_MASK
-        if codec:
-            raise _errors.UnsupportedCompressionTypeError(
-                f"Records of {self.compression} batches are not decoded by this version of pykbatch",
-                self.position + 21, "batch.compressed")
-        if self.h.record_count < 0:
-            raise _errors.InvalidRecordError(
-                f"Found invalid record count {self.h.record_count} in magic v2 batch",
-                self.position + 57, "batch.negative_record_count")
+        _check_records_readable(&self.h, self.position)
         return _Records(self)
 
     def tuples(self):
@@ -705,11 +697,17 @@ cdef _read_v2_entry(_View v, kb_entry *e, bint verify_crc, kb_v2_header *h, int6
 cdef _check_decodable(_View v, kb_entry *e, bint verify_crc, kb_v2_header *h, int64_t base):
     """_read_v2_entry, and raises unless this version can read the batch's records."""
     _read_v2_entry(v, e, verify_crc, h, base)
-    cdef int64_t pos = e.pos - base
-    if h.attributes & KB_ATTR_CODEC_MASK:
+    _check_records_readable(h, e.pos - base)
+
+
+cdef _check_records_readable(const kb_v2_header *h, int64_t pos):
+    """Raises unless this version can walk the records of the batch at `pos`."""
+    cdef int codec = h.attributes & KB_ATTR_CODEC_MASK
+    if codec:
+        name = COMPRESSION_NAMES[codec] if codec < 5 else f"unknown({codec})"
         raise _errors.UnsupportedCompressionTypeError(
-            f"Records of compressed batches (codec id {h.attributes & KB_ATTR_CODEC_MASK}) are not "
-            "decoded by this version of pykbatch", pos + 21, "batch.compressed")
+            f"Records of {name} batches are not decoded by this version of pykbatch", pos + 21,
+            "batch.compressed")
     if h.record_count < 0:
         raise _errors.InvalidRecordError(
             f"Found invalid record count {h.record_count} in magic v2 batch", pos + 57,
