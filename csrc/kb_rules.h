@@ -50,6 +50,9 @@ typedef enum {
     KB_RULE_OFFSET_BEYOND_LAST,      /* offsetDelta > lastOffsetDelta */
     KB_RULE_OFFSET_NOT_INDEX,        /* producer-built: offsetDelta != index */
     KB_RULE_TIMESTAMP_ABOVE_MAX,     /* CreateTime record timestamp > maxTimestamp */
+    /* compressed payloads (the decompressor reports these) */
+    KB_RULE_DECOMPRESSION_FAILED,    /* the codec rejected the payload */
+    KB_RULE_DECOMPRESSED_TOO_LARGE,  /* output would pass the configured cap */
     KB_RULE_COUNT
 } kb_rule;
 

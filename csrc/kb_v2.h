@@ -26,7 +26,7 @@
 #define KB_ATTR_DELETE_HORIZON 0x40
 
 /* One problem found at a byte position; `args` feed the message template. */
-typedef struct {
+typedef struct kb_fault_s {
     kb_rule rule;
     size_t pos;
     int64_t args[3];

@@ -10,6 +10,7 @@ typedef struct {
     kb_summary *s;
     int32_t entry;
     size_t entry_pos;
+    int64_t payload_pos; /* >= 0 while walking decompressed records: their payload's position */
 } ctx_t;
 
 static void report(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t rel, int64_t a0, int64_t a1,
@@ -17,7 +18,8 @@ static void report(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t r
 {
     if ((uint64_t)c->s->culprits < c->cap) {
         kb_culprit *k = &c->out[c->s->culprits];
-        k->pos = (int64_t)pos;
+        k->pos = c->payload_pos >= 0 ? c->payload_pos : (int64_t)pos;
+        k->inner_pos = c->payload_pos >= 0 ? (int64_t)pos : -1;
         k->entry_pos = (int64_t)c->entry_pos;
         k->args[0] = a0;
         k->args[1] = a1;
@@ -67,17 +69,13 @@ static int check_header(ctx_t *c, const uint8_t *buf, size_t pos, size_t size, c
     }
     if (codec > 4 || h->record_count < 0)
         return 0;
-    if (codec != 0) {
-        c->s->unwalked++;
-        return 0;
-    }
     return 1;
 }
 
 /* Walks the records in buf[start, limit): the batch's own bytes for an
- * uncompressed batch (positions are then positions in the caller's buffer). */
-static void check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t limit, const kb_v2_header *h,
-                          size_t header_pos)
+ * uncompressed batch, else its decompressed records.  Returns the largest
+ * record timestamp when every record was read (CreateTime), INT64_MIN otherwise. */
+static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t limit, const kb_v2_header *h)
 {
     int client = c->opts->origin == KB_ORIGIN_CLIENT;
     int strict = c->opts->strict;
@@ -99,7 +97,7 @@ static void check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t lim
             report_fault(c, &f, i, r.offset_known ? r.offset_delta : KB_NO_OFFSET);
             all_read = 0;
             if (!next)
-                return; /* the record's length cannot be trusted: stop this batch */
+                return INT64_MIN; /* the record's length cannot be trusted: stop this batch */
             p = next;
             continue;
         }
@@ -126,8 +124,14 @@ static void check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t lim
     }
     if (i == h->record_count && p < limit)
         report(c, KB_RULE_RECORDS_REMAINING, p, -1, KB_NO_OFFSET, (int64_t)(limit - p), 0, 0);
-    if (strict && client && create_time && all_read && h->record_count > 0 && max_ts < h->max_timestamp)
-        report(c, KB_RULE_MAX_TIMESTAMP_MISMATCH, header_pos + 35, -1, KB_NO_OFFSET, h->max_timestamp, max_ts, 0);
+    return all_read && create_time && h->record_count > 0 ? max_ts : INT64_MIN;
+}
+
+/* Producer batches carry the largest record timestamp as maxTimestamp (CreateTime). */
+static void check_max_timestamp(ctx_t *c, size_t pos, const kb_v2_header *h, int64_t max_ts)
+{
+    if (c->opts->strict && c->opts->origin == KB_ORIGIN_CLIENT && max_ts != INT64_MIN && max_ts < h->max_timestamp)
+        report(c, KB_RULE_MAX_TIMESTAMP_MISMATCH, pos + 35, -1, KB_NO_OFFSET, h->max_timestamp, max_ts, 0);
 }
 
 static void check_v2(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
@@ -138,14 +142,37 @@ static void check_v2(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
     }
     kb_v2_header h;
     kb_v2_read_header(buf + pos, &h);
-    if (check_header(c, buf, pos, size, &h))
-        check_records(c, buf, pos + KB_V2_HEADER_SIZE, pos + size, &h, pos);
+    if (!check_header(c, buf, pos, size, &h))
+        return;
+    int codec = h.attributes & KB_ATTR_CODEC_MASK;
+    if (codec == 0) {
+        check_max_timestamp(c, pos, &h, check_records(c, buf, pos + KB_V2_HEADER_SIZE, pos + size, &h));
+        return;
+    }
+    if (!c->opts->decompress || h.record_count == 0) {
+        c->s->unwalked += h.record_count != 0;
+        return;
+    }
+    const uint8_t *records;
+    size_t n;
+    kb_fault f;
+    size_t payload = pos + KB_V2_HEADER_SIZE;
+    if (c->opts->decompress(c->opts->decompress_ctx, codec, 2, buf + payload, size - KB_V2_HEADER_SIZE,
+                            &records, &n, &f) != 0) {
+        f.pos += payload;
+        report_fault(c, &f, -1, KB_NO_OFFSET);
+        return;
+    }
+    c->payload_pos = (int64_t)payload;
+    int64_t max_ts = check_records(c, records, 0, n, &h);
+    c->payload_pos = -1;
+    check_max_timestamp(c, pos, &h, max_ts);
 }
 
 void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out, size_t cap,
                  kb_summary *s)
 {
-    ctx_t c = {o, out, cap, s, 0, 0};
+    ctx_t c = {o, out, cap, s, 0, 0, -1};
     *s = (kb_summary){0};
     s->tail_pos = -1;
     size_t pos = 0;

@@ -13,16 +13,28 @@ typedef enum {
     KB_ORIGIN_LOG = 1,    /* batches already in a log: compaction may have removed records */
 } kb_origin;
 
+struct kb_fault_s;
+
+/* Decompresses the records payload `src[0, n)` of a batch with codec `codec` (1..4) inside an
+ * entry of magic `magic`.  Returns 0 with *out / *out_len set (valid until the next call), or
+ * -1 with *f set (f->pos relative to src). */
+typedef int (*kb_decompress_fn)(void *ctx, int codec, int magic, const uint8_t *src, size_t n,
+                                const uint8_t **out, size_t *out_len, struct kb_fault_s *f);
+
 typedef struct {
     kb_origin origin;
     int verify_crc;
     int strict;  /* also pykbatch's rules that Kafka does not enforce (offset deltas, timestamps) */
+    kb_decompress_fn decompress;  /* NULL: compressed batches are not walked (counted unwalked) */
+    void *decompress_ctx;
 } kb_validate_opts;
 
 #define KB_NO_OFFSET INT64_MIN
 
 typedef struct {
-    int64_t pos;              /* byte position in the buffer */
+    int64_t pos;              /* byte position in the buffer (for a fault inside decompressed
+                                 records: where the compressed payload starts) */
+    int64_t inner_pos;        /* position in the decompressed records, or -1 */
     int64_t entry_pos;        /* where the entry (batch) starts */
     int64_t args[3];          /* rule-specific values for the message */
     int64_t relative_offset;  /* the record's offset delta, KB_NO_OFFSET if unknown */

@@ -98,15 +98,21 @@ cdef extern from "kb_validate.h" nogil:
         KB_ORIGIN_CLIENT
         KB_ORIGIN_LOG
 
+    ctypedef int (*kb_decompress_fn)(void *ctx, int codec, int magic, const uint8_t *src, size_t n,
+                                     const uint8_t **out, size_t *out_len, kb_fault *f)
+
     ctypedef struct kb_validate_opts:
         kb_origin origin
         int verify_crc
         int strict
+        kb_decompress_fn decompress
+        void *decompress_ctx
 
     int64_t KB_NO_OFFSET
 
     ctypedef struct kb_culprit:
         int64_t pos
+        int64_t inner_pos
         int64_t entry_pos
         int64_t args[3]
         int64_t relative_offset

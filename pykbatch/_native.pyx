@@ -15,6 +15,7 @@ from pykbatch._core cimport *
 
 import time
 
+from pykbatch import codecs as _codecs
 from pykbatch import errors as _errors
 from pykbatch._result import Culprit, TruncatedTail, ValidationConfig, ValidationResult
 from pykbatch._rules import RULES, render as _render
@@ -31,6 +32,8 @@ COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 _COMPRESSION_IDS = {name: i for i, name in enumerate(COMPRESSION_NAMES)}
 _EMPTY_HEADERS = ()
 _DEFAULT_CONFIG = ValidationConfig()
+_RULE_INDEX = {rule.id: i for i, rule in enumerate(RULES)}
+_CODEC_RULES = frozenset(("batch.decompression_failed", "batch.decompressed_too_large"))
 
 
 def native_info():
@@ -374,6 +377,53 @@ def iter_batches(buf, *, bint verify_crc=True):
     return BatchReader(buf, verify_crc)
 
 
+cdef class _Decompressor:
+    """Decompresses batch payloads of one input buffer into a reusable scratch buffer (see
+    pykbatch.codecs.Scratch); codec errors become faults whose message is kept here."""
+    cdef _View v
+    cdef object scratch
+    cdef readonly list messages
+    cdef object _out  # the memoryview of the last output, kept alive until the next call
+
+    def __cinit__(self, _View v, size_t cap):
+        self.v = v
+        self.scratch = _codecs.Scratch(cap)
+        self.messages = []
+
+    cdef int run(self, int codec, int magic, const uint8_t *src, size_t n, const uint8_t **out,
+                 size_t *out_len, kb_fault *f):
+        cdef Py_ssize_t at = src - self.v.ptr
+        cdef const uint8_t[::1] produced
+        try:
+            self._out = self.scratch.decompress(codec, magic, memoryview(self.v.mv)[at:at + n])
+        except _codecs.CodecError as exc:
+            return self.fail(f, exc.rule, exc.offset, exc.message)
+        except Exception as exc:  # a codec library surprise still becomes a culprit, never a crash
+            return self.fail(f, "batch.decompression_failed", 0,
+                             f"Failed to decompress {_codecs.NAMES[codec]} record stream: {exc!r}")
+        out_len[0] = len(self._out)
+        if out_len[0]:
+            produced = self._out
+            out[0] = &produced[0]
+        else:
+            out[0] = src
+        return 0
+
+    cdef int fail(self, kb_fault *f, str rule, Py_ssize_t offset, str message):
+        f.rule = <kb_rule> _RULE_INDEX[rule]
+        f.pos = offset
+        f.args[0] = len(self.messages)
+        f.args[1] = 0
+        f.args[2] = 0
+        self.messages.append(message)
+        return -1
+
+
+cdef int _decompress_cb(void *ctx, int codec, int magic, const uint8_t *src, size_t n, const uint8_t **out,
+                        size_t *out_len, kb_fault *f) noexcept with gil:
+    return (<_Decompressor> ctx).run(codec, magic, src, n, out, out_len, f)
+
+
 cdef class _Validator:
     """Runs kb_validate with a reusable culprit buffer that grows up to the config's cap."""
     cdef kb_validate_opts opts
@@ -382,9 +432,13 @@ cdef class _Validator:
     cdef size_t max_cap
     cdef readonly object config
     cdef kb_summary s
+    cdef _Decompressor decompressor
 
-    def __cinit__(self, config):
+    def __cinit__(self, config, _View v):
         self.config = config
+        self.decompressor = _Decompressor(v, config.max_decompressed_bytes)
+        self.opts.decompress = _decompress_cb
+        self.opts.decompress_ctx = <void *> self.decompressor
         self.opts.origin = KB_ORIGIN_CLIENT if config.origin == "client" else KB_ORIGIN_LOG
         self.opts.verify_crc = 1 if config.verify_crc else 0
         self.opts.strict = 1 if config.strict else 0
@@ -417,7 +471,9 @@ cdef class _Validator:
 
     cdef object result(self):
         s = &self.s
-        culprits = _culprits(self.out, min(<size_t> s.culprits, self.cap), self.config.topic_partition)
+        culprits = _culprits(self.out, min(<size_t> s.culprits, self.cap), self.config.topic_partition,
+                             self.decompressor.messages)
+        del self.decompressor.messages[:]
         tail = TruncatedTail(s.tail_entry, s.tail_pos) if s.tail_pos >= 0 else None
         stopped_at = s.valid_bytes if s.stopped else None
         return ValidationResult(culprits, s.culprits, s.entries, s.records, s.valid_bytes, tail, stopped_at,
@@ -432,7 +488,7 @@ def validate(buf, config=None):
     ``config`` is a ``ValidationConfig`` (default: a producer's batch).
     """
     cdef _View v = _view(buf)
-    cdef _Validator checker = _Validator(config if config is not None else _DEFAULT_CONFIG)
+    cdef _Validator checker = _Validator(config if config is not None else _DEFAULT_CONFIG, v)
     checker.run(v.ptr, v.length)
     return checker.result()
 
@@ -447,7 +503,7 @@ def _validate_rows(_View v, starts, ends, valid, config):
     cdef const int64_t[::1] row_start = starts
     cdef const int64_t[::1] row_end = ends
     cdef Py_ssize_t n = row_start.shape[0], row
-    cdef _Validator checker = _Validator(config if config is not None else _DEFAULT_CONFIG)
+    cdef _Validator checker = _Validator(config if config is not None else _DEFAULT_CONFIG, v)
     records = np.zeros(n, np.int64)
     tails = np.full(n, -1, np.int64)
     cdef int64_t[::1] rec_view = records
@@ -464,18 +520,22 @@ def _validate_rows(_View v, starts, ends, valid, config):
     return records, tails, bad
 
 
-cdef list _culprits(const kb_culprit *out, size_t n, str tp):
+cdef list _culprits(const kb_culprit *out, size_t n, str tp, list codec_messages):
     cdef list result = []
     cdef size_t i
     cdef const kb_culprit *c
     for i in range(n):
         c = &out[i]
         rule = RULES[c.rule]
-        message, detail = _render(rule, (c.args[0], c.args[1], c.args[2]), tp)
+        if rule.id in _CODEC_RULES:
+            message, detail = codec_messages[c.args[0]], rule.detail
+        else:
+            message, detail = _render(rule, (c.args[0], c.args[1], c.args[2]), tp)
         result.append(Culprit(
             c.entry, c.record_index if c.record_index >= 0 else None,
             c.relative_offset if c.relative_offset != KB_NO_OFFSET else None,
-            c.code, rule.id, c.pos, c.entry_pos, message, detail or None, rule.kafka))
+            c.code, rule.id, c.pos, c.inner_pos if c.inner_pos >= 0 else None, c.entry_pos, message,
+            detail or None, rule.kafka))
     return result
 
 

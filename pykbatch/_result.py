@@ -30,6 +30,10 @@ class ValidationConfig:
         ``maxTimestamp``.  False gives Kafka's verdict alone.
     max_culprits
         Culprits kept in the result; ``culprit_count`` still counts all.
+    max_decompressed_bytes
+        Cap on the decompressed records of one batch, enforced while decompressing; a batch
+        that would pass it gets a ``batch.decompressed_too_large`` culprit (default 64 MiB:
+        64:1 compression of Kafka's default 1 MiB max.request.size / message.max.bytes).
     topic_partition
         Rendered into Kafka's messages (``"topic partition t-0"``).
     """
@@ -39,12 +43,15 @@ class ValidationConfig:
     strict: bool = True
     max_culprits: int = 1000
     topic_partition: str = "t-0"
+    max_decompressed_bytes: int = 64 * 1024 * 1024
 
     def __post_init__(self):
         if self.origin not in ORIGINS:
             raise ValueError(f"origin must be one of {ORIGINS}, not {self.origin!r}")
         if self.max_culprits < 0:
             raise ValueError("max_culprits must be >= 0")
+        if self.max_decompressed_bytes < 0:
+            raise ValueError("max_decompressed_bytes must be >= 0")
 
 
 class TruncatedTail(NamedTuple):
@@ -57,12 +64,13 @@ class TruncatedTail(NamedTuple):
 class Culprit:
     """One violation: which batch and record broke which rule, and where."""
 
-    __slots__ = ("entry", "record_index", "relative_offset", "code", "rule", "position", "entry_position",
-                 "message", "detail", "kafka")
+    __slots__ = ("entry", "record_index", "relative_offset", "code", "rule", "position", "inner_position",
+                 "entry_position", "message", "detail", "kafka")
 
-    def __init__(self, entry, record_index, relative_offset, code, rule, position, entry_position, message,
-                 detail, kafka):
+    def __init__(self, entry, record_index, relative_offset, code, rule, position, inner_position,
+                 entry_position, message, detail, kafka):
         self.entry = entry
+        self.inner_position = inner_position
         self.entry_position = entry_position
         self.record_index = record_index
         self.relative_offset = relative_offset

@@ -78,6 +78,11 @@ RULES: tuple[Rule, ...] = (
          "Record offset delta {a0} differs from its index {a1} in a producer batch", False, True),
     Rule("record.timestamp_above_max",
          "Record timestamp {a0} is above the batch's maxTimestamp {a1}", False, True),
+    # raised by pykbatch.codecs; the message comes from there
+    Rule("batch.decompression_failed", "Failed to decompress record stream", True, False,
+         "Kafka answers UNKNOWN_SERVER_ERROR for this data error"),
+    Rule("batch.decompressed_too_large", "Decompressed records exceed the limit", False, False,
+         "ValidationConfig.max_decompressed_bytes"),
 )
 
 FIELDS = ("length", "attributes", "timestampDelta", "offsetDelta", "keyLength", "key", "valueLength",

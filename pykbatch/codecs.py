@@ -1,0 +1,256 @@
+"""Decompression of record payloads (SPEC.md section 6), bounded while it runs.
+
+Codecs come from cramjam (snappy, lz4 blocks, zstd) and zlib (gzip, whose member boundaries
+the JDK semantics need); the Kafka framings around them (xerial snappy, Kafka's LZ4 frame
+subset with its magic-0 header checksum) are parsed here.  Every function writes into a
+caller's scratch buffer and never produces more than ``cap`` bytes, so a decompression bomb
+costs at most ``cap`` bytes of memory before it is rejected.
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+
+import cramjam
+import xxhash
+
+NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
+NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+# Kafka's producer and broker defaults bound a batch at 1 MiB (max.request.size,
+# message.max.bytes); 64 MiB leaves room for 64:1 compression of such a batch.
+DEFAULT_MAX_DECOMPRESSED = 64 * 1024 * 1024
+
+XERIAL_MAGIC = b"\x82SNAPPY\x00"
+LZ4_MAGIC = b"\x04\x22\x4d\x18"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+class CodecError(Exception):
+    """A payload that cannot be decompressed: ``rule``, ``offset`` into the payload, message."""
+
+    def __init__(self, rule: str, offset: int, message: str):
+        super().__init__(message)
+        self.rule = rule
+        self.offset = offset
+        self.message = message
+
+
+def _too_large(cap: int, offset: int = 0, declared: int | None = None) -> CodecError:
+    what = f"declares {declared} bytes" if declared is not None else "produces more"
+    return CodecError("batch.decompressed_too_large", offset,
+                      f"Decompressed records {what} than the limit of {cap} bytes")
+
+
+def _failed(codec: int, offset: int, cause) -> CodecError:
+    return CodecError("batch.decompression_failed", offset,
+                      f"Failed to decompress {NAMES[codec]} record stream: {cause}")
+
+
+def decompress_into(codec: int, magic: int, data: memoryview, out: memoryview) -> int:
+    """Decompress ``data`` into ``out`` (whose length is the cap); returns the bytes written."""
+    if codec == GZIP:
+        return _gzip(data, out)
+    if codec == SNAPPY:
+        return _snappy(data, out)
+    if codec == LZ4:
+        return _lz4(data, out, magic)
+    if codec == ZSTD:
+        return _zstd(data, out)
+    raise CodecError("batch.unknown_codec", 0, f"Unknown compression type id: {codec}")
+
+
+def _gzip(data, out) -> int:
+    """RFC 1952 members back to back, as java.util.zip.GZIPInputStream reads them: trailing
+    bytes that do not start another member are ignored."""
+    cap, written, pos = len(out), 0, 0
+    raw = bytes(data)
+    if not raw.startswith(b"\x1f\x8b"):
+        raise _failed(GZIP, 0, "Not in GZIP format")  # the JDK's words
+    while True:
+        d = zlib.decompressobj(wbits=31)
+        try:
+            chunk = d.decompress(raw[pos:], cap - written + 1)
+        except zlib.error as exc:
+            raise _failed(GZIP, pos, exc) from None
+        if written + len(chunk) > cap:
+            raise _too_large(cap, pos)
+        out[written:written + len(chunk)] = chunk
+        written += len(chunk)
+        if not d.eof:
+            if d.unconsumed_tail:  # stopped by the limit, not by the input
+                raise _too_large(cap, pos)
+            raise _failed(GZIP, len(raw), "Compressed stream ended before the end-of-stream marker")
+        pos = len(raw) - len(d.unused_data)
+        if not raw.startswith(b"\x1f\x8b\x08", pos):
+            return written
+
+
+def _snappy(data, out) -> int:
+    """xerial snappy-java stream (header, then big-endian block lengths), or one raw block when
+    the input does not start with the xerial magic (SnappyInputStream's fallback)."""
+    cap, n = len(out), len(data)
+    if n < 16 or bytes(data[:8]) != XERIAL_MAGIC:
+        return _snappy_block(data, out, 0, 0)
+    written, pos = 0, 16
+    while n - pos >= 4:
+        (length,) = struct.unpack_from(">i", data, pos)
+        if length == 0x82534E41 - (1 << 32):  # the magic again: a concatenated stream
+            if bytes(data[pos:pos + 8]) != XERIAL_MAGIC or n - pos < 16:
+                return written
+            pos += 16
+            continue
+        if length < 0 or length > n - pos - 4:
+            raise _failed(SNAPPY, pos, f"invalid chunk size {length}")
+        written += _snappy_block(data[pos + 4:pos + 4 + length], out, written, pos + 4)
+        pos += 4 + length
+    return written
+
+
+def _snappy_block(block, out, at: int, offset: int) -> int:
+    try:
+        size = cramjam.snappy.decompress_raw_len(block)
+    except cramjam.DecompressionError as exc:
+        raise _failed(SNAPPY, offset, exc) from None
+    if at + size > len(out):
+        raise _too_large(len(out), offset, at + size)
+    try:
+        return cramjam.snappy.decompress_raw_into(block, out[at:at + size])
+    except cramjam.DecompressionError as exc:
+        raise _failed(SNAPPY, offset, exc) from None
+
+
+def _lz4(data, out, magic: int) -> int:
+    """Kafka's LZ4 frame: one frame; the header checksum is skipped for magic 0 (KAFKA-1493
+    wrote it over the magic bytes too) and verified otherwise; block checksums verified when
+    flagged; the content checksum is never checked; bytes after the end mark are ignored."""
+    n = len(data)
+    if n < 7:
+        raise _failed(LZ4, 0, "Stream ended prematurely")
+    if bytes(data[:4]) != LZ4_MAGIC:
+        raise _failed(LZ4, 0, "Stream unsupported (invalid magic bytes)")
+    flg, bd = data[4], data[5]
+    if flg & 0x03:
+        raise _failed(LZ4, 4, "Reserved bits must be 0")
+    if (flg >> 6) != 1:
+        raise _failed(LZ4, 4, f"Version {flg >> 6} is unsupported")
+    if not flg & 0x20:
+        raise _failed(LZ4, 4, "Dependent block stream is unsupported")
+    if bd & 0x8F or not 4 <= (bd >> 4) & 7 <= 7:
+        raise _failed(LZ4, 5, "Block size code must be 4..7 and reserved bits 0")
+    block_max = 1 << (2 * ((bd >> 4) & 7) + 8)
+    pos = 6 + (8 if flg & 0x08 else 0)
+    if n < pos + 1:
+        raise _failed(LZ4, n, "Stream ended prematurely")
+    if magic > 0 and data[pos] != (xxhash.xxh32_intdigest(bytes(data[4:pos])) >> 8) & 0xFF:
+        raise _failed(LZ4, pos, "Stream frame descriptor corrupted")
+    pos += 1
+    cap, written = len(out), 0
+    block_checksums = flg & 0x10
+    while True:
+        if n - pos < 4:
+            raise _failed(LZ4, pos, "Stream ended prematurely")
+        (size,) = struct.unpack_from("<I", data, pos)
+        pos += 4
+        if size == 0:
+            return written
+        stored, size = size & 0x80000000, size & 0x7FFFFFFF
+        if size > block_max:
+            raise _failed(LZ4, pos - 4, f"Block size {size} exceeded max: {block_max}")
+        if n - pos < size + (4 if block_checksums else 0):
+            raise _failed(LZ4, pos, "Stream ended prematurely")
+        block = data[pos:pos + size]
+        if block_checksums:
+            (want,) = struct.unpack_from("<I", data, pos + size)
+            if xxhash.xxh32_intdigest(bytes(block)) != want:
+                raise _failed(LZ4, pos + size, "Block checksum mismatch")
+        room = min(block_max, cap - written)
+        if stored:
+            if size > room:
+                raise _too_large(cap, pos)
+            out[written:written + size] = block
+            written += size
+        else:
+            try:
+                written += cramjam.lz4.decompress_block_into(block, out[written:written + room])
+            except cramjam.DecompressionError as exc:
+                if room < block_max:
+                    raise _too_large(cap, pos) from None
+                raise _failed(LZ4, pos, exc) from None
+        pos += size + (4 if block_checksums else 0)
+
+
+def zstd_declared_size(data) -> int | None:
+    """Content size declared in the first zstd frame header, if any."""
+    if len(data) < 6 or bytes(data[:4]) != ZSTD_MAGIC:
+        return None
+    fhd = data[4]
+    fcs_flag, single_segment, dict_flag = fhd >> 6, (fhd >> 5) & 1, fhd & 3
+    pos = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[dict_flag]
+    size = (1 if single_segment else 0, 2, 4, 8)[fcs_flag]
+    if size == 0 or len(data) < pos + size:
+        return None
+    value = int.from_bytes(bytes(data[pos:pos + size]), "little")
+    return value + 256 if size == 2 else value
+
+
+def _zstd(data, out) -> int:
+    """zstd frames (concatenated and skippable frames included), as libzstd streams them."""
+    declared = zstd_declared_size(data)
+    if declared is not None and declared > len(out):
+        raise _too_large(len(out), 0, declared)
+    try:
+        return cramjam.zstd.decompress_into(data, out)
+    except cramjam.DecompressionError as exc:
+        if "failed to write whole buffer" in str(exc):
+            raise _too_large(len(out)) from None
+        raise _failed(ZSTD, 0, exc) from None
+
+
+class Scratch:
+    """A reusable output buffer of ``cap`` bytes.  It is allocated once, uninitialised (the
+    operating system commits pages only as decompression writes them), and reused for every
+    batch; ``decompress`` returns a view of the bytes produced."""
+
+    def __init__(self, cap: int = DEFAULT_MAX_DECOMPRESSED):
+        import numpy as np
+        self.cap = cap
+        self._buf = memoryview(np.empty(cap, np.uint8)) if cap else memoryview(bytearray())
+
+    def decompress(self, codec: int, magic: int, data) -> memoryview:
+        n = decompress_into(codec, magic, memoryview(data).cast("B"), self._buf)
+        return self._buf[:n]
+
+
+def compress(codec: int, data: bytes, magic: int = 2) -> bytes:
+    """Compress a records payload the way Kafka's producer frames it."""
+    if codec == GZIP:
+        c = zlib.compressobj(wbits=31)
+        return c.compress(data) + c.flush()
+    if codec == SNAPPY:
+        out = [XERIAL_MAGIC, struct.pack(">ii", 1, 1)]
+        for i in range(0, len(data), 32 * 1024):
+            block = bytes(cramjam.snappy.compress_raw(data[i:i + 32 * 1024]))
+            out += [struct.pack(">i", len(block)), block]
+        return b"".join(out)
+    if codec == LZ4:
+        return _lz4_frame(data, magic)
+    if codec == ZSTD:
+        return bytes(cramjam.zstd.compress(data, level=3))
+    raise ValueError(f"unknown codec id {codec}")
+
+
+def _lz4_frame(data: bytes, magic: int) -> bytes:
+    """Kafka's LZ4 frame: FLG 0x60, BD 0x40 (64 KiB blocks), the magic-0 checksum quirk."""
+    descriptor = bytes([0x60, 0x40])
+    hashed = (LZ4_MAGIC + descriptor) if magic == 0 else descriptor
+    out = [LZ4_MAGIC, descriptor, bytes([(xxhash.xxh32_intdigest(hashed) >> 8) & 0xFF])]
+    for i in range(0, len(data), 64 * 1024):
+        chunk = data[i:i + 64 * 1024]
+        block = bytes(cramjam.lz4.compress_block(chunk, store_size=False))
+        if len(block) >= len(chunk):
+            out += [struct.pack("<I", len(chunk) | 0x80000000), chunk]
+        else:
+            out += [struct.pack("<I", len(block)), block]
+    out.append(b"\x00\x00\x00\x00")
+    return b"".join(out)
