@@ -64,8 +64,9 @@ static void put_binary(int32_t *offsets, uint8_t *data, uint8_t *valid, int64_t 
 }
 
 /* Writes an Arrow binary view (n < 0: null) at `row`: up to 12 bytes inline,
- * longer values as (length, 4-byte prefix, buffer 0, offset into the input). */
-static void put_view(uint8_t *views, uint8_t *valid, int64_t row, const uint8_t *buf, size_t pos, int32_t n)
+ * longer values as (length, 4-byte prefix, buffer index, offset into that buffer). */
+static void put_view(uint8_t *views, uint8_t *valid, int64_t row, const uint8_t *buf, size_t pos, int32_t n,
+                     int32_t buffer)
 {
     uint8_t *v = views + 16 * row;
     memset(v, 0, 16);
@@ -78,7 +79,8 @@ static void put_view(uint8_t *views, uint8_t *valid, int64_t row, const uint8_t 
     } else {
         int32_t offset = (int32_t)pos;
         memcpy(v + 4, buf + pos, 4);
-        memcpy(v + 12, &offset, 4); /* bytes 8..11: buffer index 0 */
+        memcpy(v + 8, &buffer, 4);
+        memcpy(v + 12, &offset, 4);
     }
 }
 
@@ -99,11 +101,11 @@ void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t cou
         c->sequence[row] = kb_increment_sequence(h->base_sequence, r.offset_delta);
         c->batch_index[row] = batch_index;
         if (c->key_views)
-            put_view(c->key_views, c->key_valid, row, buf, r.key, r.key_len);
+            put_view(c->key_views, c->key_valid, row, buf, r.key, r.key_len, c->view_buffer);
         else
             put_binary(c->key_offsets, c->key_data, c->key_valid, row, buf + r.key, r.key_len);
         if (c->value_views)
-            put_view(c->value_views, c->value_valid, row, buf, r.value, r.value_len);
+            put_view(c->value_views, c->value_valid, row, buf, r.value, r.value_len, c->view_buffer);
         else
             put_binary(c->value_offsets, c->value_data, c->value_valid, row, buf + r.value, r.value_len);
         size_t hp = r.headers;

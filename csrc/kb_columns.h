@@ -26,6 +26,7 @@ typedef struct {
 typedef struct {
     uint8_t *key_views;
     uint8_t *value_views;
+    int32_t view_buffer; /* Arrow data buffer index the views of the current batch refer to */
     int64_t *offset;
     int64_t *timestamp;
     int32_t *sequence;

@@ -18,18 +18,26 @@ int64_t kb_v2_record_body_size(const kb_record_in *r)
     return n > INT32_MAX ? -1 : n;
 }
 
-int64_t kb_v2_batch_size(const kb_record_in *records, size_t n)
+int64_t kb_v2_records_size(const kb_record_in *records, size_t n)
 {
-    int64_t total = KB_V2_HEADER_SIZE;
+    int64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         int64_t body = kb_v2_record_body_size(&records[i]);
         if (body < 0)
             return -1;
         total += kb_sizeof_varint((int32_t)body) + body;
-        if (total - KB_LOG_OVERHEAD > INT32_MAX)
+        if (total > INT32_MAX)
             return -1;
     }
     return total;
+}
+
+int64_t kb_v2_batch_size(const kb_record_in *records, size_t n)
+{
+    int64_t records_size = kb_v2_records_size(records, n);
+    if (records_size < 0 || records_size + KB_V2_HEADER_SIZE - KB_LOG_OVERHEAD > INT32_MAX)
+        return -1;
+    return records_size + KB_V2_HEADER_SIZE;
 }
 
 static uint8_t *put_bytes(uint8_t *p, const uint8_t *src, int32_t n)
@@ -42,9 +50,9 @@ static uint8_t *put_bytes(uint8_t *p, const uint8_t *src, int32_t n)
     return p + n;
 }
 
-void kb_v2_encode(const kb_v2_header *h, const kb_record_in *records, size_t n, uint8_t *out)
+void kb_v2_write_records(const kb_record_in *records, size_t n, uint8_t *out)
 {
-    uint8_t *p = out + KB_V2_HEADER_SIZE;
+    uint8_t *p = out;
     for (size_t i = 0; i < n; i++) {
         const kb_record_in *r = &records[i];
         p = kb_write_varint(p, (int32_t)kb_v2_record_body_size(r));
@@ -59,7 +67,10 @@ void kb_v2_encode(const kb_v2_header *h, const kb_record_in *records, size_t n, 
             p = put_bytes(p, r->headers[k].value, r->headers[k].value_len);
         }
     }
-    size_t size = (size_t)(p - out);
+}
+
+void kb_v2_write_header(const kb_v2_header *h, uint8_t *out, size_t size)
+{
     kb_store_be64(out, (uint64_t)h->base_offset);
     kb_store_be32(out + 8, (uint32_t)(size - KB_LOG_OVERHEAD));
     kb_store_be32(out + 12, (uint32_t)h->partition_leader_epoch);
@@ -73,4 +84,10 @@ void kb_v2_encode(const kb_v2_header *h, const kb_record_in *records, size_t n, 
     kb_store_be32(out + 53, (uint32_t)h->base_sequence);
     kb_store_be32(out + 57, (uint32_t)h->record_count);
     kb_store_be32(out + 17, kb_v2_compute_crc(out, size));
+}
+
+void kb_v2_encode(const kb_v2_header *h, const kb_record_in *records, size_t n, uint8_t *out)
+{
+    kb_v2_write_records(records, n, out + KB_V2_HEADER_SIZE);
+    kb_v2_write_header(h, out, (size_t)kb_v2_batch_size(records, n));
 }

@@ -30,12 +30,21 @@ typedef struct {
  * does not fit an int32. */
 int64_t kb_v2_record_body_size(const kb_record_in *r);
 
-/* Size of the whole batch, or -1 when it does not fit an int32 length. */
+/* Size of the records area (what a codec compresses), or -1 past an int32. */
+int64_t kb_v2_records_size(const kb_record_in *records, size_t n);
+
+/* Writes the records area (kb_v2_records_size bytes) at `out`. */
+void kb_v2_write_records(const kb_record_in *records, size_t n, uint8_t *out);
+
+/* Writes the 61-byte header of a batch whose `size` bytes (header included) are at
+ * `batch`, the records or their compressed payload already in place after it.  Every field
+ * comes from *h except `length`, `magic` (2) and `crc`, which are computed. */
+void kb_v2_write_header(const kb_v2_header *h, uint8_t *batch, size_t size);
+
+/* Size of a whole uncompressed batch, or -1 when it does not fit an int32 length. */
 int64_t kb_v2_batch_size(const kb_record_in *records, size_t n);
 
-/* Writes the batch into `out` (kb_v2_batch_size bytes).  Every header field
- * is taken from *h except `length` and `crc`, which are computed; `magic`
- * is always 2. */
+/* Writes an uncompressed batch (kb_v2_batch_size bytes): records, then header. */
 void kb_v2_encode(const kb_v2_header *h, const kb_record_in *records, size_t n, uint8_t *out);
 
 #endif

@@ -22,6 +22,7 @@ cdef extern from "kb_rules.h" nogil:
     ctypedef enum kb_rule:
         KB_RULE_NONE
         KB_RULE_PREMATURE_EOF
+        KB_RULE_RECORDS_REMAINING
         KB_RULE_COUNT
     int16_t kb_rule_code(kb_rule rule)
 
@@ -147,6 +148,7 @@ cdef extern from "kb_columns.h" nogil:
     ctypedef struct kb_columns:
         uint8_t *key_views
         uint8_t *value_views
+        int32_t view_buffer
         int64_t *offset
         int64_t *timestamp
         int32_t *sequence
@@ -191,5 +193,8 @@ cdef extern from "kb_encode.h" nogil:
         int32_t offset_delta
 
     int64_t kb_v2_record_body_size(const kb_record_in *r)
+    int64_t kb_v2_records_size(const kb_record_in *records, size_t n)
+    void kb_v2_write_records(const kb_record_in *records, size_t n, uint8_t *out)
+    void kb_v2_write_header(const kb_v2_header *h, uint8_t *batch, size_t size)
     int64_t kb_v2_batch_size(const kb_record_in *records, size_t n)
     void kb_v2_encode(const kb_v2_header *h, const kb_record_in *records, size_t n, uint8_t *out)

@@ -7,9 +7,9 @@ become exceptions only through ``_raise_fault``.
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT32_MAX
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t, INT32_MAX
 from libc.stdlib cimport free, malloc, calloc
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 from pykbatch._core cimport *
 
@@ -35,6 +35,8 @@ _DEFAULT_CONFIG = ValidationConfig()
 _RULE_INDEX = {rule.id: i for i, rule in enumerate(RULES)}
 _CODEC_RULES = frozenset(("batch.decompression_failed", "batch.decompressed_too_large"))
 
+cdef class _Decompressor
+
 
 def native_info():
     """Which native paths are live: ``{"crc32c": "sse4.2+pclmul" | "armv8-crc" | "software", ...}``.
@@ -44,7 +46,7 @@ def native_info():
     return {
         "crc32c": kb_crc32c_impl().decode(),
         "magics": (2,),
-        "codecs": ("none",),
+        "codecs": COMPRESSION_NAMES,
         "rules": len(RULES),
     }
 
@@ -92,13 +94,19 @@ def _crc32c_sw(data, uint32_t value=0):
     return kb_crc32c_sw(value, v.ptr, v.length)
 
 
-cdef _raise_fault(const kb_fault *f, Py_ssize_t base, str tp="t-0"):
-    """The one place a C fault becomes an exception."""
+cdef _raise_fault(const kb_fault *f, Py_ssize_t base, Py_ssize_t payload=-1, str tp="t-0"):
+    """The one place a C fault becomes an exception.  `base` is added to the fault's position;
+    a fault inside decompressed records (payload >= 0) is placed at the compressed payload,
+    with its position in the decompressed records in the message."""
     rule = RULES[f.rule]
     message, detail = _render(rule, (f.args[0], f.args[1], f.args[2]), tp)
     if detail:
         message = f"{message} ({detail})"
-    raise _errors.error_for(kb_rule_code(f.rule), message, <Py_ssize_t> f.pos + base, rule.id)
+    offset = <Py_ssize_t> f.pos + base
+    if payload >= 0:
+        message = f"{message} (at byte {f.pos} of the decompressed records)"
+        offset = payload
+    raise _errors.error_for(kb_rule_code(f.rule), message, offset, rule.id)
 
 
 cdef class Record:
@@ -163,6 +171,28 @@ cdef class Batch:
     cdef readonly Py_ssize_t position
     cdef readonly Py_ssize_t size
     cdef readonly int entry
+    cdef _Decompressor _dec   # shared by the batches of one reader
+    cdef _View _rec           # where the records are: the input, or the decompressed payload
+    cdef size_t _rstart
+    cdef size_t _rlimit
+    cdef Py_ssize_t _payload  # position of the compressed payload, -1 when uncompressed
+
+    cdef int _load(self) except -1:
+        """Makes the records readable, decompressing the payload once."""
+        if self._rec is not None:
+            return 0
+        _check_records_readable(&self.h, self.position)
+        cdef int codec = self.h.attributes & KB_ATTR_CODEC_MASK
+        if codec == 0:
+            self._rec, self._rstart, self._rlimit = self._v, self.position + KB_V2_HEADER_SIZE, self.position + self.size
+            self._payload = -1
+            return 0
+        if self._dec is None:
+            self._dec = _Decompressor(self._v, _codecs.DEFAULT_MAX_DECOMPRESSED)
+        data = self._dec.copy(codec, self.h.magic, self.position + KB_V2_HEADER_SIZE, self.size - KB_V2_HEADER_SIZE)
+        self._rec, self._rstart, self._rlimit = _View(data), 0, len(data)
+        self._payload = self.position + KB_V2_HEADER_SIZE
+        return 0
 
     def __repr__(self):
         return (f"<Batch entry={self.entry} position={self.position} base_offset={self.h.base_offset} "
@@ -231,13 +261,11 @@ cdef class Batch:
         return max(self.h.record_count, 0)
 
     def __iter__(self):
-        _check_records_readable(&self.h, self.position)
         return _Records(self)
 
     def tuples(self):
         """The records as plain ``(offset, timestamp, key, value, headers)`` tuples: the
         fastest way to touch every record from Python (no attribute lookups)."""
-        iter(self)  # the same checks as iteration
         return _Tuples(self)
 
     def records(self):
@@ -253,9 +281,10 @@ cdef class _RecordIterator:
     cdef int32_t index
 
     def __cinit__(self, Batch b):
+        b._load()
         self.b = b
-        self.pos = b.position + KB_V2_HEADER_SIZE
-        self.limit = b.position + b.size
+        self.pos = b._rstart
+        self.limit = b._rlimit
         self.index = 0
 
     def __iter__(self):
@@ -265,19 +294,17 @@ cdef class _RecordIterator:
         """Reads the next record into *r: 1, or 0 at the end; raises on a fault."""
         cdef kb_fault f
         cdef size_t next_pos
+        f.args[1] = f.args[2] = 0
         if self.index >= self.b.h.record_count:
             if self.pos < self.limit:
-                _raise_remaining(self.pos, self.limit)
+                f.rule, f.pos, f.args[0] = KB_RULE_RECORDS_REMAINING, self.pos, self.limit - self.pos
+                _raise_fault(&f, 0, self.b._payload)
             return 0
         if self.pos >= self.limit:
-            f.rule = KB_RULE_PREMATURE_EOF
-            f.pos = self.pos
-            f.args[0] = self.b.h.record_count
-            f.args[1] = self.index
-            f.args[2] = 0
-            _raise_fault(&f, 0)
-        if kb_v2_read_record(self.b._v.ptr, self.pos, self.limit, r, &f, &next_pos) != 0:
-            _raise_fault(&f, 0)
+            f.rule, f.pos, f.args[0], f.args[1] = KB_RULE_PREMATURE_EOF, self.pos, self.b.h.record_count, self.index
+            _raise_fault(&f, 0, self.b._payload)
+        if kb_v2_read_record(self.b._rec.ptr, self.pos, self.limit, r, &f, &next_pos) != 0:
+            _raise_fault(&f, 0, self.b._payload)
         self.pos = r.end
         self.index += 1
         return 1
@@ -293,7 +320,7 @@ cdef class _Records(_RecordIterator):
         cdef kb_record r
         if not self.advance(&r):
             raise StopIteration
-        cdef const uint8_t *buf = self.b._v.ptr
+        cdef const uint8_t *buf = self.b._rec.ptr
         cdef Record rec = Record.__new__(Record)
         rec.offset_delta = r.offset_delta
         rec.offset = kb_wrap_add64(self.b.h.base_offset, r.offset_delta)
@@ -313,16 +340,10 @@ cdef class _Tuples(_RecordIterator):
         cdef kb_record r
         if not self.advance(&r):
             raise StopIteration
-        cdef const uint8_t *buf = self.b._v.ptr
+        cdef const uint8_t *buf = self.b._rec.ptr
         return (kb_wrap_add64(self.b.h.base_offset, r.offset_delta), self.timestamp_of(&r),
                 _bytes_or_none(buf, r.key, r.key_len), _bytes_or_none(buf, r.value, r.value_len),
                 _headers(buf, &r))
-
-
-cdef _raise_remaining(size_t pos, size_t limit):
-    raise _errors.InvalidRecordError(
-        "Incorrect declared batch size, records still remaining in file "
-        f"({limit - pos} bytes follow the last record)", pos, "batch.records_remaining")
 
 
 cdef class BatchReader:
@@ -333,13 +354,15 @@ cdef class BatchReader:
     cdef int entry
     cdef bint verify_crc
     cdef readonly object truncated_tail
+    cdef _Decompressor _dec
 
-    def __cinit__(self, buf, bint verify_crc=True):
+    def __cinit__(self, buf, bint verify_crc=True, size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED):
         self._v = _view(buf)
         self.pos = 0
         self.entry = 0
         self.verify_crc = verify_crc
         self.truncated_tail = None
+        self._dec = _Decompressor(self._v, max_decompressed_bytes)
 
     def __iter__(self):
         return self
@@ -359,6 +382,7 @@ cdef class BatchReader:
         cdef Batch b = Batch.__new__(Batch)
         _read_v2_entry(self._v, &e, self.verify_crc, &b.h, 0)
         b._v = self._v
+        b._dec = self._dec
         b.position = e.pos
         b.size = e.size
         b.entry = self.entry
@@ -367,14 +391,16 @@ cdef class BatchReader:
         return b
 
 
-def iter_batches(buf, *, bint verify_crc=True):
+def iter_batches(buf, *, bint verify_crc=True, size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED):
     """Iterate the record batches of ``buf`` (bytes, bytearray, memoryview or mmap).
 
     An incomplete entry at the end ends the iteration silently, as Kafka's
     readers do (see ``BatchReader.truncated_tail``).  With ``verify_crc`` a
-    batch whose CRC-32C does not match raises ``CorruptRecordError``.
+    batch whose CRC-32C does not match raises ``CorruptRecordError``.  A
+    compressed batch is decompressed once, when its records are first read,
+    never past ``max_decompressed_bytes``.
     """
-    return BatchReader(buf, verify_crc)
+    return BatchReader(buf, verify_crc, max_decompressed_bytes)
 
 
 cdef class _Decompressor:
@@ -408,6 +434,14 @@ cdef class _Decompressor:
         else:
             out[0] = src
         return 0
+
+    cdef bytes copy(self, int codec, int magic, Py_ssize_t at, Py_ssize_t n):
+        """The decompressed payload at v[at:at+n] as its own bytes; raises on a codec error."""
+        try:
+            return bytes(self.scratch.decompress(codec, magic, memoryview(self.v.mv)[at:at + n]))
+        except _codecs.CodecError as exc:
+            raise _errors.error_for(kb_rule_code(<kb_rule> _RULE_INDEX[exc.rule]), exc.message, at + exc.offset,
+                                    exc.rule) from None
 
     cdef int fail(self, kb_fault *f, str rule, Py_ssize_t offset, str message):
         f.rule = <kb_rule> _RULE_INDEX[rule]
@@ -557,7 +591,8 @@ def to_arrow(buf, *, bint verify_crc=True, bint zero_copy=False):
     return table
 
 
-def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_errors, bint zero_copy=False):
+def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_errors, bint zero_copy=False,
+                 size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED):
     """Decode the records of every row v[starts[i]:ends[i]] (rows with valid[i] == 0 are null).
 
     Returns (table of all records, int32 record counts per row, bool array of rows that
@@ -578,13 +613,20 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
     cdef size_t pos, end
     cdef int entry
     cdef Py_ssize_t row_batches
+    cdef _View src
+    cdef size_t rstart, rlimit
+    cdef int codec
+    cdef _Decompressor dec = _Decompressor(v, max_decompressed_bytes)
     memset(&z, 0, sizeof(z))
     counts = np.zeros(n_input, np.int32)
     failed = np.zeros(n_input, np.bool_)
     cdef int32_t[::1] count_view = counts
-    # one entry per decodable batch, in order
-    b_pos, b_entry, b_rel, b_count = [], [], [], []
+    # one entry per decodable batch, in order; b_src: where its records are (the input, or
+    # its payload decompressed once, kept for the fill pass)
+    b_pos, b_entry, b_rel, b_count, b_src, b_start, b_limit = [], [], [], [], [], [], []
     b_base, b_epoch, b_pid, b_pepoch, b_attrs = [], [], [], [], []
+    batch_lists = (b_pos, b_entry, b_rel, b_count, b_src, b_start, b_limit, b_base, b_epoch, b_pid, b_pepoch,
+                   b_attrs)
     for row in range(n_input):
         if valid is not None and not valid[row]:
             continue
@@ -601,11 +643,21 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
                 if st == KB_ENTRY_CORRUPT:
                     _raise_fault(&f, -<Py_ssize_t> row_start[row])
                 _check_decodable(v, &e, verify_crc, &h, row_start[row])
+                codec = h.attributes & KB_ATTR_CODEC_MASK
+                src, rstart, rlimit, payload = v, e.pos + KB_V2_HEADER_SIZE, e.pos + e.size, -1
+                if codec and h.record_count > 0:
+                    payload = e.pos + KB_V2_HEADER_SIZE - row_start[row]
+                    try:
+                        src = _View(dec.copy(codec, 2, e.pos + KB_V2_HEADER_SIZE, e.size - KB_V2_HEADER_SIZE))
+                    except _errors.KafkaDataError as exc:
+                        exc.offset -= row_start[row]
+                        raise
+                    rstart, rlimit = 0, src.length
                 if h.record_count > 0 and kb_columns_measure(
-                        v.ptr, e.pos + KB_V2_HEADER_SIZE, e.pos + e.size, h.record_count, &rz, &f,
-                        &rec_index) != 0:
-                    _raise_fault(&f, -<Py_ssize_t> row_start[row])
+                        src.ptr, rstart, rlimit, h.record_count, &rz, &f, &rec_index) != 0:
+                    _raise_fault(&f, 0 if payload >= 0 else -<Py_ssize_t> row_start[row], payload)
                 b_pos.append(e.pos); b_entry.append(entry); b_rel.append(e.pos - row_start[row])
+                b_src.append(src); b_start.append(rstart); b_limit.append(rlimit)
                 b_count.append(max(h.record_count, 0)); b_base.append(h.base_offset)
                 b_epoch.append(h.partition_leader_epoch); b_pid.append(h.producer_id)
                 b_pepoch.append(h.producer_epoch); b_attrs.append(h.attributes)
@@ -616,7 +668,7 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
             if raise_errors:
                 raise
             failed[row] = True
-            for lst in (b_pos, b_entry, b_rel, b_count, b_base, b_epoch, b_pid, b_pepoch, b_attrs):
+            for lst in batch_lists:
                 del lst[len(lst) - row_batches:]
             continue
         count_view[row] = <int32_t> rz.records
@@ -626,7 +678,8 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
         z.headers += rz.headers
         z.header_key_bytes += rz.header_key_bytes
         z.header_value_bytes += rz.header_value_bytes
-    views = zero_copy and v.length <= INT32_MAX
+    # views point into the input (buffer 0) or into a decompressed payload (buffers 1..)
+    views = zero_copy and v.length <= INT32_MAX and all(s.length <= INT32_MAX for s in b_src)
     if views:
         z.key_bytes = z.value_bytes = 0
     for name, n in (("key", z.key_bytes), ("value", z.value_bytes), ("header key", z.header_key_bytes),
@@ -670,21 +723,34 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
     c.hkey_offsets = _ptr32(hkey_offsets); c.hkey_data = _ptr8(hkey_data)
     c.hvalue_offsets = _ptr32(hvalue_offsets); c.hvalue_data = _ptr8(hvalue_data)
     c.hvalue_valid = _ptr8(hvalue_valid)
-    positions = np.array(b_pos, np.int64)
-    cdef const int64_t[::1] batch_pos = positions
+    extra = {}  # decompressed payloads -> their view buffer index
+    buffers = np.array([0 if s is v else extra.setdefault(id(s), len(extra) + 1) for s in b_src], np.int32)
+    addresses = np.array([<uintptr_t> (<_View> s).ptr for s in b_src], np.uint64)
+    cdef const int32_t[::1] batch_buffer = buffers
+    cdef const uint64_t[::1] batch_addr = addresses
+    cdef const int64_t[::1] batch_start = np.array(b_start, np.int64)
+    cdef const int64_t[::1] batch_limit = np.array(b_limit, np.int64)
+    cdef const int64_t[::1] batch_pos = np.array(b_pos, np.int64)
     cdef Py_ssize_t k, n_batches = batch_pos.shape[0]
     with nogil:  # pure C from here: other threads run while the columns fill
         for k in range(n_batches):
-            _fill_batch(v.ptr, <size_t> batch_pos[k], <int32_t> k, &c)
+            kb_v2_read_header(v.ptr + batch_pos[k], &h)
+            c.view_buffer = batch_buffer[k]
+            kb_columns_fill(<const uint8_t *> <uintptr_t> batch_addr[k], batch_start[k], batch_limit[k],
+                            h.record_count if h.record_count > 0 else 0, &h, <int32_t> k, &c)
 
     def binary(typ, n, valid, offs, data):
         return pa.Array.from_buffers(typ, n, [pa.py_buffer(valid) if valid is not None else None,
                                               pa.py_buffer(offs), pa.py_buffer(data)])
 
     if views:
-        whole = pa.py_buffer(v.mv) if v.length else pa.py_buffer(b"")
-        keys = binary(pa.binary_view(), n_rows, key_valid, key_views, whole)
-        values = binary(pa.binary_view(), n_rows, value_valid, value_views, whole)
+        data_buffers = [pa.py_buffer(v.mv) if v.length else pa.py_buffer(b"")]
+        data_buffers += [pa.py_buffer(s.obj) for s in b_src if id(s) in extra and extra.pop(id(s))]
+        def view_array(valid, views_buf):
+            return pa.Array.from_buffers(pa.binary_view(), n_rows,
+                                         [pa.py_buffer(valid), pa.py_buffer(views_buf)] + data_buffers)
+        keys = view_array(key_valid, key_views)
+        values = view_array(value_valid, value_views)
     else:
         keys = binary(pa.binary(), n_rows, key_valid, key_offsets, key_data)
         values = binary(pa.binary(), n_rows, value_valid, value_offsets, value_data)
@@ -718,13 +784,6 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
         "timestamp_type": ts_type,
     })
     return table, counts, failed
-
-
-cdef inline void _fill_batch(const uint8_t *buf, size_t pos, int32_t batch_no, kb_columns *c) noexcept nogil:
-    cdef kb_v2_header h
-    kb_v2_read_header(buf + pos, &h)
-    kb_columns_fill(buf, pos + KB_V2_HEADER_SIZE, pos + KB_LOG_OVERHEAD + <size_t> h.length,
-                    h.record_count if h.record_count > 0 else 0, &h, batch_no, c)
 
 
 def header_fields():
@@ -763,11 +822,8 @@ cdef _check_decodable(_View v, kb_entry *e, bint verify_crc, kb_v2_header *h, in
 cdef _check_records_readable(const kb_v2_header *h, int64_t pos):
     """Raises unless this version can walk the records of the batch at `pos`."""
     cdef int codec = h.attributes & KB_ATTR_CODEC_MASK
-    if codec:
-        name = COMPRESSION_NAMES[codec] if codec < 5 else f"unknown({codec})"
-        raise _errors.UnsupportedCompressionTypeError(
-            f"Records of {name} batches are not decoded by this version of pykbatch", pos + 21,
-            "batch.compressed")
+    if codec > 4:
+        raise _errors.UnknownServerError(f"Unknown compression type id: {codec}", pos + 21, "batch.unknown_codec")
     if h.record_count < 0:
         raise _errors.InvalidRecordError(
             f"Found invalid record count {h.record_count} in magic v2 batch", pos + 57,
@@ -838,9 +894,6 @@ cdef bytes _encode(dict header, list records):
                     hk, hv = hl[k]
                     hdrs[k].key_len = _blob(hk, &hdrs[k].key)
                     hdrs[k].value_len = _blob(hv, &hdrs[k].value)
-        size = kb_v2_batch_size(recs, n)
-        if size < 0:
-            raise _errors.RecordTooLargeError("The batch would exceed 2 GiB", None, "encode.too_large")
         h.base_offset = header["base_offset"]
         h.partition_leader_epoch = header["partition_leader_epoch"]
         h.magic = 2
@@ -852,13 +905,31 @@ cdef bytes _encode(dict header, list records):
         h.producer_epoch = header["producer_epoch"]
         h.base_sequence = header["base_sequence"]
         h.record_count = header["record_count"]
-        out = PyBytes_FromStringAndSize(NULL, size)
-        kb_v2_encode(&h, recs, n, <uint8_t *> PyBytes_AS_STRING(out))
-        return out
+        return _assemble(&h, recs, n)
     finally:
         for i in range(n):
             free(<void *> recs[i].headers)
         free(recs)
+
+
+cdef bytes _assemble(const kb_v2_header *h, const kb_record_in *recs, size_t n):
+    """A whole v2 batch from its header and records, compressed with the codec that the
+    header's attributes name."""
+    cdef int codec = h.attributes & KB_ATTR_CODEC_MASK
+    cdef int64_t size = kb_v2_records_size(recs, n)
+    if size < 0 or size + KB_V2_HEADER_SIZE - KB_LOG_OVERHEAD > INT32_MAX:
+        raise _errors.RecordTooLargeError("The batch would exceed 2 GiB", None, "encode.too_large")
+    if codec == 0:
+        out = PyBytes_FromStringAndSize(NULL, size + KB_V2_HEADER_SIZE)
+        kb_v2_write_records(recs, n, <uint8_t *> PyBytes_AS_STRING(out) + KB_V2_HEADER_SIZE)
+    else:
+        records = PyBytes_FromStringAndSize(NULL, size)
+        kb_v2_write_records(recs, n, <uint8_t *> PyBytes_AS_STRING(records))
+        payload = _codecs.compress(codec, records, 2)
+        out = PyBytes_FromStringAndSize(NULL, len(payload) + KB_V2_HEADER_SIZE)
+        memcpy(PyBytes_AS_STRING(out) + KB_V2_HEADER_SIZE, PyBytes_AS_STRING(payload), len(payload))
+    kb_v2_write_header(h, <uint8_t *> PyBytes_AS_STRING(out), len(out))
+    return out
 
 
 cdef tuple _header_pairs(object headers):
@@ -895,11 +966,7 @@ def build_batch(records, *, int64_t base_offset=0, int32_t partition_leader_epoc
     timestamp is the first record's and ``maxTimestamp`` the largest (or
     ``max_timestamp`` for LogAppendTime).  Returns ``bytes``.
     """
-    if compression != "none":
-        if compression in _COMPRESSION_IDS:
-            raise _errors.UnsupportedCompressionTypeError(
-                f"Encoding {compression} batches is not supported by this version of pykbatch",
-                None, "encode.compression")
+    if compression not in _COMPRESSION_IDS:
         raise ValueError(f"unknown compression {compression!r}; expected one of {COMPRESSION_NAMES}")
     if timestamp_type not in ("CreateTime", "LogAppendTime"):
         raise ValueError("timestamp_type must be 'CreateTime' or 'LogAppendTime'")
@@ -934,7 +1001,7 @@ def build_batch(records, *, int64_t base_offset=0, int32_t partition_leader_epoc
                      0, ts, i))
         i += 1
     rows = [(k, v, hl, a, <int64_t> (t - first_ts), d) for k, v, hl, a, t, d in rows]
-    attributes = 0
+    attributes = _COMPRESSION_IDS[compression]
     if timestamp_type == "LogAppendTime":
         attributes |= KB_ATTR_LOG_APPEND_TIME
         if max_timestamp is None:
@@ -952,14 +1019,15 @@ def build_batch(records, *, int64_t base_offset=0, int32_t partition_leader_epoc
 
 
 cdef bytes _reencode(Batch b):
-    """Re-encode a decoded uncompressed batch from its own bytes (no Python object per record)."""
+    """Re-encode a decoded batch from its own records (no Python object per record), with the
+    batch's own codec."""
     cdef kb_record r
     cdef kb_fault f
     cdef size_t next_pos, hp, kp, vp
     cdef int32_t kl, vl, i, k
     cdef int64_t n_headers = 0, size
-    cdef const uint8_t *buf = b._v.ptr
     cdef _RecordIterator walk = _RecordIterator(b)
+    cdef const uint8_t *buf = b._rec.ptr
     cdef int32_t n = max(b.h.record_count, 0)
     while walk.advance(&r):
         n_headers += r.header_count
@@ -990,12 +1058,7 @@ cdef bytes _reencode(Batch b):
                 hnext[k].value_len = vl if vl >= 0 else -1
             hnext += r.header_count
             i += 1
-        size = kb_v2_batch_size(recs, n)
-        if size < 0:
-            raise _errors.RecordTooLargeError("The batch would exceed 2 GiB", None, "encode.too_large")
-        out = PyBytes_FromStringAndSize(NULL, size)
-        kb_v2_encode(&b.h, recs, n, <uint8_t *> PyBytes_AS_STRING(out))
-        return out
+        return _assemble(&b.h, recs, n)
     finally:
         free(recs)
         free(hdrs)
@@ -1008,14 +1071,11 @@ def encode(batches):
 
     For any valid uncompressed v2 input the output is byte-identical, except that
     non-minimal varints and negative lengths other than -1 are written in Kafka's
-    canonical form (and the CRC is recomputed).
+    canonical form (and the CRC is recomputed).  A compressed batch is recompressed
+    with its codec: the same records, framed as Kafka's producer frames them.
     """
     out = []
     for b in batches:
-        if b.attributes & KB_ATTR_CODEC_MASK:
-            raise _errors.UnsupportedCompressionTypeError(
-                "Encoding compressed batches is not supported by this version of pykbatch", None,
-                "encode.compression")
         if isinstance(b, Batch):
             out.append(_reencode(<Batch> b))
             continue

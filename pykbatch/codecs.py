@@ -213,11 +213,13 @@ class Scratch:
     batch; ``decompress`` returns a view of the bytes produced."""
 
     def __init__(self, cap: int = DEFAULT_MAX_DECOMPRESSED):
-        import numpy as np
         self.cap = cap
-        self._buf = memoryview(np.empty(cap, np.uint8)) if cap else memoryview(bytearray())
+        self._buf = None  # allocated at the first compressed batch
 
     def decompress(self, codec: int, magic: int, data) -> memoryview:
+        if self._buf is None:
+            import numpy as np
+            self._buf = memoryview(np.empty(self.cap, np.uint8)) if self.cap else memoryview(bytearray())
         n = decompress_into(codec, magic, memoryview(data).cast("B"), self._buf)
         return self._buf[:n]
 
