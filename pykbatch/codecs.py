@@ -21,6 +21,7 @@ NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 # message.max.bytes); 64 MiB leaves room for 64:1 compression of such a batch.
 DEFAULT_MAX_DECOMPRESSED = 64 * 1024 * 1024
 
+GZIP_STEP = 1 << 20
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 LZ4_MAGIC = b"\x04\x22\x4d\x18"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -69,17 +70,18 @@ def _gzip(data, out) -> int:
         raise _failed(GZIP, 0, "Not in GZIP format")  # the JDK's words
     while True:
         d = zlib.decompressobj(wbits=31)
-        try:
-            chunk = d.decompress(raw[pos:], cap - written + 1)
-        except zlib.error as exc:
-            raise _failed(GZIP, pos, exc) from None
-        if written + len(chunk) > cap:
-            raise _too_large(cap, pos)
-        out[written:written + len(chunk)] = chunk
-        written += len(chunk)
-        if not d.eof:
-            if d.unconsumed_tail:  # stopped by the limit, not by the input
+        pending = raw[pos:]
+        while not d.eof and pending:
+            try:  # 1 MiB at a time, straight into `out`: no cap-sized intermediate
+                chunk = d.decompress(pending, min(GZIP_STEP, cap - written + 1))
+            except zlib.error as exc:
+                raise _failed(GZIP, pos, exc) from None
+            if written + len(chunk) > cap:
                 raise _too_large(cap, pos)
+            out[written:written + len(chunk)] = chunk
+            written += len(chunk)
+            pending = d.unconsumed_tail
+        if not d.eof:
             raise _failed(GZIP, len(raw), "Compressed stream ended before the end-of-stream marker")
         pos = len(raw) - len(d.unused_data)
         if not raw.startswith(b"\x1f\x8b\x08", pos):

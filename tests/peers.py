@@ -11,10 +11,14 @@ BUILDERS = {"kafka-python": kp_records.DefaultRecordBatchBuilder,
 READERS = {"kafka-python": kp_memory.MemoryRecords, "aiokafka": aiokafka_memory.MemoryRecords}
 
 
+CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
 def build(peer: str, records, *, producer_id=-1, producer_epoch=-1, base_sequence=-1, transactional=False,
-          base_offset=0) -> bytes:
+          base_offset=0, compression="none") -> bytes:
     """records: (timestamp, key, value, headers) tuples; offsets are 0..n-1 (plus base_offset)."""
-    builder = BUILDERS[peer](magic=2, compression_type=0, is_transactional=transactional, producer_id=producer_id,
+    builder = BUILDERS[peer](magic=2, compression_type=CODECS[compression], is_transactional=transactional,
+                             producer_id=producer_id,
                              producer_epoch=producer_epoch, base_sequence=base_sequence, batch_size=2**31 - 1)
     for i, (ts, key, value, headers) in enumerate(records):
         builder.append(i, timestamp=ts, key=key, value=value, headers=list(headers))
