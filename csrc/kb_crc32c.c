@@ -7,27 +7,24 @@
 #define POLY 0x82F63B78u /* reflected Castagnoli polynomial */
 
 static uint32_t table[8][256];
-static uint32_t (*kernel)(uint32_t, const uint8_t *, size_t);
-static const char *kernel_name = "uninitialised";
 
-static void build_tables(void)
+void kb_crc_tables(uint32_t poly, uint32_t t[8][256])
 {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
         for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (POLY & (0u - (c & 1)));
-        table[0][i] = c;
+            c = (c >> 1) ^ (poly & (0u - (c & 1)));
+        t[0][i] = c;
     }
     for (uint32_t i = 0; i < 256; i++)
-        for (int t = 1; t < 8; t++)
-            table[t][i] = (table[t - 1][i] >> 8) ^ table[0][table[t - 1][i] & 0xff];
+        for (int k = 1; k < 8; k++)
+            t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
 }
 
-/* Raw state in, raw state out (no pre/post inversion). */
-static uint32_t sw_kernel(uint32_t c, const uint8_t *p, size_t n)
+uint32_t kb_crc_slice8(const uint32_t t[8][256], uint32_t c, const uint8_t *p, size_t n)
 {
     while (n && ((uintptr_t)p & 7)) {
-        c = (c >> 8) ^ table[0][(c ^ *p++) & 0xff];
+        c = (c >> 8) ^ t[0][(c ^ *p++) & 0xff];
         n--;
     }
     while (n >= 8) {
@@ -39,15 +36,22 @@ static uint32_t sw_kernel(uint32_t c, const uint8_t *p, size_t n)
         hi = __builtin_bswap32(hi);
 #endif
         lo ^= c;
-        c = table[7][lo & 0xff] ^ table[6][(lo >> 8) & 0xff] ^ table[5][(lo >> 16) & 0xff] ^
-            table[4][lo >> 24] ^ table[3][hi & 0xff] ^ table[2][(hi >> 8) & 0xff] ^
-            table[1][(hi >> 16) & 0xff] ^ table[0][hi >> 24];
+        c = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
+            t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^ t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
         p += 8;
         n -= 8;
     }
     while (n--)
-        c = (c >> 8) ^ table[0][(c ^ *p++) & 0xff];
+        c = (c >> 8) ^ t[0][(c ^ *p++) & 0xff];
     return c;
+}
+static uint32_t (*kernel)(uint32_t, const uint8_t *, size_t);
+static const char *kernel_name = "uninitialised";
+
+/* Raw state in, raw state out (no pre/post inversion). */
+static uint32_t sw_kernel(uint32_t c, const uint8_t *p, size_t n)
+{
+    return kb_crc_slice8((const uint32_t(*)[256])table, c, p, n);
 }
 
 static int force_software(void)
@@ -60,7 +64,7 @@ void kb_crc32c_init(void)
 {
     if (kernel)
         return;
-    build_tables();
+    kb_crc_tables(POLY, table);
     uint32_t (*chosen)(uint32_t, const uint8_t *, size_t) = sw_kernel;
     const char *name = "software";
     if (!force_software()) {

@@ -31,6 +31,11 @@ const char *kb_crc32c_impl(void);
 uint32_t kb_crc32c_shift(uint32_t state, uint64_t nbytes);
 uint32_t kb_crc32c_xpow8n(uint64_t nbytes, int sub_bits);
 
+/* Shared by the CRC-32 and CRC-32C software paths: slicing-by-8 tables of a
+ * reflected polynomial, and the kernel over them (raw state in and out). */
+void kb_crc_tables(uint32_t poly, uint32_t t[8][256]);
+uint32_t kb_crc_slice8(const uint32_t t[8][256], uint32_t c, const uint8_t *p, size_t n);
+
 /* Hardware kernels, compiled with per-function target attributes; each returns
  * 0 from its probe when the CPU lacks the instructions. */
 int kb_crc32c_x86_available(void);

@@ -53,6 +53,16 @@ typedef enum {
     /* compressed payloads (the decompressor reports these) */
     KB_RULE_DECOMPRESSION_FAILED,    /* the codec rejected the payload */
     KB_RULE_DECOMPRESSED_TOO_LARGE,  /* output would pass the configured cap */
+    /* magic 0 and 1 messages and compressed wrapper message sets */
+    KB_RULE_LEGACY_TOO_SMALL,        /* message size < 14: no CRC to read */
+    KB_RULE_LEGACY_ZSTD,             /* zstd wrapper with magic < 2 */
+    KB_RULE_LEGACY_NULL_WRAPPER,     /* compressed wrapper with a null value */
+    KB_RULE_LEGACY_NO_INNER,         /* compressed wrapper holding no message */
+    KB_RULE_LEGACY_INNER_TOO_SMALL,  /* inner entry size < 14 */
+    KB_RULE_LEGACY_INNER_COMPRESSED, /* nested compression */
+    KB_RULE_LEGACY_WRAPPER_OFFSET,   /* v1 wrapper offset below the last inner offset */
+    KB_RULE_LEGACY_INNER_MAGIC,      /* inner magic differs from the wrapper's */
+    KB_RULE_LEGACY_INNER_TRUNCATED,  /* the inner message set ends inside a message */
     KB_RULE_COUNT
 } kb_rule;
 

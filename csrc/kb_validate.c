@@ -1,5 +1,7 @@
 #include "kb_validate.h"
 
+#include "kb_crc32.h"
+#include "kb_legacy.h"
 #include "kb_v2.h"
 #include "kb_wire.h"
 
@@ -24,6 +26,8 @@ static void report(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t r
         k->args[0] = a0;
         k->args[1] = a1;
         k->args[2] = a2;
+        for (int i = 3; i < 8; i++)
+            k->args[i] = 0;
         k->relative_offset = rel;
         k->entry = c->entry;
         k->record_index = record;
@@ -169,6 +173,117 @@ static void check_v2(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
     check_max_timestamp(c, pos, &h, max_ts);
 }
 
+/* Kafka's message names the inner record in full (LegacyRecordBatch.toString): keep its fields. */
+static void report_inner_magic(ctx_t *c, const kb_legacy_msg *m, int32_t index, int wrapper_magic)
+{
+    int64_t before = c->s->culprits;
+    report(c, KB_RULE_LEGACY_INNER_MAGIC, m->pos + 16, index, m->offset, m->offset, m->magic, wrapper_magic);
+    if ((uint64_t)before < c->cap) {
+        int64_t *a = c->out[before].args;
+        a[3] = (uint8_t)m->attributes;
+        a[4] = m->crc;
+        a[5] = m->key_len;
+        a[6] = m->value_len;
+        a[7] = m->timestamp;
+    }
+}
+
+/* Checks the inner message set of a compressed v0/v1 wrapper (decompressed into inner[0, n)). */
+static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_legacy_msg *w)
+{
+    size_t p = 0;
+    int32_t i = 0;
+    int64_t last = 0, prev = INT64_MIN;
+    for (;; i++) {
+        kb_legacy_msg m;
+        kb_fault f;
+        kb_inner_status st = kb_legacy_next(inner, n, &p, &m, &f);
+        if (st == KB_INNER_END)
+            break;
+        if (st == KB_INNER_TRUNCATED) {
+            if (c->opts->strict)
+                report(c, KB_RULE_LEGACY_INNER_TRUNCATED, p, i, KB_NO_OFFSET, (int64_t)(n - p), 0, 0);
+            break;
+        }
+        if (st != KB_INNER_MSG) {
+            report_fault(c, &f, i, KB_NO_OFFSET);
+            if (st == KB_INNER_FAULT)
+                break;
+            continue;
+        }
+        last = m.offset;
+        /* inner CRCs are always checked, as Kafka's validator does (verify_crc is about the outer one) */
+        uint32_t computed = kb_legacy_compute_crc(inner, &m);
+        if (computed != m.crc)
+            report(c, KB_RULE_CRC_MISMATCH, m.pos + 12, i, m.offset, m.crc, computed, 0);
+        if (m.attributes & KB_ATTR_CODEC_MASK)
+            report(c, KB_RULE_LEGACY_INNER_COMPRESSED, m.pos + 17, i, m.offset, 0, 0, 0);
+        if (m.magic != w->magic)
+            report_inner_magic(c, &m, i, w->magic);
+        if (c->opts->strict) {
+            if (m.offset <= prev)
+                report(c, KB_RULE_OFFSET_NOT_INCREASING, m.pos, i, m.offset, m.offset, prev, 0);
+            if (w->magic > 0 && !(w->attributes & KB_ATTR_LOG_APPEND_TIME) && m.timestamp > w->timestamp)
+                report(c, KB_RULE_TIMESTAMP_ABOVE_MAX, m.pos, i, m.offset, m.timestamp, w->timestamp, 0);
+        }
+        prev = m.offset;
+        c->s->records++;
+    }
+    int64_t payload = c->payload_pos;
+    c->payload_pos = -1;
+    if (i == 0)
+        report(c, KB_RULE_LEGACY_NO_INNER, (size_t)payload, -1, KB_NO_OFFSET, 0, 0, 0);
+    else if (w->magic == 1 && w->offset != 0 && w->offset < last)
+        report(c, KB_RULE_LEGACY_WRAPPER_OFFSET, w->pos, -1, KB_NO_OFFSET, w->offset, last, 0);
+}
+
+/* A magic 0/1 entry: one message, or a compressed wrapper of an inner message set. */
+static void check_legacy(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
+{
+    kb_legacy_msg m;
+    kb_fault f;
+    if (kb_legacy_read(buf, pos, size, &m, &f) != 0) {
+        report_fault(c, &f, -1, KB_NO_OFFSET);
+        return;
+    }
+    if (c->opts->verify_crc) {
+        uint32_t computed = kb_legacy_compute_crc(buf, &m);
+        if (computed != m.crc)
+            report(c, KB_RULE_CRC_MISMATCH, pos + 12, -1, KB_NO_OFFSET, m.crc, computed, 0);
+    }
+    int codec = m.attributes & KB_ATTR_CODEC_MASK;
+    if (codec == 0) {
+        c->s->records++;
+        return;
+    }
+    if (codec > 4) {
+        report(c, KB_RULE_UNKNOWN_CODEC, pos + 17, -1, KB_NO_OFFSET, codec, 0, 0);
+        return;
+    }
+    if (codec == 4) {
+        report(c, KB_RULE_LEGACY_ZSTD, pos + 17, -1, KB_NO_OFFSET, m.magic, 0, 0);
+        return;
+    }
+    if (m.value_len < 0) {
+        report(c, KB_RULE_LEGACY_NULL_WRAPPER, m.value - 4, -1, KB_NO_OFFSET, m.magic, 0, 0);
+        return;
+    }
+    if (!c->opts->decompress) {
+        c->s->unwalked++;
+        return;
+    }
+    const uint8_t *inner;
+    size_t n;
+    if (c->opts->decompress(c->opts->decompress_ctx, codec, m.magic, buf + m.value, (size_t)m.value_len, &inner,
+                            &n, &f) != 0) {
+        f.pos += m.value;
+        report_fault(c, &f, -1, KB_NO_OFFSET);
+        return;
+    }
+    c->payload_pos = (int64_t)m.value;
+    check_inner_set(c, inner, n, &m);
+}
+
 void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out, size_t cap,
                  kb_summary *s)
 {
@@ -197,7 +312,7 @@ void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_c
         } else if (e.magic == 2) {
             check_v2(&c, buf, pos, e.size);
         } else {
-            report(&c, KB_RULE_LEGACY_MAGIC, pos + 16, -1, KB_NO_OFFSET, e.magic, 0, 0);
+            check_legacy(&c, buf, pos, e.size);
         }
         s->entries++;
         pos += e.size;

@@ -36,7 +36,7 @@ typedef struct {
                                  records: where the compressed payload starts) */
     int64_t inner_pos;        /* position in the decompressed records, or -1 */
     int64_t entry_pos;        /* where the entry (batch) starts */
-    int64_t args[3];          /* rule-specific values for the message */
+    int64_t args[8];          /* rule-specific values for the message */
     int64_t relative_offset;  /* the record's offset delta, KB_NO_OFFSET if unknown */
     int32_t entry;            /* index of the entry (batch) in the buffer */
     int32_t record_index;     /* index of the record in its batch, -1 for the batch */

@@ -115,7 +115,7 @@ cdef extern from "kb_validate.h" nogil:
         int64_t pos
         int64_t inner_pos
         int64_t entry_pos
-        int64_t args[3]
+        int64_t args[8]
         int64_t relative_offset
         int32_t entry
         int32_t record_index

@@ -564,7 +564,7 @@ cdef list _culprits(const kb_culprit *out, size_t n, str tp, list codec_messages
         if rule.id in _CODEC_RULES:
             message, detail = codec_messages[c.args[0]], rule.detail
         else:
-            message, detail = _render(rule, (c.args[0], c.args[1], c.args[2]), tp)
+            message, detail = _render(rule, [c.args[k] for k in range(8)], tp)
         result.append(Culprit(
             c.entry, c.record_index if c.record_index >= 0 else None,
             c.relative_offset if c.relative_offset != KB_NO_OFFSET else None,

@@ -24,6 +24,8 @@ class Rule:
     the whole batch fails, as Kafka's broker does for every structural error."""
     detail: str = ""
     """Extra explanation appended by pykbatch (Kafka's own message stays as is)."""
+    record: bool = False
+    """The template uses {record}: Kafka's toString of a legacy record (LegacyRecordBatch)."""
 
 
 RULES: tuple[Rule, ...] = (
@@ -83,6 +85,24 @@ RULES: tuple[Rule, ...] = (
          "Kafka answers UNKNOWN_SERVER_ERROR for this data error"),
     Rule("batch.decompressed_too_large", "Decompressed records exceed the limit", False, False,
          "ValidationConfig.max_decompressed_bytes"),
+    # magic 0 and 1
+    Rule("legacy.too_small",
+         "Record is corrupt (crc could not be retrieved as the record is too small, size = {a0})", True, False),
+    Rule("legacy.zstd_wrapper", "Invalid wrapper compressionType found in legacy deep record iterator {a0}",
+         True, False, "zstd needs magic 2"),
+    Rule("legacy.null_wrapper_value", "Found invalid compressed record set with null value (magic = {a0})",
+         True, False),
+    Rule("legacy.empty_wrapper", "Found invalid compressed record set with no inner records", True, False),
+    Rule("legacy.inner_too_small", "Record size is less than the minimum record overhead ({a1})", True, False,
+         "inner entry size {a0}"),
+    Rule("legacy.nested_compression", "Inner messages must not be compressed", True, False),
+    Rule("legacy.wrapper_offset",
+         "Found invalid wrapper offset in compressed v1 message set, wrapper offset '{a0}' is less than the "
+         "last inner message offset '{a1}' and it is not zero.", True, False),
+    Rule("legacy.inner_magic", "Record {record}'s magic does not match outer magic {a2} in topic partition {tp}",
+         True, True, record=True),
+    Rule("legacy.inner_truncated", "The compressed message set ends inside an inner message", False, False,
+         "{a0} bytes left: Kafka's reader drops them silently"),
 )
 
 FIELDS = ("length", "attributes", "timestampDelta", "offsetDelta", "keyLength", "key", "valueLength",
@@ -92,10 +112,28 @@ FIELDS = ("length", "attributes", "timestampDelta", "offsetDelta", "keyLength", 
 BY_ID = {rule.id: rule for rule in RULES}
 
 
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+def legacy_record(offset, magic, attributes, crc, key_len, value_len, timestamp) -> str:
+    """LegacyRecordBatch.toString, as it appears inside Kafka's validator messages."""
+    codec = attributes & 7
+    fields = [f"magic={magic}", f"attributes={attributes}",
+              f"compression={CODEC_NAMES[codec] if codec < 5 else codec}", f"crc={crc}"]
+    if magic > 0:
+        fields.append(f"{TIMESTAMP_TYPES[(attributes >> 3) & 1]}={timestamp}")
+    fields += [f"key={max(key_len, 0)} bytes", f"value={max(value_len, 0)} bytes"]
+    return f"LegacyRecordBatch(offset={offset}, Record({', '.join(fields)}))"
+
+
 def render(rule: Rule, args, tp: str) -> tuple[str, str]:
-    """Kafka-style message and pykbatch's detail for one fault."""
-    a0, a1, a2 = args
-    field = FIELDS[a0] if rule.id in ("record.invalid_structure", "record.varint_too_long") \
+    """Kafka-style message and pykbatch's detail for one fault (args: 3 or 8 values)."""
+    values = {f"a{i}": v for i, v in enumerate(args)}
+    a0 = values["a0"]
+    values["field"] = FIELDS[a0] if rule.id in ("record.invalid_structure", "record.varint_too_long") \
         and 0 <= a0 < len(FIELDS) else ""
-    values = dict(a0=a0, a1=a1, a2=a2, tp=tp, field=field)
+    values["tp"] = tp
+    if rule.record:
+        values["record"] = legacy_record(args[0], args[1], *args[3:8])
     return rule.template.format(**values), rule.detail.format(**values)

@@ -1,0 +1,89 @@
+#include "kb_legacy.h"
+
+#include "kb_crc32.h"
+#include "kb_wire.h"
+
+static void fault(kb_fault *f, kb_rule rule, size_t pos, int64_t a0, int64_t a1, int64_t a2)
+{
+    f->rule = rule;
+    f->pos = pos;
+    f->args[0] = a0;
+    f->args[1] = a1;
+    f->args[2] = a2;
+}
+
+/* A length-prefixed field (int32; negative = null) starting at *p, bounded by `end`. */
+static int sized(const uint8_t *buf, size_t *p, size_t end, int32_t *len, size_t *at, kb_field lf, kb_field df,
+                 kb_fault *f)
+{
+    if (end - *p < 4) {
+        fault(f, KB_RULE_RECORD_STRUCTURE, *p, lf, 4, (int64_t)(end - *p));
+        return 0;
+    }
+    *len = (int32_t)kb_load_be32(buf + *p);
+    *p += 4;
+    *at = *p;
+    if (*len > 0) {
+        if ((size_t)*len > end - *p) {
+            fault(f, KB_RULE_RECORD_STRUCTURE, *p, df, *len, (int64_t)(end - *p));
+            return 0;
+        }
+        *p += (size_t)*len;
+    }
+    return 1;
+}
+
+int kb_legacy_read(const uint8_t *buf, size_t pos, size_t size, kb_legacy_msg *m, kb_fault *f)
+{
+    size_t end = pos + size;
+    m->pos = pos;
+    m->size = size;
+    m->offset = (int64_t)kb_load_be64(buf + pos);
+    if (size < KB_LOG_OVERHEAD + KB_LEGACY_MIN_SIZE) {
+        fault(f, KB_RULE_LEGACY_TOO_SMALL, pos + 8, (int64_t)size - KB_LOG_OVERHEAD, 0, 0);
+        return -1;
+    }
+    m->crc = kb_load_be32(buf + pos + 12);
+    m->magic = (int8_t)buf[pos + 16];
+    m->attributes = (int8_t)buf[pos + 17];
+    size_t p = pos + 18;
+    m->timestamp = -1;
+    if (m->magic > 0) {
+        if (end - p < 8) {
+            fault(f, KB_RULE_RECORD_STRUCTURE, p, KB_FIELD_TIMESTAMP_DELTA, 8, (int64_t)(end - p));
+            return -1;
+        }
+        m->timestamp = (int64_t)kb_load_be64(buf + p);
+        p += 8;
+    }
+    if (!sized(buf, &p, end, &m->key_len, &m->key, KB_FIELD_KEY_LENGTH, KB_FIELD_KEY, f) ||
+        !sized(buf, &p, end, &m->value_len, &m->value, KB_FIELD_VALUE_LENGTH, KB_FIELD_VALUE, f))
+        return -1;
+    return 0;
+}
+
+uint32_t kb_legacy_compute_crc(const uint8_t *buf, const kb_legacy_msg *m)
+{
+    return kb_crc32(0, buf + m->pos + 16, m->size - 16);
+}
+
+kb_inner_status kb_legacy_next(const uint8_t *buf, size_t limit, size_t *p, kb_legacy_msg *m, kb_fault *f)
+{
+    size_t left = limit - *p;
+    if (left == 0)
+        return KB_INNER_END;
+    if (left < KB_LOG_OVERHEAD)
+        return KB_INNER_TRUNCATED;
+    int32_t size = (int32_t)kb_load_be32(buf + *p + 8);
+    if (size < KB_LEGACY_MIN_SIZE) {
+        fault(f, KB_RULE_LEGACY_INNER_TOO_SMALL, *p + 8, size, KB_LEGACY_MIN_SIZE, 0);
+        return KB_INNER_FAULT;
+    }
+    if ((uint64_t)size + KB_LOG_OVERHEAD > left)
+        return KB_INNER_TRUNCATED;
+    size_t pos = *p;
+    *p += (size_t)size + KB_LOG_OVERHEAD;
+    if (kb_legacy_read(buf, pos, (size_t)size + KB_LOG_OVERHEAD, m, f) != 0)
+        return KB_INNER_BAD;
+    return KB_INNER_MSG;
+}

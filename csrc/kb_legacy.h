@@ -1,0 +1,46 @@
+/* Message formats v0 and v1 (SPEC.md section 2): one message per log entry,
+ *   offset:int64 size:int32 | crc:uint32 magic:int8 attributes:int8 [timestamp:int64 (v1)]
+ *                             keyLength:int32 key valueLength:int32 value
+ * and compressed wrappers, whose value is codec(an inner set of such entries). */
+#ifndef KB_LEGACY_H
+#define KB_LEGACY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kb_v2.h"
+
+#define KB_LEGACY_MIN_SIZE 14 /* LegacyRecord.RECORD_OVERHEAD_V0 */
+
+typedef struct {
+    int64_t offset;      /* the log header's offset field */
+    size_t pos;          /* first byte of the entry */
+    size_t size;         /* the whole entry, log header included */
+    uint32_t crc;
+    int8_t magic;
+    int8_t attributes;
+    int64_t timestamp;   /* -1 for v0 */
+    int32_t key_len;     /* < 0: null */
+    size_t key;
+    int32_t value_len;   /* < 0: null */
+    size_t value;
+} kb_legacy_msg;
+
+/* Parses the message of the complete entry buf[pos, pos + size).  0, or -1 with *f. */
+int kb_legacy_read(const uint8_t *buf, size_t pos, size_t size, kb_legacy_msg *m, kb_fault *f);
+
+/* CRC-32 of the message as stored (magic to the end of the entry). */
+uint32_t kb_legacy_compute_crc(const uint8_t *buf, const kb_legacy_msg *m);
+
+typedef enum {
+    KB_INNER_MSG = 1,       /* *m holds the next inner message */
+    KB_INNER_END = 0,       /* the set ended cleanly */
+    KB_INNER_TRUNCATED = 2, /* the set ends inside an entry (Kafka's reader stops silently) */
+    KB_INNER_BAD = 3,       /* this message is malformed (*f); the walk can go on after it */
+    KB_INNER_FAULT = -1,    /* *f says why; the set cannot be walked further */
+} kb_inner_status;
+
+/* Steps through an inner message set buf[*p, limit): each entry must be at least 14 bytes. */
+kb_inner_status kb_legacy_next(const uint8_t *buf, size_t limit, size_t *p, kb_legacy_msg *m, kb_fault *f);
+
+#endif
