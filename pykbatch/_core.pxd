@@ -23,6 +23,12 @@ cdef extern from "kb_rules.h" nogil:
         KB_RULE_NONE
         KB_RULE_PREMATURE_EOF
         KB_RULE_RECORDS_REMAINING
+        KB_RULE_LEGACY_NO_INNER
+        KB_RULE_LEGACY_INNER_COMPRESSED
+        KB_RULE_LEGACY_WRAPPER_OFFSET
+        KB_RULE_LEGACY_NULL_WRAPPER
+        KB_RULE_LEGACY_ZSTD
+        KB_RULE_UNKNOWN_CODEC
         KB_RULE_COUNT
     int16_t kb_rule_code(kb_rule rule)
 
@@ -92,6 +98,37 @@ cdef extern from "kb_v2.h" nogil:
                           size_t *next)
     size_t kb_v2_read_header_kv(const uint8_t *buf, size_t pos, size_t limit, size_t *key,
                                 int32_t *key_len, size_t *value, int32_t *value_len)
+
+
+cdef extern from "kb_crc32.h" nogil:
+    uint32_t kb_crc32(uint32_t crc, const uint8_t *data, size_t n)
+
+
+cdef extern from "kb_legacy.h" nogil:
+    ctypedef struct kb_legacy_msg:
+        int64_t offset
+        size_t pos
+        size_t size
+        uint32_t crc
+        int8_t magic
+        int8_t attributes
+        int64_t timestamp
+        int32_t key_len
+        size_t key
+        int32_t value_len
+        size_t value
+
+    int kb_legacy_read(const uint8_t *buf, size_t pos, size_t size, kb_legacy_msg *m, kb_fault *f)
+    uint32_t kb_legacy_compute_crc(const uint8_t *buf, const kb_legacy_msg *m)
+
+    ctypedef enum kb_inner_status:
+        KB_INNER_MSG
+        KB_INNER_END
+        KB_INNER_TRUNCATED
+        KB_INNER_BAD
+        KB_INNER_FAULT
+
+    kb_inner_status kb_legacy_next(const uint8_t *buf, size_t limit, size_t *p, kb_legacy_msg *m, kb_fault *f)
 
 
 cdef extern from "kb_validate.h" nogil:

@@ -22,6 +22,10 @@ def _bool(b: bool) -> str:
 
 
 def batch_line(b) -> str:
+    if b.magic < 2:
+        return (f"offset: {b.last_offset} position: {b.position} {b.timestamp_type}: {b.max_timestamp} "
+                f"size: {b.size} magic: {b.magic} compresscodec: {b.compression} crc: {b.crc} "
+                f"isvalid: {_bool(b.is_valid)}")
     horizon = "OptionalLong.empty" if b.delete_horizon_ms is None else f"OptionalLong[{b.delete_horizon_ms}]"
     return (f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.record_count} "
             f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id} "
@@ -39,8 +43,11 @@ def record_line(b, r, *, print_data: bool, skip_metadata: bool, key_decoder: Dec
         key_size = -1 if r.key is None else len(r.key)
         value_size = -1 if r.value is None else len(r.value)
         parts.append(f"| offset: {r.offset} {b.timestamp_type}: {r.timestamp} keySize: {key_size} "
-                     f"valueSize: {value_size} sequence: {r.sequence} "
-                     f"headerKeys: [{','.join(k for k, _ in r.headers)}]")
+                     f"valueSize: {value_size}")
+        if b.magic >= 2:
+            parts.append(f" sequence: {r.sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]")
+        else:
+            parts.append(f" isValid: {_bool(r.is_valid)} crc: {r.crc}}}")  # sic: Kafka prints the brace
         if b.is_control:
             ctl = parse_control(r.key, r.value)
             if ctl.coordinator_epoch is not None:

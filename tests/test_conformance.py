@@ -18,13 +18,16 @@ KIND_RULES = {
                   "record.header_count_exceeds_buffer"},
     "bad_length": {"framing.size_too_small", "batch.too_small", "record.size_mismatch",
                    "record.negative_header_count", "record.negative_header_key_size"},
-    "bad_magic": {"framing.invalid_magic"},
+    "bad_magic": {"framing.invalid_magic", "legacy.inner_magic"},
     "crc_mismatch": {"batch.crc_mismatch"},
     "bad_varint": {"record.varint_too_long"},
     "record_count_mismatch": {"batch.records_remaining", "batch.premature_eof", "batch.count_offset_mismatch"},
     "bad_record_count": {"batch.negative_record_count", "batch.invalid_record_count"},
     "bad_codec": {"batch.unknown_codec"},
     "trailing_bytes": {"batch.records_remaining"},
+    "invalid_wrapper": {"legacy.null_wrapper_value", "legacy.empty_wrapper", "legacy.nested_compression",
+                        "legacy.zstd_wrapper"},
+    "invalid_wrapper_offset": {"legacy.wrapper_offset"},
     "compression": {"batch.decompression_failed"},
     "decompressed_too_large": {"batch.decompressed_too_large"},
 }
@@ -46,15 +49,6 @@ def config_for(v) -> kb.ValidationConfig:
     return kb.ValidationConfig(origin="log", strict=False, max_decompressed_bytes=cap)
 
 
-def needs_issue3(v) -> bool:
-    if v["valid"]:
-        return any(e["magic"] < 2 for e in v["expected"]["entries"])
-    magics = v["magic"] if isinstance(v["magic"], list) else [v["magic"]]
-    if any(m in (0, 1) for m in magics):
-        return True
-    return v["expected"]["error"]["kind"] in ("invalid_wrapper", "invalid_wrapper_offset")
-
-
 def marks(params):
     out = []
     for p in params:
@@ -63,9 +57,6 @@ def marks(params):
             out.append(p)
         elif v["id"] in DISAGREEMENTS:
             out.append(pytest.param(v, id=p.id, marks=pytest.mark.xfail(strict=True, reason=DISAGREEMENTS[v["id"]])))
-        elif needs_issue3(v):
-            out.append(pytest.param(v, id=p.id, marks=pytest.mark.xfail(
-                strict=True, reason="magic 0/1 and compressed records: issue 3")))
         else:
             out.append(p)
     return out
@@ -84,6 +75,9 @@ def test_valid_vectors_decode(v):
     exp = v["expected"]
     assert len(batches) == len(exp["entries"])
     for b, e in zip(batches, exp["entries"]):
+        if e["magic"] < 2:
+            check_legacy_entry(b, e)
+            continue
         assert {f: getattr(b, f) for f in ENTRY_FIELDS} == {f: e[f] for f in ENTRY_FIELDS}
         assert b.length == e["batch_length"]
         got = [(r.offset, r.timestamp, r.offset_delta, r.timestamp_delta, r.attributes,
@@ -96,8 +90,26 @@ def test_valid_vectors_decode(v):
     assert (reader.truncated_tail.position if reader.truncated_tail else None) == (partial and partial["pos"])
     result = kb.validate(data, LOG_CONFIG)
     assert result.ok and result.records == exp.get("record_count", result.records)
-    if all(e["compression"] == "none" for e in exp["entries"]):
+    if all(e["compression"] == "none" and e["magic"] == 2 for e in exp["entries"]):
         assert kb.encode(kb.iter_batches(data)) == data[:result.valid_bytes]
+
+
+def hex_or_none(b):
+    return None if b is None else b.hex()
+
+
+def check_legacy_entry(b, e):
+    """A v0/v1 entry: the corpus writes null where Kafka's -1 stands for "no timestamp"."""
+    assert (b.magic, b.last_offset, b.crc, b.attributes, b.compression) == \
+        (e["magic"], e["offset"], e["crc"], e["attributes"], e["compression"])
+    assert b.is_valid == e["crc_ok"]
+    assert b.max_timestamp == (-1 if e["timestamp"] is None else e["timestamp"])
+    records = [(r.offset, None if r.timestamp == -1 and b.magic == 0 else r.timestamp, hex_or_none(r.key),
+                hex_or_none(r.value)) for r in b]
+    if "records" in e:
+        assert records == [(r["offset"], r["timestamp"], r["key"], r["value"]) for r in e["records"]]
+    else:
+        assert records == [(e["offset"], e["timestamp"], e["key"], e["value"])]
 
 
 @pytest.mark.parametrize("v", marks(conformance_vectors(lambda v: not v["valid"] and v["framing"] in ("log", "batch"))))
