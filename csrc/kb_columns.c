@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "kb_legacy.h"
 #include "kb_wire.h"
 
 int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_column_sizes *z,
@@ -120,5 +121,49 @@ void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t cou
         }
         c->header_offsets[row + 1] = (int32_t)c->header_row;
         p = r.end;
+    }
+}
+
+int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb_column_sizes *z, kb_fault *f,
+                              int32_t *record_index)
+{
+    size_t p = start;
+    kb_legacy_msg m;
+    for (int32_t i = 0;; i++) {
+        *record_index = i;
+        kb_inner_status st = kb_legacy_next(buf, limit, &p, &m, f);
+        if (st == KB_INNER_END || st == KB_INNER_TRUNCATED)
+            return 0;
+        if (st != KB_INNER_MSG)
+            return -1;
+        z->records++;
+        if (m.key_len > 0)
+            z->key_bytes += m.key_len;
+        if (m.value_len > 0)
+            z->value_bytes += m.value_len;
+    }
+}
+
+void kb_legacy_columns_fill(const uint8_t *buf, size_t start, size_t limit, int64_t offset_base,
+                            int64_t timestamp, int32_t batch_index, kb_columns *c)
+{
+    size_t p = start;
+    kb_legacy_msg m;
+    kb_fault f;
+    while (kb_legacy_next(buf, limit, &p, &m, &f) == KB_INNER_MSG) {
+        int64_t row = c->row++;
+        c->offset[row] = kb_wrap_add64(offset_base, m.offset);
+        c->timestamp[row] = timestamp != INT64_MIN ? timestamp : m.timestamp;
+        c->sequence[row] = -1;
+        c->batch_index[row] = batch_index;
+        if (c->key_views)
+            put_view(c->key_views, c->key_valid, row, buf, m.key, m.key_len, c->view_buffer);
+        else
+            put_binary(c->key_offsets, c->key_data, c->key_valid, row, buf + m.key, m.key_len);
+        if (c->value_views)
+            put_view(c->value_views, c->value_valid, row, buf, m.value, m.value_len, c->view_buffer);
+        else
+            put_binary(c->value_offsets, c->value_data, c->value_valid, row, buf + m.value, m.value_len);
+        c->header_offsets[row + 1] = (int32_t)c->header_row;
     }
 }

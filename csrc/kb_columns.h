@@ -56,4 +56,14 @@ int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t c
 void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t count, const kb_v2_header *h,
                      int32_t batch_index, kb_columns *c);
 
+/* The same for magic 0/1: the messages of buf[start, limit), an inner message set or one
+ * uncompressed entry (a truncated tail is dropped, as Kafka does). */
+int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb_column_sizes *z, kb_fault *f,
+                              int32_t *record_index);
+
+/* offset_base is added to each offset field (v1 wrappers' relative offsets); a timestamp
+ * other than INT64_MIN replaces every message's (a LogAppendTime wrapper's). */
+void kb_legacy_columns_fill(const uint8_t *buf, size_t start, size_t limit, int64_t offset_base,
+                            int64_t timestamp, int32_t batch_index, kb_columns *c);
+
 #endif

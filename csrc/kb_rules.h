@@ -26,7 +26,6 @@ typedef enum {
     /* framing of the entry sequence (offset + size + ... + magic) */
     KB_RULE_SIZE_TOO_SMALL,          /* size < 14: no way to find the next entry */
     KB_RULE_INVALID_MAGIC,           /* magic not 0, 1 or 2 */
-    KB_RULE_LEGACY_MAGIC,            /* magic 0/1: not decoded by this build */
     /* v2 batch header */
     KB_RULE_BATCH_TOO_SMALL,         /* sizeInBytes < 61 */
     KB_RULE_CRC_MISMATCH,

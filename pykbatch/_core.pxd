@@ -209,6 +209,10 @@ cdef extern from "kb_columns.h" nogil:
                            kb_column_sizes *z, kb_fault *f, int32_t *record_index)
     void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t count,
                          const kb_v2_header *h, int32_t batch_index, kb_columns *c)
+    int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb_column_sizes *z,
+                                  kb_fault *f, int32_t *record_index)
+    void kb_legacy_columns_fill(const uint8_t *buf, size_t start, size_t limit, int64_t offset_base,
+                                int64_t timestamp, int32_t batch_index, kb_columns *c)
 
 
 cdef extern from "kb_encode.h" nogil:

@@ -7,7 +7,7 @@ become exceptions only through ``_raise_fault``.
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t, INT32_MAX
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t, INT32_MAX, INT64_MIN
 from libc.stdlib cimport free, malloc, calloc
 from libc.string cimport memcpy, memset
 
@@ -45,7 +45,7 @@ def native_info():
     """
     return {
         "crc32c": kb_crc32c_impl().decode(),
-        "magics": (2,),
+        "magics": (0, 1, 2),
         "codecs": COMPRESSION_NAMES,
         "rules": len(RULES),
     }
@@ -845,8 +845,12 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
     # its payload decompressed once, kept for the fill pass)
     b_pos, b_entry, b_rel, b_count, b_src, b_start, b_limit = [], [], [], [], [], [], []
     b_base, b_epoch, b_pid, b_pepoch, b_attrs = [], [], [], [], []
+    # magic 0/1: b_legacy_base is added to offset fields, b_legacy_ts overrides timestamps (or INT64_MIN)
+    b_legacy, b_legacy_base, b_legacy_ts, b_tstype = [], [], [], []
     batch_lists = (b_pos, b_entry, b_rel, b_count, b_src, b_start, b_limit, b_base, b_epoch, b_pid, b_pepoch,
-                   b_attrs)
+                   b_attrs, b_legacy, b_legacy_base, b_legacy_ts, b_tstype)
+    cdef LegacyBatch lb
+    cdef int64_t before
     for row in range(n_input):
         if valid is not None and not valid[row]:
             continue
@@ -862,6 +866,24 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
                     break
                 if st == KB_ENTRY_CORRUPT:
                     _raise_fault(&f, -<Py_ssize_t> row_start[row])
+                if e.magic < 2:
+                    lb = _legacy_entry(v, &e, verify_crc, entry, dec)
+                    lb._load()
+                    before = rz.records
+                    if kb_legacy_columns_measure(lb._rec.ptr, lb._rstart, lb._rlimit, &rz, &f, &rec_index) != 0:
+                        _raise_fault(&f, 0, lb._payload)
+                    stamped = lb.m.magic > 0 and lb._payload >= 0 and lb.m.attributes & KB_ATTR_LOG_APPEND_TIME
+                    b_pos.append(e.pos); b_entry.append(entry); b_rel.append(e.pos - row_start[row])
+                    b_src.append(lb._rec); b_start.append(lb._rstart); b_limit.append(lb._rlimit)
+                    b_count.append(rz.records - before); b_base.append(lb._first)
+                    b_epoch.append(-1); b_pid.append(-1); b_pepoch.append(-1); b_attrs.append(0)
+                    b_legacy.append(1); b_legacy_base.append(lb._base)
+                    b_legacy_ts.append(lb.m.timestamp if stamped else INT64_MIN)
+                    b_tstype.append(2 if lb.m.magic == 0 else (1 if lb.m.attributes & KB_ATTR_LOG_APPEND_TIME else 0))
+                    row_batches += 1
+                    pos = e.pos + e.size
+                    entry += 1
+                    continue
                 _check_decodable(v, &e, verify_crc, &h, row_start[row])
                 codec = h.attributes & KB_ATTR_CODEC_MASK
                 src, rstart, rlimit, payload = v, e.pos + KB_V2_HEADER_SIZE, e.pos + e.size, -1
@@ -881,6 +903,8 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
                 b_count.append(max(h.record_count, 0)); b_base.append(h.base_offset)
                 b_epoch.append(h.partition_leader_epoch); b_pid.append(h.producer_id)
                 b_pepoch.append(h.producer_epoch); b_attrs.append(h.attributes)
+                b_legacy.append(0); b_legacy_base.append(0); b_legacy_ts.append(INT64_MIN)
+                b_tstype.append(1 if h.attributes & KB_ATTR_LOG_APPEND_TIME else 0)
                 row_batches += 1
                 pos = e.pos + e.size
                 entry += 1
@@ -951,12 +975,21 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
     cdef const int64_t[::1] batch_start = np.array(b_start, np.int64)
     cdef const int64_t[::1] batch_limit = np.array(b_limit, np.int64)
     cdef const int64_t[::1] batch_pos = np.array(b_pos, np.int64)
+    cdef const int8_t[::1] batch_legacy = np.array(b_legacy, np.int8)
+    cdef const int64_t[::1] legacy_base = np.array(b_legacy_base, np.int64)
+    cdef const int64_t[::1] legacy_ts = np.array(b_legacy_ts, np.int64)
     cdef Py_ssize_t k, n_batches = batch_pos.shape[0]
+    cdef const uint8_t *records
     with nogil:  # pure C from here: other threads run while the columns fill
         for k in range(n_batches):
-            kb_v2_read_header(v.ptr + batch_pos[k], &h)
             c.view_buffer = batch_buffer[k]
-            kb_columns_fill(<const uint8_t *> <uintptr_t> batch_addr[k], batch_start[k], batch_limit[k],
+            records = <const uint8_t *> <uintptr_t> batch_addr[k]
+            if batch_legacy[k]:
+                kb_legacy_columns_fill(records, batch_start[k], batch_limit[k], legacy_base[k], legacy_ts[k],
+                                       <int32_t> k, &c)
+                continue
+            kb_v2_read_header(v.ptr + batch_pos[k], &h)
+            kb_columns_fill(records, batch_start[k], batch_limit[k],
                             h.record_count if h.record_count > 0 else 0, &h, <int32_t> k, &c)
 
     def binary(typ, n, valid, offs, data):
@@ -983,9 +1016,8 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
     def per_batch(values, dtype):  # one value per batch -> one per record
         return np.repeat(np.array(values, dtype), per_batch_counts)
     attrs = np.array(b_attrs, np.int16)
-    ts_type = pa.DictionaryArray.from_arrays(
-        np.repeat(((attrs & KB_ATTR_LOG_APPEND_TIME) != 0).astype(np.int8), per_batch_counts),
-        pa.array(["CreateTime", "LogAppendTime"]))
+    ts_type = pa.DictionaryArray.from_arrays(per_batch(b_tstype, np.int8),
+                                             pa.array(["CreateTime", "LogAppendTime", "NoTimestampType"]))
     table = pa.table({
         "offset": offset,
         "timestamp": timestamp,
@@ -1013,13 +1045,9 @@ def header_fields():
 
 
 cdef _read_v2_entry(_View v, kb_entry *e, bint verify_crc, kb_v2_header *h, int64_t base):
-    """Reads the header of a complete entry; raises unless it is a v2 batch (with a matching
+    """Reads the header of a complete v2 entry; raises unless it is well formed (with a matching
     CRC when verify_crc).  Positions in messages are relative to `base` (the start of the row)."""
     cdef int64_t pos = e.pos - base
-    if e.magic != 2:
-        raise _errors.UnsupportedForMessageFormatError(
-            f"Message format v{e.magic} is not decoded by this version of pykbatch", pos + 16,
-            "format.legacy_magic")
     if e.size < KB_V2_HEADER_SIZE:
         raise _errors.CorruptRecordError(
             f"Record batch is corrupt (the size {e.size} is smaller than the minimum allowed overhead "

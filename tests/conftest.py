@@ -48,3 +48,15 @@ def vector_bytes(v) -> bytes:
     if "hex" in v:
         return bytes.fromhex(v["hex"])
     return (CONFORMANCE / v["hex_file"]).read_bytes()
+
+
+def arrow_matches_iteration(data: bytes) -> None:
+    """to_arrow (copying and zero-copy) holds exactly the records iteration yields."""
+    import pykbatch as kb
+    want = [(r.offset, r.timestamp, r.key, r.value, [{"key": k, "value": v} for k, v in r.headers])
+            for b in kb.iter_batches(data) for r in b]
+    for zero_copy in (False, True):
+        t = kb.to_arrow(data, zero_copy=zero_copy)
+        t.validate(full=True)
+        got = list(zip(*(t.column(c).to_pylist() for c in ("offset", "timestamp", "key", "value", "headers"))))
+        assert [tuple(g) for g in got] == want

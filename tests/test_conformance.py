@@ -8,7 +8,7 @@ deliberate disagreements are listed in DISAGREEMENTS with the reason.
 import pytest
 
 import pykbatch as kb
-from tests.conftest import conformance_vectors, vector_bytes
+from tests.conftest import arrow_matches_iteration, conformance_vectors, vector_bytes
 
 LOG_CONFIG = kb.ValidationConfig(origin="log", strict=False)
 
@@ -90,6 +90,7 @@ def test_valid_vectors_decode(v):
     assert (reader.truncated_tail.position if reader.truncated_tail else None) == (partial and partial["pos"])
     result = kb.validate(data, LOG_CONFIG)
     assert result.ok and result.records == exp.get("record_count", result.records)
+    arrow_matches_iteration(data)
     if all(e["compression"] == "none" and e["magic"] == 2 for e in exp["entries"]):
         assert kb.encode(kb.iter_batches(data)) == data[:result.valid_bytes]
 

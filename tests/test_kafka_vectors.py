@@ -7,7 +7,7 @@ they start failing (and must be un-marked) the day the capability lands.
 import pytest
 
 import pykbatch as kb
-from tests.conftest import kafka_vectors
+from tests.conftest import arrow_matches_iteration, kafka_vectors
 
 BATCH_FILES = ("DefaultRecordBatch.java", "MemoryRecordsBuilder.java", "EndTransactionMarker.java",
                "LegacyRecord.java", "AbstractLegacyRecordBatch.java")
@@ -187,3 +187,9 @@ def test_dump_output_line_for_line(v, tmp_path, capsys):
     path.write_bytes(bytes.fromhex(v["hex"]))
     main(["dump", "--files", str(path), "--print-data-log"])
     assert capsys.readouterr().out == v["expected"]["stdout"].replace("DIR", str(tmp_path))
+
+
+@pytest.mark.parametrize("v", kafka_vectors(lambda v: is_batch_vector(v)
+                                            and all(b["isValid"] for b in v["expected"]["batches"])))
+def test_arrow_columns_match_iteration(v):
+    arrow_matches_iteration(bytes.fromhex(v["hex"]))
