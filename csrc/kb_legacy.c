@@ -1,5 +1,7 @@
 #include "kb_legacy.h"
 
+#include <string.h>
+
 #include "kb_crc32.h"
 #include "kb_wire.h"
 
@@ -86,4 +88,39 @@ kb_inner_status kb_legacy_next(const uint8_t *buf, size_t limit, size_t *p, kb_l
     if (kb_legacy_read(buf, pos, (size_t)size + KB_LOG_OVERHEAD, m, f) != 0)
         return KB_INNER_BAD;
     return KB_INNER_MSG;
+}
+
+size_t kb_legacy_entry_size(int magic, int32_t key_len, int32_t value_len)
+{
+    return KB_LOG_OVERHEAD + KB_LEGACY_MIN_SIZE + (magic > 0 ? 8 : 0) + (size_t)(key_len > 0 ? key_len : 0) +
+           (size_t)(value_len > 0 ? value_len : 0);
+}
+
+static uint8_t *put_sized(uint8_t *p, const uint8_t *src, int32_t n)
+{
+    kb_store_be32(p, (uint32_t)(n < 0 ? -1 : n));
+    p += 4;
+    if (n > 0) {
+        memcpy(p, src, (size_t)n);
+        p += n;
+    }
+    return p;
+}
+
+void kb_legacy_write(uint8_t *out, int64_t offset, int magic, int attributes, int64_t timestamp,
+                     const uint8_t *key, int32_t key_len, const uint8_t *value, int32_t value_len)
+{
+    size_t size = kb_legacy_entry_size(magic, key_len, value_len);
+    kb_store_be64(out, (uint64_t)offset);
+    kb_store_be32(out + 8, (uint32_t)(size - KB_LOG_OVERHEAD));
+    out[16] = (uint8_t)magic;
+    out[17] = (uint8_t)attributes;
+    uint8_t *p = out + 18;
+    if (magic > 0) {
+        kb_store_be64(p, (uint64_t)timestamp);
+        p += 8;
+    }
+    p = put_sized(p, key, key_len);
+    put_sized(p, value, value_len);
+    kb_store_be32(out + 12, kb_crc32(0, out + 16, size - 16));
 }

@@ -40,6 +40,13 @@ typedef enum {
     KB_INNER_FAULT = -1,    /* *f says why; the set cannot be walked further */
 } kb_inner_status;
 
+/* Size of a whole entry (log header included) holding one message. */
+size_t kb_legacy_entry_size(int magic, int32_t key_len, int32_t value_len);
+
+/* Writes that entry, CRC included; a negative length writes a null (-1). */
+void kb_legacy_write(uint8_t *out, int64_t offset, int magic, int attributes, int64_t timestamp,
+                     const uint8_t *key, int32_t key_len, const uint8_t *value, int32_t value_len);
+
 /* Steps through an inner message set buf[*p, limit): each entry must be at least 14 bytes. */
 kb_inner_status kb_legacy_next(const uint8_t *buf, size_t limit, size_t *p, kb_legacy_msg *m, kb_fault *f);
 

@@ -128,6 +128,9 @@ cdef extern from "kb_legacy.h" nogil:
         KB_INNER_BAD
         KB_INNER_FAULT
 
+    size_t kb_legacy_entry_size(int magic, int32_t key_len, int32_t value_len)
+    void kb_legacy_write(uint8_t *out, int64_t offset, int magic, int attributes, int64_t timestamp,
+                         const uint8_t *key, int32_t key_len, const uint8_t *value, int32_t value_len)
     kb_inner_status kb_legacy_next(const uint8_t *buf, size_t limit, size_t *p, kb_legacy_msg *m, kb_fault *f)
 
 

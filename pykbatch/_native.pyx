@@ -1204,8 +1204,8 @@ cdef object _field(object rec, str name, object default):
 def build_batch(records, *, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
                 int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
                 bint is_transactional=False, bint is_control=False, str timestamp_type="CreateTime",
-                max_timestamp=None, str compression="none"):
-    """Build one v2 record batch, as Kafka's ``MemoryRecordsBuilder`` does.
+                max_timestamp=None, str compression="none", int magic=2):
+    """Build one record batch, as Kafka's ``MemoryRecordsBuilder`` does.
 
     ``records``: an iterable of mappings or objects with ``key``, ``value``
     (bytes or None), optional ``headers`` (pairs of str/bytes key and
@@ -1213,9 +1213,20 @@ def build_batch(records, *, int64_t base_offset=0, int32_t partition_leader_epoc
     ``(key, value)`` tuple is accepted too.  Offset deltas are 0..n-1, the base
     timestamp is the first record's and ``maxTimestamp`` the largest (or
     ``max_timestamp`` for LogAppendTime).  Returns ``bytes``.
+
+    ``magic=0`` or ``1`` builds a legacy message set instead: one entry per record when
+    uncompressed, else one wrapper message (offset = the last record's) around the inner set
+    (v1: relative inner offsets); no headers, producer fields, transactions or zstd, as Kafka.
     """
     if compression not in _COMPRESSION_IDS:
         raise ValueError(f"unknown compression {compression!r}; expected one of {COMPRESSION_NAMES}")
+    if magic not in (0, 1, 2):
+        raise ValueError(f"Invalid magic value {magic}")
+    if magic < 2:
+        if is_transactional or is_control or producer_id >= 0:
+            raise ValueError(f"Idempotent, transactional and control records need magic 2, not {magic}")
+        if compression == "zstd":
+            raise ValueError(f"ZStandard compression is not supported for magic {magic}")
     if timestamp_type not in ("CreateTime", "LogAppendTime"):
         raise ValueError("timestamp_type must be 'CreateTime' or 'LogAppendTime'")
     if is_transactional and producer_id < 0:
@@ -1248,6 +1259,14 @@ def build_batch(records, *, int64_t base_offset=0, int32_t partition_leader_epoc
         rows.append((_as_bytes(key, "a key"), _as_bytes(value, "a value"), _header_pairs(headers),
                      0, ts, i))
         i += 1
+    if magic < 2:
+        if any(hl for _, _, hl, _, _, _ in rows):
+            raise ValueError(f"Magic v{magic} does not support record headers")
+        if timestamp_type == "LogAppendTime" and max_timestamp is None:
+            raise ValueError("LogAppendTime batches need max_timestamp (the broker's append time)")
+        stamp = max_timestamp if timestamp_type == "LogAppendTime" else None
+        return _build_legacy([(k, v, t if stamp is None else stamp) for k, v, _, _, t, _ in rows], magic,
+                             _COMPRESSION_IDS[compression], base_offset, stamp)
     rows = [(k, v, hl, a, <int64_t> (t - first_ts), d) for k, v, hl, a, t, d in rows]
     attributes = _COMPRESSION_IDS[compression]
     if timestamp_type == "LogAppendTime":
@@ -1264,6 +1283,59 @@ def build_batch(records, *, int64_t base_offset=0, int32_t partition_leader_epoc
                   producer_id=producer_id, producer_epoch=producer_epoch,
                   base_sequence=base_sequence, record_count=i)
     return _encode(header, rows)
+
+
+cdef bytes _legacy_set(list messages, int magic, int attributes, int64_t first_offset):
+    """Entries of (key, value, timestamp) messages with offsets first_offset, first_offset + 1, ..."""
+    cdef const uint8_t *kp
+    cdef const uint8_t *vp
+    cdef int32_t kl, vl
+    cdef size_t total = 0
+    for key, value, _ in messages:
+        total += kb_legacy_entry_size(magic, -1 if key is None else len(key), -1 if value is None else len(value))
+    out = PyBytes_FromStringAndSize(NULL, total)
+    cdef uint8_t *p = <uint8_t *> PyBytes_AS_STRING(out)
+    cdef int64_t offset = first_offset
+    for key, value, ts in messages:
+        kl = _blob(key, &kp)
+        vl = _blob(value, &vp)
+        kb_legacy_write(p, offset, magic, attributes, ts if magic > 0 else -1, kp, kl, vp, vl)
+        p += kb_legacy_entry_size(magic, kl, vl)
+        offset += 1
+    return out
+
+
+cdef bytes _legacy_wrapper(bytes inner, int magic, int codec, int attributes, int64_t offset, int64_t timestamp):
+    """A compressed wrapper message around an inner message set."""
+    return _legacy_set([(None, _codecs.compress(codec, inner, magic), timestamp)], magic, codec | attributes,
+                       offset)
+
+
+cdef bytes _build_legacy(list messages, int magic, int codec, int64_t base_offset, object log_append_time):
+    """Kafka's legacy builder: uncompressed, one entry per message; compressed, one wrapper whose
+    offset is the last message's, with relative inner offsets for v1 (absolute for v0)."""
+    cdef int attributes = KB_ATTR_LOG_APPEND_TIME if log_append_time is not None and magic > 0 else 0
+    if codec == 0:
+        return _legacy_set(messages, magic, attributes, base_offset)
+    inner = _legacy_set(messages, magic, attributes, 0 if magic > 0 else base_offset)
+    last = base_offset + len(messages) - 1
+    stamp = log_append_time if log_append_time is not None else max([m[2] for m in messages] or [-1])
+    return _legacy_wrapper(inner, magic, codec, attributes, last, stamp if magic > 0 else -1)
+
+
+cdef bytes _reencode_legacy(LegacyBatch b):
+    """An uncompressed message from its fields; a wrapper around its own inner set, recompressed."""
+    cdef const kb_legacy_msg *m = &b.m
+    cdef int codec = m.attributes & KB_ATTR_CODEC_MASK
+    if codec == 0:
+        out = PyBytes_FromStringAndSize(NULL, kb_legacy_entry_size(m.magic, m.key_len, m.value_len))
+        kb_legacy_write(<uint8_t *> PyBytes_AS_STRING(out), m.offset, m.magic, <uint8_t> m.attributes,
+                        m.timestamp, b._v.ptr + m.key, m.key_len, b._v.ptr + m.value, m.value_len)
+        return out
+    b._load()
+    inner = bytes(memoryview(b._rec.mv)[b._rstart:b._rlimit]) if b._rlimit > b._rstart else b""
+    return _legacy_wrapper(inner, m.magic, codec, (<uint8_t> m.attributes) & ~KB_ATTR_CODEC_MASK, m.offset,
+                           m.timestamp)
 
 
 cdef bytes _reencode(Batch b):
@@ -1326,6 +1398,9 @@ def encode(batches):
     for b in batches:
         if isinstance(b, Batch):
             out.append(_reencode(<Batch> b))
+            continue
+        if isinstance(b, LegacyBatch):
+            out.append(_reencode_legacy(<LegacyBatch> b))
             continue
         rows = [(_as_bytes(r.key, "a key"), _as_bytes(r.value, "a value"), _header_pairs(r.headers),
                  r.attributes, r.timestamp_delta, r.offset_delta) for r in b]

@@ -28,13 +28,6 @@ def is_batch_vector(v):
     return v["source_file"].endswith(BATCH_FILES) and "batches" in v["expected"]
 
 
-def encode_gap(v):
-    """Why this version cannot re-encode a vector yet (None: it can)."""
-    if any(b["magic"] < 2 for b in v["expected"]["batches"]):
-        return "encoding magic 0/1 message sets: issue 3, not done yet"
-    return None
-
-
 def with_gap(params, why):
     """Marks the params `why` names a reason for as strict expected failures."""
     out = []
@@ -71,7 +64,7 @@ def test_batch_vectors_decode_to_kafkas_fields(v):
             assert [[h["key"], h.get("valueHex")] for h in er["headers"]] == headers_of(r)
 
 
-@pytest.mark.parametrize("v", with_gap(kafka_vectors(is_batch_vector), encode_gap))
+@pytest.mark.parametrize("v", kafka_vectors(is_batch_vector))
 def test_batches_reencode(v):
     """Uncompressed: byte-identical.  Compressed: codec libraries differ in the bytes they
     emit, so the same header and records, in a batch that validates."""
@@ -80,8 +73,8 @@ def test_batches_reencode(v):
     if any(b["compression"] != "none" for b in v["expected"]["batches"]):
         assert kb.validate(encoded, kb.ValidationConfig(origin="log")).ok
         for old, new in zip(kb.iter_batches(data), kb.iter_batches(encoded)):
-            fields = ("base_offset", "attributes", "last_offset_delta", "base_timestamp", "max_timestamp",
-                      "producer_id", "producer_epoch", "base_sequence", "record_count", "partition_leader_epoch")
+            fields = ("magic", "base_offset", "last_offset", "attributes", "max_timestamp", "producer_id",
+                      "producer_epoch", "base_sequence", "record_count", "partition_leader_epoch")
             assert [getattr(new, f) for f in fields] == [getattr(old, f) for f in fields]
             assert list(new) == list(old)
     elif all(b["isValid"] for b in v["expected"]["batches"]):
