@@ -24,6 +24,8 @@ class Record:
     timestamp_delta: int
     attributes: int
     position: int
+    crc: Optional[int]
+    is_valid: Optional[bool]
 
 class Batch:
     position: int
@@ -46,6 +48,8 @@ class Batch:
     timestamp_type: str
     is_transactional: bool
     is_control: bool
+    control: Optional[Any]
+    control_type: Optional[str]
     has_delete_horizon: bool
     delete_horizon_ms: Optional[int]
     last_offset: int
@@ -58,11 +62,15 @@ class Batch:
     def tuples(self) -> Iterator[Tuple[int, int, Optional[bytes], Optional[bytes], Headers]]: ...
     def records(self) -> list[Record]: ...
 
-class BatchReader(Iterator[Batch]):
-    truncated_tail: Optional[TruncatedTail]
-    def __next__(self) -> Batch: ...
+class LegacyBatch(Batch):
+    offset: int
+    record_count: None  # type: ignore[assignment]
 
-def iter_batches(buf: Buffer, *, verify_crc: bool = True) -> BatchReader: ...
+class BatchReader(Iterator[Union[Batch, LegacyBatch]]):
+    truncated_tail: Optional[TruncatedTail]
+    def __next__(self) -> Union[Batch, LegacyBatch]: ...
+
+def iter_batches(buf: Buffer, *, verify_crc: bool = True, max_decompressed_bytes: int = ...) -> BatchReader: ...
 def validate(buf: Buffer, config: Optional[ValidationConfig] = None) -> ValidationResult: ...
 def to_arrow(buf: Buffer, *, verify_crc: bool = True, zero_copy: bool = False) -> pyarrow.Table: ...
 def header_fields() -> list: ...
@@ -70,7 +78,7 @@ def build_batch(records: Iterable[Union[Mapping[str, Any], Tuple[Optional[bytes]
                 base_offset: int = 0, partition_leader_epoch: int = -1, producer_id: int = -1,
                 producer_epoch: int = -1, base_sequence: int = -1, is_transactional: bool = False,
                 is_control: bool = False, timestamp_type: str = "CreateTime",
-                max_timestamp: Optional[int] = None, compression: str = "none") -> bytes: ...
+                max_timestamp: Optional[int] = None, compression: str = "none", magic: int = 2) -> bytes: ...
 def encode(batches: Iterable[Any]) -> bytes: ...
 
 class _View:

@@ -241,6 +241,22 @@ cdef class Batch:
     @property
     def is_control(self): return bool(self.h.attributes & KB_ATTR_CONTROL)
     @property
+    def control(self):
+        """For a control batch, its control record parsed (``pykbatch.control.ControlRecord``:
+        ``type``, ``type_name`` such as COMMIT / ABORT, ``coordinator_epoch`` of a transaction
+        marker); None for a data batch or an empty control batch."""
+        if not self.h.attributes & KB_ATTR_CONTROL:
+            return None
+        for r in self:
+            from pykbatch.control import parse_control
+            return parse_control(r.key, r.value)
+        return None
+    @property
+    def control_type(self):
+        """The control record type name (COMMIT, ABORT, LEADER_CHANGE, ...) or None."""
+        ctl = self.control
+        return None if ctl is None else ctl.type_name
+    @property
     def has_delete_horizon(self): return bool(self.h.attributes & KB_ATTR_DELETE_HORIZON)
     @property
     def delete_horizon_ms(self):
@@ -474,6 +490,10 @@ cdef class LegacyBatch:
     def is_transactional(self): return False
     @property
     def is_control(self): return False
+    @property
+    def control(self): return None
+    @property
+    def control_type(self): return None
     @property
     def has_delete_horizon(self): return False
     @property

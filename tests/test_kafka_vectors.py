@@ -186,3 +186,12 @@ def test_dump_output_line_for_line(v, tmp_path, capsys):
                                             and all(b["isValid"] for b in v["expected"]["batches"])))
 def test_arrow_columns_match_iteration(v):
     arrow_matches_iteration(bytes.fromhex(v["hex"]))
+
+
+@pytest.mark.parametrize("v", kafka_vectors(lambda v: v["name"].startswith("v2 control batch")))
+def test_control_batches_expose_their_marker(v):
+    (b,) = kb.iter_batches(bytes.fromhex(v["hex"]))
+    want = "COMMIT" if "COMMIT" in v["name"] else "ABORT"
+    assert b.is_control and b.is_transactional and b.control_type == want
+    assert b.control.coordinator_epoch == 9 and b.control.type == (1 if want == "COMMIT" else 0)
+    assert (b.producer_id, b.producer_epoch, b.base_sequence) == (12345, 2, -1)
