@@ -102,6 +102,8 @@ cdef extern from "kb_v2.h" nogil:
 
 cdef extern from "kb_crc32.h" nogil:
     uint32_t kb_crc32(uint32_t crc, const uint8_t *data, size_t n)
+    uint32_t kb_crc32_sw(uint32_t crc, const uint8_t *data, size_t n)
+    const char *kb_crc32_impl()
 
 
 cdef extern from "kb_legacy.h" nogil:

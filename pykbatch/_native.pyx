@@ -45,6 +45,7 @@ def native_info():
     """
     return {
         "crc32c": kb_crc32c_impl().decode(),
+        "crc32": kb_crc32_impl().decode(),
         "magics": (0, 1, 2),
         "codecs": COMPRESSION_NAMES,
         "rules": len(RULES),
@@ -86,6 +87,24 @@ def crc32c(data, uint32_t value=0):
     else:
         out = kb_crc32c(value, v.ptr, v.length)
     return out
+
+
+def crc32(data, uint32_t value=0):
+    """CRC-32 (IEEE, the checksum of magic 0/1 messages) of ``data`` from ``value``, like zlib.crc32."""
+    cdef _View v = _view(data)
+    cdef uint32_t out
+    if v.length >= NOGIL_THRESHOLD:
+        with nogil:
+            out = kb_crc32(value, v.ptr, v.length)
+    else:
+        out = kb_crc32(value, v.ptr, v.length)
+    return out
+
+
+def _crc32_sw(data, uint32_t value=0):
+    """The portable CRC-32, whatever path is live (for tests)."""
+    cdef _View v = _view(data)
+    return kb_crc32_sw(value, v.ptr, v.length)
 
 
 def _crc32c_sw(data, uint32_t value=0):

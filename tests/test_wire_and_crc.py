@@ -71,6 +71,22 @@ def test_crc32c_matches_reference_package_every_length_and_alignment():
             assert _native._crc32c_sw(piece) == crc32c_ref.crc32c(piece), (n, off)
 
 
+@pytest.mark.parametrize("v", kafka_vectors(lambda v: "crc32" in v["expected"]))
+def test_crc32_vectors(v):
+    data = bytes.fromhex(v["hex"])
+    assert pykbatch.crc32(data) == _native._crc32_sw(data) == v["expected"]["crc32"]
+
+
+def test_crc32_matches_zlib_every_length_and_alignment():
+    import zlib
+    blob = random.Random(3).randbytes(70_000)
+    for n in list(range(0, 200)) + [255, 256, 257, 1023, 1024, 4097, 65_536 + 3]:
+        for off in (0, 1, 5):
+            piece = blob[off:off + n]
+            assert pykbatch.crc32(piece, 77) == zlib.crc32(piece, 77), (n, off)
+            assert _native._crc32_sw(piece, 77) == zlib.crc32(piece, 77), (n, off)
+
+
 def test_crc32c_continues_like_the_reference():
     a, b = b"hello ", b"world" * 1000
     assert pykbatch.crc32c(b, pykbatch.crc32c(a)) == crc32c_ref.crc32c(a + b)
@@ -86,7 +102,9 @@ def test_native_info_names_the_live_path():
 
 
 def test_env_var_forces_software_crc():
-    code = "import pykbatch; print(pykbatch.native_info()['crc32c'], pykbatch.crc32c(b'123456789'))"
+    code = ("import pykbatch; i = pykbatch.native_info(); "
+            "print(i['crc32c'], i['crc32'], pykbatch.crc32c(b'123456789'), pykbatch.crc32(b'x' * 100))")
     env = dict(os.environ, PYKBATCH_CRC32C_SW="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["software", "3808858755"]
+    import zlib
+    assert out.stdout.split() == ["software", "software", "3808858755", str(zlib.crc32(b"x" * 100))]

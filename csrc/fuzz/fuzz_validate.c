@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../kb_columns.h"
+#include "../kb_crc32.h"
 #include "../kb_crc32c.h"
 #include "../kb_encode.h"
 #include "../kb_validate.h"
@@ -136,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     free(toy_out);
     toy_out = NULL;
-    if (kb_crc32c(0, buf, size) != kb_crc32c_sw(0, buf, size))
+    if (kb_crc32c(0, buf, size) != kb_crc32c_sw(0, buf, size) || kb_crc32(0, buf, size) != kb_crc32_sw(0, buf, size))
         abort();
     walk_columns(buf, size);
     free(buf);
