@@ -42,6 +42,35 @@ static int toy_decompress(void *ctx, int codec, int magic, const uint8_t *src, s
     return 0;
 }
 
+/* Legacy column fill into exactly sized buffers, for one entry taken as a message set. */
+static void walk_legacy_columns(const uint8_t *buf, size_t start, size_t limit)
+{
+    kb_column_sizes z = {0};
+    kb_fault f;
+    int32_t rec;
+    if (kb_legacy_columns_measure(buf, start, limit, &z, &f, &rec) != 0)
+        return;
+    int64_t n = z.records;
+    kb_columns c = {0};
+    c.offset = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    c.timestamp = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    c.sequence = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    c.batch_index = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    c.key_offsets = calloc((size_t)n + 1, sizeof(int32_t));
+    c.value_offsets = calloc((size_t)n + 1, sizeof(int32_t));
+    c.header_offsets = calloc((size_t)n + 1, sizeof(int32_t));
+    c.key_valid = calloc((size_t)(n + 7) / 8 + 1, 1);
+    c.value_valid = calloc((size_t)(n + 7) / 8 + 1, 1);
+    c.key_data = malloc((size_t)z.key_bytes + 1);
+    c.value_data = malloc((size_t)z.value_bytes + 1);
+    kb_legacy_columns_fill(buf, start, limit, 5, INT64_MIN, 0, &c);
+    if (c.row != n)
+        abort();
+    free(c.offset); free(c.timestamp); free(c.sequence); free(c.batch_index);
+    free(c.key_offsets); free(c.value_offsets); free(c.header_offsets);
+    free(c.key_valid); free(c.value_valid); free(c.key_data); free(c.value_data);
+}
+
 static void walk_columns(const uint8_t *buf, size_t len)
 {
     size_t pos = 0;
@@ -51,7 +80,11 @@ static void walk_columns(const uint8_t *buf, size_t len)
         if (kb_next_entry(buf, len, pos, &e, &f) != KB_ENTRY_OK)
             return;
         pos += e.size;
-        if (e.magic != 2 || e.size < KB_V2_HEADER_SIZE)
+        if (e.magic < 2) {
+            walk_legacy_columns(buf, e.pos, e.pos + e.size);
+            continue;
+        }
+        if (e.size < KB_V2_HEADER_SIZE)
             continue;
         kb_v2_header h;
         kb_v2_read_header(buf + e.pos, &h);
