@@ -1,0 +1,81 @@
+# iter_batches: the entry-by-entry reader over any buffer, any magic.
+# Included by _native.pyx: one module, one file per concern.
+
+cdef class BatchReader:
+    """Iterator over the entries of a buffer (see ``iter_batches``).  After
+    iteration, ``truncated_tail`` tells whether an incomplete entry ended it."""
+    cdef _View _v
+    cdef size_t pos
+    cdef int entry
+    cdef bint verify_crc
+    cdef readonly object truncated_tail
+    cdef _Decompressor _dec
+
+    def __cinit__(self, buf, bint verify_crc=True, size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED):
+        self._v = _view(buf)
+        self.pos = 0
+        self.entry = 0
+        self.verify_crc = verify_crc
+        self.truncated_tail = None
+        self._dec = _Decompressor(self._v, max_decompressed_bytes)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef kb_entry e
+        cdef kb_fault f
+        cdef kb_entry_status st = kb_next_entry(self._v.ptr, self._v.length, self.pos, &e, &f)
+        if st == KB_ENTRY_END:
+            raise StopIteration
+        if st == KB_ENTRY_TRUNCATED:
+            self.truncated_tail = TruncatedTail(self.entry, self.pos)
+            self.pos = self._v.length
+            raise StopIteration
+        if st == KB_ENTRY_CORRUPT:
+            _raise_fault(&f, 0)
+        if e.magic < 2:
+            return self._legacy(&e)
+        cdef Batch b = Batch.__new__(Batch)
+        _read_v2_entry(self._v, &e, self.verify_crc, &b.h, 0)
+        b._v = self._v
+        b._dec = self._dec
+        b.position = e.pos
+        b.size = e.size
+        b.entry = self.entry
+        self.pos = e.pos + e.size
+        self.entry += 1
+        return b
+
+    cdef LegacyBatch _legacy(self, const kb_entry *e):
+        b = _legacy_entry(self._v, e, self.verify_crc, self.entry, self._dec)
+        self.pos = e.pos + e.size
+        self.entry += 1
+        return b
+
+
+cdef LegacyBatch _legacy_entry(_View v, const kb_entry *e, bint verify_crc, int entry, _Decompressor dec):
+    cdef kb_fault f
+    cdef LegacyBatch b = LegacyBatch.__new__(LegacyBatch)
+    if kb_legacy_read(v.ptr, e.pos, e.size, &b.m, &f) != 0:
+        _raise_fault(&f, 0)
+    if verify_crc:
+        computed = kb_legacy_compute_crc(v.ptr, &b.m)
+        if computed != b.m.crc:
+            raise _errors.CorruptRecordError(
+                f"Record is corrupt (stored crc = {b.m.crc}, computed crc = {computed})", e.pos + 12,
+                "batch.crc_mismatch")
+    b._v, b._dec, b.position, b.size, b.entry = v, dec, e.pos, e.size, entry
+    return b
+
+
+def iter_batches(buf, *, bint verify_crc=True, size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED):
+    """Iterate the record batches of ``buf`` (bytes, bytearray, memoryview or mmap).
+
+    An incomplete entry at the end ends the iteration silently, as Kafka's
+    readers do (see ``BatchReader.truncated_tail``).  With ``verify_crc`` a
+    batch whose CRC-32C does not match raises ``CorruptRecordError``.  A
+    compressed batch is decompressed once, when its records are first read,
+    never past ``max_decompressed_bytes``.
+    """
+    return BatchReader(buf, verify_crc, max_decompressed_bytes)

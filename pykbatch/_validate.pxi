@@ -1,0 +1,171 @@
+# validate: the C validator, its decompression hook and the culprit objects.
+# Included by _native.pyx: one module, one file per concern.
+
+cdef class _Decompressor:
+    """Decompresses batch payloads of one input buffer into a reusable scratch buffer (see
+    pykbatch.codecs.Scratch); codec errors become faults whose message is kept here."""
+    cdef _View v
+    cdef object scratch
+    cdef readonly list messages
+    cdef object _out  # the memoryview of the last output, kept alive until the next call
+
+    def __cinit__(self, _View v, size_t cap):
+        self.v = v
+        self.scratch = _codecs.Scratch(cap)
+        self.messages = []
+
+    cdef int run(self, int codec, int magic, const uint8_t *src, size_t n, const uint8_t **out,
+                 size_t *out_len, kb_fault *f):
+        cdef Py_ssize_t at = src - self.v.ptr
+        cdef const uint8_t[::1] produced
+        try:
+            self._out = self.scratch.decompress(codec, magic, memoryview(self.v.mv)[at:at + n])
+        except _codecs.CodecError as exc:
+            return self.fail(f, exc.rule, exc.offset, exc.message)
+        except Exception as exc:  # a codec library surprise still becomes a culprit, never a crash
+            return self.fail(f, "batch.decompression_failed", 0,
+                             f"Failed to decompress {_codecs.NAMES[codec]} record stream: {exc!r}")
+        out_len[0] = len(self._out)
+        if out_len[0]:
+            produced = self._out
+            out[0] = &produced[0]
+        else:
+            out[0] = src
+        return 0
+
+    cdef bytes copy(self, int codec, int magic, Py_ssize_t at, Py_ssize_t n):
+        """The decompressed payload at v[at:at+n] as its own bytes; raises on a codec error."""
+        try:
+            return bytes(self.scratch.decompress(codec, magic, memoryview(self.v.mv)[at:at + n]))
+        except _codecs.CodecError as exc:
+            raise _errors.error_for(kb_rule_code(<kb_rule> _RULE_INDEX[exc.rule]), exc.message, at + exc.offset,
+                                    exc.rule) from None
+
+    cdef int fail(self, kb_fault *f, str rule, Py_ssize_t offset, str message):
+        f.rule = <kb_rule> _RULE_INDEX[rule]
+        f.pos = offset
+        f.args[0] = len(self.messages)
+        f.args[1] = 0
+        f.args[2] = 0
+        self.messages.append(message)
+        return -1
+
+
+cdef int _decompress_cb(void *ctx, int codec, int magic, const uint8_t *src, size_t n, const uint8_t **out,
+                        size_t *out_len, kb_fault *f) noexcept with gil:
+    return (<_Decompressor> ctx).run(codec, magic, src, n, out, out_len, f)
+
+
+cdef class _Validator:
+    """Runs kb_validate with a reusable culprit buffer that grows up to the config's cap."""
+    cdef kb_validate_opts opts
+    cdef kb_culprit *out
+    cdef size_t cap
+    cdef size_t max_cap
+    cdef readonly object config
+    cdef kb_summary s
+    cdef _Decompressor decompressor
+
+    def __cinit__(self, config, _View v):
+        self.config = config
+        self.decompressor = _Decompressor(v, config.max_decompressed_bytes)
+        self.opts.decompress = _decompress_cb
+        self.opts.decompress_ctx = <void *> self.decompressor
+        self.opts.origin = KB_ORIGIN_CLIENT if config.origin == "client" else KB_ORIGIN_LOG
+        self.opts.verify_crc = 1 if config.verify_crc else 0
+        self.opts.strict = 1 if config.strict else 0
+        self.max_cap = config.max_culprits
+        self.cap = min(self.max_cap, 64)
+        self.out = <kb_culprit *> malloc(max(self.cap, 1) * sizeof(kb_culprit))
+        if self.out == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.out)
+
+    cdef int run(self, const uint8_t *ptr, size_t length) except -1:
+        """Validates; afterwards self.s holds the summary and self.out the culprits."""
+        cdef kb_culprit *grown
+        while True:
+            if length >= NOGIL_THRESHOLD:
+                with nogil:
+                    kb_validate(ptr, length, &self.opts, self.out, self.cap, &self.s)
+            else:
+                kb_validate(ptr, length, &self.opts, self.out, self.cap, &self.s)
+            if <size_t> self.s.culprits <= self.cap or self.cap >= self.max_cap:
+                return 0
+            self.cap = min(self.max_cap, <size_t> self.s.culprits)
+            grown = <kb_culprit *> malloc(self.cap * sizeof(kb_culprit))
+            if grown == NULL:
+                raise MemoryError()
+            free(self.out)
+            self.out = grown
+
+    cdef object result(self):
+        s = &self.s
+        culprits = _culprits(self.out, min(<size_t> s.culprits, self.cap), self.config.topic_partition,
+                             self.decompressor.messages)
+        del self.decompressor.messages[:]
+        tail = TruncatedTail(s.tail_entry, s.tail_pos) if s.tail_pos >= 0 else None
+        stopped_at = s.valid_bytes if s.stopped else None
+        return ValidationResult(culprits, s.culprits, s.entries, s.records, s.valid_bytes, tail, stopped_at,
+                                s.unwalked, self.config)
+
+
+def validate(buf, config=None):
+    """Check every batch and record of ``buf`` and collect every culprit.
+
+    Returns a ``ValidationResult`` with ``ok``, ``culprits`` and the KIP-467
+    fields (``error_code``, ``error_name``, ``error_records``, ``error_message``).
+    ``config`` is a ``ValidationConfig`` (default: a producer's batch).
+    """
+    cdef _View v = _view(buf)
+    cdef _Validator checker = _Validator(config if config is not None else _DEFAULT_CONFIG, v)
+    checker.run(v.ptr, v.length)
+    return checker.result()
+
+
+def _validate_rows(_View v, starts, ends, valid, config):
+    """Validate every row v[starts[i]:ends[i]] (rows with valid[i] == 0 are skipped).
+
+    Returns (records per row as int64, truncated-tail position per row or -1, and a dict
+    row -> ValidationResult for the rows that have culprits).  Rows without culprits create
+    no Python objects."""
+    import numpy as np
+    cdef const int64_t[::1] row_start = starts
+    cdef const int64_t[::1] row_end = ends
+    cdef Py_ssize_t n = row_start.shape[0], row
+    cdef _Validator checker = _Validator(config if config is not None else _DEFAULT_CONFIG, v)
+    records = np.zeros(n, np.int64)
+    tails = np.full(n, -1, np.int64)
+    cdef int64_t[::1] rec_view = records
+    cdef int64_t[::1] tail_view = tails
+    bad = {}
+    for row in range(n):
+        if valid is not None and not valid[row]:
+            continue
+        checker.run(v.ptr + row_start[row], <size_t> (row_end[row] - row_start[row]))
+        rec_view[row] = checker.s.records
+        tail_view[row] = checker.s.tail_pos
+        if checker.s.culprits:
+            bad[row] = checker.result()
+    return records, tails, bad
+
+
+cdef list _culprits(const kb_culprit *out, size_t n, str tp, list codec_messages):
+    cdef list result = []
+    cdef size_t i
+    cdef const kb_culprit *c
+    for i in range(n):
+        c = &out[i]
+        rule = RULES[c.rule]
+        if rule.id in _CODEC_RULES:
+            message, detail = codec_messages[c.args[0]], rule.detail
+        else:
+            message, detail = _render(rule, [c.args[k] for k in range(8)], tp)
+        result.append(Culprit(
+            c.entry, c.record_index if c.record_index >= 0 else None,
+            c.relative_offset if c.relative_offset != KB_NO_OFFSET else None,
+            c.code, rule.id, c.pos, c.inner_pos if c.inner_pos >= 0 else None, c.entry_pos, message,
+            detail or None, rule.kafka))
+    return result
