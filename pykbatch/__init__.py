@@ -8,7 +8,7 @@
 """
 try:
     from pykbatch._native import (  # noqa: F401
-        Batch, BatchReader, LegacyBatch, Record, build_batch, crc32, crc32c, encode, iter_batches, native_info, to_arrow,
+        Batch, BatchReader, LegacyBatch, Record, build_batch, crc32, crc32c, drop_culprits, encode, iter_batches, native_info, to_arrow,
         validate,
     )
 except ImportError as exc:  # pragma: no cover - exercised by test_native_required
@@ -19,16 +19,18 @@ except ImportError as exc:  # pragma: no cover - exercised by test_native_requir
     ) from exc
 
 from pykbatch import errors  # noqa: E402,F401
-from pykbatch._result import Culprit, TruncatedTail, ValidationConfig, ValidationResult  # noqa: E402,F401
+from pykbatch._result import (  # noqa: E402,F401
+    Culprit, DroppedRecord, Repair, TruncatedTail, ValidationConfig, ValidationResult,
+)
 from pykbatch.errors import (  # noqa: E402,F401
     CorruptRecordError, InvalidRecordError, InvalidTimestampError, KafkaDataError,
-    UnsupportedCompressionTypeError, UnsupportedForMessageFormatError,
+    UnrepairableError, UnsupportedCompressionTypeError, UnsupportedForMessageFormatError,
 )
 
 __version__ = "0.1.0"
 __all__ = [
     "Batch", "BatchReader", "LegacyBatch", "Record", "Culprit", "TruncatedTail", "ValidationConfig", "ValidationResult",
-    "build_batch", "crc32", "crc32c", "encode", "iter_batches", "native_info", "to_arrow", "validate", "errors",
+    "build_batch", "crc32", "crc32c", "drop_culprits", "DroppedRecord", "Repair", "encode", "iter_batches", "native_info", "to_arrow", "validate", "errors",
     "KafkaDataError", "CorruptRecordError", "InvalidRecordError", "InvalidTimestampError",
-    "UnsupportedCompressionTypeError", "UnsupportedForMessageFormatError",
+    "UnsupportedCompressionTypeError", "UnsupportedForMessageFormatError", "UnrepairableError",
 ]

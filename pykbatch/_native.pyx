@@ -17,7 +17,7 @@ import time
 
 from pykbatch import codecs as _codecs
 from pykbatch import errors as _errors
-from pykbatch._result import Culprit, TruncatedTail, ValidationConfig, ValidationResult
+from pykbatch._result import Culprit, DroppedRecord, Repair, TruncatedTail, ValidationConfig, ValidationResult
 from pykbatch._rules import RULES, render as _render
 
 kb_crc32c_init()
@@ -134,6 +134,7 @@ include "_reader.pxi"
 include "_validate.pxi"
 include "_arrow.pxi"
 include "_encode.pxi"
+include "_repair.pxi"
 
 
 # ---------------------------------------------------------------------------------------------

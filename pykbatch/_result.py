@@ -181,3 +181,37 @@ class ValidationResult:
 def _record_error(c: Culprit) -> bool:
     from ._rules import BY_ID
     return c.record_index is not None and BY_ID[c.rule].record_error
+
+
+class DroppedRecord(NamedTuple):
+    """A record ``drop_culprits`` removed, with the culprits that condemned it.  Fields it could
+    not parse are None; ``raw`` is its bytes (inside the decompressed records of a compressed
+    batch).  ``record_index`` None: a whole unrepairable batch (``unrepairable="drop"``)."""
+    entry: int
+    record_index: int | None
+    offset: int | None
+    timestamp: int | None
+    key: bytes | None
+    value: bytes | None
+    headers: tuple
+    raw: bytes
+    culprits: list
+
+
+class Repair:
+    """What ``drop_culprits`` returns; unpacks as ``data, dropped``."""
+
+    __slots__ = ("data", "dropped", "unrepairable")
+
+    def __init__(self, data: bytes, dropped: list, unrepairable: list):
+        self.data = data
+        self.dropped = dropped
+        self.unrepairable = unrepairable
+        """(entry, culprits) of batches whose culprits are batch-level."""
+
+    def __iter__(self):
+        return iter((self.data, self.dropped))
+
+    def __repr__(self):
+        return (f"<Repair {len(self.data)} bytes, {len(self.dropped)} dropped, "
+                f"{len(self.unrepairable)} unrepairable batches>")

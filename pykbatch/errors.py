@@ -122,6 +122,20 @@ class CulpritsError(KafkaDataError, ValueError):
         super().__init__(message, offset, rule, culprits)
 
 
+class UnrepairableError(KafkaDataError, ValueError):
+    """``drop_culprits`` met batch-level culprits, which dropping records cannot cure (a CRC
+    mismatch, a lying count, ...).  ``batches`` lists ``(entry, culprits)``."""
+
+    def __init__(self, batches):
+        self.batches = list(batches)
+        culprits = [c for _, cs in self.batches for c in cs]
+        first = culprits[0]
+        self.code = first.code
+        listing = "; ".join(f"batch {entry}: {', '.join(sorted({c.rule for c in cs}))}" for entry, cs in self.batches)
+        super().__init__(f"Batch-level culprits cannot be repaired by dropping records ({listing})",
+                         first.position, first.rule, culprits)
+
+
 _BY_CODE = {cls.code: cls for cls in (CorruptRecordError, InvalidRecordError, InvalidTimestampError,
                                       RecordTooLargeError, UnsupportedForMessageFormatError,
                                       UnsupportedCompressionTypeError, UnknownServerError)}
