@@ -35,6 +35,7 @@ static void report(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t r
         k->rule = (uint16_t)rule;
     }
     c->s->culprits++;
+    c->s->rule_counts[rule]++;
 }
 
 static void report_fault(ctx_t *c, const kb_fault *f, int32_t record, int64_t rel)

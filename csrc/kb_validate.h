@@ -53,6 +53,7 @@ typedef struct {
     int64_t tail_pos;     /* start of an incomplete trailing entry, or -1 */
     int32_t tail_entry;   /* its entry index */
     int32_t stopped;      /* 1: framing was lost at valid_bytes, the rest is unread */
+    int64_t rule_counts[KB_RULE_COUNT]; /* culprits per rule, past the cap too */
 } kb_summary;
 
 /* Validates buf[0, len); writes at most `cap` culprits to `out` in buffer

@@ -173,6 +173,7 @@ cdef extern from "kb_validate.h" nogil:
         int64_t tail_pos
         int32_t tail_entry
         int32_t stopped
+        int64_t rule_counts[KB_RULE_COUNT]
 
     void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out,
                      size_t cap, kb_summary *s)

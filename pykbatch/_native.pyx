@@ -17,7 +17,8 @@ import time
 
 from pykbatch import codecs as _codecs
 from pykbatch import errors as _errors
-from pykbatch._result import Culprit, DroppedRecord, Repair, TruncatedTail, ValidationConfig, ValidationResult
+from pykbatch._result import (Culprit, DroppedRecord, Repair, TruncatedTail, ValidationConfig, ValidationResult,
+                              apply_handler)
 from pykbatch._rules import RULES, render as _render
 
 kb_crc32c_init()

@@ -8,6 +8,14 @@ from . import errors
 
 ORIGINS = ("client", "log")
 
+# Kafka's broker validation metrics (KIP-467) and the rules that feed each.
+BROKER_METRICS = {
+    "no_key_compacted_topic_records": (),  # the compacted-topic rule arrives with broker parity
+    "invalid_magic_number_records": ("framing.invalid_magic", "legacy.inner_magic"),
+    "invalid_message_crc_records": ("batch.crc_mismatch",),
+    "non_increasing_offset_records": ("record.offset_not_increasing",),
+}
+
 
 @dataclass(frozen=True)
 class ValidationConfig:
@@ -116,8 +124,21 @@ class ValidationResult:
     """Where the entry framing was lost (an entry's size field below Kafka's minimum): the
     bytes from here on were not read.  None when the whole buffer was read."""
     unwalked_batches: int
-    """Compressed batches whose records this version does not read yet."""
+    """Compressed batches whose records were not read (only when no decompressor is wired in)."""
     config: ValidationConfig = field(repr=False, default_factory=ValidationConfig)
+    counters: dict = field(default_factory=dict)
+    """Culprits per rule id, every one counted (past ``max_culprits`` too)."""
+
+    @property
+    def metrics(self) -> dict:
+        """The broker's validation metrics (KIP-467) for this input, by their Kafka names, plus
+        one ``<rule>_records`` counter per further rule, for pipelines to chart."""
+        out = {name: sum(self.counters.get(r, 0) for r in rules) for name, rules in BROKER_METRICS.items()}
+        named = {r for rules in BROKER_METRICS.values() for r in rules}
+        for rule, n in self.counters.items():
+            if rule not in named:
+                out[rule.replace(".", "_") + "_records"] = n
+        return out
 
     @property
     def ok(self) -> bool:
@@ -176,6 +197,29 @@ class ValidationResult:
         if self.culprits:
             first = self.culprits[0]
             raise errors.error_for(first.code, first.message, first.position, first.rule, self.culprits)
+
+
+def apply_handler(result: ValidationResult, handler) -> ValidationResult:
+    """KIP-210: ask ``handler(culprit)`` about each culprit in order; it answers CONTINUE or
+    FAIL.  Fatal culprits never reach it (they fail at once), and after a FAIL it is not asked
+    again: ``HandlerFailed`` carries every culprit seen so far.  CONTINUEs are logged at debug
+    level, so nothing is swallowed without a trace."""
+    import logging
+    log = logging.getLogger("pykbatch")
+    seen = []
+    for c in result.culprits:
+        seen.append(c)
+        if c.error_class == errors.FATAL:
+            log.error("fatal culprit, handler not asked: %r", c)
+            raise errors.HandlerFailed(c.code, c.message, c.position, c.rule, seen)
+        answer = handler(c)
+        if answer == errors.FAIL:
+            log.error("handler answered FAIL for %r", c)
+            raise errors.HandlerFailed(c.code, c.message, c.position, c.rule, seen)
+        if answer != errors.CONTINUE:
+            raise ValueError(f"a handler answers CONTINUE or FAIL, not {answer!r}")
+        log.debug("handler answered CONTINUE for %r", c)
+    return result
 
 
 def _record_error(c: Culprit) -> bool:

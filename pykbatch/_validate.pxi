@@ -108,21 +108,25 @@ cdef class _Validator:
         del self.decompressor.messages[:]
         tail = TruncatedTail(s.tail_entry, s.tail_pos) if s.tail_pos >= 0 else None
         stopped_at = s.valid_bytes if s.stopped else None
+        counters = {RULES[k].id: s.rule_counts[k] for k in range(1, KB_RULE_COUNT) if s.rule_counts[k]}
         return ValidationResult(culprits, s.culprits, s.entries, s.records, s.valid_bytes, tail, stopped_at,
-                                s.unwalked, self.config)
+                                s.unwalked, self.config, counters)
 
 
-def validate(buf, config=None):
+def validate(buf, config=None, *, on_error=None):
     """Check every batch and record of ``buf`` and collect every culprit.
 
-    Returns a ``ValidationResult`` with ``ok``, ``culprits`` and the KIP-467
-    fields (``error_code``, ``error_name``, ``error_records``, ``error_message``).
-    ``config`` is a ``ValidationConfig`` (default: a producer's batch).
+    Returns a ``ValidationResult`` with ``ok``, ``culprits``, per-rule ``counters`` and the
+    KIP-467 fields (``error_code``, ``error_name``, ``error_records``, ``error_message``).
+    ``config`` is a ``ValidationConfig`` (default: a producer's batch).  ``on_error``: a KIP-210
+    handler asked about each culprit (``pykbatch.errors.CONTINUE`` or ``FAIL``; see
+    ``apply_handler``).
     """
     cdef _View v = _view(buf)
     cdef _Validator checker = _Validator(config if config is not None else _DEFAULT_CONFIG, v)
     checker.run(v.ptr, v.length)
-    return checker.result()
+    result = checker.result()
+    return result if on_error is None else apply_handler(result, on_error)
 
 
 def _validate_rows(_View v, starts, ends, valid, config):
@@ -169,3 +173,8 @@ cdef list _culprits(const kb_culprit *out, size_t n, str tp, list codec_messages
             c.code, rule.id, c.pos, c.inner_pos if c.inner_pos >= 0 else None, c.entry_pos, message,
             detail or None, rule.kafka))
     return result
+
+
+def _rule_codes():
+    """The Kafka code of every rule (tests check each is in the error table)."""
+    return [kb_rule_code(<kb_rule> k) for k in range(KB_RULE_COUNT)]

@@ -91,7 +91,7 @@ def _gzip(data, out) -> int:
 def _snappy(data, out) -> int:
     """xerial snappy-java stream (header, then big-endian block lengths), or one raw block when
     the input does not start with the xerial magic (SnappyInputStream's fallback)."""
-    cap, n = len(out), len(data)
+    n = len(data)
     if n < 16 or bytes(data[:8]) != XERIAL_MAGIC:
         return _snappy_block(data, out, 0, 0)
     written, pos = 0, 16

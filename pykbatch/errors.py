@@ -19,6 +19,18 @@ RETRIABLE = "retriable"
 ABORTABLE = "abortable"
 FATAL = "fatal"
 
+# What a pipeline does for each class (the producer's error classes, KIP-467's client side).
+# For an abortable error with no record-level culprits the culprit set is the whole batch.
+ACTIONS = {
+    RETRIABLE: "retry the whole batch",
+    ABORTABLE: "drop the culprits and keep the rest",
+    FATAL: "stop",
+}
+
+# KIP-210 handler answers
+CONTINUE = "CONTINUE"
+FAIL = "FAIL"
+
 # code -> (Kafka's name, error class) for every code pykbatch can report.
 CODES: dict[int, tuple[str, str]] = {
     -1: ("UNKNOWN_SERVER_ERROR", FATAL),
@@ -37,8 +49,20 @@ def error_name(code: int) -> str:
 
 
 def classify(code: int) -> str:
-    """Error class of a Kafka error code: ``retriable``, ``abortable`` or ``fatal``."""
+    """Error class of a Kafka error code: ``retriable``, ``abortable`` or ``fatal`` (codes
+    pykbatch does not know are fatal, as Kafka treats unknown errors)."""
     return CODES.get(code, ("UNKNOWN_SERVER_ERROR", FATAL))[1]
+
+
+def action(code: int) -> str:
+    """What a pipeline does about a Kafka error code (see ``ACTIONS``)."""
+    return ACTIONS[classify(code)]
+
+
+def table() -> list[dict]:
+    """Every code pykbatch can report, as data: code, name, class, action."""
+    return [{"code": code, "name": name, "error_class": cls, "action": ACTIONS[cls]}
+            for code, (name, cls) in sorted(CODES.items()) if code != 0]
 
 
 class KafkaDataError(Exception):
@@ -134,6 +158,10 @@ class UnrepairableError(KafkaDataError, ValueError):
         listing = "; ".join(f"batch {entry}: {', '.join(sorted({c.rule for c in cs}))}" for entry, cs in self.batches)
         super().__init__(f"Batch-level culprits cannot be repaired by dropping records ({listing})",
                          first.position, first.rule, culprits)
+
+
+class HandlerFailed(CulpritsError):
+    """A KIP-210 handler answered FAIL (or a fatal culprit came first): carries every culprit seen."""
 
 
 _BY_CODE = {cls.code: cls for cls in (CorruptRecordError, InvalidRecordError, InvalidTimestampError,
