@@ -62,6 +62,12 @@ typedef enum {
     KB_RULE_LEGACY_WRAPPER_OFFSET,   /* v1 wrapper offset below the last inner offset */
     KB_RULE_LEGACY_INNER_MAGIC,      /* inner magic differs from the wrapper's */
     KB_RULE_LEGACY_INNER_TRUNCATED,  /* the inner message set ends inside a message */
+    /* LogValidator's per-record rules (validateRecord) and client-only batch checks */
+    KB_RULE_COMPACTED_NO_KEY,        /* a compacted topic needs keys */
+    KB_RULE_TIMESTAMP_OUT_OF_RANGE,  /* outside [now - before, now + after] (KIP-937) */
+    KB_RULE_PRODUCER_LOG_APPEND_TIME,/* a producer set the LogAppendTime type */
+    KB_RULE_CONTROL_FROM_CLIENT,     /* B5: clients may not write control batches */
+    KB_RULE_INVALID_SEQUENCE,        /* B6: a producer id with a negative base sequence */
     KB_RULE_COUNT
 } kb_rule;
 

@@ -38,6 +38,37 @@ static void report(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t r
     c->s->rule_counts[rule]++;
 }
 
+/* report() with a fourth value for the message. */
+static void report4(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t rel, int64_t a0, int64_t a1,
+                    int64_t a2, int64_t a3)
+{
+    int64_t before = c->s->culprits;
+    report(c, rule, pos, record, rel, a0, a1, a2);
+    if ((uint64_t)before < c->cap)
+        c->out[before].args[3] = a3;
+}
+
+/* LogValidator.validateRecord after the magic/CRC steps: the key of a compacted topic, then the
+ * timestamp (KIP-937 window for a CreateTime topic, in Java's wrapping long arithmetic; else a
+ * producer-set LogAppendTime).  One culprit at most per record, as Kafka gives one RecordError. */
+static void check_record_rules(ctx_t *c, size_t pos, int32_t index, int64_t offset, int64_t ts, int32_t key_len,
+                               int32_t value_len, int batch_log_append)
+{
+    const kb_validate_opts *o = c->opts;
+    if (o->compacted && key_len < 0) {
+        report(c, KB_RULE_COMPACTED_NO_KEY, pos, index, offset, 0, 0, 0);
+        return;
+    }
+    if (!o->topic_log_append_time && ts != -1) {
+        int64_t diff = kb_wrap_sub64(o->now_ms, ts);
+        if (diff > o->before_max_ms || kb_wrap_sub64(0, diff) > o->after_max_ms)
+            report4(c, KB_RULE_TIMESTAMP_OUT_OF_RANGE, pos, index, offset, ts, offset,
+                    kb_wrap_sub64(o->now_ms, o->before_max_ms), kb_wrap_add64(o->now_ms, o->after_max_ms));
+    } else if (batch_log_append && o->origin == KB_ORIGIN_CLIENT) {
+        report4(c, KB_RULE_PRODUCER_LOG_APPEND_TIME, pos, index, offset, offset, ts, key_len, value_len);
+    }
+}
+
 static void report_fault(ctx_t *c, const kb_fault *f, int32_t record, int64_t rel)
 {
     report(c, f->rule, f->pos, record, rel, f->args[0], f->args[1], f->args[2]);
@@ -65,6 +96,10 @@ static int check_header(ctx_t *c, const uint8_t *buf, size_t pos, size_t size, c
         else if ((int64_t)h->last_offset_delta + 1 != h->record_count)
             report(c, KB_RULE_COUNT_OFFSET_MISMATCH, pos + 57, -1, KB_NO_OFFSET, h->base_offset, last,
                    h->record_count);
+        if (h->attributes & KB_ATTR_CONTROL)
+            report(c, KB_RULE_CONTROL_FROM_CLIENT, pos + 21, -1, KB_NO_OFFSET, 0, 0, 0);
+        if (h->producer_id >= 0 && h->base_sequence < 0)
+            report(c, KB_RULE_INVALID_SEQUENCE, pos + 53, -1, KB_NO_OFFSET, h->base_sequence, h->producer_id, 0);
     } else {
         if (h->record_count < 0)
             report(c, KB_RULE_NEGATIVE_RECORD_COUNT, pos + 57, -1, KB_NO_OFFSET, h->record_count, 0, 0);
@@ -108,6 +143,9 @@ static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t 
         }
         c->s->records++;
         p = r.end;
+        check_record_rules(c, r.pos, i, kb_wrap_add64(h->base_offset, r.offset_delta),
+                           create_time ? kb_wrap_add64(h->base_timestamp, r.timestamp_delta) : h->max_timestamp,
+                           r.key_len, r.value_len, !create_time);
         if (!strict)
             continue;
         if (r.offset_delta <= prev)

@@ -27,6 +27,12 @@ typedef struct {
     int strict;  /* also pykbatch's rules that Kafka does not enforce (offset deltas, timestamps) */
     kb_decompress_fn decompress;  /* NULL: compressed batches are not walked (counted unwalked) */
     void *decompress_ctx;
+    /* the topic settings LogValidator reads */
+    int compacted;               /* cleanup.policy contains compact */
+    int topic_log_append_time;   /* message.timestamp.type = LogAppendTime */
+    int64_t now_ms;
+    int64_t before_max_ms;       /* message.timestamp.before.max.ms (Kafka: Long.MAX_VALUE) */
+    int64_t after_max_ms;        /* message.timestamp.after.max.ms */
 } kb_validate_opts;
 
 #define KB_NO_OFFSET INT64_MIN

@@ -56,6 +56,11 @@ static inline int64_t kb_wrap_add64(int64_t a, int64_t b)
     return (int64_t)((uint64_t)a + (uint64_t)b);
 }
 
+static inline int64_t kb_wrap_sub64(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
 static inline int32_t kb_wrap_add32(int32_t a, int32_t b)
 {
     return (int32_t)((uint32_t)a + (uint32_t)b);

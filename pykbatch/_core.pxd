@@ -150,6 +150,11 @@ cdef extern from "kb_validate.h" nogil:
         int strict
         kb_decompress_fn decompress
         void *decompress_ctx
+        int compacted
+        int topic_log_append_time
+        int64_t now_ms
+        int64_t before_max_ms
+        int64_t after_max_ms
 
     int64_t KB_NO_OFFSET
 

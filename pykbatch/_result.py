@@ -38,6 +38,14 @@ class ValidationConfig:
         ``maxTimestamp``.  False gives Kafka's verdict alone.
     max_culprits
         Culprits kept in the result; ``culprit_count`` still counts all.
+    compacted
+        The topic's ``cleanup.policy`` contains ``compact``: every record needs a key.
+    timestamp_type
+        The topic's ``message.timestamp.type``: ``"CreateTime"`` (records must fall in the window
+        below) or ``"LogAppendTime"`` (the broker stamps; producers may not).
+    timestamp_before_max_ms, timestamp_after_max_ms
+        ``message.timestamp.before.max.ms`` / ``after.max.ms`` (KIP-937; Kafka's default is
+        Long.MAX_VALUE, i.e. no window), measured from ``now_ms`` (default: the time of the call).
     max_decompressed_bytes
         Cap on the decompressed records of one batch, enforced while decompressing; a batch
         that would pass it gets a ``batch.decompressed_too_large`` culprit (default 64 MiB:
@@ -52,6 +60,11 @@ class ValidationConfig:
     max_culprits: int = 1000
     topic_partition: str = "t-0"
     max_decompressed_bytes: int = 64 * 1024 * 1024
+    compacted: bool = False
+    timestamp_type: str = "CreateTime"
+    timestamp_before_max_ms: int = 2**63 - 1
+    timestamp_after_max_ms: int = 2**63 - 1
+    now_ms: int | None = None
 
     def __post_init__(self):
         if self.origin not in ORIGINS:
@@ -60,6 +73,10 @@ class ValidationConfig:
             raise ValueError("max_culprits must be >= 0")
         if self.max_decompressed_bytes < 0:
             raise ValueError("max_decompressed_bytes must be >= 0")
+        if self.timestamp_type not in ("CreateTime", "LogAppendTime"):
+            raise ValueError("timestamp_type must be 'CreateTime' or 'LogAppendTime'")
+        if self.timestamp_before_max_ms < 0 or self.timestamp_after_max_ms < 0:
+            raise ValueError("timestamp windows must be >= 0")
 
 
 class TruncatedTail(NamedTuple):

@@ -100,6 +100,19 @@ RULES: tuple[Rule, ...] = (
          True, True, record=True),
     Rule("legacy.inner_truncated", "The compressed message set ends inside an inner message", False, False,
          "{a0} bytes left: Kafka's reader drops them silently"),
+    # LogValidator: per-record rules and client-only batch checks
+    Rule("record.compacted_no_key", "Compacted topic cannot accept message without key in topic partition {tp}",
+         True, True),
+    Rule("record.timestamp_out_of_range",
+         "Timestamp {a0} of message with offset {a1} is out of range. The timestamp should be within [{a2}, {a3}]",
+         True, True),
+    Rule("record.producer_log_append_time",
+         "Invalid timestamp type in message DefaultRecord(offset={a0}, timestamp={a1}, key={a2} bytes, "
+         "value={a3} bytes). Producer should not set timestamp type to LogAppendTime.", True, True),
+    Rule("batch.control_from_client", "Clients are not allowed to write control records in topic partition {tp}",
+         True, False),
+    Rule("batch.invalid_sequence",
+         "Invalid sequence number {a0} in record batch with producerId {a1} in topic partition {tp}", True, False),
 )
 
 FIELDS = ("length", "attributes", "timestampDelta", "offsetDelta", "keyLength", "key", "valueLength",

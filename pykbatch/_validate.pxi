@@ -74,6 +74,11 @@ cdef class _Validator:
         self.opts.origin = KB_ORIGIN_CLIENT if config.origin == "client" else KB_ORIGIN_LOG
         self.opts.verify_crc = 1 if config.verify_crc else 0
         self.opts.strict = 1 if config.strict else 0
+        self.opts.compacted = 1 if config.compacted else 0
+        self.opts.topic_log_append_time = 1 if config.timestamp_type == "LogAppendTime" else 0
+        self.opts.now_ms = config.now_ms if config.now_ms is not None else int(time.time() * 1000)
+        self.opts.before_max_ms = config.timestamp_before_max_ms
+        self.opts.after_max_ms = config.timestamp_after_max_ms
         self.max_cap = config.max_culprits
         self.cap = min(self.max_cap, 64)
         self.out = <kb_culprit *> malloc(max(self.cap, 1) * sizeof(kb_culprit))

@@ -127,18 +127,12 @@ def test_malformed_records_get_kafkas_message(v):
 # LogValidator scenarios: uncompressed magic-2 client batches are in scope now; the rest wait
 # for the issues that bring their rules.
 VALIDATOR_GAPS = {  # a key found in the vector's name -> why it cannot pass yet
-    "compacted topic": "compacted-topic keyless check: issue 4 (ValidationConfig.compacted)",
-    "timestamps outside": "timestamp window (KIP-937): issue 4",
-    "same, gzip-compressed": "timestamp window (KIP-937): issue 4",
     "v2 gzip batch, inner offset deltas 0,2,2, lastOffsetDelta=2": "deliberate: Kafka fails this with UNKNOWN_SERVER_ERROR "
         "('key is skipped in PartialDefaultRecord', SPEC.md 16.4: a defect in its rebuild path); "
         "pykbatch reports the offset deltas (record.offset_not_increasing) when strict, else accepts",
     "bytes 75..84 overwritten": "deliberate: Kafka's streaming reader parses records out of the half-inflated "
         "garbage before the inflater fails (INVALID_RECORD); pykbatch decompresses first and reports the "
         "corrupt payload (batch.decompression_failed, UNKNOWN_SERVER_ERROR) at its byte position",
-    "LOG_APPEND_TIME batch to a LOG_APPEND_TIME": "producer-set LogAppendTime: issue 4",
-    "control batch sent by client": "B5 clients may not write control batches: issue 4",
-    "baseSequence=-2": "B6 sequence check: issue 4",
     "two v2 batches": "one batch per produce request: issue 4",
     "followed by v1 message": "B1 batch magic consistency across a request: issue 4",
     "record version is v1": "target magic conversion (B7/B8): issue 4",
@@ -155,7 +149,10 @@ def test_log_validator_verdicts(v):
     exp, params = v["expected"], v["expected"]["validatorParams"]
     origin = "client" if params["origin"] == "CLIENT" else "log"
     # LogValidator itself does not check the outer CRC (analyzeAndValidateRecords does, earlier)
-    config = kb.ValidationConfig(origin=origin, verify_crc=False, strict=False)
+    config = kb.ValidationConfig(origin=origin, verify_crc=False, strict=False,
+                                 compacted=params["compactedTopic"], timestamp_type=params["topicTimestampType"],
+                                 timestamp_before_max_ms=params["timestampBeforeMaxMs"],
+                                 timestamp_after_max_ms=params["timestampAfterMaxMs"], now_ms=params["nowMs"])
     result = kb.validate(bytes.fromhex(v["hex"]), config)
     assert result.unwalked_batches == 0, "every record must have been checked"
     if "errorName" not in exp:

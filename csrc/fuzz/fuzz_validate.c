@@ -134,7 +134,8 @@ static void walk_columns(const uint8_t *buf, size_t len)
         if (size > 0) {
             uint8_t *out = malloc((size_t)size);
             kb_v2_encode(&h, recs, (size_t)n, out);
-            kb_validate_opts o = {KB_ORIGIN_LOG, 1, 0, NULL, NULL};
+            kb_validate_opts o = {.origin = KB_ORIGIN_LOG, .verify_crc = 1, .before_max_ms = INT64_MAX,
+                                  .after_max_ms = INT64_MAX};
             kb_culprit cul[CAP];
             kb_summary s;
             kb_validate(out, (size_t)size, &o, cul, CAP, &s);
@@ -160,7 +161,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     kb_culprit out[CAP];
     kb_summary s;
     for (int origin = 0; origin < 2; origin++) {
-        kb_validate_opts o = {(kb_origin)origin, 1, 1, toy_decompress, NULL};
+        kb_validate_opts o = {.origin = (kb_origin)origin, .verify_crc = 1, .strict = 1,
+                              .decompress = toy_decompress, .compacted = origin, .now_ms = 1700000000000,
+                              .before_max_ms = 86400000, .after_max_ms = 3600000};
         kb_validate(buf, size, &o, out, CAP, &s);
         if (s.valid_bytes > (int64_t)size)
             abort();
