@@ -85,6 +85,20 @@ static void put_view(uint8_t *views, uint8_t *valid, int64_t row, const uint8_t 
     }
 }
 
+/* A record's key and value, copied or as views, at `row`. */
+static void put_key_value(kb_columns *c, int64_t row, const uint8_t *buf, size_t key, int32_t key_len,
+                          size_t value, int32_t value_len)
+{
+    if (c->key_views)
+        put_view(c->key_views, c->key_valid, row, buf, key, key_len, c->view_buffer);
+    else
+        put_binary(c->key_offsets, c->key_data, c->key_valid, row, buf + key, key_len);
+    if (c->value_views)
+        put_view(c->value_views, c->value_valid, row, buf, value, value_len, c->view_buffer);
+    else
+        put_binary(c->value_offsets, c->value_data, c->value_valid, row, buf + value, value_len);
+}
+
 void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t count, const kb_v2_header *h,
                      int32_t batch_index, kb_columns *c)
 {
@@ -101,14 +115,7 @@ void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t cou
             log_append ? h->max_timestamp : kb_wrap_add64(h->base_timestamp, r.timestamp_delta);
         c->sequence[row] = kb_increment_sequence(h->base_sequence, r.offset_delta);
         c->batch_index[row] = batch_index;
-        if (c->key_views)
-            put_view(c->key_views, c->key_valid, row, buf, r.key, r.key_len, c->view_buffer);
-        else
-            put_binary(c->key_offsets, c->key_data, c->key_valid, row, buf + r.key, r.key_len);
-        if (c->value_views)
-            put_view(c->value_views, c->value_valid, row, buf, r.value, r.value_len, c->view_buffer);
-        else
-            put_binary(c->value_offsets, c->value_data, c->value_valid, row, buf + r.value, r.value_len);
+        put_key_value(c, row, buf, r.key, r.key_len, r.value, r.value_len);
         size_t hp = r.headers;
         for (int32_t k = 0; k < r.header_count; k++) {
             size_t kp, vp;
@@ -156,14 +163,7 @@ void kb_legacy_columns_fill(const uint8_t *buf, size_t start, size_t limit, int6
         c->timestamp[row] = timestamp != INT64_MIN ? timestamp : m.timestamp;
         c->sequence[row] = -1;
         c->batch_index[row] = batch_index;
-        if (c->key_views)
-            put_view(c->key_views, c->key_valid, row, buf, m.key, m.key_len, c->view_buffer);
-        else
-            put_binary(c->key_offsets, c->key_data, c->key_valid, row, buf + m.key, m.key_len);
-        if (c->value_views)
-            put_view(c->value_views, c->value_valid, row, buf, m.value, m.value_len, c->view_buffer);
-        else
-            put_binary(c->value_offsets, c->value_data, c->value_valid, row, buf + m.value, m.value_len);
+        put_key_value(c, row, buf, m.key, m.key_len, m.value, m.value_len);
         c->header_offsets[row + 1] = (int32_t)c->header_row;
     }
 }

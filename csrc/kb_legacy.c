@@ -5,21 +5,12 @@
 #include "kb_crc32.h"
 #include "kb_wire.h"
 
-static void fault(kb_fault *f, kb_rule rule, size_t pos, int64_t a0, int64_t a1, int64_t a2)
-{
-    f->rule = rule;
-    f->pos = pos;
-    f->args[0] = a0;
-    f->args[1] = a1;
-    f->args[2] = a2;
-}
-
 /* A length-prefixed field (int32; negative = null) starting at *p, bounded by `end`. */
 static int sized(const uint8_t *buf, size_t *p, size_t end, int32_t *len, size_t *at, kb_field lf, kb_field df,
                  kb_fault *f)
 {
     if (end - *p < 4) {
-        fault(f, KB_RULE_RECORD_STRUCTURE, *p, lf, 4, (int64_t)(end - *p));
+        kb_fault_set(f, KB_RULE_RECORD_STRUCTURE, *p, lf, 4, (int64_t)(end - *p));
         return 0;
     }
     *len = (int32_t)kb_load_be32(buf + *p);
@@ -27,7 +18,7 @@ static int sized(const uint8_t *buf, size_t *p, size_t end, int32_t *len, size_t
     *at = *p;
     if (*len > 0) {
         if ((size_t)*len > end - *p) {
-            fault(f, KB_RULE_RECORD_STRUCTURE, *p, df, *len, (int64_t)(end - *p));
+            kb_fault_set(f, KB_RULE_RECORD_STRUCTURE, *p, df, *len, (int64_t)(end - *p));
             return 0;
         }
         *p += (size_t)*len;
@@ -42,7 +33,7 @@ int kb_legacy_read(const uint8_t *buf, size_t pos, size_t size, kb_legacy_msg *m
     m->size = size;
     m->offset = (int64_t)kb_load_be64(buf + pos);
     if (size < KB_LOG_OVERHEAD + KB_LEGACY_MIN_SIZE) {
-        fault(f, KB_RULE_LEGACY_TOO_SMALL, pos + 8, (int64_t)size - KB_LOG_OVERHEAD, 0, 0);
+        kb_fault_set(f, KB_RULE_LEGACY_TOO_SMALL, pos + 8, (int64_t)size - KB_LOG_OVERHEAD, 0, 0);
         return -1;
     }
     m->crc = kb_load_be32(buf + pos + 12);
@@ -52,7 +43,7 @@ int kb_legacy_read(const uint8_t *buf, size_t pos, size_t size, kb_legacy_msg *m
     m->timestamp = -1;
     if (m->magic > 0) {
         if (end - p < 8) {
-            fault(f, KB_RULE_RECORD_STRUCTURE, p, KB_FIELD_TIMESTAMP_DELTA, 8, (int64_t)(end - p));
+            kb_fault_set(f, KB_RULE_RECORD_STRUCTURE, p, KB_FIELD_TIMESTAMP_DELTA, 8, (int64_t)(end - p));
             return -1;
         }
         m->timestamp = (int64_t)kb_load_be64(buf + p);
@@ -78,7 +69,7 @@ kb_inner_status kb_legacy_next(const uint8_t *buf, size_t limit, size_t *p, kb_l
         return KB_INNER_TRUNCATED;
     int32_t size = (int32_t)kb_load_be32(buf + *p + 8);
     if (size < KB_LEGACY_MIN_SIZE) {
-        fault(f, KB_RULE_LEGACY_INNER_TOO_SMALL, *p + 8, size, KB_LEGACY_MIN_SIZE, 0);
+        kb_fault_set(f, KB_RULE_LEGACY_INNER_TOO_SMALL, *p + 8, size, KB_LEGACY_MIN_SIZE, 0);
         return KB_INNER_FAULT;
     }
     if ((uint64_t)size + KB_LOG_OVERHEAD > left)

@@ -6,7 +6,7 @@
 #define HOT static inline __attribute__((always_inline))
 #define COLD static __attribute__((noinline, cold))
 
-COLD void fault(kb_fault *f, kb_rule rule, size_t pos, int64_t a0, int64_t a1, int64_t a2)
+__attribute__((cold)) void kb_fault_set(kb_fault *f, kb_rule rule, size_t pos, int64_t a0, int64_t a1, int64_t a2)
 {
     f->rule = rule;
     f->pos = pos;
@@ -27,7 +27,7 @@ kb_entry_status kb_next_entry(const uint8_t *buf, size_t len, size_t pos, kb_ent
         return KB_ENTRY_TRUNCATED;
     int32_t size = (int32_t)kb_load_be32(buf + pos + 8);
     if (size < KB_MIN_ENTRY_SIZE) {
-        fault(f, KB_RULE_SIZE_TOO_SMALL, pos + 8, size, KB_MIN_ENTRY_SIZE, 0);
+        kb_fault_set(f, KB_RULE_SIZE_TOO_SMALL, pos + 8, size, KB_MIN_ENTRY_SIZE, 0);
         return KB_ENTRY_CORRUPT;
     }
     if (left < KB_HEADER_SIZE_UP_TO_MAGIC)
@@ -36,7 +36,7 @@ kb_entry_status kb_next_entry(const uint8_t *buf, size_t len, size_t pos, kb_ent
     int complete = (uint64_t)size + KB_LOG_OVERHEAD <= left;
     e->magic = magic;
     if (magic < 0 || magic > 2) {
-        fault(f, KB_RULE_INVALID_MAGIC, pos + 16, magic, 0, 0);
+        kb_fault_set(f, KB_RULE_INVALID_MAGIC, pos + 16, magic, 0, 0);
         if (complete)
             e->size = (size_t)size + KB_LOG_OVERHEAD;
         return KB_ENTRY_CORRUPT;
@@ -71,7 +71,7 @@ uint32_t kb_v2_compute_crc(const uint8_t *entry, size_t size)
 
 COLD void varint_fault(kb_fault *f, int n, size_t pos, kb_field field)
 {
-    fault(f, n == KB_VARINT_TOO_LONG ? KB_RULE_VARINT_TOO_LONG : KB_RULE_RECORD_STRUCTURE, pos, field, 0, 0);
+    kb_fault_set(f, n == KB_VARINT_TOO_LONG ? KB_RULE_VARINT_TOO_LONG : KB_RULE_RECORD_STRUCTURE, pos, field, 0, 0);
 }
 
 /* Reads a varint field; on failure fills *f for `field` and returns 0. */
@@ -92,7 +92,7 @@ HOT int bytes_field(size_t *pos, size_t limit, int32_t n, kb_field field, kb_fau
     if (n < 0)
         return 1;
     if (__builtin_expect((size_t)n > limit - *pos, 0)) {
-        fault(f, KB_RULE_RECORD_STRUCTURE, *pos, field, n, (int64_t)(limit - *pos));
+        kb_fault_set(f, KB_RULE_RECORD_STRUCTURE, *pos, field, n, (int64_t)(limit - *pos));
         return 0;
     }
     *pos += (size_t)n;
@@ -109,22 +109,22 @@ int kb_v2_read_record(const uint8_t *buf, size_t pos, size_t limit, kb_record *r
     if (n <= 0) {
         /* Kafka: BufferUnderflow -> "premature EOF"; the walk cannot go on */
         if (n == KB_VARINT_TOO_LONG)
-            fault(f, KB_RULE_VARINT_TOO_LONG, p, KB_FIELD_LENGTH, 0, 0);
+            kb_fault_set(f, KB_RULE_VARINT_TOO_LONG, p, KB_FIELD_LENGTH, 0, 0);
         else
-            fault(f, KB_RULE_PREMATURE_EOF, p, 0, 0, 0);
+            kb_fault_set(f, KB_RULE_PREMATURE_EOF, p, 0, 0, 0);
         return -1;
     }
     p += (size_t)n;
     size_t body = p;
     if (r->length >= 0 && (size_t)r->length > limit - body) {
-        fault(f, KB_RULE_RECORD_LENGTH_EXCEEDS, pos, r->length, (int64_t)(limit - body), 0);
+        kb_fault_set(f, KB_RULE_RECORD_LENGTH_EXCEEDS, pos, r->length, (int64_t)(limit - body), 0);
         return -1;
     }
     if (r->length >= 0)
         *next = body + (size_t)r->length;
 
     if (p >= limit) {
-        fault(f, KB_RULE_RECORD_STRUCTURE, p, KB_FIELD_ATTRIBUTES, 0, 0);
+        kb_fault_set(f, KB_RULE_RECORD_STRUCTURE, p, KB_FIELD_ATTRIBUTES, 0, 0);
         return -1;
     }
     r->attributes = (int8_t)buf[p++];
@@ -150,11 +150,11 @@ int kb_v2_read_record(const uint8_t *buf, size_t pos, size_t limit, kb_record *r
     if (!varint_field(buf, &p, limit, &r->header_count, KB_FIELD_HEADER_COUNT, f))
         return -1;
     if (r->header_count < 0) {
-        fault(f, KB_RULE_NEGATIVE_HEADER_COUNT, count_pos, r->header_count, 0, 0);
+        kb_fault_set(f, KB_RULE_NEGATIVE_HEADER_COUNT, count_pos, r->header_count, 0, 0);
         return -1;
     }
     if ((size_t)r->header_count > limit - p) {
-        fault(f, KB_RULE_HEADER_COUNT_EXCEEDS, count_pos, r->header_count, (int64_t)(limit - p), 0);
+        kb_fault_set(f, KB_RULE_HEADER_COUNT_EXCEEDS, count_pos, r->header_count, (int64_t)(limit - p), 0);
         return -1;
     }
     r->headers = p;
@@ -164,7 +164,7 @@ int kb_v2_read_record(const uint8_t *buf, size_t pos, size_t limit, kb_record *r
         if (!varint_field(buf, &p, limit, &klen, KB_FIELD_HEADER_KEY_LENGTH, f))
             return -1;
         if (klen < 0) {
-            fault(f, KB_RULE_NEGATIVE_HEADER_KEY, kpos, klen, i, 0);
+            kb_fault_set(f, KB_RULE_NEGATIVE_HEADER_KEY, kpos, klen, i, 0);
             return -1;
         }
         if (!bytes_field(&p, limit, klen, KB_FIELD_HEADER_KEY, f) ||
@@ -174,7 +174,7 @@ int kb_v2_read_record(const uint8_t *buf, size_t pos, size_t limit, kb_record *r
     }
     r->end = p;
     if ((int64_t)(p - body) != r->length) {
-        fault(f, KB_RULE_RECORD_SIZE_MISMATCH, pos, r->length, (int64_t)(p - body), 0);
+        kb_fault_set(f, KB_RULE_RECORD_SIZE_MISMATCH, pos, r->length, (int64_t)(p - body), 0);
         return -1;
     }
     return 0;

@@ -45,6 +45,9 @@ typedef struct {
     int magic;
 } kb_entry;
 
+/* Fills *f (the one way the core records a fault). */
+void kb_fault_set(kb_fault *f, kb_rule rule, size_t pos, int64_t a0, int64_t a1, int64_t a2);
+
 /* Finds the entry starting at `pos`, as Kafka's ByteBufferLogInputStream does. */
 kb_entry_status kb_next_entry(const uint8_t *buf, size_t len, size_t pos, kb_entry *e, kb_fault *f);
 

@@ -78,28 +78,29 @@ cdef inline _View _view(object buf):
     return buf if isinstance(buf, _View) else _View(buf)
 
 
-def crc32c(data, uint32_t value=0):
-    """CRC-32C of ``data`` continuing from ``value`` (like ``crc32c.crc32c``)."""
+ctypedef uint32_t (*_crc_fn)(uint32_t crc, const uint8_t *data, size_t n) noexcept nogil
+
+
+cdef uint32_t _checksum(_crc_fn fn, data, uint32_t value):
+    """Runs a CRC kernel over any buffer, without the GIL on large ones."""
     cdef _View v = _view(data)
     cdef uint32_t out
     if v.length >= NOGIL_THRESHOLD:
         with nogil:
-            out = kb_crc32c(value, v.ptr, v.length)
+            out = fn(value, v.ptr, v.length)
     else:
-        out = kb_crc32c(value, v.ptr, v.length)
+        out = fn(value, v.ptr, v.length)
     return out
+
+
+def crc32c(data, uint32_t value=0):
+    """CRC-32C of ``data`` continuing from ``value`` (like ``crc32c.crc32c``)."""
+    return _checksum(kb_crc32c, data, value)
 
 
 def crc32(data, uint32_t value=0):
     """CRC-32 (IEEE, the checksum of magic 0/1 messages) of ``data`` from ``value``, like zlib.crc32."""
-    cdef _View v = _view(data)
-    cdef uint32_t out
-    if v.length >= NOGIL_THRESHOLD:
-        with nogil:
-            out = kb_crc32(value, v.ptr, v.length)
-    else:
-        out = kb_crc32(value, v.ptr, v.length)
-    return out
+    return _checksum(kb_crc32, data, value)
 
 
 def _crc32_sw(data, uint32_t value=0):

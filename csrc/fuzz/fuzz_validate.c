@@ -42,6 +42,38 @@ static int toy_decompress(void *ctx, int codec, int magic, const uint8_t *src, s
     return 0;
 }
 
+/* Column buffers of exactly the measured sizes, so any write past them is caught. */
+static void alloc_columns(kb_columns *c, const kb_column_sizes *z)
+{
+    int64_t n = z->records, nh = z->headers;
+    *c = (kb_columns){0};
+    c->offset = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    c->timestamp = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    c->sequence = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    c->batch_index = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    c->key_offsets = calloc((size_t)n + 1, sizeof(int32_t));
+    c->value_offsets = calloc((size_t)n + 1, sizeof(int32_t));
+    c->header_offsets = calloc((size_t)n + 1, sizeof(int32_t));
+    c->key_valid = calloc((size_t)(n + 7) / 8 + 1, 1);
+    c->value_valid = calloc((size_t)(n + 7) / 8 + 1, 1);
+    c->key_data = malloc((size_t)z->key_bytes + 1);
+    c->value_data = malloc((size_t)z->value_bytes + 1);
+    c->hkey_offsets = calloc((size_t)nh + 1, sizeof(int32_t));
+    c->hvalue_offsets = calloc((size_t)nh + 1, sizeof(int32_t));
+    c->hvalue_valid = calloc((size_t)(nh + 7) / 8 + 1, 1);
+    c->hkey_data = malloc((size_t)z->header_key_bytes + 1);
+    c->hvalue_data = malloc((size_t)z->header_value_bytes + 1);
+}
+
+static void free_columns(kb_columns *c)
+{
+    free(c->offset); free(c->timestamp); free(c->sequence); free(c->batch_index);
+    free(c->key_offsets); free(c->value_offsets); free(c->header_offsets);
+    free(c->key_valid); free(c->value_valid); free(c->key_data); free(c->value_data);
+    free(c->hkey_offsets); free(c->hvalue_offsets); free(c->hvalue_valid);
+    free(c->hkey_data); free(c->hvalue_data);
+}
+
 /* Legacy column fill into exactly sized buffers, for one entry taken as a message set. */
 static void walk_legacy_columns(const uint8_t *buf, size_t start, size_t limit)
 {
@@ -50,25 +82,12 @@ static void walk_legacy_columns(const uint8_t *buf, size_t start, size_t limit)
     int32_t rec;
     if (kb_legacy_columns_measure(buf, start, limit, &z, &f, &rec) != 0)
         return;
-    int64_t n = z.records;
-    kb_columns c = {0};
-    c.offset = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    c.timestamp = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    c.sequence = malloc(sizeof(int32_t) * (size_t)(n + 1));
-    c.batch_index = malloc(sizeof(int32_t) * (size_t)(n + 1));
-    c.key_offsets = calloc((size_t)n + 1, sizeof(int32_t));
-    c.value_offsets = calloc((size_t)n + 1, sizeof(int32_t));
-    c.header_offsets = calloc((size_t)n + 1, sizeof(int32_t));
-    c.key_valid = calloc((size_t)(n + 7) / 8 + 1, 1);
-    c.value_valid = calloc((size_t)(n + 7) / 8 + 1, 1);
-    c.key_data = malloc((size_t)z.key_bytes + 1);
-    c.value_data = malloc((size_t)z.value_bytes + 1);
+    kb_columns c;
+    alloc_columns(&c, &z);
     kb_legacy_columns_fill(buf, start, limit, 5, INT64_MIN, 0, &c);
-    if (c.row != n)
+    if (c.row != z.records)
         abort();
-    free(c.offset); free(c.timestamp); free(c.sequence); free(c.batch_index);
-    free(c.key_offsets); free(c.value_offsets); free(c.header_offsets);
-    free(c.key_valid); free(c.value_valid); free(c.key_data); free(c.value_data);
+    free_columns(&c);
 }
 
 static void walk_columns(const uint8_t *buf, size_t len)
@@ -95,25 +114,9 @@ static void walk_columns(const uint8_t *buf, size_t len)
         int32_t rec;
         if (kb_columns_measure(buf, start, limit, h.record_count, &z, &f, &rec) != 0)
             continue;
-        /* exactly sized buffers: ASan catches any write past them */
-        kb_columns c = {0};
+        kb_columns c;
+        alloc_columns(&c, &z);
         int64_t n = z.records, nh = z.headers;
-        c.offset = malloc(sizeof(int64_t) * (size_t)(n + 1));
-        c.timestamp = malloc(sizeof(int64_t) * (size_t)(n + 1));
-        c.sequence = malloc(sizeof(int32_t) * (size_t)(n + 1));
-        c.batch_index = malloc(sizeof(int32_t) * (size_t)(n + 1));
-        c.key_offsets = calloc((size_t)n + 1, sizeof(int32_t));
-        c.value_offsets = calloc((size_t)n + 1, sizeof(int32_t));
-        c.header_offsets = calloc((size_t)n + 1, sizeof(int32_t));
-        c.key_valid = calloc((size_t)(n + 7) / 8 + 1, 1);
-        c.value_valid = calloc((size_t)(n + 7) / 8 + 1, 1);
-        c.key_data = malloc((size_t)z.key_bytes + 1);
-        c.value_data = malloc((size_t)z.value_bytes + 1);
-        c.hkey_offsets = calloc((size_t)nh + 1, sizeof(int32_t));
-        c.hvalue_offsets = calloc((size_t)nh + 1, sizeof(int32_t));
-        c.hvalue_valid = calloc((size_t)(nh + 7) / 8 + 1, 1);
-        c.hkey_data = malloc((size_t)z.header_key_bytes + 1);
-        c.hvalue_data = malloc((size_t)z.header_value_bytes + 1);
         kb_columns_fill(buf, start, limit, h.record_count, &h, 0, &c);
         if (c.row != n || c.header_row != nh)
             abort();
@@ -145,11 +148,7 @@ static void walk_columns(const uint8_t *buf, size_t len)
             free(out);
         }
         free(recs);
-        free(c.offset); free(c.timestamp); free(c.sequence); free(c.batch_index);
-        free(c.key_offsets); free(c.value_offsets); free(c.header_offsets);
-        free(c.key_valid); free(c.value_valid); free(c.key_data); free(c.value_data);
-        free(c.hkey_offsets); free(c.hvalue_offsets); free(c.hvalue_valid);
-        free(c.hkey_data); free(c.hvalue_data);
+        free_columns(&c);
     }
 }
 
