@@ -140,8 +140,7 @@ cdef class Batch:
         if not self.h.attributes & KB_ATTR_CONTROL:
             return None
         for r in self:
-            from pykbatch.control import parse_control
-            return parse_control(r.key, r.value)
+            return _parse_control(r.key, r.value)
         return None
     @property
     def control_type(self):

@@ -17,6 +17,7 @@ import time
 
 from pykbatch import codecs as _codecs
 from pykbatch import errors as _errors
+from pykbatch.control import parse_control as _parse_control
 from pykbatch._result import (Culprit, DroppedRecord, Repair, TruncatedTail, ValidationConfig, ValidationResult,
                               apply_handler)
 from pykbatch._rules import RULES, render as _render

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from . import errors
+from ._rules import BY_ID as _RULES_BY_ID
 
 ORIGINS = ("client", "log")
 
@@ -240,8 +241,7 @@ def apply_handler(result: ValidationResult, handler) -> ValidationResult:
 
 
 def _record_error(c: Culprit) -> bool:
-    from ._rules import BY_ID
-    return c.record_index is not None and BY_ID[c.rule].record_error
+    return c.record_index is not None and _RULES_BY_ID[c.rule].record_error
 
 
 class DroppedRecord(NamedTuple):

@@ -65,8 +65,8 @@ def _gzip(data, out) -> int:
     """RFC 1952 members back to back, as java.util.zip.GZIPInputStream reads them: trailing
     bytes that do not start another member are ignored."""
     cap, written, pos = len(out), 0, 0
-    raw = bytes(data)
-    if not raw.startswith(b"\x1f\x8b"):
+    raw = data  # zlib reads the memoryview in place: no copy of the payload
+    if bytes(raw[:2]) != b"\x1f\x8b":
         raise _failed(GZIP, 0, "Not in GZIP format")  # the JDK's words
     while True:
         d = zlib.decompressobj(wbits=31)
@@ -84,7 +84,7 @@ def _gzip(data, out) -> int:
         if not d.eof:
             raise _failed(GZIP, len(raw), "Compressed stream ended before the end-of-stream marker")
         pos = len(raw) - len(d.unused_data)
-        if not raw.startswith(b"\x1f\x8b\x08", pos):
+        if bytes(raw[pos:pos + 3]) != b"\x1f\x8b\x08":
             return written
 
 
