@@ -51,7 +51,7 @@ def main():
     args = ap.parse_args()
     readers = {
         "bare decompression": bare_decompress,
-        "pykbatch.validate": lambda d: kb.validate(d).records,
+        "pykbatch.validate": lambda d: kb.validate(d, kb.ValidationConfig(origin="log")).records,
         "pykbatch tuples": lambda d: sum(1 for b in kb.iter_batches(d) for _ in b.tuples()),
         "pykbatch.to_arrow": lambda d: kb.to_arrow(d).num_rows,
         "aiokafka (C ext)": aiokafka_compiled,

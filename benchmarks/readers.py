@@ -6,8 +6,11 @@ import kafka.record.memory_records as kp_memory
 import pykbatch as kb
 
 
+LOG = kb.ValidationConfig(origin="log")  # the workloads are log data (fetched batches), not produce requests
+
+
 def pykbatch_validate(data):
-    result = kb.validate(data)
+    result = kb.validate(data, LOG)
     assert result.ok
     return result.records
 

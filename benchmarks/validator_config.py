@@ -12,8 +12,8 @@ import pykbatch as kb  # noqa: E402
 from compare import measure  # noqa: E402
 from workloads import WORKLOADS, build  # noqa: E402
 
-PLAIN = kb.ValidationConfig(strict=False)
-FULL = kb.ValidationConfig(strict=False, compacted=True, timestamp_before_max_ms=10**12,
+PLAIN = kb.ValidationConfig(origin="log", strict=False)
+FULL = kb.ValidationConfig(origin="log", strict=False, compacted=True, timestamp_before_max_ms=10**12,
                            timestamp_after_max_ms=10**12, now_ms=1_700_000_000_000)
 
 if __name__ == "__main__":

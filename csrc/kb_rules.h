@@ -15,6 +15,7 @@ enum {
     KB_NONE = 0,
     KB_CORRUPT_MESSAGE = 2,
     KB_MESSAGE_TOO_LARGE = 10,
+    KB_RECORD_LIST_TOO_LARGE = 18,
     KB_INVALID_TIMESTAMP = 32,
     KB_UNSUPPORTED_FOR_MESSAGE_FORMAT = 43,
     KB_UNSUPPORTED_COMPRESSION_TYPE = 76,
@@ -68,6 +69,20 @@ typedef enum {
     KB_RULE_PRODUCER_LOG_APPEND_TIME,/* a producer set the LogAppendTime type */
     KB_RULE_CONTROL_FROM_CLIENT,     /* B5: clients may not write control batches */
     KB_RULE_INVALID_SEQUENCE,        /* B6: a producer id with a negative base sequence */
+    /* one append as a whole (analyzeAndValidateRecords, ProduceRequest.validateRecords, LogValidator) */
+    KB_RULE_BATCH_TOO_LARGE,         /* sizeInBytes > max.message.bytes */
+    KB_RULE_BASE_OFFSET_NOT_ZERO,    /* a client's v2 batch with baseOffset != 0 */
+    KB_RULE_REQUEST_NO_BATCH,        /* produce request: no complete batch */
+    KB_RULE_REQUEST_NOT_MAGIC_2,     /* produce request: first batch not magic 2 */
+    KB_RULE_REQUEST_ZSTD,            /* produce request < v7 with zstd */
+    KB_RULE_REQUEST_MANY_BATCHES,    /* produce request: a second batch */
+    KB_RULE_APPEND_MANY_BATCHES,     /* LogValidator: a second batch after magic 2 / compressed */
+    KB_RULE_MAGIC_MISMATCH,          /* B1: batch magic != the first batch's */
+    KB_RULE_TRANSACTIONAL_FOR_MAGIC, /* B7: transactional batch, topic record version < 2 */
+    KB_RULE_IDEMPOTENT_FOR_MAGIC,    /* B8: producer id, topic record version < 2 */
+    KB_RULE_CONVERSION_TRANSACTIONAL,/* down-conversion builder seeded with a transactional batch */
+    KB_RULE_CONVERSION_HEADERS,      /* down-conversion of a record with headers */
+    KB_RULE_APPEND_TOO_LARGE,        /* the whole append > segment.bytes */
     KB_RULE_COUNT
 } kb_rule;
 

@@ -13,6 +13,12 @@ typedef struct {
     int32_t entry;
     size_t entry_pos;
     int64_t payload_pos; /* >= 0 while walking decompressed records: their payload's position */
+    /* the append as a whole */
+    int first_magic;     /* -1 until the first complete entry */
+    int first_codec;
+    int any_compressed;
+    size_t second_pos;   /* where entry 1 starts, 0 if none */
+    int headers_reported;/* this batch already has its down-conversion headers culprit */
 } ctx_t;
 
 static void report(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t rel, int64_t a0, int64_t a1,
@@ -74,6 +80,23 @@ static void report_fault(ctx_t *c, const kb_fault *f, int32_t record, int64_t re
     report(c, f->rule, f->pos, record, rel, f->args[0], f->args[1], f->args[2]);
 }
 
+/* B7/B8: producer features a topic of record version < 2 cannot store.  Uncompressed batches
+ * take Kafka's down-conversion path, whose record builder refuses a transactional batch before
+ * any check runs (an IllegalArgumentException: UNKNOWN_SERVER_ERROR). */
+static void check_target_magic(ctx_t *c, size_t pos, const kb_v2_header *h, int codec)
+{
+    const kb_validate_opts *o = c->opts;
+    if (o->target_magic >= 2)
+        return;
+    if (h->attributes & KB_ATTR_TRANSACTIONAL) {
+        int converted = codec == 0 && o->target_codec <= 0;
+        report(c, converted ? KB_RULE_CONVERSION_TRANSACTIONAL : KB_RULE_TRANSACTIONAL_FOR_MAGIC, pos + 21, -1,
+               KB_NO_OFFSET, o->target_magic, 0, 0);
+    } else if (h->producer_id >= 0) {
+        report(c, KB_RULE_IDEMPOTENT_FOR_MAGIC, pos + 43, -1, KB_NO_OFFSET, o->target_magic, 0, 0);
+    }
+}
+
 /* Checks that need only the header; returns 0 when the records cannot be walked. */
 static int check_header(ctx_t *c, const uint8_t *buf, size_t pos, size_t size, const kb_v2_header *h)
 {
@@ -100,6 +123,7 @@ static int check_header(ctx_t *c, const uint8_t *buf, size_t pos, size_t size, c
             report(c, KB_RULE_CONTROL_FROM_CLIENT, pos + 21, -1, KB_NO_OFFSET, 0, 0, 0);
         if (h->producer_id >= 0 && h->base_sequence < 0)
             report(c, KB_RULE_INVALID_SEQUENCE, pos + 53, -1, KB_NO_OFFSET, h->base_sequence, h->producer_id, 0);
+        check_target_magic(c, pos, h, codec);
     } else {
         if (h->record_count < 0)
             report(c, KB_RULE_NEGATIVE_RECORD_COUNT, pos + 57, -1, KB_NO_OFFSET, h->record_count, 0, 0);
@@ -143,6 +167,10 @@ static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t 
         }
         c->s->records++;
         p = r.end;
+        if (r.header_count > 0 && c->opts->target_magic < 2 && !c->headers_reported) {
+            c->headers_reported = 1;
+            report(c, KB_RULE_CONVERSION_HEADERS, r.pos, i, r.offset_delta, c->opts->target_magic, 0, 0);
+        }
         check_record_rules(c, r.pos, i, kb_wrap_add64(h->base_offset, r.offset_delta),
                            create_time ? kb_wrap_add64(h->base_timestamp, r.timestamp_delta) : h->max_timestamp,
                            r.key_len, r.value_len, !create_time);
@@ -323,10 +351,70 @@ static void check_legacy(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
     check_inner_set(c, inner, n, &m);
 }
 
+/* What Kafka checks of each entry as part of one append, before LogValidator: a client's v2 batch
+ * starts at offset 0 and fits max.message.bytes (analyzeAndValidateRecords); every entry of one
+ * append has the first one's magic (B1). */
+static void check_entry_in_append(ctx_t *c, const uint8_t *buf, size_t pos, const kb_entry *e)
+{
+    const kb_validate_opts *o = c->opts;
+    int codec = buf[pos + (e->magic == 2 ? 22 : 17)] & KB_ATTR_CODEC_MASK;
+    c->headers_reported = 0;
+    if (c->first_magic < 0) {
+        c->first_magic = e->magic;
+        c->first_codec = codec;
+    }
+    c->any_compressed |= codec != 0;
+    if (o->origin == KB_ORIGIN_CLIENT) {
+        int64_t base_offset = (int64_t)kb_load_be64(buf + pos);
+        if (e->magic == 2 && base_offset != 0)
+            report(c, KB_RULE_BASE_OFFSET_NOT_ZERO, pos, -1, KB_NO_OFFSET, base_offset, 0, 0);
+        if (o->max_batch_bytes >= 0 && (int64_t)e->size > o->max_batch_bytes)
+            report(c, KB_RULE_BATCH_TOO_LARGE, pos + 8, -1, KB_NO_OFFSET, (int64_t)e->size, o->max_batch_bytes, 0);
+    }
+    if (o->single_append && e->magic != c->first_magic)
+        report(c, KB_RULE_MAGIC_MISMATCH, pos + 16, -1, KB_NO_OFFSET, e->magic, c->first_magic, 0);
+}
+
+/* A culprit against the append's second entry (the one Kafka's one-batch rules refuse). */
+static void report_second_batch(ctx_t *c, kb_rule rule)
+{
+    c->entry = 1;
+    c->entry_pos = c->second_pos;
+    report(c, rule, c->second_pos, -1, KB_NO_OFFSET, c->opts->produce_version, 0, 0);
+    c->entry = 0;
+    c->entry_pos = 0;
+}
+
+/* The append as a whole, once every entry is known: ProduceRequest.validateRecords (one magic-2
+ * batch, no zstd before v7), LogValidator's one-batch rule, segment.bytes.  Reported after the
+ * per-entry culprits, against entry 0 (the second entry for a second batch). */
+static void check_append(ctx_t *c)
+{
+    const kb_validate_opts *o = c->opts;
+    const kb_summary *s = c->s;
+    int64_t v = o->produce_version;
+    c->entry = 0;
+    c->entry_pos = 0;
+    if (v > 0) {
+        if (s->entries == 0)
+            report(c, KB_RULE_REQUEST_NO_BATCH, 0, -1, KB_NO_OFFSET, v, 0, 0);
+        else if (c->first_magic != 2)
+            report(c, KB_RULE_REQUEST_NOT_MAGIC_2, 16, -1, KB_NO_OFFSET, v, 0, 0);
+        else if (v < 7 && c->first_codec == 4)
+            report(c, KB_RULE_REQUEST_ZSTD, 21, -1, KB_NO_OFFSET, v, 0, 0);
+        else if (s->entries > 1)
+            report_second_batch(c, KB_RULE_REQUEST_MANY_BATCHES);
+    } else if (o->single_append && s->entries > 1 && (c->first_magic >= 2 || c->any_compressed)) {
+        report_second_batch(c, KB_RULE_APPEND_MANY_BATCHES);
+    }
+    if (o->origin == KB_ORIGIN_CLIENT && o->max_append_bytes >= 0 && s->valid_bytes > o->max_append_bytes)
+        report(c, KB_RULE_APPEND_TOO_LARGE, 0, -1, KB_NO_OFFSET, s->valid_bytes, o->max_append_bytes, 0);
+}
+
 void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out, size_t cap,
                  kb_summary *s)
 {
-    ctx_t c = {o, out, cap, s, 0, 0, -1};
+    ctx_t c = {o, out, cap, s, 0, 0, -1, -1, 0, 0, 0, 0};
     *s = (kb_summary){0};
     s->tail_pos = -1;
     size_t pos = 0;
@@ -342,19 +430,25 @@ void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_c
             s->tail_entry = c.entry;
             break;
         }
+        if (c.entry == 1)
+            c.second_pos = pos;
         if (st == KB_ENTRY_CORRUPT) {
             report_fault(&c, &f, -1, KB_NO_OFFSET);
             if (!e.size) {
                 s->stopped = 1;
                 break;
             }
-        } else if (e.magic == 2) {
-            check_v2(&c, buf, pos, e.size);
         } else {
-            check_legacy(&c, buf, pos, e.size);
+            check_entry_in_append(&c, buf, pos, &e);
+            if (e.magic == 2)
+                check_v2(&c, buf, pos, e.size);
+            else
+                check_legacy(&c, buf, pos, e.size);
         }
         s->entries++;
         pos += e.size;
         s->valid_bytes = (int64_t)pos;
     }
+    if (!s->stopped)
+        check_append(&c);
 }

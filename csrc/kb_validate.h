@@ -33,6 +33,13 @@ typedef struct {
     int64_t now_ms;
     int64_t before_max_ms;       /* message.timestamp.before.max.ms (Kafka: Long.MAX_VALUE) */
     int64_t after_max_ms;        /* message.timestamp.after.max.ms */
+    /* broker settings, and the buffer taken as one append (ValidationConfig documents each) */
+    int64_t max_batch_bytes;     /* max.message.bytes, client origin; < 0: unchecked */
+    int64_t max_append_bytes;    /* segment.bytes, client origin; < 0: unchecked */
+    int target_magic;            /* the topic's record version: 2 since Kafka 3.0 (set it) */
+    int target_codec;            /* compression.type as a codec id; -1: producer (the batch's own) */
+    int single_append;           /* the buffer is one append: Kafka's one-batch and same-magic rules */
+    int produce_version;         /* > 0: also ProduceRequest.validateRecords for this version */
 } kb_validate_opts;
 
 #define KB_NO_OFFSET INT64_MIN
@@ -63,7 +70,7 @@ typedef struct {
 } kb_summary;
 
 /* Validates buf[0, len); writes at most `cap` culprits to `out` in buffer
- * order and the totals to *s.  Never reads outside the buffer, never
+ * order (the append-level ones of check_append last) and the totals to *s.  Never reads outside the buffer, never
  * allocates. */
 void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out, size_t cap,
                  kb_summary *s);

@@ -155,6 +155,12 @@ cdef extern from "kb_validate.h" nogil:
         int64_t now_ms
         int64_t before_max_ms
         int64_t after_max_ms
+        int64_t max_batch_bytes
+        int64_t max_append_bytes
+        int target_magic
+        int target_codec
+        int single_append
+        int produce_version
 
     int64_t KB_NO_OFFSET
 

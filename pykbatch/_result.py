@@ -6,12 +6,15 @@ from typing import NamedTuple
 
 from . import errors
 from ._rules import BY_ID as _RULES_BY_ID
+from ._rules import STAGES as _STAGES
 
-ORIGINS = ("client", "log")
+ORIGINS = ("client", "log", "replication")
+# Kafka's compression.type values; "producer" keeps each batch's own codec
+TARGET_COMPRESSIONS = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 
 # Kafka's broker validation metrics (KIP-467) and the rules that feed each.
 BROKER_METRICS = {
-    "no_key_compacted_topic_records": (),  # the compacted-topic rule arrives with broker parity
+    "no_key_compacted_topic_records": ("record.compacted_no_key",),
     "invalid_magic_number_records": ("framing.invalid_magic", "legacy.inner_magic"),
     "invalid_message_crc_records": ("batch.crc_mismatch",),
     "non_increasing_offset_records": ("record.offset_not_increasing",),
@@ -29,7 +32,8 @@ class ValidationConfig:
         largest record timestamp).  ``"log"``: batches already in a log, where
         compaction removes records but keeps ``lastOffsetDelta`` and
         ``maxTimestamp``; offset deltas must only increase and stay within
-        ``lastOffsetDelta``.
+        ``lastOffsetDelta``.  ``"replication"``: the same, named after Kafka's
+        AppendOrigin for a follower's fetch of a leader's log.
     verify_crc
         Check the CRC-32C of every batch.
     strict
@@ -53,6 +57,26 @@ class ValidationConfig:
         64:1 compression of Kafka's default 1 MiB max.request.size / message.max.bytes).
     topic_partition
         Rendered into Kafka's messages (``"topic partition t-0"``).
+    max_message_bytes
+        The topic's ``max.message.bytes`` (Kafka's default 1048588); a client batch above it is
+        MESSAGE_TOO_LARGE.  None: unchecked.
+    segment_bytes
+        The topic's ``segment.bytes`` (default 1 GiB); client bytes above it are
+        RECORD_LIST_TOO_LARGE.  None: unchecked.
+    target_magic
+        The topic's record version: 2 on every Kafka 3.0+ broker (KIP-724).  0 or 1 checks what
+        a down-converting broker refuses (transactional / idempotent batches, record headers).
+    target_compression
+        The topic's ``compression.type``: ``"producer"`` (default) keeps each batch's codec;
+        together with ``target_magic`` it picks Kafka's validation path.
+    single_append
+        The buffer is one partition's records of one produce request, so Kafka's rules for an
+        append as a whole apply: one batch when magic 2 or compressed
+        ("Compressed outer record has more than one batch"), one magic throughout (B1).
+        False (default): a stream of batches, each checked on its own.
+    produce_version
+        The ProduceRequest version the bytes came in (3+): also Kafka's request-level checks,
+        with their messages ("Produce requests with version N ..."); implies ``single_append``.
     """
 
     origin: str = "client"
@@ -66,6 +90,12 @@ class ValidationConfig:
     timestamp_before_max_ms: int = 2**63 - 1
     timestamp_after_max_ms: int = 2**63 - 1
     now_ms: int | None = None
+    max_message_bytes: int | None = 1048588
+    segment_bytes: int | None = 1024 * 1024 * 1024
+    target_magic: int = 2
+    target_compression: str = "producer"
+    single_append: bool = False
+    produce_version: int | None = None
 
     def __post_init__(self):
         if self.origin not in ORIGINS:
@@ -78,6 +108,16 @@ class ValidationConfig:
             raise ValueError("timestamp_type must be 'CreateTime' or 'LogAppendTime'")
         if self.timestamp_before_max_ms < 0 or self.timestamp_after_max_ms < 0:
             raise ValueError("timestamp windows must be >= 0")
+        for name in ("max_message_bytes", "segment_bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be >= 0 or None")
+        if self.target_magic not in (0, 1, 2):
+            raise ValueError("target_magic must be 0, 1 or 2")
+        if self.target_compression not in TARGET_COMPRESSIONS:
+            raise ValueError(f"target_compression must be one of {TARGET_COMPRESSIONS}")
+        if self.produce_version is not None and not 3 <= self.produce_version < 32768:
+            raise ValueError("produce_version: Kafka checks the records of ProduceRequest v3 and later")
 
 
 class TruncatedTail(NamedTuple):
@@ -162,16 +202,18 @@ class ValidationResult:
     def ok(self) -> bool:
         return self.culprit_count == 0
 
-    def _first_failing_entry(self) -> list:
+    def _verdict_culprits(self) -> list:
+        """The culprits Kafka's answer comes from: those of the earliest (stage, entry), the
+        order in which a partition leader runs its checks (pykbatch._rules.STAGES)."""
         if not self.culprits:
             return []
-        entry = self.culprits[0].entry
-        return [c for c in self.culprits if c.entry == entry]
+        first = min(_verdict_key(c) for c in self.culprits)
+        return [c for c in self.culprits if _verdict_key(c) == first]
 
     @property
     def error_code(self) -> int:
         """Error code of the first failing batch, as a ProduceResponse partition carries it."""
-        failing = self._first_failing_entry()
+        failing = self._verdict_culprits()
         if not failing:
             return 0
         batch_level = [c for c in failing if not _record_error(c)]
@@ -188,7 +230,7 @@ class ValidationResult:
         """KIP-467 ``record_errors``: ``(batch_index, message)`` per culprit record of the first
         failing batch; empty when that batch failed as a whole.  (Kafka calls the index of a
         record within its batch ``batch_index``.)"""
-        failing = self._first_failing_entry()
+        failing = self._verdict_culprits()
         if not failing or any(not _record_error(c) for c in failing):
             return []
         seen, out = set(), []
@@ -211,9 +253,9 @@ class ValidationResult:
                 f"and only showing the first three errors at most: [{first3}]")
 
     def raise_for_error(self) -> None:
-        """Raise the exception of the first culprit, carrying every culprit."""
+        """Raise the exception Kafka's answer comes from, carrying every culprit."""
         if self.culprits:
-            first = self.culprits[0]
+            first = self._verdict_culprits()[0]
             raise errors.error_for(first.code, first.message, first.position, first.rule, self.culprits)
 
 
@@ -238,6 +280,16 @@ def apply_handler(result: ValidationResult, handler) -> ValidationResult:
             raise ValueError(f"a handler answers CONTINUE or FAIL, not {answer!r}")
         log.debug("handler answered CONTINUE for %r", c)
     return result
+
+
+_STAGE_RANK = {stage: rank for rank, stage in enumerate(_STAGES)}
+
+
+def _verdict_key(c: Culprit) -> tuple[int, int]:
+    stage = _RULES_BY_ID[c.rule].stage
+    if stage == "append" and c.record_index is not None:  # an inner message's CRC: the validator's
+        stage = "batch"
+    return _STAGE_RANK[stage], c.entry
 
 
 def _record_error(c: Culprit) -> bool:

@@ -26,20 +26,28 @@ class Rule:
     """Extra explanation appended by pykbatch (Kafka's own message stays as is)."""
     record: bool = False
     """The template uses {record}: Kafka's toString of a legacy record (LegacyRecordBatch)."""
+    stage: str = "batch"
+    """When Kafka's broker runs the check (see STAGES): decides which culprit gives the verdict."""
 
+
+# The order in which a partition leader checks one append (SPEC.md section 7): each stage runs
+# over every batch before the next begins; "batch" runs per batch (header, then its records).
+# Kafka answers with the first failure, so the verdict comes from the earliest (stage, entry).
+STAGES = ("request", "append", "validator", "batch", "after")
 
 RULES: tuple[Rule, ...] = (
     Rule("none", "", kafka=False, record_error=False),
     Rule("framing.size_too_small",
          "Record size {a0} is less than the minimum record overhead ({a1})", True, False,
-         "the entry's size field is too small, so the entries after it cannot be found"),
-    Rule("framing.invalid_magic", "Invalid magic found in record: {a0}", True, False),
+         "the entry's size field is too small, so the entries after it cannot be found", stage="request"),
+    Rule("framing.invalid_magic", "Invalid magic found in record: {a0}", True, False, stage="request"),
     Rule("batch.too_small",
          "Record batch is corrupt (the size {a0} is smaller than the minimum allowed overhead {a1})",
-         True, False),
-    Rule("batch.crc_mismatch", "Record is corrupt (stored crc = {a0}, computed crc = {a1})", True, False),
+         True, False, stage="append"),
+    Rule("batch.crc_mismatch", "Record is corrupt (stored crc = {a0}, computed crc = {a1})", True, False,
+         stage="append"),
     Rule("batch.unknown_codec", "Unknown compression type id: {a0}", True, False,
-         "Kafka answers UNKNOWN_SERVER_ERROR for this data error"),
+         "Kafka answers UNKNOWN_SERVER_ERROR for this data error", stage="append"),
     Rule("batch.negative_record_count", "Found invalid record count {a0} in magic v2 batch", True, False),
     Rule("batch.invalid_offset_range",
          "Batch has an invalid offset range: [{a0}, {a1}] in topic partition {tp}", True, False),
@@ -84,7 +92,8 @@ RULES: tuple[Rule, ...] = (
          "ValidationConfig.max_decompressed_bytes"),
     # magic 0 and 1
     Rule("legacy.too_small",
-         "Record is corrupt (crc could not be retrieved as the record is too small, size = {a0})", True, False),
+         "Record is corrupt (crc could not be retrieved as the record is too small, size = {a0})", True, False,
+         stage="append"),
     Rule("legacy.zstd_wrapper", "Invalid wrapper compressionType found in legacy deep record iterator {a0}",
          True, False, "zstd needs magic 2"),
     Rule("legacy.null_wrapper_value", "Found invalid compressed record set with null value (magic = {a0})",
@@ -113,6 +122,39 @@ RULES: tuple[Rule, ...] = (
          True, False),
     Rule("batch.invalid_sequence",
          "Invalid sequence number {a0} in record batch with producerId {a1} in topic partition {tp}", True, False),
+    # one append as a whole, and the broker's size and record-version settings
+    Rule("batch.too_large", "The record batch size in the append to {tp} is {a0} bytes which exceeds the maximum "
+         "configured value of {a1}.", True, False, "ValidationConfig.max_message_bytes", stage="append"),
+    Rule("batch.base_offset_not_zero",
+         "The baseOffset of the record batch in the append to {tp} should be 0, but it is {a0}", True, False,
+         stage="append"),
+    Rule("request.no_batch",
+         "Produce requests with version {a0} must have at least one record batch per partition", True, False,
+         stage="request"),
+    Rule("request.magic_not_2",
+         "Produce requests with version {a0} are only allowed to contain record batches with magic version 2",
+         True, False, stage="request"),
+    Rule("request.zstd_before_v7",
+         "Produce requests with version {a0} are not allowed to use ZStandard compression", True, False,
+         stage="request"),
+    Rule("request.more_than_one_batch",
+         "Produce requests with version {a0} are only allowed to contain exactly one record batch per partition",
+         True, False, stage="request"),
+    Rule("append.more_than_one_batch", "Compressed outer record has more than one batch", True, False,
+         "a magic 2 or compressed append holds exactly one batch", stage="validator"),
+    Rule("batch.magic_mismatch",
+         "Batch magic {a0} is not the same as the first batch's magic byte {a1} in topic partition {tp}", True, False),
+    Rule("batch.transactional_for_magic", "Transactional records cannot be used with magic version {a0}",
+         True, False, "ValidationConfig.target_magic"),
+    Rule("batch.idempotent_for_magic", "Idempotent records cannot be used with magic version {a0}", True, False,
+         "ValidationConfig.target_magic"),
+    Rule("append.transactional_conversion", "Transactional records are not supported for magic {a0}", True, False,
+         "Kafka answers UNKNOWN_SERVER_ERROR: its down-conversion builder refuses the batch before any check",
+         stage="validator"),
+    Rule("batch.headers_for_magic", "Magic v{a0} does not support record headers", True, False,
+         "Kafka answers UNKNOWN_SERVER_ERROR: down-conversion cannot carry headers"),
+    Rule("append.too_large", "Message batch size is {a0} bytes in append to partition {tp}, which exceeds the "
+         "maximum configured segment size of {a1}.", True, False, "ValidationConfig.segment_bytes", stage="after"),
 )
 
 FIELDS = ("length", "attributes", "timestampDelta", "offsetDelta", "keyLength", "key", "valueLength",

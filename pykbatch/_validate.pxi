@@ -56,6 +56,10 @@ cdef int _decompress_cb(void *ctx, int codec, int magic, const uint8_t *src, siz
     return (<_Decompressor> ctx).run(codec, magic, src, n, out, out_len, f)
 
 
+# compression.type -> codec id for the core (-1: producer, each batch keeps its own)
+_TARGET_CODECS = {"producer": -1, "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
 cdef class _Validator:
     """Runs kb_validate with a reusable culprit buffer that grows up to the config's cap."""
     cdef kb_validate_opts opts
@@ -79,6 +83,12 @@ cdef class _Validator:
         self.opts.now_ms = config.now_ms if config.now_ms is not None else int(time.time() * 1000)
         self.opts.before_max_ms = config.timestamp_before_max_ms
         self.opts.after_max_ms = config.timestamp_after_max_ms
+        self.opts.max_batch_bytes = -1 if config.max_message_bytes is None else config.max_message_bytes
+        self.opts.max_append_bytes = -1 if config.segment_bytes is None else config.segment_bytes
+        self.opts.target_magic = config.target_magic
+        self.opts.target_codec = _TARGET_CODECS[config.target_compression]
+        self.opts.produce_version = config.produce_version or 0
+        self.opts.single_append = 1 if config.single_append or config.produce_version else 0
         self.max_cap = config.max_culprits
         self.cap = min(self.max_cap, 64)
         self.out = <kb_culprit *> malloc(max(self.cap, 1) * sizeof(kb_culprit))

@@ -37,8 +37,16 @@ CODES: dict[int, tuple[str, str]] = {
     0: ("NONE", ABORTABLE),
     2: ("CORRUPT_MESSAGE", RETRIABLE),
     10: ("MESSAGE_TOO_LARGE", ABORTABLE),
+    18: ("RECORD_LIST_TOO_LARGE", ABORTABLE),
     32: ("INVALID_TIMESTAMP", ABORTABLE),
     43: ("UNSUPPORTED_FOR_MESSAGE_FORMAT", ABORTABLE),
+    # producer state (ProducerStateTracker): a gap or a zombie write is this batch's problem;
+    # a broken transaction or a fenced coordinator means the producer's state cannot be trusted
+    45: ("OUT_OF_ORDER_SEQUENCE_NUMBER", ABORTABLE),
+    46: ("DUPLICATE_SEQUENCE_NUMBER", ABORTABLE),
+    47: ("INVALID_PRODUCER_EPOCH", ABORTABLE),
+    48: ("INVALID_TXN_STATE", FATAL),
+    52: ("TRANSACTION_COORDINATOR_FENCED", FATAL),
     76: ("UNSUPPORTED_COMPRESSION_TYPE", ABORTABLE),
     87: ("INVALID_RECORD", ABORTABLE),
 }

@@ -14,23 +14,38 @@ from functools import lru_cache
 __all__ = ["register", "kbatch_validate", "kbatch_decode", "kbatch_crc32c", "config_from_map",
            "CONFIG_KEYS"]
 
-CONFIG_KEYS = ("origin", "verify_crc", "strict", "max_culprits", "topic_partition")
+def _config_fields():
+    import dataclasses
+
+    from pykbatch import ValidationConfig
+    return {f.name: f for f in dataclasses.fields(ValidationConfig)}
+
+
+# every ValidationConfig field, by its name (map('compacted', 'true', 'max_message_bytes', '2000'))
+CONFIG_KEYS = tuple(_config_fields())
+
+
+def _parse_option(value, default):
+    """A map value (SQL passes strings) as the field's type: booleans, integers (or 'null'), strings."""
+    if isinstance(default, bool):
+        return str(value).lower() in ("true", "1", "yes")
+    if default is None or isinstance(default, int):
+        if value is None or str(value).lower() in ("", "null", "none"):
+            return None
+        return int(value)
+    return value
 
 
 def config_from_map(items):
     """A ``pykbatch.ValidationConfig`` from map entries (string keys and values), as SQL passes them:
-    ``map('origin', 'log', 'strict', 'false')``."""
+    ``map('origin', 'log', 'strict', 'false', 'compacted', 'true')``; keys are ``CONFIG_KEYS``."""
     from pykbatch import ValidationConfig
+    fields = _config_fields()
     kwargs = {}
     for key, value in dict(items or {}).items():
-        if key not in CONFIG_KEYS:
+        if key not in fields:
             raise ValueError(f"unknown kbatch_validate option {key!r}; expected one of {CONFIG_KEYS}")
-        if key in ("verify_crc", "strict"):
-            kwargs[key] = str(value).lower() in ("true", "1", "yes")
-        elif key == "max_culprits":
-            kwargs[key] = int(value)
-        else:
-            kwargs[key] = value
+        kwargs[key] = _parse_option(value, fields[key].default)
     return ValidationConfig(**kwargs)
 
 

@@ -121,5 +121,5 @@ def test_gil_released_paths_work_from_threads():
     import concurrent.futures
     data = b"".join(batch(200, base_offset=200 * i) for i in range(50))
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(kb.validate, [data] * 8))
+        results = list(pool.map(kb.validate, [data] * 8, [kb.ValidationConfig(origin="log")] * 8))
     assert all(r.ok and r.records == 10000 for r in results)

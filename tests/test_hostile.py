@@ -22,7 +22,7 @@ def test_every_prefix_is_ok_with_a_truncated_tail():
     for b in kb.iter_batches(GOOD):
         ends.add(b.position + b.size)
     for n in range(len(GOOD) + 1):
-        result = kb.validate(GOOD[:n])
+        result = kb.validate(GOOD[:n], LOG)
         assert result.ok, (n, result.culprits)
         complete = max(e for e in ends if e <= n)
         assert result.valid_bytes == complete
@@ -61,7 +61,7 @@ def test_culprit_cap_still_counts_every_culprit():
 
 def test_negative_and_tiny_sizes_lose_the_framing_precisely():
     data = GOOD + struct.pack(">qi", 9, -5) + b"\x00" * 40
-    result = kb.validate(data)
+    result = kb.validate(data, LOG)
     (c,) = result.culprits
     assert (c.rule, c.position, c.entry, c.code) == ("framing.size_too_small", len(GOOD) + 8, 3, 2)
     assert c.message == "Record size -5 is less than the minimum record overhead (14)"
@@ -176,7 +176,7 @@ def test_all_buffer_kinds(tmp_path):
     path.write_bytes(GOOD)
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         for buf in (GOOD, bytearray(GOOD), memoryview(GOOD), mm, memoryview(GOOD).cast("B", (len(GOOD),))):
-            assert kb.validate(buf).ok
+            assert kb.validate(buf, LOG).ok
             assert [r.offset for b in kb.iter_batches(buf) for r in b] == list(range(9))
             assert kb.to_arrow(buf).num_rows == 9
         first = next(kb.iter_batches(mm))

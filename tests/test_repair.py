@@ -63,7 +63,7 @@ def test_drop_culprits_keeps_exactly_the_good_records(case):
 def test_batch_level_culprits_are_unrepairable():
     bad_crc = bytearray(batch(2))
     bad_crc[-2] ^= 1
-    good = batch(3, base_offset=2)
+    good = batch(3)
     data = bytes(bad_crc) + good
     with pytest.raises(kb.UnrepairableError) as info:
         kb.drop_culprits(data)

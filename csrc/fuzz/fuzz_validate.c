@@ -138,7 +138,8 @@ static void walk_columns(const uint8_t *buf, size_t len)
             uint8_t *out = malloc((size_t)size);
             kb_v2_encode(&h, recs, (size_t)n, out);
             kb_validate_opts o = {.origin = KB_ORIGIN_LOG, .verify_crc = 1, .before_max_ms = INT64_MAX,
-                                  .after_max_ms = INT64_MAX};
+                                  .after_max_ms = INT64_MAX, .max_batch_bytes = -1, .max_append_bytes = -1,
+                                  .target_magic = 2, .target_codec = -1};
             kb_culprit cul[CAP];
             kb_summary s;
             kb_validate(out, (size_t)size, &o, cul, CAP, &s);
@@ -160,9 +161,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     kb_culprit out[CAP];
     kb_summary s;
     for (int origin = 0; origin < 2; origin++) {
+        /* the client pass also takes the buffer as one produce request to a down-converting topic */
         kb_validate_opts o = {.origin = (kb_origin)origin, .verify_crc = 1, .strict = 1,
                               .decompress = toy_decompress, .compacted = origin, .now_ms = 1700000000000,
-                              .before_max_ms = 86400000, .after_max_ms = 3600000};
+                              .before_max_ms = 86400000, .after_max_ms = 3600000,
+                              .max_batch_bytes = origin ? -1 : 512, .max_append_bytes = origin ? -1 : 4096,
+                              .target_magic = origin ? 2 : 1, .target_codec = origin ? -1 : 0,
+                              .single_append = !origin, .produce_version = origin ? 0 : 5};
         kb_validate(buf, size, &o, out, CAP, &s);
         if (s.valid_bytes > (int64_t)size)
             abort();
