@@ -20,7 +20,9 @@ def json_value(rng: random.Random, size: int) -> bytes:
     return json.dumps(doc).encode()[:size]
 
 
-def build(name: str, batches: int = 64, seed: int = 1) -> bytes:
+def build(name: str, batches: int = 64, seed: int = 1, as_produced: bool = False) -> bytes:
+    """The workload as log data; ``as_produced``: each batch as its producer sent it (baseOffset 0),
+    the bytes a partition leader validates."""
     spec = WORKLOADS[name]
     rng = random.Random(seed)
     values = [json_value(rng, spec["value_size"]) for _ in range(64)]
@@ -29,7 +31,7 @@ def build(name: str, batches: int = 64, seed: int = 1) -> bytes:
         recs = [{"key": b"%016d" % (offset + i), "value": values[(offset + i) % 64], "timestamp": 1_700_000_000_000 + i,
                  "headers": [("trace-id", b"%016x" % i), ("source", b"bench")][:spec["headers"]]}
                 for i in range(spec["records"])]
-        out.append(kb.build_batch(recs, base_offset=offset, producer_id=7, producer_epoch=0, base_sequence=offset))
+        out.append(kb.build_batch(recs, base_offset=0 if as_produced else offset, producer_id=7, producer_epoch=0, base_sequence=offset))
         offset += spec["records"]
     return b"".join(out)
 

@@ -83,6 +83,8 @@ typedef enum {
     KB_RULE_CONVERSION_TRANSACTIONAL,/* down-conversion builder seeded with a transactional batch */
     KB_RULE_CONVERSION_HEADERS,      /* down-conversion of a record with headers */
     KB_RULE_APPEND_TOO_LARGE,        /* the whole append > segment.bytes */
+    KB_RULE_INNER_CRC_MISMATCH,      /* an inner message of a compressed v0/v1 wrapper */
+    KB_RULE_LEGACY_LOG_APPEND_TIME,  /* a producer set LogAppendTime on a v1 message */
     KB_RULE_COUNT
 } kb_rule;
 

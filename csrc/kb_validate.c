@@ -54,24 +54,72 @@ static void report4(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t 
         c->out[before].args[3] = a3;
 }
 
+/* The timestamp rule of LogValidator.validateRecord (KIP-937 window for a CreateTime topic, in
+ * Java's wrapping long arithmetic).  Returns 1 when it reported. */
+static int check_timestamp_window(ctx_t *c, size_t pos, int32_t index, int64_t offset, int64_t ts)
+{
+    const kb_validate_opts *o = c->opts;
+    int64_t diff = kb_wrap_sub64(o->now_ms, ts);
+    if (diff > o->before_max_ms || kb_wrap_sub64(0, diff) > o->after_max_ms) {
+        report4(c, KB_RULE_TIMESTAMP_OUT_OF_RANGE, pos, index, offset, ts, offset,
+                kb_wrap_sub64(o->now_ms, o->before_max_ms), kb_wrap_add64(o->now_ms, o->after_max_ms));
+        return 1;
+    }
+    return 0;
+}
+
 /* LogValidator.validateRecord after the magic/CRC steps: the key of a compacted topic, then the
- * timestamp (KIP-937 window for a CreateTime topic, in Java's wrapping long arithmetic; else a
- * producer-set LogAppendTime).  One culprit at most per record, as Kafka gives one RecordError. */
+ * timestamp (the window for a CreateTime topic, else a producer-set LogAppendTime).  One culprit
+ * at most per record, as Kafka gives one RecordError.  `partial`: Kafka read the record with its
+ * partial reader (compressed, in place), whose toString says PartialDefaultRecord and prints a
+ * null key or value as -1 bytes (DefaultRecord prints 0). */
 static void check_record_rules(ctx_t *c, size_t pos, int32_t index, int64_t offset, int64_t ts, int32_t key_len,
-                               int32_t value_len, int batch_log_append)
+                               int32_t value_len, int batch_log_append, int partial)
 {
     const kb_validate_opts *o = c->opts;
     if (o->compacted && key_len < 0) {
         report(c, KB_RULE_COMPACTED_NO_KEY, pos, index, offset, 0, 0, 0);
         return;
     }
+    if (o->origin != KB_ORIGIN_CLIENT)
+        return; /* the timestamp rules judge a producer's append against the leader's clock */
     if (!o->topic_log_append_time && ts != -1) {
-        int64_t diff = kb_wrap_sub64(o->now_ms, ts);
-        if (diff > o->before_max_ms || kb_wrap_sub64(0, diff) > o->after_max_ms)
-            report4(c, KB_RULE_TIMESTAMP_OUT_OF_RANGE, pos, index, offset, ts, offset,
-                    kb_wrap_sub64(o->now_ms, o->before_max_ms), kb_wrap_add64(o->now_ms, o->after_max_ms));
-    } else if (batch_log_append && o->origin == KB_ORIGIN_CLIENT) {
-        report4(c, KB_RULE_PRODUCER_LOG_APPEND_TIME, pos, index, offset, offset, ts, key_len, value_len);
+        check_timestamp_window(c, pos, index, offset, ts);
+    } else if (batch_log_append) {
+        int64_t before = c->s->culprits;
+        report4(c, KB_RULE_PRODUCER_LOG_APPEND_TIME, pos, index, offset, offset, ts,
+                partial || key_len >= 0 ? key_len : 0, partial || value_len >= 0 ? value_len : 0);
+        if ((uint64_t)before < c->cap)
+            c->out[before].args[4] = partial;
+    }
+}
+
+/* The same rules for a v0/v1 message (an uncompressed entry or an inner message): `m` with the
+ * offset and timestamp Kafka's record reports (inner v1 messages: the wrapper's timestamp under
+ * LogAppendTime).  Its LogAppendTime message names the record in LegacyRecordBatch's words. */
+static void check_legacy_record_rules(ctx_t *c, const kb_legacy_msg *m, int32_t index, int64_t offset, int64_t ts,
+                                      int batch_log_append)
+{
+    const kb_validate_opts *o = c->opts;
+    if (o->compacted && m->key_len < 0) {
+        report(c, KB_RULE_COMPACTED_NO_KEY, m->pos, index, offset, 0, 0, 0);
+        return;
+    }
+    if (o->origin != KB_ORIGIN_CLIENT)
+        return;
+    if (!o->topic_log_append_time && ts != -1) {
+        check_timestamp_window(c, m->pos, index, offset, ts);
+    } else if (batch_log_append) {
+        int64_t before = c->s->culprits;
+        report(c, KB_RULE_LEGACY_LOG_APPEND_TIME, m->pos, index, offset, offset, m->magic, 0);
+        if ((uint64_t)before < c->cap) {
+            int64_t *a = c->out[before].args;
+            a[3] = (uint8_t)m->attributes;
+            a[4] = m->crc;
+            a[5] = m->key_len;
+            a[6] = m->value_len;
+            a[7] = m->timestamp;
+        }
     }
 }
 
@@ -144,6 +192,10 @@ static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t 
     int client = c->opts->origin == KB_ORIGIN_CLIENT;
     int strict = c->opts->strict;
     int create_time = !(h->attributes & KB_ATTR_LOG_APPEND_TIME);
+    /* Kafka's compressed in-place path (same codec, record version 2) reads with its partial reader */
+    int codec = h->attributes & KB_ATTR_CODEC_MASK;
+    int partial = codec != 0 && (c->opts->target_codec < 0 || c->opts->target_codec == codec) &&
+                  c->opts->target_magic >= 2;
     size_t p = start;
     int64_t prev = -1, max_ts = INT64_MIN;
     int all_read = 1;
@@ -173,7 +225,7 @@ static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t 
         }
         check_record_rules(c, r.pos, i, kb_wrap_add64(h->base_offset, r.offset_delta),
                            create_time ? kb_wrap_add64(h->base_timestamp, r.timestamp_delta) : h->max_timestamp,
-                           r.key_len, r.value_len, !create_time);
+                           r.key_len, r.value_len, !create_time, partial);
         if (!strict)
             continue;
         if (r.offset_delta <= prev)
@@ -255,12 +307,27 @@ static void report_inner_magic(ctx_t *c, const kb_legacy_msg *m, int32_t index, 
     }
 }
 
+/* v1 inner offsets are relative to the wrapper's (its offset is the last inner one's): the
+ * messages of the record rules reported for this wrapper name the absolute offset, as Kafka's. */
+static void rebase_inner_offsets(ctx_t *c, int64_t first_culprit, int64_t base)
+{
+    for (int64_t k = first_culprit; k < c->s->culprits && (uint64_t)k < c->cap; k++) {
+        kb_culprit *cu = &c->out[k];
+        if (cu->rule == KB_RULE_TIMESTAMP_OUT_OF_RANGE)
+            cu->args[1] = kb_wrap_add64(cu->args[1], base);
+        else if (cu->rule == KB_RULE_LEGACY_LOG_APPEND_TIME)
+            cu->args[0] = kb_wrap_add64(cu->args[0], base);
+    }
+}
+
 /* Checks the inner message set of a compressed v0/v1 wrapper (decompressed into inner[0, n)). */
 static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_legacy_msg *w)
 {
     size_t p = 0;
     int32_t i = 0;
     int64_t last = 0, prev = INT64_MIN;
+    int64_t first_culprit = c->s->culprits;
+    int log_append = w->magic > 0 && (w->attributes & KB_ATTR_LOG_APPEND_TIME);
     for (;; i++) {
         kb_legacy_msg m;
         kb_fault f;
@@ -282,11 +349,14 @@ static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_l
         /* inner CRCs are always checked, as Kafka's validator does (verify_crc is about the outer one) */
         uint32_t computed = kb_legacy_compute_crc(inner, &m);
         if (computed != m.crc)
-            report(c, KB_RULE_CRC_MISMATCH, m.pos + 12, i, m.offset, m.crc, computed, 0);
+            report(c, KB_RULE_INNER_CRC_MISMATCH, m.pos + 12, i, m.offset, m.crc, computed, 0);
         if (m.attributes & KB_ATTR_CODEC_MASK)
             report(c, KB_RULE_LEGACY_INNER_COMPRESSED, m.pos + 17, i, m.offset, 0, 0, 0);
         if (m.magic != w->magic)
             report_inner_magic(c, &m, i, w->magic);
+        else if (computed == m.crc)
+            check_legacy_record_rules(c, &m, i, m.offset, m.magic == 0 ? -1 : log_append ? w->timestamp : m.timestamp,
+                                      log_append);
         if (c->opts->strict) {
             if (m.offset <= prev)
                 report(c, KB_RULE_OFFSET_NOT_INCREASING, m.pos, i, m.offset, m.offset, prev, 0);
@@ -302,6 +372,8 @@ static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_l
         report(c, KB_RULE_LEGACY_NO_INNER, (size_t)payload, -1, KB_NO_OFFSET, 0, 0, 0);
     else if (w->magic == 1 && w->offset != 0 && w->offset < last)
         report(c, KB_RULE_LEGACY_WRAPPER_OFFSET, w->pos, -1, KB_NO_OFFSET, w->offset, last, 0);
+    else if (w->magic == 1 && w->offset != 0)
+        rebase_inner_offsets(c, first_culprit, kb_wrap_sub64(w->offset, last));
 }
 
 /* A magic 0/1 entry: one message, or a compressed wrapper of an inner message set. */
@@ -321,6 +393,7 @@ static void check_legacy(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
     int codec = m.attributes & KB_ATTR_CODEC_MASK;
     if (codec == 0) {
         c->s->records++;
+        check_legacy_record_rules(c, &m, 0, m.offset, m.timestamp, m.magic > 0 && (m.attributes & KB_ATTR_LOG_APPEND_TIME));
         return;
     }
     if (codec > 4) {

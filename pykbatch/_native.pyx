@@ -121,7 +121,7 @@ cdef _raise_fault(const kb_fault *f, Py_ssize_t base, Py_ssize_t payload=-1, str
     a fault inside decompressed records (payload >= 0) is placed at the compressed payload,
     with its position in the decompressed records in the message."""
     rule = RULES[f.rule]
-    message, detail = _render(rule, (f.args[0], f.args[1], f.args[2]), tp)
+    message, detail = _render(rule, (f.args[0], f.args[1], f.args[2]), tp, reader=True)
     if detail:
         message = f"{message} ({detail})"
     offset = <Py_ssize_t> f.pos + base

@@ -16,7 +16,7 @@ TARGET_COMPRESSIONS = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zst
 BROKER_METRICS = {
     "no_key_compacted_topic_records": ("record.compacted_no_key",),
     "invalid_magic_number_records": ("framing.invalid_magic", "legacy.inner_magic"),
-    "invalid_message_crc_records": ("batch.crc_mismatch",),
+    "invalid_message_crc_records": ("batch.crc_mismatch", "legacy.inner_crc_mismatch"),
     "non_increasing_offset_records": ("record.offset_not_increasing",),
 }
 
@@ -49,8 +49,10 @@ class ValidationConfig:
         The topic's ``message.timestamp.type``: ``"CreateTime"`` (records must fall in the window
         below) or ``"LogAppendTime"`` (the broker stamps; producers may not).
     timestamp_before_max_ms, timestamp_after_max_ms
-        ``message.timestamp.before.max.ms`` / ``after.max.ms`` (KIP-937; Kafka's default is
-        Long.MAX_VALUE, i.e. no window), measured from ``now_ms`` (default: the time of the call).
+        ``message.timestamp.before.max.ms`` / ``after.max.ms`` (KIP-937), measured from ``now_ms``
+        (default: the time of the call).  Kafka 4's defaults: no limit into the past
+        (Long.MAX_VALUE), one hour into the future (KIP-1030).  The timestamp rules judge a
+        producer's append against the leader's clock, so they apply to ``origin="client"`` only.
     max_decompressed_bytes
         Cap on the decompressed records of one batch, enforced while decompressing; a batch
         that would pass it gets a ``batch.decompressed_too_large`` culprit (default 64 MiB:
@@ -88,7 +90,7 @@ class ValidationConfig:
     compacted: bool = False
     timestamp_type: str = "CreateTime"
     timestamp_before_max_ms: int = 2**63 - 1
-    timestamp_after_max_ms: int = 2**63 - 1
+    timestamp_after_max_ms: int = 3_600_000
     now_ms: int | None = None
     max_message_bytes: int | None = 1048588
     segment_bytes: int | None = 1024 * 1024 * 1024
@@ -286,10 +288,7 @@ _STAGE_RANK = {stage: rank for rank, stage in enumerate(_STAGES)}
 
 
 def _verdict_key(c: Culprit) -> tuple[int, int]:
-    stage = _RULES_BY_ID[c.rule].stage
-    if stage == "append" and c.record_index is not None:  # an inner message's CRC: the validator's
-        stage = "batch"
-    return _STAGE_RANK[stage], c.entry
+    return _STAGE_RANK[_RULES_BY_ID[c.rule].stage], c.entry
 
 
 def _record_error(c: Culprit) -> bool:

@@ -28,6 +28,9 @@ class Rule:
     """The template uses {record}: Kafka's toString of a legacy record (LegacyRecordBatch)."""
     stage: str = "batch"
     """When Kafka's broker runs the check (see STAGES): decides which culprit gives the verdict."""
+    reader_template: str = ""
+    """Kafka's client-side message for the same fault, when it differs from the broker's
+    (``iter_batches`` raises with it)."""
 
 
 # The order in which a partition leader checks one append (SPEC.md section 7): each stage runs
@@ -44,8 +47,9 @@ RULES: tuple[Rule, ...] = (
     Rule("batch.too_small",
          "Record batch is corrupt (the size {a0} is smaller than the minimum allowed overhead {a1})",
          True, False, stage="append"),
-    Rule("batch.crc_mismatch", "Record is corrupt (stored crc = {a0}, computed crc = {a1})", True, False,
-         stage="append"),
+    Rule("batch.crc_mismatch", "Record is corrupt (stored crc = {a0}) in topic partition {tp}.", True, False,
+         "computed crc = {a1}", stage="append",
+         reader_template="Record is corrupt (stored crc = {a0}, computed crc = {a1})"),
     Rule("batch.unknown_codec", "Unknown compression type id: {a0}", True, False,
          "Kafka answers UNKNOWN_SERVER_ERROR for this data error", stage="append"),
     Rule("batch.negative_record_count", "Found invalid record count {a0} in magic v2 batch", True, False),
@@ -116,15 +120,16 @@ RULES: tuple[Rule, ...] = (
          "Timestamp {a0} of message with offset {a1} is out of range. The timestamp should be within [{a2}, {a3}]",
          True, True),
     Rule("record.producer_log_append_time",
-         "Invalid timestamp type in message DefaultRecord(offset={a0}, timestamp={a1}, key={a2} bytes, "
+         "Invalid timestamp type in message {record_class}(offset={a0}, timestamp={a1}, key={a2} bytes, "
          "value={a3} bytes). Producer should not set timestamp type to LogAppendTime.", True, True),
     Rule("batch.control_from_client", "Clients are not allowed to write control records in topic partition {tp}",
          True, False),
     Rule("batch.invalid_sequence",
          "Invalid sequence number {a0} in record batch with producerId {a1} in topic partition {tp}", True, False),
     # one append as a whole, and the broker's size and record-version settings
+    # (sic: Kafka 4.4's text ends in ")." )
     Rule("batch.too_large", "The record batch size in the append to {tp} is {a0} bytes which exceeds the maximum "
-         "configured value of {a1}.", True, False, "ValidationConfig.max_message_bytes", stage="append"),
+         "configured value of {a1}).", True, False, "ValidationConfig.max_message_bytes", stage="append"),
     Rule("batch.base_offset_not_zero",
          "The baseOffset of the record batch in the append to {tp} should be 0, but it is {a0}", True, False,
          stage="append"),
@@ -155,6 +160,9 @@ RULES: tuple[Rule, ...] = (
          "Kafka answers UNKNOWN_SERVER_ERROR: down-conversion cannot carry headers"),
     Rule("append.too_large", "Message batch size is {a0} bytes in append to partition {tp}, which exceeds the "
          "maximum configured segment size of {a1}.", True, False, "ValidationConfig.segment_bytes", stage="after"),
+    Rule("legacy.inner_crc_mismatch", "Record is corrupt (stored crc = {a0}, computed crc = {a1})", True, False),
+    Rule("legacy.producer_log_append_time", "Invalid timestamp type in message {record}. Producer should not set "
+         "timestamp type to LogAppendTime.", True, True, record=True),
 )
 
 FIELDS = ("length", "attributes", "timestampDelta", "offsetDelta", "keyLength", "key", "valueLength",
@@ -179,8 +187,9 @@ def legacy_record(offset, magic, attributes, crc, key_len, value_len, timestamp)
     return f"LegacyRecordBatch(offset={offset}, Record({', '.join(fields)}))"
 
 
-def render(rule: Rule, args, tp: str) -> tuple[str, str]:
-    """Kafka-style message and pykbatch's detail for one fault (args: 3 or 8 values)."""
+def render(rule: Rule, args, tp: str, reader: bool = False) -> tuple[str, str]:
+    """Kafka-style message and pykbatch's detail for one fault (args: 3 or 8 values); ``reader``:
+    the message Kafka's client-side reader gives, where it has its own."""
     values = {f"a{i}": v for i, v in enumerate(args)}
     a0 = values["a0"]
     values["field"] = FIELDS[a0] if rule.id in ("record.invalid_structure", "record.varint_too_long") \
@@ -188,4 +197,7 @@ def render(rule: Rule, args, tp: str) -> tuple[str, str]:
     values["tp"] = tp
     if rule.record:
         values["record"] = legacy_record(args[0], args[1], *args[3:8])
-    return rule.template.format(**values), rule.detail.format(**values)
+    # DefaultRecord prints null as 0 bytes; the compressed in-place path's partial reader prints -1
+    values["record_class"] = "PartialDefaultRecord" if len(args) > 4 and args[4] else "DefaultRecord"
+    template = rule.reader_template if reader and rule.reader_template else rule.template
+    return template.format(**values), rule.detail.format(**values)

@@ -1,0 +1,197 @@
+"""Differential test against Apache Kafka 4.4's own partition log (tests/kafka_broker.py).
+
+Generated produce appends (every codec, magic 0/1/2, producer fields, control and LogAppendTime
+batches, damaged headers, records and CRCs, second batches, truncation) under generated topic
+configs go through ``UnifiedLog.appendAsLeader`` and through ``pykbatch.validate`` with the same
+settings; the error code, KIP-467's ``error_message`` and ``error_records``, and the message of a
+batch-level error must be Kafka's.  Differences pykbatch makes on purpose are listed in
+DELIBERATE with their reasons, and each must still occur (so the list cannot go stale).
+"""
+from __future__ import annotations
+
+import random
+import struct
+
+import pytest
+
+import pykbatch as kb
+from tests import kafka_broker
+from tests.kafka_broker import NOW_MS, Case
+from tests.samples import recrc
+
+CASES = 600
+
+pytestmark = pytest.mark.skipif(kafka_broker.unavailable() is not None, reason=str(kafka_broker.unavailable()))
+
+
+def random_records(rng: random.Random, n: int, magic: int) -> list[dict]:
+    records = []
+    for _ in range(n):
+        offset_ms = rng.choice([0, -10, 500, -5000, 7_200_000, -7_200_000, -10**9])
+        records.append({
+            "key": None if rng.random() < 0.15 else rng.randbytes(rng.randint(0, 6)),
+            "value": None if rng.random() < 0.1 else rng.randbytes(rng.randint(0, 30)),
+            "timestamp": NOW_MS + offset_ms,
+            "headers": [("h", rng.randbytes(2))] if magic == 2 and rng.random() < 0.2 else [],
+        })
+    return records
+
+
+def random_batch(rng: random.Random, magic: int) -> bytes:
+    codecs = ["none", "none", "none", "gzip", "snappy", "lz4"] + (["zstd"] if magic == 2 else [])
+    fields = {"compression": rng.choice(codecs), "magic": magic}
+    if magic == 2:
+        if rng.random() < 0.25:
+            fields.update(producer_id=1000, producer_epoch=0, base_sequence=rng.choice([0, 0, 7, -2]),
+                          is_transactional=rng.random() < 0.4)
+        if rng.random() < 0.04:
+            fields["is_control"] = True
+    if magic > 0 and rng.random() < 0.1:
+        fields.update(timestamp_type="LogAppendTime", max_timestamp=NOW_MS)
+    return kb.build_batch(random_records(rng, rng.randint(1, 4), magic), **fields)
+
+
+def damage(rng: random.Random, data: bytes) -> bytes:
+    """One header field, CRC or record byte of a v2 batch changed (the CRC fixed after, but for
+    the CRC damage itself)."""
+    what = rng.choice(["base_offset", "last_offset_delta", "count", "crc", "record_byte", "truncate"])
+    if what == "base_offset":
+        return struct.pack(">q", rng.choice([1, 5, -1])) + data[8:]
+    if what == "last_offset_delta":
+        return recrc(data[:23] + struct.pack(">i", rng.choice([-1, 0, 1, 5])) + data[27:])
+    if what == "count":
+        return recrc(data[:57] + struct.pack(">i", rng.choice([-1, 0, 2, 9])) + data[61:])
+    if what == "crc":
+        return data[:17] + bytes([data[17] ^ 0x40]) + data[18:]
+    if what == "record_byte" and len(data) > 62:
+        pos = rng.randrange(61, len(data))
+        return recrc(data[:pos] + bytes([data[pos] ^ (1 << rng.randrange(8))]) + data[pos + 1:])
+    return data[:rng.randrange(len(data) - 12, len(data))]
+
+
+def random_case(i: int) -> tuple[Case, kb.ValidationConfig]:
+    rng = random.Random(i)
+    magic = rng.choice([2] * 8 + [1, 0])
+    data = random_batch(rng, magic)
+    if magic == 2 and rng.random() < 0.35:
+        data = damage(rng, data)
+    if rng.random() < 0.08:
+        data += random_batch(rng, rng.choice([magic, 2, 1]))
+    settings: dict = {}
+    config = {"origin": "client", "strict": False, "single_append": True, "now_ms": NOW_MS}
+    if rng.random() < 0.25:
+        settings["cleanup.policy"] = "compact"
+        config["compacted"] = True
+    if rng.random() < 0.15:
+        settings["message.timestamp.type"] = config["timestamp_type"] = "LogAppendTime"
+    if rng.random() < 0.3:
+        window = rng.choice([1000, 3_600_000])
+        settings["message.timestamp.before.max.ms"] = config["timestamp_before_max_ms"] = window
+        settings["message.timestamp.after.max.ms"] = config["timestamp_after_max_ms"] = window
+    if rng.random() < 0.12:
+        settings["max.message.bytes"] = config["max_message_bytes"] = rng.randint(60, 200)
+    if rng.random() < 0.2:
+        settings["compression.type"] = config["target_compression"] = rng.choice(
+            ["uncompressed", "gzip", "snappy", "lz4", "zstd"])
+    if rng.random() < 0.3:
+        settings["harness.produce.version"] = config["produce_version"] = rng.choice([3, 5, 7, 9, 11])
+    return Case(f"gen{i}", [data], settings), kb.ValidationConfig(**config)
+
+
+def verdict_rule(ours: kb.ValidationResult) -> str | None:
+    return ours._verdict_culprits()[0].rule if ours.culprits else None
+
+
+STRUCTURE = ("record.", "batch.premature_eof", "batch.records_remaining")
+
+
+def codec_of(data: bytes) -> int:
+    return data[22] & 7 if len(data) > 22 and data[16] == 2 else 0
+
+
+def read_in_place(case: Case) -> bool:
+    """Kafka's compressed in-place path: same codec kept, so its partial record reader runs."""
+    target = case.settings.get("compression.type", "producer")
+    codec = codec_of(case.appends[0])
+    return codec != 0 and target in ("producer", ("none", "gzip", "snappy", "lz4", "zstd")[codec])
+
+
+def structural(ours: kb.ValidationResult, kafka: dict) -> bool:
+    """Either side's answer comes from how the records of a batch were parsed."""
+    theirs = kafka.get("exceptionMessage") or ""
+    return (verdict_rule(ours) or "").startswith(STRUCTURE) or "record" in theirs or "header" in theirs
+
+
+# Where pykbatch answers differently on purpose: (name, test on (case, ours, kafka's answer), reason).
+DELIBERATE = [
+    ("codec text", lambda case, ours, k: verdict_rule(ours) == "batch.decompression_failed"
+        and k["errorCode"] == -1,
+     "a payload the codec rejects: Kafka's message is the JVM codec library's exception text; pykbatch "
+     "names the codec, the byte position and the Python codec's complaint (same UNKNOWN_SERVER_ERROR code)"),
+    ("rebuilt size", lambda case, ours, k: k["errorCode"] == 10
+        and k.get("exceptionMessage", "").startswith("Message batch size is"),
+     "max.message.bytes applied to the batch Kafka re-encodes for another codec or record version: pykbatch "
+     "validates without re-encoding, so it cannot know that batch's size"),
+]
+
+# Not yet mirrored (tracked for a later session; each must still occur, so the list cannot go stale).
+KNOWN_GAPS = [
+    ("partial reader", lambda case, ours, k: read_in_place(case) and structural(ours, k),
+     "Kafka reads a compressed batch kept in its codec with a partial record reader (SPEC.md 3.5) that "
+     "ignores a record's declared length and does not bound header counts; pykbatch reads every record "
+     "with the full reader, so damaged compressed records can get another verdict"),
+    ("stream reader", lambda case, ours, k: codec_of(case.appends[0]) != 0 and not read_in_place(case)
+        and structural(ours, k),
+     "Kafka parses a re-compressed batch's records from a stream, each body bounded by its declared "
+     "length: a field running past it is 'Found invalid record structure' where pykbatch's in-buffer "
+     "reader says the declared and read sizes differ"),
+]
+
+
+def differences(ours: kb.ValidationResult, kafka: dict) -> list[str]:
+    """What pykbatch's answer has that Kafka's ProduceResponse would not."""
+    out = []
+    if ours.error_code != kafka["errorCode"]:
+        out.append(f"error_code {ours.error_code} ({ours.culprits[:2]}) != Kafka's {kafka['errorCode']} "
+                   f"({kafka.get('exceptionMessage') or kafka.get('errorMessage')})")
+        return out
+    if not kafka["errorCode"]:
+        return out
+    if ours.error_message != kafka["errorMessage"]:
+        out.append(f"error_message {ours.error_message!r} != {kafka['errorMessage']!r}")
+    if [list(r) for r in ours.error_records] != kafka["recordErrors"]:
+        out.append(f"error_records {ours.error_records} != {kafka['recordErrors']}")
+    first = ours._verdict_culprits()[0]
+    if "exceptionMessage" in kafka and first.message != kafka["exceptionMessage"]:
+        out.append(f"message {first.message!r} != {kafka['exceptionMessage']!r}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def generated():
+    cases = [random_case(i) for i in range(CASES)]
+    answers = kafka_broker.run([case for case, _ in cases])
+    return [(case, config, answers[case.id][0]) for case, config in cases]
+
+
+def test_generated_appends_get_kafkas_answer(generated):
+    unexplained, used = [], set()
+    for case, config, kafka in generated:
+        ours = kb.validate(case.appends[0], config)
+        found = differences(ours, kafka)
+        if not found:
+            continue
+        why = next((name for name, applies, _ in DELIBERATE + KNOWN_GAPS if applies(case, ours, kafka)), None)
+        if why:
+            used.add(why)
+        else:
+            unexplained.append(f"{case.id} {case.settings} {case.appends[0].hex()}: {found}")
+    assert not unexplained, f"{len(unexplained)} differences:\n" + "\n".join(unexplained[:15])
+    assert used == {name for name, _, _ in DELIBERATE + KNOWN_GAPS}, "a listed difference no longer occurs"
+
+
+def test_the_generator_reaches_every_kind_of_answer(generated):
+    """The cases exercise success, batch-level errors, record errors and several codes."""
+    codes = {k["errorCode"] for _, _, k in generated}
+    assert {0, 2, 10, 32, 87, -1} <= codes, codes
+    assert sum(1 for _, _, k in generated if k.get("recordErrors")) >= 20
