@@ -22,6 +22,7 @@ from pykbatch import errors  # noqa: E402,F401
 from pykbatch._result import (  # noqa: E402,F401
     Culprit, DroppedRecord, Repair, TruncatedTail, ValidationConfig, ValidationResult,
 )
+from pykbatch.producer_state import ProducerStateTracker, audit_producers  # noqa: E402,F401
 from pykbatch.errors import (  # noqa: E402,F401
     CorruptRecordError, InvalidRecordError, InvalidTimestampError, KafkaDataError,
     UnrepairableError, UnsupportedCompressionTypeError, UnsupportedForMessageFormatError,
@@ -33,4 +34,5 @@ __all__ = [
     "build_batch", "crc32", "crc32c", "drop_culprits", "DroppedRecord", "Repair", "encode", "iter_batches", "native_info", "to_arrow", "validate", "errors",
     "KafkaDataError", "CorruptRecordError", "InvalidRecordError", "InvalidTimestampError",
     "UnsupportedCompressionTypeError", "UnsupportedForMessageFormatError", "UnrepairableError",
+    "ProducerStateTracker", "audit_producers",
 ]

@@ -195,3 +195,69 @@ def test_the_generator_reaches_every_kind_of_answer(generated):
     codes = {k["errorCode"] for _, _, k in generated}
     assert {0, 2, 10, 32, 87, -1} <= codes, codes
     assert sum(1 for _, _, k in generated if k.get("recordErrors")) >= 20
+
+
+def producer_case(i: int) -> Case:
+    """Eight appends from two idempotent (sometimes transactional) producers: in-order sequences,
+    gaps, retries of earlier batches, epoch bumps and zombies."""
+    rng = random.Random(10_000 + i)
+    state = {1: [0, 0], 2: [0, 0]}  # pid -> [epoch, next sequence]
+    sent: list[tuple] = []
+    appends = []
+    for _ in range(8):
+        pid = rng.choice([1, 2])
+        epoch, seq = state[pid]
+        roll = rng.random()
+        if roll < 0.15 and sent:
+            pid, epoch, seq, n, txn = rng.choice(sent)  # a retry
+        else:
+            if roll < 0.25:
+                seq += rng.choice([1, 2])  # a gap
+            elif roll < 0.35:
+                epoch, seq = epoch + 1, rng.choice([0, 0, 3])  # a new epoch
+            elif roll < 0.42 and epoch > 0:
+                epoch -= 1  # a zombie
+            n, txn = rng.randint(1, 3), rng.random() < 0.2
+            sent.append((pid, epoch, seq, n, txn))
+            state[pid] = [max(epoch, state[pid][0]), seq + n]
+        recs = [{"key": b"k", "value": b"v", "timestamp": NOW_MS} for _ in range(n)]
+        appends.append(kb.build_batch(recs, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                                      is_transactional=txn))
+    return Case(f"producers{i}", appends)
+
+
+def test_producer_state_gets_kafkas_answers():
+    """ProducerStateTracker(mode="leader") beside Kafka's log, append by append: the same errors
+    with the same messages, the same duplicates answered with the same original offsets."""
+    from pykbatch.producer_state import ProducerStateTracker
+    cases = [producer_case(i) for i in range(60)]
+    answers = kafka_broker.run(cases)
+    seen = set()
+    for case in cases:
+        tracker = ProducerStateTracker("t-0", mode="leader")
+        log_end = 0
+        for data, kafka in zip(case.appends, answers[case.id]):
+            (batch,) = kb.iter_batches(data)
+            count = batch.record_count
+            check = tracker.append_data(batch.producer_id, batch.producer_epoch, batch.base_sequence,
+                                        batch.last_sequence, log_end, log_end + count - 1,
+                                        transactional=batch.is_transactional)
+            where = f"{case.id} append {kafka['append']}"
+            if check.duplicate_of is not None:
+                seen.add("duplicate")
+                assert kafka["errorCode"] == 0, where
+                assert (kafka["firstOffset"], kafka["lastOffset"]) == (check.duplicate_of.first_offset,
+                                                                      check.duplicate_of.last_offset), where
+            elif check.culprits:
+                (c,) = check.culprits[:1]
+                seen.add(c.name)
+                assert (c.code, c.name) == (kafka["errorCode"], kafka.get("errorName")), (where, c, kafka)
+                if c.rule == "producer.non_transactional_in_transaction":  # Kafka prints its LogOffsetMetadata
+                    assert kafka["exceptionMessage"].startswith(c.message.split(" at offset")[0]), where
+                else:
+                    assert c.message == kafka["exceptionMessage"], where
+            else:
+                assert kafka["errorCode"] == 0, (where, kafka)
+                assert kafka["firstOffset"] == log_end, where
+                log_end += count
+    assert {"duplicate", "OUT_OF_ORDER_SEQUENCE_NUMBER", "INVALID_PRODUCER_EPOCH"} <= seen, seen
