@@ -85,6 +85,8 @@ typedef enum {
     KB_RULE_APPEND_TOO_LARGE,        /* the whole append > segment.bytes */
     KB_RULE_INNER_CRC_MISMATCH,      /* an inner message of a compressed v0/v1 wrapper */
     KB_RULE_LEGACY_LOG_APPEND_TIME,  /* a producer set LogAppendTime on a v1 message */
+    KB_RULE_RECORD_PAYLOAD_EOF,      /* stream reader: the body runs past the decompressed data */
+    KB_RULE_SKIP_EOF,                /* partial reader: a skipped field runs past the data */
     KB_RULE_COUNT
 } kb_rule;
 

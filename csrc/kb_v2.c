@@ -180,6 +180,101 @@ int kb_v2_read_record(const uint8_t *buf, size_t pos, size_t limit, kb_record *r
     return 0;
 }
 
+/* Kafka's readers of compressed records, as its validator and consumers use them. */
+
+int kb_v2_read_record_stream(const uint8_t *buf, size_t pos, size_t limit, kb_record *r, kb_fault *f, size_t *next)
+{
+    int32_t length;
+    int n = kb_read_varint(buf + pos, buf + limit, &length);
+    *next = 0;
+    r->pos = pos;
+    r->offset_known = 0;
+    if (n <= 0 || length < 0) { /* IllegalArgumentException (EOF, allocate(-n)): the iterator's message */
+        kb_fault_set(f, KB_RULE_PREMATURE_EOF, pos, 0, 0, 0);
+        return -1;
+    }
+    size_t body = pos + (size_t)n;
+    if ((size_t)length > limit - body) {
+        kb_fault_set(f, KB_RULE_RECORD_PAYLOAD_EOF, pos, length, (int64_t)(limit - body), 0);
+        return -1;
+    }
+    /* the body is read into its own buffer of exactly `length` bytes, then parsed there */
+    return kb_v2_read_record(buf, pos, body + (size_t)length, r, f, next);
+}
+
+/* Skips a length-prefixed field as InputStream.skip does: running out is Kafka's own error. */
+static int skip_field(size_t *pos, size_t limit, int32_t n, kb_fault *f)
+{
+    if (n <= 0)
+        return 1;
+    if ((size_t)n > limit - *pos) {
+        kb_fault_set(f, KB_RULE_SKIP_EOF, limit, (int64_t)n - (int64_t)(limit - *pos), 0, 0);
+        return 0;
+    }
+    *pos += (size_t)n;
+    return 1;
+}
+
+int kb_v2_read_record_partial(const uint8_t *buf, size_t pos, size_t limit, kb_record *r, kb_fault *f,
+                              size_t *next)
+{
+    size_t p = pos;
+    r->pos = pos;
+    r->offset_known = 0;
+    *next = 0;
+    int n = kb_read_varint(buf + p, buf + limit, &r->length);
+    if (n <= 0) { /* read before readPartiallyFrom's try: IllegalArgumentException reaches the iterator */
+        kb_fault_set(f, KB_RULE_PREMATURE_EOF, p, 0, 0, 0);
+        return -1;
+    }
+    p += (size_t)n;
+    if (r->length >= 0 && (size_t)r->length <= limit - p)
+        *next = p + (size_t)r->length; /* only for a caller that goes on past a fault (Kafka stops) */
+    r->attributes = p < limit ? (int8_t)buf[p++] : -1; /* InputStream.read() gives -1 at the end */
+    int m = kb_read_varlong(buf + p, buf + limit, &r->timestamp_delta);
+    if (m <= 0) {
+        varint_fault(f, m, p, KB_FIELD_TIMESTAMP_DELTA);
+        return -1;
+    }
+    p += (size_t)m;
+    if (!varint_field(buf, &p, limit, &r->offset_delta, KB_FIELD_OFFSET_DELTA, f))
+        return -1;
+    r->offset_known = 1;
+    if (!varint_field(buf, &p, limit, &r->key_len, KB_FIELD_KEY_LENGTH, f))
+        return -1;
+    r->key = p;
+    if (!skip_field(&p, limit, r->key_len, f) ||
+        !varint_field(buf, &p, limit, &r->value_len, KB_FIELD_VALUE_LENGTH, f))
+        return -1;
+    r->value = p;
+    if (!skip_field(&p, limit, r->value_len, f))
+        return -1;
+    size_t count_pos = p;
+    if (!varint_field(buf, &p, limit, &r->header_count, KB_FIELD_HEADER_COUNT, f))
+        return -1;
+    if (r->header_count < 0) {
+        kb_fault_set(f, KB_RULE_NEGATIVE_HEADER_COUNT, count_pos, r->header_count, 0, 0);
+        return -1;
+    }
+    r->headers = p;
+    for (int32_t i = 0; i < r->header_count; i++) {
+        int32_t klen, vlen;
+        size_t kpos = p;
+        if (!varint_field(buf, &p, limit, &klen, KB_FIELD_HEADER_KEY_LENGTH, f))
+            return -1;
+        if (klen < 0) {
+            kb_fault_set(f, KB_RULE_NEGATIVE_HEADER_KEY, kpos, klen, i, 0);
+            return -1;
+        }
+        if (!skip_field(&p, limit, klen, f) ||
+            !varint_field(buf, &p, limit, &vlen, KB_FIELD_HEADER_VALUE_LENGTH, f) ||
+            !skip_field(&p, limit, vlen, f))
+            return -1;
+    }
+    r->end = p; /* the declared length is not used: the next record starts where this one stopped */
+    return 0;
+}
+
 size_t kb_v2_read_header_kv(const uint8_t *buf, size_t pos, size_t limit, size_t *key, int32_t *key_len,
                             size_t *value, int32_t *value_len)
 {

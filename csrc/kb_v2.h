@@ -95,6 +95,18 @@ typedef struct {
  * length could be trusted, or 0 when the walk cannot go on. */
 int kb_v2_read_record(const uint8_t *buf, size_t pos, size_t limit, kb_record *r, kb_fault *f, size_t *next);
 
+/* Kafka's InputStream reader of a compressed record (DefaultRecord.readFrom(InputStream), what
+ * consumers and the validator's re-compressing path use): the body is read whole first, then
+ * parsed within its declared length. */
+int kb_v2_read_record_stream(const uint8_t *buf, size_t pos, size_t limit, kb_record *r, kb_fault *f, size_t *next);
+
+/* Kafka's partial reader (readPartiallyFrom, the validator's compressed in-place path): skips
+ * key, value and headers, never compares the bytes read with the declared length and does not
+ * bound the header count; the next record starts at r->end.  After a fault (where Kafka stops),
+ * *next is where the declared length ends the record, or 0. */
+int kb_v2_read_record_partial(const uint8_t *buf, size_t pos, size_t limit, kb_record *r, kb_fault *f,
+                              size_t *next);
+
 /* Reads one header of a record that kb_v2_read_record accepted. */
 size_t kb_v2_read_header_kv(const uint8_t *buf, size_t pos, size_t limit, size_t *key, int32_t *key_len,
                             size_t *value, int32_t *value_len);

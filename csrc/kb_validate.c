@@ -192,10 +192,13 @@ static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t 
     int client = c->opts->origin == KB_ORIGIN_CLIENT;
     int strict = c->opts->strict;
     int create_time = !(h->attributes & KB_ATTR_LOG_APPEND_TIME);
-    /* Kafka's compressed in-place path (same codec, record version 2) reads with its partial reader */
+    /* Kafka's readers: compressed records kept as they are (a client's batch in the same codec and
+     * record version) are read partially; other compressed records from a stream (re-compression,
+     * consumers); uncompressed ones in place */
     int codec = h->attributes & KB_ATTR_CODEC_MASK;
-    int partial = codec != 0 && (c->opts->target_codec < 0 || c->opts->target_codec == codec) &&
+    int partial = codec != 0 && client && (c->opts->target_codec < 0 || c->opts->target_codec == codec) &&
                   c->opts->target_magic >= 2;
+    int stream = codec != 0 && !partial;
     size_t p = start;
     int64_t prev = -1, max_ts = INT64_MIN;
     int all_read = 1;
@@ -209,7 +212,15 @@ static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t 
         kb_record r;
         kb_fault f;
         size_t next;
-        if (kb_v2_read_record(buf, p, limit, &r, &f, &next) != 0) {
+        int failed;
+        if (partial) {
+            failed = kb_v2_read_record_partial(buf, p, limit, &r, &f, &next);
+        } else if (stream) {
+            failed = kb_v2_read_record_stream(buf, p, limit, &r, &f, &next);
+        } else {
+            failed = kb_v2_read_record(buf, p, limit, &r, &f, &next);
+        }
+        if (failed) {
             report_fault(c, &f, i, r.offset_known ? r.offset_delta : KB_NO_OFFSET);
             all_read = 0;
             if (!next)

@@ -209,8 +209,16 @@ class ValidationResult:
         order in which a partition leader runs its checks (pykbatch._rules.STAGES)."""
         if not self.culprits:
             return []
-        first = min(_verdict_key(c) for c in self.culprits)
-        return [c for c in self.culprits if _verdict_key(c) == first]
+        keys = [_verdict_key(c, self.config) for c in self.culprits]
+        first = min(keys)
+        return [c for c, key in zip(self.culprits, keys) if key == first]
+
+    @property
+    def verdict(self) -> Culprit | None:
+        """The culprit Kafka's answer comes from: the first batch-level one of the failing batch,
+        else its first record error (None when the input is clean)."""
+        failing = self._verdict_culprits()
+        return next((c for c in failing if not _record_error(c)), failing[0] if failing else None)
 
     @property
     def error_code(self) -> int:
@@ -257,7 +265,7 @@ class ValidationResult:
     def raise_for_error(self) -> None:
         """Raise the exception Kafka's answer comes from, carrying every culprit."""
         if self.culprits:
-            first = self._verdict_culprits()[0]
+            first = self.verdict
             raise errors.error_for(first.code, first.message, first.position, first.rule, self.culprits)
 
 
@@ -287,8 +295,12 @@ def apply_handler(result: ValidationResult, handler) -> ValidationResult:
 _STAGE_RANK = {stage: rank for rank, stage in enumerate(_STAGES)}
 
 
-def _verdict_key(c: Culprit) -> tuple[int, int]:
-    return _STAGE_RANK[_RULES_BY_ID[c.rule].stage], c.entry
+def _verdict_key(c: Culprit, config: ValidationConfig) -> tuple[int, int]:
+    stage = _RULES_BY_ID[c.rule].stage
+    if stage == "framing":  # found while iterating: by ProduceRequest.validateRecords, which reads
+        # the first two entries, or else by analyzeAndValidateRecords with its size and CRC checks
+        stage = "request" if config.produce_version and c.entry <= 1 else "append"
+    return _STAGE_RANK[stage], c.entry
 
 
 def _record_error(c: Culprit) -> bool:

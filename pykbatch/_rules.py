@@ -36,14 +36,15 @@ class Rule:
 # The order in which a partition leader checks one append (SPEC.md section 7): each stage runs
 # over every batch before the next begins; "batch" runs per batch (header, then its records).
 # Kafka answers with the first failure, so the verdict comes from the earliest (stage, entry).
+# A rule of stage "framing" is found while iterating entries: "request" or "append", by entry.
 STAGES = ("request", "append", "validator", "batch", "after")
 
 RULES: tuple[Rule, ...] = (
     Rule("none", "", kafka=False, record_error=False),
     Rule("framing.size_too_small",
          "Record size {a0} is less than the minimum record overhead ({a1})", True, False,
-         "the entry's size field is too small, so the entries after it cannot be found", stage="request"),
-    Rule("framing.invalid_magic", "Invalid magic found in record: {a0}", True, False, stage="request"),
+         "the entry's size field is too small, so the entries after it cannot be found", stage="framing"),
+    Rule("framing.invalid_magic", "Invalid magic found in record: {a0}", True, False, stage="framing"),
     Rule("batch.too_small",
          "Record batch is corrupt (the size {a0} is smaller than the minimum allowed overhead {a1})",
          True, False, stage="append"),
@@ -163,6 +164,11 @@ RULES: tuple[Rule, ...] = (
     Rule("legacy.inner_crc_mismatch", "Record is corrupt (stored crc = {a0}, computed crc = {a1})", True, False),
     Rule("legacy.producer_log_append_time", "Invalid timestamp type in message {record}. Producer should not set "
          "timestamp type to LogAppendTime.", True, True, record=True),
+    # Kafka's readers of compressed records (the validator picks the one Kafka's path uses)
+    Rule("record.payload_eof",
+         "Invalid record size: expected {a0} bytes in record payload, but the record payload reached EOF.", True, False,
+         "{a1} bytes of decompressed records left"),
+    Rule("record.skip_eof", "Reached end of input stream before skipping all bytes. Remaining bytes:{a0}", True, False),
 )
 
 FIELDS = ("length", "attributes", "timestampDelta", "offsetDelta", "keyLength", "key", "valueLength",

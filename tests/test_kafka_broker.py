@@ -19,7 +19,7 @@ from tests import kafka_broker
 from tests.kafka_broker import NOW_MS, Case
 from tests.samples import recrc
 
-CASES = 600
+CASES = int(__import__('os').environ.get('PYKBATCH_KAFKA_CASES', 4000))
 
 pytestmark = pytest.mark.skipif(kafka_broker.unavailable() is not None, reason=str(kafka_broker.unavailable()))
 
@@ -99,27 +99,7 @@ def random_case(i: int) -> tuple[Case, kb.ValidationConfig]:
 
 
 def verdict_rule(ours: kb.ValidationResult) -> str | None:
-    return ours._verdict_culprits()[0].rule if ours.culprits else None
-
-
-STRUCTURE = ("record.", "batch.premature_eof", "batch.records_remaining")
-
-
-def codec_of(data: bytes) -> int:
-    return data[22] & 7 if len(data) > 22 and data[16] == 2 else 0
-
-
-def read_in_place(case: Case) -> bool:
-    """Kafka's compressed in-place path: same codec kept, so its partial record reader runs."""
-    target = case.settings.get("compression.type", "producer")
-    codec = codec_of(case.appends[0])
-    return codec != 0 and target in ("producer", ("none", "gzip", "snappy", "lz4", "zstd")[codec])
-
-
-def structural(ours: kb.ValidationResult, kafka: dict) -> bool:
-    """Either side's answer comes from how the records of a batch were parsed."""
-    theirs = kafka.get("exceptionMessage") or ""
-    return (verdict_rule(ours) or "").startswith(STRUCTURE) or "record" in theirs or "header" in theirs
+    return ours.verdict.rule if ours.culprits else None
 
 
 # Where pykbatch answers differently on purpose: (name, test on (case, ours, kafka's answer), reason).
@@ -128,25 +108,16 @@ DELIBERATE = [
         and k["errorCode"] == -1,
      "a payload the codec rejects: Kafka's message is the JVM codec library's exception text; pykbatch "
      "names the codec, the byte position and the Python codec's complaint (same UNKNOWN_SERVER_ERROR code)"),
+    ("stream before codec check", lambda case, ours, k: verdict_rule(ours) == "batch.decompression_failed"
+        and k["errorCode"] == 87,
+     "a compressed payload whose codec check fails at its end: Kafka parses records out of the stream as it "
+     "inflates and can hit a structural error in the damaged data first; pykbatch decompresses the batch "
+     "first and reports the codec failure at its byte position (UNKNOWN_SERVER_ERROR)"),
     ("rebuilt size", lambda case, ours, k: k["errorCode"] == 10
         and k.get("exceptionMessage", "").startswith("Message batch size is"),
      "max.message.bytes applied to the batch Kafka re-encodes for another codec or record version: pykbatch "
      "validates without re-encoding, so it cannot know that batch's size"),
 ]
-
-# Not yet mirrored (tracked for a later session; each must still occur, so the list cannot go stale).
-KNOWN_GAPS = [
-    ("partial reader", lambda case, ours, k: read_in_place(case) and structural(ours, k),
-     "Kafka reads a compressed batch kept in its codec with a partial record reader (SPEC.md 3.5) that "
-     "ignores a record's declared length and does not bound header counts; pykbatch reads every record "
-     "with the full reader, so damaged compressed records can get another verdict"),
-    ("stream reader", lambda case, ours, k: codec_of(case.appends[0]) != 0 and not read_in_place(case)
-        and structural(ours, k),
-     "Kafka parses a re-compressed batch's records from a stream, each body bounded by its declared "
-     "length: a field running past it is 'Found invalid record structure' where pykbatch's in-buffer "
-     "reader says the declared and read sizes differ"),
-]
-
 
 def differences(ours: kb.ValidationResult, kafka: dict) -> list[str]:
     """What pykbatch's answer has that Kafka's ProduceResponse would not."""
@@ -161,7 +132,7 @@ def differences(ours: kb.ValidationResult, kafka: dict) -> list[str]:
         out.append(f"error_message {ours.error_message!r} != {kafka['errorMessage']!r}")
     if [list(r) for r in ours.error_records] != kafka["recordErrors"]:
         out.append(f"error_records {ours.error_records} != {kafka['recordErrors']}")
-    first = ours._verdict_culprits()[0]
+    first = ours.verdict
     if "exceptionMessage" in kafka and first.message != kafka["exceptionMessage"]:
         out.append(f"message {first.message!r} != {kafka['exceptionMessage']!r}")
     return out
@@ -181,13 +152,13 @@ def test_generated_appends_get_kafkas_answer(generated):
         found = differences(ours, kafka)
         if not found:
             continue
-        why = next((name for name, applies, _ in DELIBERATE + KNOWN_GAPS if applies(case, ours, kafka)), None)
+        why = next((name for name, applies, _ in DELIBERATE if applies(case, ours, kafka)), None)
         if why:
             used.add(why)
         else:
             unexplained.append(f"{case.id} {case.settings} {case.appends[0].hex()}: {found}")
     assert not unexplained, f"{len(unexplained)} differences:\n" + "\n".join(unexplained[:15])
-    assert used == {name for name, _, _ in DELIBERATE + KNOWN_GAPS}, "a listed difference no longer occurs"
+    assert used == {name for name, _, _ in DELIBERATE}, "a deliberate difference no longer occurs"
 
 
 def test_the_generator_reaches_every_kind_of_answer(generated):

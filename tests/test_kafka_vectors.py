@@ -102,10 +102,11 @@ def test_batch_vectors_validate(v):
         assert info.value.message == v["expected"]["ensureValidMessage"]
 
 
-def _batch_around(record: bytes) -> bytes:
-    """A one-record v2 batch around a bare record, with a correct CRC."""
+def _batch_around(record: bytes, codec: int = 0) -> bytes:
+    """A one-record v2 batch around a bare record (gzip-compressed for codec 1), with a correct CRC."""
+    import gzip
     import struct
-    body = struct.pack(">hiqqqhii", 0, 0, 0, 0, -1, -1, -1, 1) + record
+    body = struct.pack(">hiqqqhii", codec, 0, 0, 0, -1, -1, -1, 1) + (gzip.compress(record) if codec else record)
     crc = kb.crc32c(body)
     return struct.pack(">qiib", 0, len(body) + 9, -1, 2) + struct.pack(">I", crc) + body
 
@@ -124,6 +125,22 @@ def test_malformed_records_get_kafkas_message(v):
         list(next(kb.iter_batches(batch)))
     assert info.value.message.startswith(expected["exceptionMessage"])
     assert info.value.offset == first.position
+
+
+@pytest.mark.parametrize("v", kafka_vectors(lambda v: "DefaultRecordTest" in v["source_file"]))
+@pytest.mark.parametrize("reader, config", [
+    ("readFrom_InputStream", kb.ValidationConfig(origin="log")),  # consumers; re-compressing brokers
+    ("readPartiallyFrom_InputStream", kb.ValidationConfig(strict=False)),  # a leader keeping the codec
+])
+def test_compressed_records_get_the_message_of_kafkas_reader(v, reader, config):
+    result = kb.validate(_batch_around(bytes.fromhex(v["hex"]), codec=1), config)
+    expected = v["expected"][reader]
+    if expected["outcome"] == "ok":  # the record reads; the byte its declared length still
+        # counts is left over, which a batch answers as Kafka's own log does (tests/test_kafka_broker.py)
+        assert result.records == 1 and [c.rule for c in result.culprits] == ["batch.records_remaining"]
+        return
+    assert result.verdict.message == expected["exceptionMessage"]
+    assert result.error_code == 87 and result.verdict.inner_position is not None
 
 
 # LogValidator scenarios: uncompressed magic-2 client batches are in scope now; the rest wait
