@@ -11,6 +11,8 @@ def drop_culprits(buf, result=None, *, config=None, str unrepairable="raise"):
     kept timestamp as ``maxTimestamp`` (CreateTime); every other header field and the codec are
     kept.  A record whose own bytes are broken is dropped too when its length prefix lets the
     walk go on.  ``dropped`` lists each removed record with its culprits (and its raw bytes).
+    Magic 0/1: an uncompressed message with a culprit goes whole; a compressed wrapper is rebuilt
+    around its kept inner messages (same codec and magic, offsets re-based from the first).
 
     Batch-level culprits (a CRC mismatch, a lying count, ...) cannot be repaired record by
     record: ``unrepairable="raise"`` (default) raises ``UnrepairableError`` naming them,
@@ -39,8 +41,11 @@ def drop_culprits(buf, result=None, *, config=None, str unrepairable="raise"):
         rebuilt = None
         if not culprits:
             rebuilt = raw
-        elif e.size and e.magic == 2 and all(c.record_index is not None for c in culprits):
-            rebuilt = _rebuild_v2(v, &e, entry, culprits, dec, dropped)
+        elif e.size and all(c.record_index is not None for c in culprits):
+            if e.magic == 2:
+                rebuilt = _rebuild_v2(v, &e, entry, culprits, dec, dropped)
+            else:
+                rebuilt = _rebuild_legacy(v, &e, entry, culprits, dec, dropped)
         if rebuilt is not None:
             out.append(rebuilt)
         else:
@@ -149,3 +154,42 @@ cdef object _rebuild_v2(_View v, kb_entry *e, int entry, list culprits, _Decompr
     finally:
         free(recs)
         free(hdrs)
+
+
+cdef object _rebuild_legacy(_View v, kb_entry *e, int entry, list culprits, _Decompressor dec, list dropped):
+    """A v0/v1 entry without its culprit messages: an uncompressed message goes whole; a compressed
+    wrapper is rebuilt around the kept inner messages, offsets re-based from its first one."""
+    try:
+        batch = _legacy_entry(v, e, False, entry, dec)
+        records = list(batch)
+    except _errors.KafkaDataError:
+        return None  # the inner set cannot be read again: the culprits are not the whole story
+    bad = {}
+    for c in culprits:
+        bad.setdefault(c.record_index, []).append(c)
+    if any(i >= len(records) for i in bad):
+        return None
+    kept = []
+    for i, r in enumerate(records):
+        if i in bad:
+            dropped.append(DroppedRecord(entry, i, r.offset, r.timestamp, r.key, r.value, (),
+                                         _legacy_message_bytes(batch, r), bad[i]))
+        else:
+            kept.append({"key": r.key, "value": r.value, "timestamp": r.timestamp})
+    if not kept:
+        return b""
+    log_append = batch.timestamp_type == "LogAppendTime"
+    return build_batch(kept, base_offset=batch.base_offset, magic=batch.magic, compression=batch.compression,
+                       timestamp_type="LogAppendTime" if log_append else "CreateTime",
+                       max_timestamp=batch.max_timestamp if log_append else None)
+
+
+cdef bytes _legacy_message_bytes(LegacyBatch batch, Record r):
+    """One message's bytes (log header included): the entry itself, or an inner message of its
+    decompressed set."""
+    if batch.compression == "none":
+        return bytes(memoryview(batch._v.mv)[batch.position:batch.position + batch.size])
+    cdef _View inner = batch._rec
+    cdef Py_ssize_t at = r.position
+    size = int.from_bytes(bytes(memoryview(inner.mv)[at + 8:at + 12]), "big")
+    return bytes(memoryview(inner.mv)[at:at + 12 + size])

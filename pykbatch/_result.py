@@ -9,6 +9,8 @@ from ._rules import BY_ID as _RULES_BY_ID
 from ._rules import STAGES as _STAGES
 
 ORIGINS = ("client", "log", "replication")
+LONG_MAX = 2**63 - 1
+KAFKA4_AFTER_MAX_MS = 3_600_000  # message.timestamp.after.max.ms since Kafka 4.0 (KIP-1030)
 # Kafka's compression.type values; "producer" keeps each batch's own codec
 TARGET_COMPRESSIONS = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 
@@ -79,6 +81,9 @@ class ValidationConfig:
     produce_version
         The ProduceRequest version the bytes came in (3+): also Kafka's request-level checks,
         with their messages ("Produce requests with version N ..."); implies ``single_append``.
+    timestamp_difference_max_ms
+        The deprecated ``message.timestamp.difference.max.ms`` of a Kafka 3.x topic (removed in
+        4.0): it stands in for a window limit left at its default (``timestamp_window``).
     """
 
     origin: str = "client"
@@ -89,8 +94,8 @@ class ValidationConfig:
     max_decompressed_bytes: int = 64 * 1024 * 1024
     compacted: bool = False
     timestamp_type: str = "CreateTime"
-    timestamp_before_max_ms: int = 2**63 - 1
-    timestamp_after_max_ms: int = 3_600_000
+    timestamp_before_max_ms: int = LONG_MAX
+    timestamp_after_max_ms: int = KAFKA4_AFTER_MAX_MS
     now_ms: int | None = None
     max_message_bytes: int | None = 1048588
     segment_bytes: int | None = 1024 * 1024 * 1024
@@ -98,6 +103,18 @@ class ValidationConfig:
     target_compression: str = "producer"
     single_append: bool = False
     produce_version: int | None = None
+    timestamp_difference_max_ms: int | None = None
+
+    @property
+    def timestamp_window(self) -> tuple[int, int]:
+        """The (before, after) limits in force: the deprecated difference setting stands in for
+        a limit left at its default, as Kafka 3.6-3.9 read them (LogConfig)."""
+        before, after = self.timestamp_before_max_ms, self.timestamp_after_max_ms
+        diff = self.timestamp_difference_max_ms
+        if diff is not None:
+            before = diff if before == LONG_MAX else before
+            after = diff if after in (LONG_MAX, KAFKA4_AFTER_MAX_MS) else after
+        return before, after
 
     def __post_init__(self):
         if self.origin not in ORIGINS:
@@ -108,7 +125,8 @@ class ValidationConfig:
             raise ValueError("max_decompressed_bytes must be >= 0")
         if self.timestamp_type not in ("CreateTime", "LogAppendTime"):
             raise ValueError("timestamp_type must be 'CreateTime' or 'LogAppendTime'")
-        if self.timestamp_before_max_ms < 0 or self.timestamp_after_max_ms < 0:
+        if self.timestamp_before_max_ms < 0 or self.timestamp_after_max_ms < 0 \
+                or (self.timestamp_difference_max_ms or 0) < 0:
             raise ValueError("timestamp windows must be >= 0")
         for name in ("max_message_bytes", "segment_bytes"):
             value = getattr(self, name)

@@ -40,20 +40,25 @@ def _validate(args) -> int:
     for path in args.files:
         origin = args.origin or ("log" if path.endswith(".log") else "client")
         config = ValidationConfig(origin=origin, verify_crc=not args.no_crc, max_culprits=args.max_culprits,
-                                  topic_partition=args.topic_partition)
+                                  topic_partition=args.topic_partition, compacted=args.compacted)
         data = _read(path)
         try:
             result = _native.validate(data, config)
+            audit = _audit(data, result, args.topic_partition) if args.producers else None
         finally:
             if isinstance(data, mmap.mmap):
                 data.close()
-        found += result.culprit_count
+        found += result.culprit_count + (len(audit.culprits) if audit else 0)
         if args.json:
-            print(json.dumps({"file": path, "ok": result.ok, "entries": result.entries,
-                              "records": result.records, "culprit_count": result.culprit_count,
-                              "error_code": result.error_code, "error_name": result.error_name,
-                              "truncated_tail": result.truncated_tail._asdict() if result.truncated_tail else None,
-                              "culprits": [c.as_dict() for c in result.culprits]}))
+            doc = {"file": path, "ok": result.ok, "entries": result.entries,
+                   "records": result.records, "culprit_count": result.culprit_count,
+                   "error_code": result.error_code, "error_name": result.error_name,
+                   "truncated_tail": result.truncated_tail._asdict() if result.truncated_tail else None,
+                   "culprits": [c.as_dict() for c in result.culprits]}
+            if audit:
+                doc["producer_culprits"] = [c.as_dict() for c in audit.culprits]
+                doc["open_transactions"] = audit.open_transactions
+            print(json.dumps(doc))
             continue
         status = "ok" if result.ok else f"{result.culprit_count} culprit(s)"
         print(f"{path}: {result.entries} batches, {result.records} records, {status}")
@@ -70,7 +75,26 @@ def _validate(args) -> int:
             print(f"  incomplete trailing entry {t.entry} at byte {t.position} (not an error)")
         if result.unwalked_batches:
             print(f"  note: records of {result.unwalked_batches} compressed batch(es) were not checked")
+        if audit:
+            _print_audit(audit)
     return 1 if found else 0
+
+
+def _audit(data, result, topic_partition):
+    """The producer-state audit of the batches before any framing loss."""
+    from .producer_state import audit_producers
+    end = result.stopped_at if result.stopped_at is not None else result.valid_bytes
+    return audit_producers(memoryview(data)[:end], topic_partition)
+
+
+def _print_audit(audit) -> None:
+    status = "ok" if audit.ok else f"{len(audit.culprits)} culprit(s)"
+    print(f"  producer state: {len(audit.producers)} producer(s), "
+          f"{len(audit.completed_transactions)} completed transaction(s), {status}")
+    for c in audit.culprits:
+        print(f"  batch {c.entry} at byte {c.position}: {c.name}({c.code}) {c.rule}: {c.message}")
+    for pid, first in audit.open_transactions.items():
+        print(f"  producer {pid}: transaction open since offset {first}")
 
 
 def _sample(args) -> int:
@@ -98,12 +122,15 @@ def parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="check files of record batches and print every culprit")
     v.add_argument("files", nargs="+", metavar="FILE")
-    v.add_argument("--origin", choices=("client", "log"), default=None,
+    v.add_argument("--origin", choices=("client", "log", "replication"), default=None,
                    help="client: a producer's batches; log: batches from a log (default for *.log files)")
     v.add_argument("--no-crc", action="store_true", help="skip CRC checks")
     v.add_argument("--max-culprits", type=int, default=1000)
     v.add_argument("--topic-partition", default="t-0", help="named in Kafka's messages")
     v.add_argument("--json", action="store_true", help="one JSON document per file")
+    v.add_argument("--compacted", action="store_true", help="the topic is compacted: every record needs a key")
+    v.add_argument("--producers", action="store_true",
+                   help="also audit producer state: sequence gaps, duplicates, fencing, open transactions")
     v.set_defaults(run=_validate)
 
     s = sub.add_parser("sample", help="write sample batches (some damaged on purpose) to a file")

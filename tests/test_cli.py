@@ -76,3 +76,19 @@ def test_sample_roundtrip(tmp_path, capsys):
     assert text.count("CORRUPT_MESSAGE") == 1 and "batch.premature_eof" in text
     result = kb.validate(out.read_bytes())
     assert sorted({c.entry for c in result.culprits}) == [3, 7, 11, 15]
+
+
+def test_validate_audits_producer_state(tmp_path, capsys):
+    from tests.test_producer_state import idempotent
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(idempotent(0, 0) + idempotent(2, 5) + idempotent(4, 7, transactional=True))
+    assert main(["validate", "--producers", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "producer state: 1 producer(s), 0 completed transaction(s), 1 culprit(s)" in out
+    assert ("batch 1 at byte 79: OUT_OF_ORDER_SEQUENCE_NUMBER(45) producer.out_of_order_sequence: Out of order "
+            "sequence number for producer 5 at offset 2 in partition t-0: 5 (incoming seq. number), 1 (current end "
+            "sequence number)") in out
+    assert "producer 5: transaction open since offset 4" in out
+    assert main(["validate", "--producers", "--json", str(path)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] and doc["producer_culprits"][0]["code"] == 45 and doc["open_transactions"] == {"5": 4}

@@ -70,3 +70,17 @@ def test_fatal_culprits_never_reach_the_handler():
 def test_a_handler_must_answer_continue_or_fail():
     with pytest.raises(ValueError, match="CONTINUE or FAIL"):
         kb.validate(mixed(), on_error=lambda c: True)
+
+
+def test_the_deprecated_difference_setting_stands_in_for_default_limits():
+    """Kafka 3.6-3.9: message.timestamp.difference.max.ms replaces a before/after limit left at
+    its default, and the message prints the resulting window."""
+    now = 1_700_000_000_000
+    data = kb.build_batch([{"key": b"k", "value": b"v", "timestamp": now - 5000}])
+    config = kb.ValidationConfig(now_ms=now, timestamp_difference_max_ms=1000)
+    assert config.timestamp_window == (1000, 1000)
+    (c,) = kb.validate(data, config).culprits
+    assert c.message == (f"Timestamp {now - 5000} of message with offset 0 is out of range. "
+                         f"The timestamp should be within [{now - 1000}, {now + 1000}]")
+    explicit = kb.ValidationConfig(now_ms=now, timestamp_difference_max_ms=1000, timestamp_before_max_ms=10_000)
+    assert explicit.timestamp_window == (10_000, 1000) and kb.validate(data, explicit).ok

@@ -108,3 +108,29 @@ def test_repairing_any_mutation_validates_clean(data):
     assert again.truncated_tail is None
     kept = sum(1 for b in kb.iter_batches(fixed) for _ in b)
     assert kept + sum(1 for d in dropped if d.record_index is not None) <= result.records + len(result.culprits)
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4"])
+def test_legacy_message_sets_are_repaired_too(magic, compression):
+    """A compacted topic's keyless v0/v1 messages: uncompressed entries go whole, a compressed
+    wrapper is rebuilt around the kept inner messages with re-based offsets."""
+    keys = [b"a", None, b"c", None, b"e"]
+    recs = [{"key": k, "value": b"v%d" % i, "timestamp": 1000 + i} for i, k in enumerate(keys)]
+    data = kb.build_batch(recs, base_offset=40, magic=magic, compression=compression)
+    config = kb.ValidationConfig(origin="log", compacted=True)
+    result = kb.validate(data, config)
+    assert result.culprit_count == 2
+    fixed, dropped = kb.drop_culprits(data, result)
+    assert kb.validate(fixed, config).ok
+    kept = [r for b in kb.iter_batches(fixed) for r in b]
+    assert [r.key for r in kept] == [b"a", b"c", b"e"]
+    assert [r.value for r in dropped] == [b"v1", b"v3"] and all(d.key is None for d in dropped)
+    assert [d.culprits[0].rule for d in dropped] == ["record.compacted_no_key"] * 2
+    assert all(d.raw[16] == magic for d in dropped)  # each message's own bytes, log header first
+    if compression == "none":
+        assert [r.offset for r in kept] == [40, 42, 44]  # untouched entries keep their offsets
+    else:
+        assert [r.offset for r in kept] == [40, 41, 42]
+        (b,) = kb.iter_batches(fixed)
+        assert b.compression == compression and b.magic == magic
