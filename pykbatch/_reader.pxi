@@ -11,9 +11,10 @@ cdef class BatchReader:
     cdef readonly object truncated_tail
     cdef _Decompressor _dec
 
-    def __cinit__(self, buf, bint verify_crc=True, size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED):
+    def __cinit__(self, buf, bint verify_crc=True, size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED,
+                  size_t start=0):
         self._v = _view(buf)
-        self.pos = 0
+        self.pos = min(start, <size_t> self._v.length)  # an entry boundary to start at (positions stay absolute)
         self.entry = 0
         self.verify_crc = verify_crc
         self.truncated_tail = None

@@ -9,19 +9,29 @@ import sys
 
 from . import _native
 from ._result import ValidationConfig
-from .dump import dump_log
+from .dump import dump_files
+
+
+def _callable(spec: str):
+    """A decoder given as ``module:function`` (the Python form of --value-decoder-class)."""
+    import importlib
+    module, _, name = spec.partition(":")
+    if not name:
+        raise SystemExit(f"a decoder is given as module:function, not {spec!r}")
+    return getattr(importlib.import_module(module), name)
 
 
 def _dump(args) -> int:
-    problems = 0
     files = [f for spec in args.files for f in spec.split(",") if f]
-    for path in files:
-        suffix = path.rsplit(".", 1)[-1] if "." in os.path.basename(path) else ""
-        if suffix != "log":
-            sys.stderr.write(f"Ignoring unknown file {path}\n")
-            continue
-        problems += dump_log(path, deep=args.deep_iteration, print_data=args.print_data_log,
-                             skip_metadata=args.skip_record_metadata, max_bytes=args.max_bytes)
+    decoders = {}
+    if args.key_decoder:
+        decoders["key_decoder"] = _callable(args.key_decoder)
+    if args.value_decoder:
+        decoders["value_decoder"] = _callable(args.value_decoder)
+    problems = dump_files(files, deep=args.deep_iteration, print_data=args.print_data_log or bool(decoders),
+                          skip_metadata=args.skip_record_metadata, max_bytes=args.max_bytes,
+                          verify_index_only=args.verify_index_only, index_sanity_check=args.index_sanity_check,
+                          max_message_size=args.max_message_size, **decoders)
     return 1 if problems else 0
 
 
@@ -112,12 +122,21 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pykbatch", description="Read, check and repair Kafka record batches.")
     sub = p.add_subparsers(dest="command", required=True)
 
-    d = sub.add_parser("dump", help="print log files as kafka-dump-log.sh does")
+    d = sub.add_parser("dump", help="print log, index and state files as kafka-dump-log.sh does")
     d.add_argument("--files", action="append", required=True, metavar="FILE[,FILE...]")
     d.add_argument("--deep-iteration", action="store_true", help="print every record")
     d.add_argument("--print-data-log", action="store_true", help="print keys and values (implies deep)")
     d.add_argument("--skip-record-metadata", action="store_true")
     d.add_argument("--max-bytes", type=int, default=None, help="read only the first N bytes of .log files")
+    d.add_argument("--verify-index-only", action="store_true", help="index files: check entries, print none")
+    d.add_argument("--index-sanity-check", action="store_true",
+                   help="index files: run the broker's start-up sanity check only")
+    d.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024,
+                   help="bytes read at an offset-index entry's position to find its batch")
+    d.add_argument("--key-decoder", "--key-decoder-class", metavar="MODULE:FUNCTION", default=None,
+                   help="a Python callable bytes -> str for keys (implies --print-data-log)")
+    d.add_argument("--value-decoder", "--value-decoder-class", metavar="MODULE:FUNCTION", default=None,
+                   help="a Python callable bytes -> str for values (implies --print-data-log)")
     d.set_defaults(run=_dump)
 
     v = sub.add_parser("validate", help="check files of record batches and print every culprit")

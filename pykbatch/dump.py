@@ -1,13 +1,13 @@
 """``kafka-dump-log.sh``-compatible output for log files (SPEC.md section 11.2)."""
 from __future__ import annotations
 
-import mmap
 import os
 import sys
 from typing import Callable, TextIO
 
-from . import _native
 from .control import parse_control
+from .indexes import CorruptIndexError, OffsetIndex, ProducerSnapshot, TimeIndex, TxnIndex
+from .segments import Segment
 
 Decoder = Callable[[bytes], str]
 
@@ -62,36 +62,119 @@ def record_line(b, r, *, print_data: bool, skip_metadata: bool, key_decoder: Dec
     return "".join(parts)
 
 
+class DumpErrors:
+    """What Kafka's tool reports on stderr after every file was dumped: offset-index mismatches,
+    time-index mismatches, out-of-order timestamps, indexed offsets missing from the log."""
+
+    def __init__(self):
+        self.index_mismatches: dict[str, list] = {}
+        self.time_mismatches: dict[str, list] = {}
+        self.out_of_order: dict[str, list] = {}
+        self.not_found: dict[str, list] = {}
+
+    @property
+    def count(self) -> int:
+        return sum(len(v) for d in (self.index_mismatches, self.time_mismatches, self.out_of_order,
+                                    self.not_found) for v in d.values())
+
+    def write(self, err: TextIO) -> None:
+        for path, pairs in self.index_mismatches.items():
+            err.write(f"Mismatches in :{path}\n")
+            for index_offset, log_offset in pairs:
+                err.write(f"  Index offset: {index_offset}, log offset: {log_offset}\n")
+        for path, pairs in self.time_mismatches.items():
+            err.write(f"Found timestamp mismatch in :{path}\n")
+            for index_ts, log_ts in pairs:
+                err.write(f"  Index timestamp: {index_ts}, log timestamp: {log_ts}\n")
+        for path, pairs in self.out_of_order.items():
+            err.write(f"Found out of order timestamp in :{path}\n")
+            for index_ts, prev in pairs:
+                err.write(f"  Index timestamp: {index_ts}, Previously indexed timestamp: {prev}\n")
+        for pairs in self.not_found.values():
+            err.write("The following indexed offsets are not found in the log.\n")
+            for indexed, found in pairs:
+                err.write(f"Indexed offset: {indexed}, found log offset: {found}\n")
+
+
+def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, deep: bool = False,
+               print_data: bool = False, skip_metadata: bool = False, max_bytes: int | None = None,
+               verify_index_only: bool = False, index_sanity_check: bool = False,
+               max_message_size: int = 5 * 1024 * 1024, key_decoder: Decoder = utf8,
+               value_decoder: Decoder = utf8) -> int:
+    """kafka-dump-log.sh over several files, dispatched by the suffix after the last dot; returns
+    the number of problems met (errors, index mismatches)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    errors = DumpErrors()
+    problems = 0
+    for path in paths:
+        suffix = path.rsplit(".", 1)[-1] if "." in os.path.basename(path) else ""
+        if suffix not in ("log", "checkpoint", "index", "timeindex", "snapshot", "txnindex"):
+            err.write(f"Ignoring unknown file {path}\n")
+            continue
+        out.write(f"Dumping {path}\n")
+        try:
+            if suffix in ("log", "checkpoint"):
+                problems += dump_log(path, out, err, deep=deep, print_data=print_data, skip_metadata=skip_metadata,
+                                     max_bytes=max_bytes, key_decoder=key_decoder, value_decoder=value_decoder,
+                                     header=False)
+            elif suffix == "index":
+                dump_offset_index(path, out, errors, verify_index_only, index_sanity_check, max_message_size)
+            elif suffix == "timeindex":
+                dump_time_index(path, out, errors, verify_index_only, index_sanity_check)
+            elif suffix == "snapshot":
+                dump_snapshot(path, out)
+            else:
+                dump_txn_index(path, out)
+        except CorruptIndexError as exc:
+            err.write(f"{exc}\n" if suffix == "snapshot" else f"Error while dumping {path}: {exc}\n")
+            problems += 1
+        except (ValueError, OSError) as exc:
+            err.write(f"Error while dumping {path}: {exc}\n")
+            problems += 1
+    errors.write(err)
+    return problems + errors.count
+
+
 def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *, deep: bool = False,
              print_data: bool = False, skip_metadata: bool = False, max_bytes: int | None = None,
-             key_decoder: Decoder = utf8, value_decoder: Decoder = utf8) -> int:
-    """Print one ``.log`` file as kafka-dump-log does; returns the number of problems met."""
+             key_decoder: Decoder = utf8, value_decoder: Decoder = utf8, header: bool = True) -> int:
+    """Print one ``.log`` (or KRaft ``.checkpoint``) file as kafka-dump-log does; returns the
+    number of problems met."""
     out = out or sys.stdout
     err = err or sys.stderr
     deep = deep or print_data
     name = os.path.basename(path)
-    out.write(f"Dumping {path}\n")
-    stem = name.split(".")[0]
-    if stem.isdigit():
-        out.write(f"Log starting offset: {int(stem)}\n")
-    size = os.path.getsize(path)
-    if size == 0:
-        return 0
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        with memoryview(mm) as view, view[:max_bytes] as data:
-            return _dump_entries(path, data, size, out, err, deep, print_data, skip_metadata,
-                                 max_bytes is not None, key_decoder, value_decoder)
+    if header:
+        out.write(f"Dumping {path}\n")
+    if name.endswith(".checkpoint"):
+        out.write(_snapshot_header(name))
+    else:
+        stem = name.split(".")[0]
+        if stem.isdigit():
+            out.write(f"Log starting offset: {int(stem)}\n")
+    with Segment(path, base_offset=0) as seg:
+        if seg.size == 0:
+            return 0
+        return _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key_decoder,
+                             value_decoder)
 
 
-def _dump_entries(path, data, size, out, err, deep, print_data, skip_metadata, limited, key_decoder,
-                  value_decoder) -> int:
+def _snapshot_header(name: str) -> str:
+    if name == "bootstrap.checkpoint":
+        return "KRaft bootstrap snapshot\n"
+    offset, _, epoch = name[:-len(".checkpoint")].partition("-")
+    if offset.isdigit() and epoch.isdigit():
+        return f"Snapshot end offset: {int(offset)}, epoch: {int(epoch)}\n"
+    return ""
+
+
+def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key_decoder, value_decoder) -> int:
     problems = 0
-    valid_bytes = 0
     pairs = []
     last_offset = None
-    reader = _native.iter_batches(data, verify_crc=False)
     try:
-        for b in reader:
+        for b in seg.batches(max_bytes=max_bytes):
             out.write(batch_line(b) + "\n")
             if deep:
                 for r in b:
@@ -100,15 +183,95 @@ def _dump_entries(path, data, size, out, err, deep, print_data, skip_metadata, l
                     last_offset = r.offset
                     out.write(record_line(b, r, print_data=print_data, skip_metadata=skip_metadata,
                                           key_decoder=key_decoder, value_decoder=value_decoder) + "\n")
-            valid_bytes = b.position + b.size
             del b
     except ValueError as exc:  # a KafkaDataError: the dump stops here, as Kafka's does
-        err.write(f"Error while dumping {path}: {exc}\n")
+        err.write(f"Error while dumping {seg.path}: {exc}\n")
         problems += 1
-    if not limited and size - valid_bytes > 0:
-        out.write(f"Found {size - valid_bytes} invalid bytes at the end of {os.path.basename(path)}\n")
+    if max_bytes is None and seg.invalid_tail_bytes > 0:
+        out.write(f"Found {seg.invalid_tail_bytes} invalid bytes at the end of {os.path.basename(seg.path)}\n")
     if pairs:
-        err.write(f"Non-consecutive offsets in {os.path.abspath(path)}\n")
+        err.write(f"Non-consecutive offsets in {os.path.abspath(seg.path)}\n")
         for a, b in reversed(pairs):
             err.write(f"  {a} is followed by {b}\n")
     return problems
+
+
+def _sibling(path: str, suffix: str) -> str:
+    return os.path.join(os.path.dirname(path), os.path.basename(path).split(".")[0] + suffix)
+
+
+def dump_offset_index(path: str, out: TextIO, errors: DumpErrors, verify_only: bool = False,
+                      sanity_only: bool = False, max_message_size: int = 5 * 1024 * 1024) -> None:
+    """DumpLogSegments.dumpIndex: each entry checked against the first batch at its position."""
+    index = OffsetIndex.from_file(path)
+    if index.slots == 0:
+        out.write(f"{path} is empty.\n")
+        return
+    if sanity_only:
+        index.sanity_check()
+        out.write(f"{path} passed sanity check.\n")
+        return
+    with Segment(_sibling(path, ".log"), base_offset=index.base_offset) as seg:
+        for entry in index.entries:
+            log_offset = _last_offset_at(seg, entry.position, max_message_size)
+            if log_offset != entry.offset:
+                errors.index_mismatches.setdefault(os.path.abspath(path), []).append((entry.offset, log_offset))
+            if not verify_only:
+                out.write(f"offset: {entry.offset} position: {entry.position}\n")
+
+
+def _last_offset_at(seg, position: int, max_message_size: int) -> int:
+    """The last offset of the batch at ``position``, or -1 when no batch starts there (Kafka's
+    tool dies on such an entry; reporting it as a mismatch lets the check go on)."""
+    if not 0 <= position < seg.size:
+        return -1
+    try:
+        first = next(seg.batches(start=position, max_bytes=position + max_message_size), None)
+    except ValueError:
+        return -1
+    return first.last_offset if first is not None else -1
+
+
+def dump_time_index(path: str, out: TextIO, errors: DumpErrors, verify_only: bool = False,
+                    sanity_only: bool = False) -> None:
+    """DumpLogSegments.dumpTimeIndex: each entry's offset must end a batch whose largest record
+    timestamp is the entry's, and entry timestamps must increase."""
+    tindex = TimeIndex.from_file(path)
+    if sanity_only:
+        tindex.sanity_check()
+        out.write(f"{path} passed sanity check.\n")
+        return
+    index_path = _sibling(path, ".index")
+    index = OffsetIndex.from_file(index_path) if os.path.exists(index_path) else None
+    abspath = os.path.abspath(path)
+    prev = -1
+    with Segment(_sibling(path, ".log"), base_offset=tindex.base_offset) as seg:
+        for entry in tindex.entries:
+            start = index.lookup(entry.offset).position if index else 0
+            batch = next((b for b in seg.batches(start=start if 0 <= start < seg.size else 0)
+                          if b.last_offset >= entry.offset), None)
+            if batch is None:
+                errors.not_found.setdefault(abspath, []).append((entry.offset, -1))
+            elif batch.last_offset != entry.offset:
+                errors.not_found.setdefault(abspath, []).append((entry.offset, batch.last_offset))
+            else:
+                max_ts = max((r.timestamp for r in batch), default=-1)
+                if max_ts != entry.timestamp:
+                    errors.time_mismatches.setdefault(abspath, []).append((entry.timestamp, max_ts))
+                if prev >= entry.timestamp:
+                    errors.out_of_order.setdefault(abspath, []).append((entry.timestamp, prev))
+            del batch
+            if not verify_only:
+                out.write(f"timestamp: {entry.timestamp} offset: {entry.offset}\n")
+            prev = entry.timestamp
+
+
+def dump_snapshot(path: str, out: TextIO) -> None:
+    """DumpLogSegments.dumpProducerIdSnapshot: one line per producer."""
+    for entry in ProducerSnapshot.from_file(path).entries:
+        out.write(entry.dump_line() + "\n")
+
+
+def dump_txn_index(path: str, out: TextIO) -> None:
+    for txn in TxnIndex.from_file(path).entries:
+        out.write(txn.dump_line() + "\n")

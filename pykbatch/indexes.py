@@ -1,0 +1,271 @@
+"""A partition's index and state files (SPEC.md section 12): readers, Kafka's sanity checks and
+lookups.  Each reader takes the file's bytes (``from_file`` reads a path); index files are small
+(``segment.index.bytes``, 10 MiB by default), so they are read whole.
+
+- ``OffsetIndex`` (``.index``): 8-byte entries {int32 relativeOffset, int32 position}.
+- ``TimeIndex`` (``.timeindex``): 12-byte entries {int64 timestamp, int32 relativeOffset}.
+- ``TxnIndex`` (``.txnindex``): 34-byte aborted transactions.
+- ``ProducerSnapshot`` (``.snapshot``): producer state, CRC-32C checked.
+- ``Checkpoint`` (``leader-epoch-checkpoint`` and the broker's other checkpoint files).
+
+A preallocated index (the active segment's) is zero-filled past its entries: like Kafka, the
+entries end at the first one after the start whose offset is the base offset.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ._native import crc32c
+
+
+class CorruptIndexError(ValueError):
+    """An index or state file Kafka would refuse (its ``CorruptIndexException`` /
+    ``CorruptSnapshotException``), with Kafka's message."""
+
+
+def base_offset_of(path: str) -> int:
+    """The base offset in a segment file's name (``00000000000000001000.index`` -> 1000)."""
+    stem = os.path.basename(path).split(".")[0].split("-")[0]
+    if not stem.isdigit():
+        raise ValueError(f"{path}: not a segment file name (20 digits, then a suffix)")
+    return int(stem)
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    """Kafka's file name for a segment's file: at least 20 digits, zero-padded."""
+    return f"{base_offset:020d}{suffix}"
+
+
+def _read(path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class IndexEntry(NamedTuple):
+    offset: int
+    position: int
+
+
+class TimeIndexEntry(NamedTuple):
+    timestamp: int
+    offset: int
+
+
+class _SparseIndex:
+    """What the offset and time indexes share: fixed-size entries after a base offset."""
+    ENTRY = 0
+    SUFFIX = ""
+    NAME = ""
+
+    def __init__(self, data: bytes, base_offset: int, path: str | None = None):
+        self.data = bytes(data)
+        self.base_offset = base_offset
+        self.path = path
+        self.entries = self._entries()
+
+    @classmethod
+    def from_file(cls, path: str):
+        return cls(_read(path), base_offset_of(path), path)
+
+    @property
+    def slots(self) -> int:
+        """Kafka's ``entries`` of a pre-existing file: length / entry size."""
+        return len(self.data) // self.ENTRY
+
+    def _entries(self) -> list:
+        out = []
+        for i in range(self.slots):
+            e = self._entry(i)
+            if i > 0 and e.offset == self.base_offset:
+                break  # zero-filled preallocated space
+            out.append(e)
+        return out
+
+    def _entry(self, i: int):
+        raise NotImplementedError
+
+    def _name(self) -> str:
+        return self.path or f"{self.NAME} with base offset {self.base_offset}"
+
+
+class OffsetIndex(_SparseIndex):
+    """``.index``: the byte position of a batch ending at an offset, every ~4 KiB of log."""
+    ENTRY = 8
+    SUFFIX = ".index"
+    NAME = "offset index"
+
+    def _entry(self, i: int) -> IndexEntry:
+        rel, pos = struct.unpack_from(">ii", self.data, i * 8)
+        return IndexEntry(self.base_offset + rel, pos)
+
+    def sanity_check(self) -> None:
+        """OffsetIndex.sanityCheck, as the broker runs it at start-up."""
+        if len(self.data) % 8:
+            raise CorruptIndexError(f"Index file {self._name()} is corrupt, found {len(self.data)} bytes which is "
+                                    f"neither positive nor a multiple of 8.")
+        if self.slots and self._entry(self.slots - 1).offset < self.base_offset:
+            last = self._entry(self.slots - 1).offset
+            raise CorruptIndexError(f"Corrupt index found, index file ({self._name()}) has non-zero size but the "
+                                    f"last offset is {last} which is less than the base offset {self.base_offset}.")
+
+    def lookup(self, offset: int) -> IndexEntry:
+        """The greatest entry at or below ``offset`` (the base offset at position 0 if none)."""
+        i = bisect.bisect_right([e.offset for e in self.entries], offset)
+        return self.entries[i - 1] if i else IndexEntry(self.base_offset, 0)
+
+
+class TimeIndex(_SparseIndex):
+    """``.timeindex``: the largest timestamp seen up to a batch's last offset."""
+    ENTRY = 12
+    SUFFIX = ".timeindex"
+    NAME = "time index"
+
+    def _entry(self, i: int) -> TimeIndexEntry:
+        ts, rel = struct.unpack_from(">qi", self.data, i * 12)
+        return TimeIndexEntry(ts, self.base_offset + rel)
+
+    def sanity_check(self) -> None:
+        """TimeIndex.sanityCheck."""
+        if len(self.data) % 12:
+            raise CorruptIndexError(f"Time index file {self._name()} is corrupt, found {len(self.data)} bytes which "
+                                    f"is neither positive nor a multiple of 12.")
+        if not self.slots:
+            return
+        first, last = self._entry(0), self._entry(self.slots - 1)
+        if last.timestamp < first.timestamp:
+            raise CorruptIndexError(f"Corrupt time index found, time index file ({self._name()}) has non-zero size "
+                                    f"but the last timestamp is {last.timestamp} which is less than the first "
+                                    f"timestamp {first.timestamp}")
+        if last.offset < self.base_offset:
+            raise CorruptIndexError(f"Corrupt time index found, time index file ({self._name()}) has non-zero size "
+                                    f"but the last offset is {last.offset} which is less than the base offset "
+                                    f"{self.base_offset}")
+
+    def lookup(self, timestamp: int) -> TimeIndexEntry:
+        """The last entry whose timestamp is at or below ``timestamp`` (where a search for the
+        first record at or after it starts; the base offset if none)."""
+        i = bisect.bisect_right([e.timestamp for e in self.entries], timestamp)
+        return self.entries[i - 1] if i else TimeIndexEntry(-1, self.base_offset)
+
+
+class AbortedTxn(NamedTuple):
+    version: int
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+    def dump_line(self) -> str:
+        return (f"version: {self.version} producerId: {self.producer_id} firstOffset: {self.first_offset} "
+                f"lastOffset: {self.last_offset} lastStableOffset: {self.last_stable_offset}")
+
+
+class TxnIndex:
+    """``.txnindex``: the transactions aborted in a segment."""
+    ENTRY = 34
+
+    def __init__(self, data: bytes, path: str | None = None):
+        self.path = path
+        self.entries: list[AbortedTxn] = []
+        for at in range(0, len(data) - len(data) % self.ENTRY, self.ENTRY):
+            txn = AbortedTxn(*struct.unpack_from(">hqqqq", data, at))
+            if txn.version > 0:
+                raise CorruptIndexError(f"Unexpected aborted transaction version {txn.version} in transaction index "
+                                        f"{path or ''}, current version is 0")
+            self.entries.append(txn)
+        self.trailing_bytes = len(data) % self.ENTRY
+
+    @classmethod
+    def from_file(cls, path: str) -> "TxnIndex":
+        return cls(_read(path), path)
+
+
+@dataclass(frozen=True)
+class SnapshotEntry:
+    """One producer in a ``.snapshot`` (only its newest batch is kept)."""
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+    coordinator_epoch: int
+    current_txn_first_offset: int  # -1: none
+
+    @property
+    def first_sequence(self) -> int:
+        """lastSequence - offsetDelta, wrapping like Kafka's decrementSequence."""
+        seq = self.last_sequence - self.offset_delta
+        return seq + 2**31 if seq < 0 else seq
+
+    @property
+    def has_batch(self) -> bool:
+        return self.last_offset >= 0
+
+    def dump_line(self) -> str:
+        txn = "OptionalLong.empty" if self.current_txn_first_offset < 0 else \
+            f"OptionalLong[{self.current_txn_first_offset}]"
+        line = (f"producerId: {self.producer_id} producerEpoch: {self.producer_epoch} coordinatorEpoch: "
+                f"{self.coordinator_epoch} currentTxnFirstOffset: {txn} lastTimestamp: {self.timestamp} ")
+        if self.has_batch:
+            line += (f"firstSequence: {self.first_sequence} lastSequence: {self.last_sequence} lastOffset: "
+                     f"{self.last_offset} offsetDelta: {self.offset_delta} timestamp: {self.timestamp}")
+        return line
+
+
+class ProducerSnapshot:
+    """``.snapshot`` (ProducerSnapshot.json v1): version, CRC-32C over the rest, entries."""
+    ENTRY = 46
+
+    def __init__(self, data: bytes, path: str | None = None):
+        self.path = path
+        if len(data) < 10:
+            raise CorruptIndexError(f"Snapshot failed schema validation: {len(data)} bytes is too short")
+        version, crc, count = struct.unpack_from(">hIi", data, 0)
+        if version != 1:
+            raise CorruptIndexError(f"Snapshot contained an unknown file version {version}")
+        computed = crc32c(data[6:])
+        if computed != crc:
+            raise CorruptIndexError(f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. "
+                                    f"Computed crc: {computed}")
+        if count < 0 or 10 + count * self.ENTRY > len(data):
+            raise CorruptIndexError(f"Snapshot failed schema validation: {count} entries do not fit in "
+                                    f"{len(data)} bytes")
+        self.version = version
+        self.crc = crc
+        self.entries = [SnapshotEntry(*struct.unpack_from(">qhiqiqiq", data, 10 + i * self.ENTRY))
+                        for i in range(count)]
+
+    @classmethod
+    def from_file(cls, path: str) -> "ProducerSnapshot":
+        return cls(_read(path), path)
+
+
+class Checkpoint(NamedTuple):
+    """A broker checkpoint file: a version, then entries (``leader-epoch-checkpoint``: (epoch,
+    start offset); the others: (topic, partition, offset))."""
+    version: int
+    entries: list
+
+    @classmethod
+    def parse(cls, text: str, path: str = "") -> "Checkpoint":
+        lines = text.splitlines()
+        try:
+            version, count = int(lines[0]), int(lines[1])
+            entries = [tuple(int(x) if x.lstrip("-").isdigit() else x for x in line.split())
+                       for line in lines[2:2 + count]]
+        except (IndexError, ValueError) as exc:
+            raise CorruptIndexError(f"Malformed checkpoint file {path}: {exc}") from None
+        if len(entries) != count:
+            raise CorruptIndexError(f"Expected {count} entries in checkpoint file {path}, but found only "
+                                    f"{len(entries)}")
+        return cls(version, entries)
+
+    @classmethod
+    def from_file(cls, path: str) -> "Checkpoint":
+        with open(path, encoding="utf-8") as f:
+            return cls.parse(f.read(), path)

@@ -1,0 +1,232 @@
+"""Log segments and partition directories on disk or in object storage (SPEC.md section 12).
+
+    with pykbatch.read_segment("t-0/00000000000000001000.log") as seg:
+        for batch in seg.batches(): ...
+        seg.invalid_tail_bytes          # Kafka's "Found N invalid bytes at the end of ..."
+    part = pykbatch.open_partition("t-0")
+    part.find_offset(1234), part.find_timestamp(1_700_000_000_000)
+
+A segment is read through ``mmap``, so memory stays bounded whatever its size; a file-like
+object without a file descriptor (fsspec / S3) is first spooled to a temporary file.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import shutil
+import tempfile
+from typing import Iterator
+
+from . import _native
+from .indexes import (
+    Checkpoint, OffsetIndex, ProducerSnapshot, TimeIndex, TxnIndex, base_offset_of, segment_file_name,
+)
+
+SPOOL_CHUNK = 8 * 1024 * 1024
+
+
+class Segment:
+    """One ``.log`` file.  Iterate ``batches()`` (Batch / LegacyBatch objects whose ``position``
+    is the byte position in the file); afterwards ``valid_bytes`` and ``invalid_tail_bytes`` say
+    where the complete entries ended.  Sibling index files are opened on demand."""
+
+    def __init__(self, source, base_offset: int | None = None):
+        self.path = source if isinstance(source, (str, os.PathLike)) else getattr(source, "name", None)
+        self.path = os.fspath(self.path) if self.path is not None else None
+        self._file, self._spool = self._open(source)
+        self.size = os.fstat(self._file.fileno()).st_size
+        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else None
+        if base_offset is None and self.path:
+            try:
+                base_offset = base_offset_of(self.path)
+            except ValueError:
+                base_offset = None
+        self.base_offset = base_offset
+        self.valid_bytes = 0
+        self.error: Exception | None = None
+
+    @staticmethod
+    def _open(source):
+        if isinstance(source, (str, os.PathLike)):
+            return open(source, "rb"), None
+        try:
+            source.fileno()
+            return source, None
+        except (AttributeError, OSError, ValueError):  # no descriptor: spool, bounded memory
+            spool = tempfile.TemporaryFile()
+            shutil.copyfileobj(source, spool, SPOOL_CHUNK)
+            spool.flush()
+            return spool, spool
+
+    # -- reading ----------------------------------------------------------------------------
+    def view(self, max_bytes: int | None = None) -> memoryview:
+        """The file's bytes (the first ``max_bytes``), zero-copy."""
+        if self._map is None:
+            return memoryview(b"")
+        view = memoryview(self._map)
+        return view if max_bytes is None else view[:max_bytes]
+
+    def batches(self, *, verify_crc: bool = False, start: int = 0, max_bytes: int | None = None) -> Iterator:
+        """Every complete entry from byte ``start`` on, in file order.  Zero bytes after the last
+        entry (a preallocated segment) end it quietly, as a truncated entry does: both count in
+        ``invalid_tail_bytes``.  Any other structural error ends it as it ends Kafka's reader:
+        it is kept in ``error`` and raised."""
+        data = self.view(max_bytes)
+        reader = _native.BatchReader(data, verify_crc, start=start)
+        self.valid_bytes = start
+        try:
+            for b in reader:
+                self.valid_bytes = b.position + b.size
+                yield b
+        except ValueError as exc:
+            if _all_zero(data[self.valid_bytes:]):
+                return
+            self.error = exc
+            raise
+
+    @property
+    def invalid_tail_bytes(self) -> int:
+        """Bytes after the last complete entry (a truncated write, or a preallocated zero tail)."""
+        return self.size - self.valid_bytes
+
+    # -- the segment's index files -----------------------------------------------------------
+    def _sibling(self, suffix: str) -> str | None:
+        if not self.path or self.base_offset is None:
+            return None
+        path = os.path.join(os.path.dirname(self.path), segment_file_name(self.base_offset, suffix))
+        return path if os.path.exists(path) else None
+
+    @property
+    def offset_index(self) -> OffsetIndex | None:
+        path = self._sibling(".index")
+        return OffsetIndex.from_file(path) if path else None
+
+    @property
+    def time_index(self) -> TimeIndex | None:
+        path = self._sibling(".timeindex")
+        return TimeIndex.from_file(path) if path else None
+
+    @property
+    def txn_index(self) -> TxnIndex | None:
+        path = self._sibling(".txnindex")
+        return TxnIndex.from_file(path) if path else None
+
+    # -- lookups -----------------------------------------------------------------------------
+    def find_offset(self, offset: int):
+        """The batch holding ``offset`` (the first batch ending at or after it, as Kafka's fetch
+        answers), starting from the offset index's position; None past the end."""
+        index = self.offset_index
+        start = index.lookup(offset).position if index else 0
+        if start > self.size:
+            start = 0  # an index pointing past the log: do not trust it
+        return next((b for b in self.batches(start=start) if b.last_offset >= offset), None)
+
+    def find_timestamp(self, timestamp: int):
+        """The first batch with a timestamp at or after ``timestamp`` (ListOffsets' answer),
+        starting from the time index's entry; None if every batch is older."""
+        start = 0
+        tindex, index = self.time_index, self.offset_index
+        if tindex and index:
+            start = index.lookup(tindex.lookup(timestamp).offset).position
+            if start > self.size:
+                start = 0
+        return next((b for b in self.batches(start=start) if b.max_timestamp >= timestamp), None)
+
+    # -- lifetime ------------------------------------------------------------------------------
+    def close(self) -> None:
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:  # batches still alive hold views; the map goes with them
+                pass
+            self._map = None
+        if isinstance(self.path, str) or self._spool is not None:
+            self._file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"<Segment {self.path or '(stream)'} base offset {self.base_offset}, {self.size} bytes>"
+
+
+def read_segment(source, base_offset: int | None = None) -> Segment:
+    """Opens a ``.log`` segment: a path, or a binary file-like object (one without a file
+    descriptor, e.g. from fsspec/S3, is spooled to a temporary file first)."""
+    return Segment(source, base_offset)
+
+
+class Partition:
+    """A partition directory: its segments in offset order, producer snapshots and the leader
+    epoch checkpoint."""
+
+    def __init__(self, directory: str):
+        self.directory = os.fspath(directory)
+        names = sorted(os.listdir(self.directory))
+        self.segment_paths = sorted((os.path.join(self.directory, n) for n in names if _is_segment(n, ".log")),
+                                    key=base_offset_of)
+        self.snapshot_paths = sorted((os.path.join(self.directory, n) for n in names
+                                      if _is_segment(n, ".snapshot")), key=base_offset_of)
+        epoch_file = os.path.join(self.directory, "leader-epoch-checkpoint")
+        self.leader_epochs = Checkpoint.from_file(epoch_file) if os.path.exists(epoch_file) else None
+
+    @property
+    def base_offsets(self) -> list[int]:
+        return [base_offset_of(p) for p in self.segment_paths]
+
+    def segments(self) -> Iterator[Segment]:
+        for path in self.segment_paths:
+            with Segment(path) as seg:
+                yield seg
+
+    def batches(self, *, verify_crc: bool = False) -> Iterator:
+        for seg in self.segments():
+            yield from seg.batches(verify_crc=verify_crc)
+
+    def latest_snapshot(self) -> ProducerSnapshot | None:
+        return ProducerSnapshot.from_file(self.snapshot_paths[-1]) if self.snapshot_paths else None
+
+    def _segment_for(self, offset: int) -> int:
+        bases = self.base_offsets
+        i = max(0, next((k for k, b in reversed(list(enumerate(bases))) if b <= offset), 0))
+        return i
+
+    def find_offset(self, offset: int):
+        """The batch holding ``offset`` (or the first after it), searching from the segment whose
+        base offset is at or below it."""
+        for path in self.segment_paths[self._segment_for(offset):]:
+            seg = Segment(path)
+            found = seg.find_offset(offset)
+            if found is not None:
+                return found
+            seg.close()
+        return None
+
+    def find_timestamp(self, timestamp: int):
+        """The first batch with a timestamp at or after ``timestamp``, across segments."""
+        for path in self.segment_paths:
+            seg = Segment(path)
+            found = seg.find_timestamp(timestamp)
+            if found is not None:
+                return found
+            seg.close()
+        return None
+
+    def __repr__(self):
+        return f"<Partition {self.directory}: {len(self.segment_paths)} segments>"
+
+
+def open_partition(directory) -> Partition:
+    return Partition(directory)
+
+
+def _all_zero(view: memoryview, chunk: int = 1 << 20) -> bool:
+    zeros = bytes(min(chunk, len(view)))
+    return all(view[i:i + chunk] == zeros[:len(view[i:i + chunk])] for i in range(0, len(view), chunk))
+
+
+def _is_segment(name: str, suffix: str) -> bool:
+    return name.endswith(suffix) and name[:-len(suffix)].isdigit()
