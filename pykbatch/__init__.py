@@ -23,6 +23,7 @@ from pykbatch._result import (  # noqa: E402,F401
     Culprit, DroppedRecord, Repair, TruncatedTail, ValidationConfig, ValidationResult,
 )
 from pykbatch.producer_state import ProducerStateTracker, audit_producers  # noqa: E402,F401
+from pykbatch.segments import Partition, Segment, open_partition, read_segment  # noqa: E402,F401
 from pykbatch.errors import (  # noqa: E402,F401
     CorruptRecordError, InvalidRecordError, InvalidTimestampError, KafkaDataError,
     UnrepairableError, UnsupportedCompressionTypeError, UnsupportedForMessageFormatError,
@@ -34,5 +35,5 @@ __all__ = [
     "build_batch", "crc32", "crc32c", "drop_culprits", "DroppedRecord", "Repair", "encode", "iter_batches", "native_info", "to_arrow", "validate", "errors",
     "KafkaDataError", "CorruptRecordError", "InvalidRecordError", "InvalidTimestampError",
     "UnsupportedCompressionTypeError", "UnsupportedForMessageFormatError", "UnrepairableError",
-    "ProducerStateTracker", "audit_producers",
+    "ProducerStateTracker", "audit_producers", "Segment", "Partition", "read_segment", "open_partition",
 ]

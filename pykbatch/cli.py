@@ -9,7 +9,7 @@ import sys
 
 from . import _native
 from ._result import ValidationConfig
-from .dump import dump_files
+from .dump import dump_files, dump_json
 
 
 def _callable(spec: str):
@@ -28,11 +28,34 @@ def _dump(args) -> int:
         decoders["key_decoder"] = _callable(args.key_decoder)
     if args.value_decoder:
         decoders["value_decoder"] = _callable(args.value_decoder)
-    problems = dump_files(files, deep=args.deep_iteration, print_data=args.print_data_log or bool(decoders),
-                          skip_metadata=args.skip_record_metadata, max_bytes=args.max_bytes,
-                          verify_index_only=args.verify_index_only, index_sanity_check=args.index_sanity_check,
-                          max_message_size=args.max_message_size, **decoders)
+    print_data = args.print_data_log or bool(decoders)
+    if args.to:
+        return _export(files, *args.to)
+    if args.format == "text":
+        problems = dump_files(files, deep=args.deep_iteration, print_data=print_data,
+                              skip_metadata=args.skip_record_metadata, max_bytes=args.max_bytes,
+                              verify_index_only=args.verify_index_only, index_sanity_check=args.index_sanity_check,
+                              max_message_size=args.max_message_size, progress=not args.no_progress, **decoders)
+    else:
+        problems = dump_json(files, lines=args.format == "jsonl", deep=args.deep_iteration, print_data=print_data,
+                             max_bytes=args.max_bytes, **decoders)
+    if args.validate:
+        for path in files:
+            if path.endswith(".log"):
+                problems += _validate_file(path, ValidationConfig(origin="log", compacted=args.compacted), args)
     return 1 if problems else 0
+
+
+def _export(files, fmt: str, dest: str) -> int:
+    from .export import FORMATS, export_segment
+    if fmt not in FORMATS:
+        raise SystemExit(f"--to takes one of {FORMATS}, then a file")
+    logs = [f for f in files if f.endswith(".log")]
+    if len(logs) != 1:
+        raise SystemExit("--to exports one .log file")
+    rows = export_segment(logs[0], dest, fmt)
+    print(f"wrote {rows} records of {logs[0]} to {dest} ({fmt})")
+    return 0
 
 
 def _read(path):
@@ -51,43 +74,53 @@ def _validate(args) -> int:
         origin = args.origin or ("log" if path.endswith(".log") else "client")
         config = ValidationConfig(origin=origin, verify_crc=not args.no_crc, max_culprits=args.max_culprits,
                                   topic_partition=args.topic_partition, compacted=args.compacted)
-        data = _read(path)
-        try:
-            result = _native.validate(data, config)
-            audit = _audit(data, result, args.topic_partition) if args.producers else None
-        finally:
-            if isinstance(data, mmap.mmap):
-                data.close()
-        found += result.culprit_count + (len(audit.culprits) if audit else 0)
-        if args.json:
-            doc = {"file": path, "ok": result.ok, "entries": result.entries,
-                   "records": result.records, "culprit_count": result.culprit_count,
-                   "error_code": result.error_code, "error_name": result.error_name,
-                   "truncated_tail": result.truncated_tail._asdict() if result.truncated_tail else None,
-                   "culprits": [c.as_dict() for c in result.culprits]}
-            if audit:
-                doc["producer_culprits"] = [c.as_dict() for c in audit.culprits]
-                doc["open_transactions"] = audit.open_transactions
-            print(json.dumps(doc))
-            continue
-        status = "ok" if result.ok else f"{result.culprit_count} culprit(s)"
-        print(f"{path}: {result.entries} batches, {result.records} records, {status}")
-        for c in result.culprits:
-            rec = f" record {c.record_index}" if c.record_index is not None else ""
-            off = f" (offset delta {c.relative_offset})" if c.relative_offset is not None else ""
-            detail = f" ({c.detail})" if c.detail else ""
-            print(f"  batch {c.entry}{rec}{off} at byte {c.position}: {c.name}({c.code}) {c.rule}: "
-                  f"{c.message}{detail}")
-        if result.culprit_count > len(result.culprits):
-            print(f"  ... {result.culprit_count - len(result.culprits)} more not shown (--max-culprits)")
-        if result.truncated_tail:
-            t = result.truncated_tail
-            print(f"  incomplete trailing entry {t.entry} at byte {t.position} (not an error)")
-        if result.unwalked_batches:
-            print(f"  note: records of {result.unwalked_batches} compressed batch(es) were not checked")
+        found += _validate_file(path, config, args)
+    return 1 if found else 0
+
+
+def _validate_file(path: str, config: ValidationConfig, args) -> int:
+    """Validates one file and prints its culprits (JSON with --json); returns how many."""
+    producers = getattr(args, "producers", False)
+    data = _read(path)
+    try:
+        result = _native.validate(data, config)
+        audit = _audit(data, result, config.topic_partition) if producers else None
+    finally:
+        if isinstance(data, mmap.mmap):
+            data.close()
+    if getattr(args, "json", False):
+        doc = {"file": path, "ok": result.ok, "entries": result.entries,
+               "records": result.records, "culprit_count": result.culprit_count,
+               "error_code": result.error_code, "error_name": result.error_name,
+               "truncated_tail": result.truncated_tail._asdict() if result.truncated_tail else None,
+               "culprits": [c.as_dict() for c in result.culprits]}
+        if audit:
+            doc["producer_culprits"] = [c.as_dict() for c in audit.culprits]
+            doc["open_transactions"] = audit.open_transactions
+        print(json.dumps(doc))
+    else:
+        _print_result(path, result)
         if audit:
             _print_audit(audit)
-    return 1 if found else 0
+    return result.culprit_count + (len(audit.culprits) if audit else 0)
+
+
+def _print_result(path: str, result) -> None:
+    status = "ok" if result.ok else f"{result.culprit_count} culprit(s)"
+    print(f"{path}: {result.entries} batches, {result.records} records, {status}")
+    for c in result.culprits:
+        rec = f" record {c.record_index}" if c.record_index is not None else ""
+        off = f" (offset delta {c.relative_offset})" if c.relative_offset is not None else ""
+        detail = f" ({c.detail})" if c.detail else ""
+        print(f"  batch {c.entry}{rec}{off} at byte {c.position}: {c.name}({c.code}) {c.rule}: "
+              f"{c.message}{detail}")
+    if result.culprit_count > len(result.culprits):
+        print(f"  ... {result.culprit_count - len(result.culprits)} more not shown (--max-culprits)")
+    if result.truncated_tail:
+        t = result.truncated_tail
+        print(f"  incomplete trailing entry {t.entry} at byte {t.position} (not an error)")
+    if result.unwalked_batches:
+        print(f"  note: records of {result.unwalked_batches} compressed batch(es) were not checked")
 
 
 def _audit(data, result, topic_partition):
@@ -133,6 +166,13 @@ def parser() -> argparse.ArgumentParser:
                    help="index files: run the broker's start-up sanity check only")
     d.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024,
                    help="bytes read at an offset-index entry's position to find its batch")
+    d.add_argument("--format", choices=("text", "json", "jsonl"), default="text",
+                   help="text: kafka-dump-log's lines; json: one document; jsonl: one object per batch/record")
+    d.add_argument("--to", nargs=2, metavar=("FORMAT", "FILE"), default=None,
+                   help="export the records of one .log file with their batch columns: parquet or arrow")
+    d.add_argument("--validate", action="store_true", help="also print the validator's culprits for .log files")
+    d.add_argument("--compacted", action="store_true", help="with --validate: the topic is compacted")
+    d.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
     d.add_argument("--key-decoder", "--key-decoder-class", metavar="MODULE:FUNCTION", default=None,
                    help="a Python callable bytes -> str for keys (implies --print-data-log)")
     d.add_argument("--value-decoder", "--value-decoder-class", metavar="MODULE:FUNCTION", default=None,

@@ -100,7 +100,7 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
                print_data: bool = False, skip_metadata: bool = False, max_bytes: int | None = None,
                verify_index_only: bool = False, index_sanity_check: bool = False,
                max_message_size: int = 5 * 1024 * 1024, key_decoder: Decoder = utf8,
-               value_decoder: Decoder = utf8) -> int:
+               value_decoder: Decoder = utf8, progress: bool = False) -> int:
     """kafka-dump-log.sh over several files, dispatched by the suffix after the last dot; returns
     the number of problems met (errors, index mismatches)."""
     out = out or sys.stdout
@@ -117,7 +117,7 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
             if suffix in ("log", "checkpoint"):
                 problems += dump_log(path, out, err, deep=deep, print_data=print_data, skip_metadata=skip_metadata,
                                      max_bytes=max_bytes, key_decoder=key_decoder, value_decoder=value_decoder,
-                                     header=False)
+                                     header=False, progress=progress)
             elif suffix == "index":
                 dump_offset_index(path, out, errors, verify_index_only, index_sanity_check, max_message_size)
             elif suffix == "timeindex":
@@ -138,9 +138,11 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
 
 def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *, deep: bool = False,
              print_data: bool = False, skip_metadata: bool = False, max_bytes: int | None = None,
-             key_decoder: Decoder = utf8, value_decoder: Decoder = utf8, header: bool = True) -> int:
+             key_decoder: Decoder = utf8, value_decoder: Decoder = utf8, header: bool = True,
+             progress: bool = False) -> int:
     """Print one ``.log`` (or KRaft ``.checkpoint``) file as kafka-dump-log does; returns the
-    number of problems met."""
+    number of problems met.  ``progress``: a percentage line on stderr when it is a terminal
+    and the file is large (never when piped)."""
     out = out or sys.stdout
     err = err or sys.stderr
     deep = deep or print_data
@@ -156,8 +158,9 @@ def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *,
     with Segment(path, base_offset=0) as seg:
         if seg.size == 0:
             return 0
+        meter = Progress(err, seg.size) if progress else None
         return _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key_decoder,
-                             value_decoder)
+                             value_decoder, meter)
 
 
 def _snapshot_header(name: str) -> str:
@@ -169,12 +172,35 @@ def _snapshot_header(name: str) -> str:
     return ""
 
 
-def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key_decoder, value_decoder) -> int:
+class Progress:
+    """A percentage on stderr for large files, only when stderr is a terminal."""
+    MIN_BYTES = 64 * 1024 * 1024
+
+    def __init__(self, err: TextIO, total: int):
+        self.err, self.total, self.shown = err, total, -1
+        isatty = getattr(err, "isatty", None)
+        self.on = total >= self.MIN_BYTES and bool(isatty and isatty())
+
+    def update(self, done: int) -> None:
+        if self.on and done * 100 // self.total != self.shown:
+            self.shown = done * 100 // self.total
+            self.err.write(f"\r{self.shown:3d}% of {self.total} bytes")
+            self.err.flush()
+
+    def finish(self) -> None:
+        if self.on and self.shown >= 0:
+            self.err.write("\r" + " " * 40 + "\r")
+
+
+def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key_decoder, value_decoder,
+                  meter=None) -> int:
     problems = 0
     pairs = []
     last_offset = None
     try:
         for b in seg.batches(max_bytes=max_bytes):
+            if meter:
+                meter.update(b.position)
             out.write(batch_line(b) + "\n")
             if deep:
                 for r in b:
@@ -187,6 +213,8 @@ def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key
     except ValueError as exc:  # a KafkaDataError: the dump stops here, as Kafka's does
         err.write(f"Error while dumping {seg.path}: {exc}\n")
         problems += 1
+    if meter:
+        meter.finish()
     if max_bytes is None and seg.invalid_tail_bytes > 0:
         out.write(f"Found {seg.invalid_tail_bytes} invalid bytes at the end of {os.path.basename(seg.path)}\n")
     if pairs:
@@ -275,3 +303,77 @@ def dump_snapshot(path: str, out: TextIO) -> None:
 def dump_txn_index(path: str, out: TextIO) -> None:
     for txn in TxnIndex.from_file(path).entries:
         out.write(txn.dump_line() + "\n")
+
+
+# -- JSON output (--format json|jsonl; schema: pykbatch/schemas/dump.schema.json) --------------
+
+BATCH_FIELDS = ("base_offset", "last_offset", "record_count", "base_sequence", "last_sequence", "producer_id",
+                "producer_epoch", "partition_leader_epoch", "is_transactional", "is_control", "delete_horizon_ms",
+                "position", "timestamp_type", "max_timestamp", "size", "magic", "compression", "crc", "is_valid")
+
+
+def batch_object(b) -> dict:
+    return {name: getattr(b, name) for name in BATCH_FIELDS}
+
+
+def record_object(b, r, *, print_data: bool, key_decoder: Decoder, value_decoder: Decoder) -> dict:
+    obj = {"offset": r.offset, "timestamp": r.timestamp, "key_size": -1 if r.key is None else len(r.key),
+           "value_size": -1 if r.value is None else len(r.value), "sequence": r.sequence,
+           "header_keys": [k for k, _ in r.headers]}
+    if b.magic < 2:
+        obj.update(crc=r.crc, is_valid=r.is_valid)
+    if b.is_control:
+        ctl = parse_control(r.key, r.value)
+        obj.update(control_type=ctl.type_name, coordinator_epoch=ctl.coordinator_epoch)
+    elif print_data:
+        obj.update(key=None if r.key is None else key_decoder(r.key),
+                   value=None if r.value is None else value_decoder(r.value),
+                   headers=[[k, None if v is None else value_decoder(v)] for k, v in r.headers])
+    return obj
+
+
+def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, lines: bool = False,
+              deep: bool = False, print_data: bool = False, max_bytes: int | None = None,
+              key_decoder: Decoder = utf8, value_decoder: Decoder = utf8) -> int:
+    """``.log`` files as JSON: one document (``lines=False``: files -> batches -> records) or JSON
+    lines (one object per batch, per record, and one closing each file)."""
+    import json
+    out = out or sys.stdout
+    err = err or sys.stderr
+    deep = deep or print_data
+    problems = 0
+    files = []
+    for path in paths:
+        if not path.endswith((".log", ".checkpoint")):
+            err.write(f"Ignoring unknown file {path}\n")
+            continue
+        doc = {"file": path, "batches": []}
+        with Segment(path, base_offset=0) as seg:
+            try:
+                for b in seg.batches(max_bytes=max_bytes):
+                    obj = batch_object(b)
+                    records = [record_object(b, r, print_data=print_data, key_decoder=key_decoder,
+                                             value_decoder=value_decoder) for r in b] if deep else None
+                    if lines:
+                        out.write(json.dumps({"type": "batch", "file": path, **obj}) + "\n")
+                        for rec in records or ():
+                            out.write(json.dumps({"type": "record", "file": path,
+                                                  "batch_position": b.position, **rec}) + "\n")
+                    else:
+                        if records is not None:
+                            obj["records"] = records
+                        doc["batches"].append(obj)
+                    del b
+                error = None
+            except ValueError as exc:
+                error = str(exc)
+                problems += 1
+            end = {"valid_bytes": seg.valid_bytes, "invalid_tail_bytes": seg.invalid_tail_bytes, "error": error}
+        if lines:
+            out.write(json.dumps({"type": "end", "file": path, **end}) + "\n")
+        else:
+            doc.update(end)
+            files.append(doc)
+    if not lines:
+        out.write(json.dumps({"files": files}, indent=1) + "\n")
+    return problems

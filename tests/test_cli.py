@@ -92,3 +92,94 @@ def test_validate_audits_producer_state(tmp_path, capsys):
     assert main(["validate", "--producers", "--json", str(path)]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] and doc["producer_culprits"][0]["code"] == 45 and doc["open_transactions"] == {"5": 4}
+
+
+def _schema_validator():
+    import importlib.resources
+
+    import jsonschema
+    schema = json.loads(importlib.resources.files("pykbatch").joinpath("schemas/dump.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def mixed_log(tmp_path):
+    """Every magic, a codec, headers, a control marker, a null key, and a truncated tail."""
+    from tests.test_producer_state import marker
+    data = (kb.build_batch([{"key": b"k", "value": b"v", "timestamp": 5, "headers": [("h", b"x")]},
+                            {"key": None, "value": b"w", "timestamp": 6}], compression="gzip")
+            + kb.build_batch([{"key": b"a", "value": b"b", "timestamp": 7}], base_offset=2, magic=1)
+            + kb.build_batch([{"key": b"c", "value": None}], base_offset=3, magic=0)
+            + marker(4) + b"\x00" * 7)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+@pytest.mark.parametrize("flags", [[], ["--deep-iteration"], ["--print-data-log"]])
+def test_json_output_follows_the_shipped_schema(tmp_path, capsys, fmt, flags):
+    path = mixed_log(tmp_path)
+    assert main(["dump", "--files", str(path), "--format", fmt] + flags) == 0
+    out = capsys.readouterr().out
+    docs = [json.loads(out)] if fmt == "json" else [json.loads(line) for line in out.splitlines()]
+    validator = _schema_validator()
+    for doc in docs:
+        validator.validate(doc)
+    batches = docs[0]["files"][0]["batches"] if fmt == "json" else [d for d in docs if d["type"] == "batch"]
+    assert [b["magic"] for b in batches] == [2, 1, 0, 2] and batches[3]["is_control"]
+    end = docs[0]["files"][0] if fmt == "json" else docs[-1]
+    assert end["invalid_tail_bytes"] == 7 and end["error"] is None
+    if "--print-data-log" in flags:
+        records = batches[0]["records"] if fmt == "json" else [d for d in docs if d["type"] == "record"]
+        assert records[0]["key"] == "k" and records[0]["headers"] == [["h", "x"]] and records[1]["key"] is None
+    with pytest.raises(Exception):  # the schema is not a rubber stamp
+        validator.validate({"files": [{"file": "x", "batches": [{"magic": 7}]}]})
+
+
+def test_export_to_parquet_and_arrow_round_trips(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    path = mixed_log(tmp_path)
+    expected = kb.to_arrow(path.read_bytes()[:-7])
+    for fmt, name in (("parquet", "out.parquet"), ("arrow", "out.arrow")):
+        dest = tmp_path / name
+        assert main(["dump", "--files", str(path), "--to", fmt, str(dest)]) == 0
+        assert f"wrote {expected.num_rows} records" in capsys.readouterr().out
+        table = pq.read_table(dest) if fmt == "parquet" else pa.ipc.open_file(dest).read_all()
+        assert table.equals(expected)
+
+
+def test_export_windows_keep_file_positions(tmp_path):
+    import pyarrow.parquet as pq
+
+    from pykbatch.export import export_segment
+    data = b"".join(kb.build_batch([{"key": b"k", "value": b"v" * 50, "timestamp": i}] * 3, base_offset=3 * i,
+                                   compression=("none", "lz4")[i % 2]) for i in range(40))
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    assert export_segment(str(path), str(tmp_path / "w.parquet"), window_bytes=500) == 120
+    assert pq.read_table(tmp_path / "w.parquet").equals(kb.to_arrow(data))
+
+
+def test_dump_validate_prints_culprits(tmp_path, capsys):
+    path = mixed_log(tmp_path)
+    assert main(["dump", "--files", str(path), "--validate", "--compacted"]) == 1
+    out = capsys.readouterr().out
+    assert "record.compacted_no_key: Compacted topic cannot accept message without key" in out
+
+
+def test_progress_shows_on_a_terminal_only(tmp_path):
+    import io
+
+    from pykbatch.dump import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    tty, pipe = Tty(), io.StringIO()
+    for err in (tty, pipe):
+        meter = Progress(err, Progress.MIN_BYTES)
+        meter.update(Progress.MIN_BYTES // 2)
+        meter.finish()
+    assert " 50% of" in tty.getvalue() and pipe.getvalue() == ""
