@@ -69,6 +69,10 @@ def _read(path):
 
 
 def _validate(args) -> int:
+    if args.segment:
+        return _validate_partition(args)
+    if not args.files:
+        raise SystemExit("pykbatch validate: give FILEs or --segment DIR")
     found = 0
     for path in args.files:
         origin = args.origin or ("log" if path.endswith(".log") else "client")
@@ -121,6 +125,59 @@ def _print_result(path: str, result) -> None:
         print(f"  incomplete trailing entry {t.entry} at byte {t.position} (not an error)")
     if result.unwalked_batches:
         print(f"  note: records of {result.unwalked_batches} compressed batch(es) were not checked")
+
+
+def _validate_partition(args) -> int:
+    """A partition directory: a table per segment, then offsets, producer state and indexes."""
+    from .audit import audit_partition
+    config = ValidationConfig(origin="log", verify_crc=not args.no_crc, max_culprits=args.max_culprits,
+                              topic_partition=args.topic_partition, compacted=args.compacted)
+    audit = audit_partition(args.segment, config)
+    if args.json:
+        print(json.dumps({
+            "directory": audit.directory, "ok": audit.ok, "gaps": audit.gaps,
+            "overlaps": [dict(zip(("segment", "position", "previous_last_offset", "base_offset"), o))
+                         for o in audit.overlaps],
+            "segments": [{"path": s.path, "base_offset": s.base_offset, "batches": s.batches,
+                          "records": s.result.records, "first_offset": s.first_offset, "last_offset": s.last_offset,
+                          "invalid_tail_bytes": s.invalid_tail_bytes, "read_error": s.read_error,
+                          "culprits": [c.as_dict() for c in s.result.culprits]} for s in audit.segments],
+            "producer_culprits": [c.as_dict() for c in audit.producers.culprits],
+            "open_transactions": audit.producers.open_transactions,
+            "index_problems": audit.index_problems}))
+        return 0 if audit.ok else 1
+    print(f"{'segment':<28} {'batches':>8} {'records':>9} {'culprits':>9} {'tail':>6}  offsets")
+    for s in audit.segments:
+        span = f"{s.first_offset}-{s.last_offset}" if s.first_offset is not None else "-"
+        print(f"{os.path.basename(s.path):<28} {s.batches:>8} {s.result.records:>9} {s.result.culprit_count:>9} "
+              f"{s.invalid_tail_bytes:>6}  {span}")
+    for s in audit.segments:
+        if s.result.culprits or s.read_error:
+            _print_result(s.path, s.result)
+    print(f"offsets: {audit.gaps} gap(s) (compaction removes records), {len(audit.overlaps)} overlap(s)")
+    for path, position, prev, base in audit.overlaps:
+        print(f"  {os.path.basename(path)} at byte {position}: base offset {base} after offset {prev}")
+    for path, first in audit.below_base:
+        print(f"  {os.path.basename(path)} starts at offset {first}, below its file name's")
+    _print_audit(audit.producers)
+    print(f"indexes: {'ok' if not audit.index_problems else f'{len(audit.index_problems)} problem(s)'}")
+    for line in audit.index_problems:
+        print(f"  {line}")
+    print("ok" if audit.ok else "problems found")
+    return 0 if audit.ok else 1
+
+
+def _repair(args) -> int:
+    """A new segment without the culprits, and a dead-letter file of what was removed."""
+    from .repair import repair_segment
+    if os.path.abspath(args.out) == os.path.abspath(args.file):
+        raise SystemExit("pykbatch repair never writes over its input: give another --out")
+    config = ValidationConfig(origin=args.origin, compacted=args.compacted, topic_partition=args.topic_partition)
+    report = repair_segment(args.file, args.out, args.dead_letter, config)
+    print(f"{args.file}: kept {report.kept_batches} batches, dropped {report.dropped_records} record(s) and "
+          f"{report.dropped_batches} batch(es), {report.unreadable_bytes} unreadable byte(s)")
+    print(f"wrote {args.out}" + (f"; dead letters in {args.dead_letter}" if args.dead_letter else ""))
+    return 0
 
 
 def _audit(data, result, topic_partition):
@@ -180,7 +237,9 @@ def parser() -> argparse.ArgumentParser:
     d.set_defaults(run=_dump)
 
     v = sub.add_parser("validate", help="check files of record batches and print every culprit")
-    v.add_argument("files", nargs="+", metavar="FILE")
+    v.add_argument("files", nargs="*", metavar="FILE")
+    v.add_argument("--segment", metavar="DIR", default=None,
+                   help="audit a partition directory: segments, offsets, producer state, indexes")
     v.add_argument("--origin", choices=("client", "log", "replication"), default=None,
                    help="client: a producer's batches; log: batches from a log (default for *.log files)")
     v.add_argument("--no-crc", action="store_true", help="skip CRC checks")
@@ -191,6 +250,16 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--producers", action="store_true",
                    help="also audit producer state: sequence gaps, duplicates, fencing, open transactions")
     v.set_defaults(run=_validate)
+
+    r = sub.add_parser("repair", help="write a segment without its culprits, and a dead-letter file")
+    r.add_argument("file", metavar="FILE")
+    r.add_argument("--out", required=True, metavar="FILE", help="the repaired segment (never the input)")
+    r.add_argument("--dead-letter", metavar="FILE", default=None,
+                   help="JSON lines: every removed record or batch with its culprits and bytes")
+    r.add_argument("--origin", choices=("client", "log", "replication"), default="log")
+    r.add_argument("--compacted", action="store_true", help="the topic is compacted: keyless records go")
+    r.add_argument("--topic-partition", default="t-0")
+    r.set_defaults(run=_repair)
 
     s = sub.add_parser("sample", help="write sample batches (some damaged on purpose) to a file")
     s.add_argument("--out", required=True, metavar="FILE")

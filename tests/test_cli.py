@@ -183,3 +183,53 @@ def test_progress_shows_on_a_terminal_only(tmp_path):
         meter.update(Progress.MIN_BYTES // 2)
         meter.finish()
     assert " 50% of" in tty.getvalue() and pipe.getvalue() == ""
+
+
+def test_repair_writes_a_clean_segment_and_dead_letters(tmp_path, capsys):
+    import base64
+    import struct
+    good = [kb.build_batch([{"key": b"k%d" % i, "value": b"v", "timestamp": i}], base_offset=i) for i in range(6)]
+    keyless = kb.build_batch([{"key": b"a", "value": b"1"}, {"key": None, "value": b"2"}], base_offset=6)
+    bad_crc = bytearray(good[2])
+    bad_crc[-1] ^= 1
+    lost = struct.pack(">qi", 99, 3) + b"\xff" * 20  # framing lost: size 3
+    data = good[0] + good[1] + bytes(bad_crc) + keyless + lost + good[3] + good[4] + good[5][:-4]
+    src = tmp_path / "00000000000000000000.log"
+    src.write_bytes(data)
+    out, dlq = tmp_path / "fixed.log", tmp_path / "dead.jsonl"
+    with pytest.raises(SystemExit, match="never writes over its input"):
+        main(["repair", str(src), "--out", str(src)])
+    assert main(["repair", str(src), "--out", str(out), "--dead-letter", str(dlq), "--compacted"]) == 0
+    assert "kept 5 batches, dropped 1 record(s) and 1 batch(es), 32 unreadable byte(s)" in capsys.readouterr().out
+    assert src.read_bytes() == data  # never modified
+    fixed = out.read_bytes()
+    assert kb.validate(fixed, kb.ValidationConfig(origin="log", compacted=True)).ok
+    assert [r.key for b in kb.iter_batches(fixed) for r in b] == [b"k0", b"k1", b"a", b"k3", b"k4"]
+    letters = [json.loads(line) for line in dlq.read_text().splitlines()]
+    assert [x["kind"] for x in letters] == ["batch", "record", "unreadable", "truncated_tail"]
+    assert letters[0]["culprits"][0]["rule"] == "batch.crc_mismatch" and base64.b64decode(letters[0]["raw"]) == bad_crc
+    assert letters[1]["culprits"][0]["error_class"] == "abortable" and base64.b64decode(letters[1]["value"]) == b"2"
+    assert base64.b64decode(letters[2]["raw"]) == lost and letters[2]["culprits"][0]["rule"] == "framing.size_too_small"
+    assert base64.b64decode(letters[3]["raw"]) == good[5][:-4]
+    # every input byte is either kept or dead-lettered
+    assert letters[2]["position"] == len(good[0] + good[1] + bad_crc + keyless)
+
+
+def test_validate_segment_audits_a_partition(tmp_path, capsys):
+    from tests.test_producer_state import idempotent
+    part = tmp_path / "t-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(idempotent(0, 0) + idempotent(2, 2))
+    (part / "00000000000000000004.log").write_bytes(idempotent(4, 4) + idempotent(3, 9))  # goes back; a gap
+    assert main(["validate", "--segment", str(part)]) == 1
+    out = capsys.readouterr().out
+    assert ["00000000000000000004.log", "2", "4", "0", "0", "4-4"] in [line.split() for line in out.splitlines()]
+    assert "offsets: 0 gap(s) (compaction removes records), 1 overlap(s)" in out
+    assert "base offset 3 after offset 5" in out and "OUT_OF_ORDER_SEQUENCE_NUMBER" in out
+    assert out.rstrip().endswith("problems found")
+    assert main(["validate", "--segment", str(part), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["overlaps"][0]["base_offset"] == 3 and doc["producer_culprits"][0]["code"] == 45
+    (part / "00000000000000000004.log").write_bytes(idempotent(4, 4))
+    assert main(["validate", "--segment", str(part)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("ok")

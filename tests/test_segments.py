@@ -41,3 +41,20 @@ def test_segment(item, tmp_path):
     with open(out, "w") as o, open(err, "w") as e:
         assert dump_log(str(path), o, e, print_data=True) == 0
     assert out.read_text().count("| offset:") == item["records"]
+
+
+def corpus_partitions():
+    root = CONFORMANCE / "segments"
+    if not root.exists():
+        return [pytest.param(None, marks=pytest.mark.skip(reason="conformance segments not present"))]
+    return sorted({str(p.parent) for p in root.rglob("*.log")})
+
+
+@pytest.mark.parametrize("directory", corpus_partitions())
+def test_real_partitions_audit_clean(directory):
+    """Partition directories written by real brokers: segments, offsets across them, producer
+    state and whatever index files survived all check out."""
+    from pykbatch.audit import audit_partition
+    audit = audit_partition(directory)
+    assert audit.ok, (audit.overlaps, audit.below_base, audit.index_problems, audit.producers.culprits,
+                      [(s.path, s.result.culprits[:3], s.read_error) for s in audit.segments if not s.result.ok])
