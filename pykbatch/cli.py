@@ -35,7 +35,8 @@ def _dump(args) -> int:
         problems = dump_files(files, deep=args.deep_iteration, print_data=print_data,
                               skip_metadata=args.skip_record_metadata, max_bytes=args.max_bytes,
                               verify_index_only=args.verify_index_only, index_sanity_check=args.index_sanity_check,
-                              max_message_size=args.max_message_size, progress=not args.no_progress, **decoders)
+                              max_message_size=args.max_message_size, progress=not args.no_progress,
+                              style=args.style, **decoders)
     else:
         problems = dump_json(files, lines=args.format == "jsonl", deep=args.deep_iteration, print_data=print_data,
                              max_bytes=args.max_bytes, **decoders)
@@ -230,6 +231,8 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--validate", action="store_true", help="also print the validator's culprits for .log files")
     d.add_argument("--compacted", action="store_true", help="with --validate: the topic is compacted")
     d.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
+    d.add_argument("--style", choices=("java", "scala"), default="java",
+                   help="print as kafka-dump-log of Kafka 4.3+ (java, default) or of 4.2 and earlier (scala)")
     d.add_argument("--key-decoder", "--key-decoder-class", metavar="MODULE:FUNCTION", default=None,
                    help="a Python callable bytes -> str for keys (implies --print-data-log)")
     d.add_argument("--value-decoder", "--value-decoder-class", metavar="MODULE:FUNCTION", default=None,

@@ -48,3 +48,59 @@ def parse_control(key: bytes | None, value: bytes | None) -> ControlRecord:
     if typ in (ABORT, COMMIT):
         _, epoch = _versioned(value, ">hi", "end transaction marker", "marker")
     return ControlRecord(typ, name, epoch)
+
+
+class _Reader:
+    """Kafka's flexible-version message encoding: fixed ints, compact arrays, tagged fields."""
+
+    def __init__(self, data: bytes):
+        self.data, self.pos = data, 0
+
+    def fixed(self, fmt: str) -> int:
+        (value,) = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return value
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        while True:
+            if self.pos >= len(self.data) or shift > 28:
+                raise InvalidRecordError("Found invalid control record: a varint runs past the value", None,
+                                         "control.message")
+            b = self.data[self.pos]
+            self.pos += 1
+            value |= (b & 0x7F) << shift
+            if b < 0x80:
+                return value
+            shift += 7
+
+    def skip_tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.pos += self.uvarint()
+
+    def array(self, item) -> list:
+        n = self.uvarint() - 1
+        return [] if n < 0 else [item() for _ in range(n)]
+
+
+def leader_change_json(value: bytes) -> str:
+    """A LEADER_CHANGE control record's value (LeaderChangeMessage v0, flexible) as the JSON
+    Kafka's tools print: ``{"version":0,"leaderId":1,"voters":[...],"grantingVoters":[...]}``."""
+    r = _Reader(value)
+    try:
+        version = r.fixed(">h")
+        leader = r.fixed(">i")
+
+        def voter():
+            v = {"voterId": r.fixed(">i")}
+            r.skip_tags()
+            return v
+        voters, granting = r.array(voter), r.array(voter)
+        r.skip_tags()
+    except struct.error:
+        raise InvalidRecordError("Found invalid control record: the LeaderChange value is too short", None,
+                                 "control.message") from None
+    import json
+    return json.dumps({"version": version, "leaderId": leader, "voters": voters, "grantingVoters": granting},
+                      separators=(",", ":"))

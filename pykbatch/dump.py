@@ -3,18 +3,42 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from typing import Callable, TextIO
 
-from .control import parse_control
+from .control import leader_change_json, parse_control
 from .indexes import CorruptIndexError, OffsetIndex, ProducerSnapshot, TimeIndex, TxnIndex
+from .javautf8 import java_utf8
 from .segments import Segment
 
 Decoder = Callable[[bytes], str]
 
 
 def utf8(data: bytes) -> str:
-    """Kafka's default StringDecoder: UTF-8, malformed input replaced."""
-    return data.decode("utf-8", "replace")
+    """Kafka's default StringDecoder: UTF-8, malformed input replaced as the JVM replaces it."""
+    return java_utf8(data)
+
+
+@dataclass(frozen=True)
+class Style:
+    """Where kafka-dump-log's output changed when Kafka 4.3 rewrote it in Java (KAFKA-14579)."""
+    legacy_crc_brace: bool
+    """Scala's record lines of v0/v1 messages end the crc with a stray '}'."""
+    leader_change_json: bool
+    """LEADER_CHANGE control records printed as JSON (``LeaderChange: {...}``)."""
+    gaps_from_minus_one: bool
+    """Non-consecutive offsets start from -1 (a segment not starting at 0 reports -1 first) and
+    are printed in offset order, once per previous offset; Scala: most recent first."""
+    index_mismatches_descending: bool
+    """Offset-index mismatches printed by index offset, highest first, once each."""
+    snapshot_trailing_space: bool
+    """Scala's producer-snapshot lines end in a space when the producer has no batch."""
+
+
+STYLES = {
+    "java": Style(False, True, True, True, False),   # Kafka 4.3+: org.apache.kafka.tools.DumpLogSegments
+    "scala": Style(True, False, False, False, True),  # Kafka <= 4.2: kafka.tools.DumpLogSegments
+}
 
 
 def _bool(b: bool) -> str:
@@ -36,8 +60,17 @@ def batch_line(b) -> str:
             f"isvalid: {_bool(b.is_valid)}")
 
 
+def _control_part(r, style: Style) -> str:
+    ctl = parse_control(r.key, r.value)
+    if ctl.coordinator_epoch is not None:
+        return f" endTxnMarker: {ctl.type_name} coordinatorEpoch: {ctl.coordinator_epoch}"
+    if ctl.type_name == "LEADER_CHANGE" and style.leader_change_json:
+        return f" LeaderChange: {leader_change_json(r.value)}"
+    return f" controlType: {ctl.type_name}({ctl.type})"
+
+
 def record_line(b, r, *, print_data: bool, skip_metadata: bool, key_decoder: Decoder,
-                value_decoder: Decoder) -> str:
+                value_decoder: Decoder, style: Style = STYLES["java"]) -> str:
     parts = []
     if not skip_metadata:
         key_size = -1 if r.key is None else len(r.key)
@@ -47,30 +80,32 @@ def record_line(b, r, *, print_data: bool, skip_metadata: bool, key_decoder: Dec
         if b.magic >= 2:
             parts.append(f" sequence: {r.sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]")
         else:
-            parts.append(f" isValid: {_bool(r.is_valid)} crc: {r.crc}}}")  # sic: Kafka prints the brace
+            brace = "}" if style.legacy_crc_brace else ""  # sic: the Scala tool printed a stray brace
+            parts.append(f" isValid: {_bool(r.is_valid)} crc: {r.crc}{brace}")
         if b.is_control:
-            ctl = parse_control(r.key, r.value)
-            if ctl.coordinator_epoch is not None:
-                parts.append(f" endTxnMarker: {ctl.type_name} coordinatorEpoch: {ctl.coordinator_epoch}")
-            else:
-                parts.append(f" controlType: {ctl.type_name}({ctl.type})")
+            parts.append(_control_part(r, style))
     if print_data and not b.is_control:
+        prefix = "| " if skip_metadata else " "
         if r.key is not None:
-            parts.append(f"{'|' if skip_metadata else ''} key: {key_decoder(r.key)}")
+            parts.append(f"{prefix}key: {key_decoder(r.key)}")
+            prefix = " "
         if r.value is not None:
-            parts.append(f" payload: {value_decoder(r.value)}")
+            parts.append(f"{prefix}payload: {value_decoder(r.value)}")
     return "".join(parts)
 
 
 class DumpErrors:
     """What Kafka's tool reports on stderr after every file was dumped: offset-index mismatches,
-    time-index mismatches, out-of-order timestamps, indexed offsets missing from the log."""
+    time-index mismatches, out-of-order timestamps, indexed offsets missing from the log, and
+    the non-consecutive offsets deep iteration met (these are not problems: compaction makes them)."""
 
-    def __init__(self):
+    def __init__(self, style: Style = STYLES["java"]):
+        self.style = style
         self.index_mismatches: dict[str, list] = {}
         self.time_mismatches: dict[str, list] = {}
         self.out_of_order: dict[str, list] = {}
         self.not_found: dict[str, list] = {}
+        self.non_consecutive: dict[str, list] = {}
 
     @property
     def count(self) -> int:
@@ -80,6 +115,8 @@ class DumpErrors:
     def write(self, err: TextIO) -> None:
         for path, pairs in self.index_mismatches.items():
             err.write(f"Mismatches in :{path}\n")
+            if self.style.index_mismatches_descending:
+                pairs = sorted(dict(pairs).items(), reverse=True)
             for index_offset, log_offset in pairs:
                 err.write(f"  Index offset: {index_offset}, log offset: {log_offset}\n")
         for path, pairs in self.time_mismatches.items():
@@ -94,18 +131,24 @@ class DumpErrors:
             err.write("The following indexed offsets are not found in the log.\n")
             for indexed, found in pairs:
                 err.write(f"Indexed offset: {indexed}, found log offset: {found}\n")
+        for path, pairs in self.non_consecutive.items():
+            err.write(f"Non-consecutive offsets in {path}\n")
+            pairs = sorted(dict(pairs).items()) if self.style.gaps_from_minus_one else reversed(pairs)
+            for a, b in pairs:
+                err.write(f"  {a} is followed by {b}\n")
 
 
 def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, deep: bool = False,
                print_data: bool = False, skip_metadata: bool = False, max_bytes: int | None = None,
                verify_index_only: bool = False, index_sanity_check: bool = False,
                max_message_size: int = 5 * 1024 * 1024, key_decoder: Decoder = utf8,
-               value_decoder: Decoder = utf8, progress: bool = False) -> int:
+               value_decoder: Decoder = utf8, progress: bool = False, style: str = "java") -> int:
     """kafka-dump-log.sh over several files, dispatched by the suffix after the last dot; returns
-    the number of problems met (errors, index mismatches)."""
+    the number of problems met (errors, index mismatches).  ``style``: the output of Kafka 4.3+'s
+    tool ("java") or of the Scala tool of earlier releases ("scala"); see ``Style``."""
     out = out or sys.stdout
     err = err or sys.stderr
-    errors = DumpErrors()
+    errors = DumpErrors(STYLES[style])
     problems = 0
     for path in paths:
         suffix = path.rsplit(".", 1)[-1] if "." in os.path.basename(path) else ""
@@ -117,13 +160,13 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
             if suffix in ("log", "checkpoint"):
                 problems += dump_log(path, out, err, deep=deep, print_data=print_data, skip_metadata=skip_metadata,
                                      max_bytes=max_bytes, key_decoder=key_decoder, value_decoder=value_decoder,
-                                     header=False, progress=progress)
+                                     header=False, progress=progress, errors=errors)
             elif suffix == "index":
                 dump_offset_index(path, out, errors, verify_index_only, index_sanity_check, max_message_size)
             elif suffix == "timeindex":
                 dump_time_index(path, out, errors, verify_index_only, index_sanity_check)
             elif suffix == "snapshot":
-                dump_snapshot(path, out)
+                dump_snapshot(path, out, errors.style)
             else:
                 dump_txn_index(path, out)
         except CorruptIndexError as exc:
@@ -139,10 +182,11 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
 def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *, deep: bool = False,
              print_data: bool = False, skip_metadata: bool = False, max_bytes: int | None = None,
              key_decoder: Decoder = utf8, value_decoder: Decoder = utf8, header: bool = True,
-             progress: bool = False) -> int:
+             progress: bool = False, errors: DumpErrors | None = None) -> int:
     """Print one ``.log`` (or KRaft ``.checkpoint``) file as kafka-dump-log does; returns the
     number of problems met.  ``progress``: a percentage line on stderr when it is a terminal
-    and the file is large (never when piped)."""
+    and the file is large (never when piped).  ``errors``: where a multi-file dump collects what
+    it prints at the end; without one, this file's are printed after it."""
     out = out or sys.stdout
     err = err or sys.stderr
     deep = deep or print_data
@@ -159,8 +203,13 @@ def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *,
         if seg.size == 0:
             return 0
         meter = Progress(err, seg.size) if progress else None
-        return _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key_decoder,
-                             value_decoder, meter)
+        own = errors is None
+        errors = errors or DumpErrors()
+        problems = _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key_decoder,
+                                 value_decoder, meter, errors)
+        if own:
+            errors.write(err)
+        return problems
 
 
 def _snapshot_header(name: str) -> str:
@@ -193,10 +242,11 @@ class Progress:
 
 
 def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key_decoder, value_decoder,
-                  meter=None) -> int:
+                  meter, errors: DumpErrors) -> int:
     problems = 0
     pairs = []
-    last_offset = None
+    style = errors.style
+    last_offset = -1 if style.gaps_from_minus_one else None
     try:
         for b in seg.batches(max_bytes=max_bytes):
             if meter:
@@ -208,7 +258,7 @@ def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key
                         pairs.append((last_offset, r.offset))
                     last_offset = r.offset
                     out.write(record_line(b, r, print_data=print_data, skip_metadata=skip_metadata,
-                                          key_decoder=key_decoder, value_decoder=value_decoder) + "\n")
+                                          key_decoder=key_decoder, value_decoder=value_decoder, style=style) + "\n")
             del b
     except ValueError as exc:  # a KafkaDataError: the dump stops here, as Kafka's does
         err.write(f"Error while dumping {seg.path}: {exc}\n")
@@ -218,9 +268,7 @@ def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key
     if max_bytes is None and seg.invalid_tail_bytes > 0:
         out.write(f"Found {seg.invalid_tail_bytes} invalid bytes at the end of {os.path.basename(seg.path)}\n")
     if pairs:
-        err.write(f"Non-consecutive offsets in {os.path.abspath(seg.path)}\n")
-        for a, b in reversed(pairs):
-            err.write(f"  {a} is followed by {b}\n")
+        errors.non_consecutive.setdefault(os.path.abspath(seg.path), []).extend(pairs)
     return problems
 
 
@@ -294,10 +342,13 @@ def dump_time_index(path: str, out: TextIO, errors: DumpErrors, verify_only: boo
             prev = entry.timestamp
 
 
-def dump_snapshot(path: str, out: TextIO) -> None:
+def dump_snapshot(path: str, out: TextIO, style: Style = STYLES["java"]) -> None:
     """DumpLogSegments.dumpProducerIdSnapshot: one line per producer."""
     for entry in ProducerSnapshot.from_file(path).entries:
-        out.write(entry.dump_line() + "\n")
+        line = entry.dump_line()
+        if not entry.has_batch and style.snapshot_trailing_space:
+            line += " "
+        out.write(line + "\n")
 
 
 def dump_txn_index(path: str, out: TextIO) -> None:

@@ -210,9 +210,9 @@ class SnapshotEntry:
         txn = "OptionalLong.empty" if self.current_txn_first_offset < 0 else \
             f"OptionalLong[{self.current_txn_first_offset}]"
         line = (f"producerId: {self.producer_id} producerEpoch: {self.producer_epoch} coordinatorEpoch: "
-                f"{self.coordinator_epoch} currentTxnFirstOffset: {txn} lastTimestamp: {self.timestamp} ")
+                f"{self.coordinator_epoch} currentTxnFirstOffset: {txn} lastTimestamp: {self.timestamp}")
         if self.has_batch:
-            line += (f"firstSequence: {self.first_sequence} lastSequence: {self.last_sequence} lastOffset: "
+            line += (f" firstSequence: {self.first_sequence} lastSequence: {self.last_sequence} lastOffset: "
                      f"{self.last_offset} offsetDelta: {self.offset_delta} timestamp: {self.timestamp}")
         return line
 

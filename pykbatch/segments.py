@@ -23,6 +23,7 @@ from .indexes import (
 )
 
 SPOOL_CHUNK = 8 * 1024 * 1024
+RELEASE_BYTES = 64 * 1024 * 1024  # read pages handed back to the kernel every so often
 
 
 class Segment:
@@ -74,15 +75,27 @@ class Segment:
         data = self.view(max_bytes)
         reader = _native.BatchReader(data, verify_crc, start=start)
         self.valid_bytes = start
+        released = start - start % mmap.PAGESIZE
         try:
             for b in reader:
                 self.valid_bytes = b.position + b.size
+                if b.position - released >= RELEASE_BYTES:
+                    released = self._release(released, b.position)
                 yield b
         except ValueError as exc:
             if _all_zero(data[self.valid_bytes:]):
                 return
             self.error = exc
             raise
+
+    def _release(self, start: int, end: int) -> int:
+        """Drops the pages of [start, end) from this process's resident set (the file stays in the
+        page cache; a later access faults them back in), so reading a large segment keeps the
+        RSS bounded.  Returns where the next release starts."""
+        end -= end % mmap.PAGESIZE
+        if hasattr(self._map, "madvise") and end > start:
+            self._map.madvise(mmap.MADV_DONTNEED, start, end - start)
+        return end
 
     @property
     def invalid_tail_bytes(self) -> int:

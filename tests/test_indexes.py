@@ -63,8 +63,8 @@ def test_offset_index_mismatches_are_reported_like_kafka(tmp_path, capsys):
     assert main(["dump", "--files", str(path), "--verify-index-only"]) == 1
     captured = capsys.readouterr()
     assert captured.out == f"Dumping {path}\n"
-    assert captured.err == (f"Mismatches in :{os.path.abspath(path)}\n  Index offset: 1000, log offset: 1002\n"
-                            f"  Index offset: 1017, log offset: -1\n  Index offset: 1042, log offset: -1\n")
+    assert captured.err == (f"Mismatches in :{os.path.abspath(path)}\n  Index offset: 1042, log offset: -1\n"
+                            f"  Index offset: 1017, log offset: -1\n  Index offset: 1000, log offset: 1002\n")
 
 
 def test_a_preallocated_index_ends_at_its_zero_entries(tmp_path):

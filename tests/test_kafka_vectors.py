@@ -197,7 +197,7 @@ def test_dump_output_line_for_line(v, tmp_path, capsys):
     name = v["expected"]["description"].split("--files ")[1].split()[0]
     path = tmp_path / name
     path.write_bytes(bytes.fromhex(v["hex"]))
-    main(["dump", "--files", str(path), "--print-data-log"])
+    main(["dump", "--files", str(path), "--print-data-log", "--style", "scala"])  # the vectors predate 4.3
     assert capsys.readouterr().out == v["expected"]["stdout"].replace("DIR", str(tmp_path))
 
 
