@@ -84,23 +84,74 @@ class _Reader:
         return [] if n < 0 else [item() for _ in range(n)]
 
 
-def leader_change_json(value: bytes) -> str:
-    """A LEADER_CHANGE control record's value (LeaderChangeMessage v0, flexible) as the JSON
-    Kafka's tools print: ``{"version":0,"leaderId":1,"voters":[...],"grantingVoters":[...]}``."""
-    r = _Reader(value)
-    try:
-        version = r.fixed(">h")
-        leader = r.fixed(">i")
-
-        def voter():
-            v = {"voterId": r.fixed(">i")}
-            r.skip_tags()
-            return v
-        voters, granting = r.array(voter), r.array(voter)
-        r.skip_tags()
-    except struct.error:
-        raise InvalidRecordError("Found invalid control record: the LeaderChange value is too short", None,
-                                 "control.message") from None
+def _json(obj) -> str:
     import json
-    return json.dumps({"version": version, "leaderId": leader, "voters": voters, "grantingVoters": granting},
-                      separators=(",", ":"))
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def _uuid(r: "_Reader") -> str:
+    import base64
+    raw = r.data[r.pos:r.pos + 16]
+    if len(raw) < 16:
+        raise struct.error("uuid")
+    r.pos += 16
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def _string(r: "_Reader") -> str:
+    n = r.uvarint() - 1
+    text = r.data[r.pos:r.pos + n].decode("utf-8", "replace")
+    r.pos += n
+    return text
+
+
+def _leader_change(r: _Reader) -> dict:
+    def voter():
+        v = {"voterId": r.fixed(">i")}
+        r.skip_tags()
+        return v
+    return {"version": r.fixed(">h"), "leaderId": r.fixed(">i"), "voters": r.array(voter),
+            "grantingVoters": r.array(voter)}
+
+
+def _voters(r: _Reader) -> dict:
+    def endpoint():
+        e = {"name": _string(r), "host": _string(r), "port": r.fixed(">H")}
+        r.skip_tags()
+        return e
+
+    def voter():
+        v = {"voterId": r.fixed(">i"), "voterDirectoryId": _uuid(r), "endpoints": r.array(endpoint)}
+        feature = {"minSupportedVersion": r.fixed(">h"), "maxSupportedVersion": r.fixed(">h")}
+        r.skip_tags()
+        v["kRaftVersionFeature"] = feature
+        r.skip_tags()
+        return v
+    return {"version": r.fixed(">h"), "voters": r.array(voter)}
+
+
+# control type -> (the label Kafka's tools print, the message's fields as JSON)
+KRAFT_MESSAGES = {
+    2: ("LeaderChange:", _leader_change),
+    3: ("SnapshotHeader", lambda r: {"version": r.fixed(">h"), "lastContainedLogTimestamp": r.fixed(">q")}),
+    4: ("SnapshotFooter", lambda r: {"version": r.fixed(">h")}),
+    5: ("KRaftVersion", lambda r: {"version": r.fixed(">h"), "kRaftVersion": r.fixed(">h")}),
+    6: ("KRaftVoters", _voters),
+}
+
+
+def kraft_control_json(control_type: int, value: bytes) -> str:
+    """A KRaft control record's value (LeaderChangeMessage, SnapshotHeader/FooterRecord,
+    KRaftVersionRecord, VotersRecord: flexible version 0) as the JSON Kafka's tools print."""
+    r = _Reader(value or b"")
+    try:
+        obj = KRAFT_MESSAGES[control_type][1](r)
+        r.skip_tags()
+    except (struct.error, IndexError):
+        raise InvalidRecordError(f"Found invalid control record: the {TYPE_NAMES[control_type]} value is too short",
+                                 None, "control.message") from None
+    return _json(obj)
+
+
+def leader_change_json(value: bytes) -> str:
+    return kraft_control_json(2, value)

@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, TextIO
 
-from .control import leader_change_json, parse_control
+from .control import KRAFT_MESSAGES, kraft_control_json, parse_control
 from .indexes import CorruptIndexError, OffsetIndex, ProducerSnapshot, TimeIndex, TxnIndex
 from .javautf8 import java_utf8
 from .segments import Segment
@@ -64,8 +64,8 @@ def _control_part(r, style: Style) -> str:
     ctl = parse_control(r.key, r.value)
     if ctl.coordinator_epoch is not None:
         return f" endTxnMarker: {ctl.type_name} coordinatorEpoch: {ctl.coordinator_epoch}"
-    if ctl.type_name == "LEADER_CHANGE" and style.leader_change_json:
-        return f" LeaderChange: {leader_change_json(r.value)}"
+    if ctl.type in KRAFT_MESSAGES and (ctl.type != 2 or style.leader_change_json):
+        return f" {KRAFT_MESSAGES[ctl.type][0]} {kraft_control_json(ctl.type, r.value)}"
     return f" controlType: {ctl.type_name}({ctl.type})"
 
 

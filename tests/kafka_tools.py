@@ -1,0 +1,116 @@
+"""Apache Kafka's broker and kafka-dump-log, from Maven Central (tests/kafka_harness/tools), for
+the tests that compare pykbatch's dump with Kafka's on segments a real broker wrote.
+
+``dump(files, *flags)`` runs org.apache.kafka.tools.DumpLogSegments; ``Broker`` is a single-node
+KRaft broker (broker + controller) on loopback ports in a temporary directory.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from tests.kafka_broker import unavailable  # noqa: F401  (same requirements: Java 17 and Maven)
+
+TOOLS = Path(__file__).parent / "kafka_harness" / "tools"
+
+
+@functools.cache
+def classpath() -> str:
+    out = TOOLS / "target" / "classpath.txt"
+    proc = subprocess.run(["mvn", "-q", "-B", "dependency:build-classpath", f"-Dmdep.outputFile={out}"],
+                          cwd=TOOLS, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"resolving tests/kafka_harness/tools failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return out.read_text().strip()
+
+
+def java(main: str, *args: str, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(["java", "-Xmx512m", "-cp", classpath(), main, *args], capture_output=True, text=True,
+                          timeout=timeout, **kwargs)
+
+
+def dump(files: list[str], *flags: str) -> tuple[str, str]:
+    """Kafka's kafka-dump-log on ``files`` (one JVM): stdout, and stderr without SLF4J's notes."""
+    proc = java("org.apache.kafka.tools.DumpLogSegments", "--files", ",".join(files), *flags)
+    err = "".join(line for line in proc.stderr.splitlines(keepends=True) if not line.startswith("SLF4J"))
+    return proc.stdout, err
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Broker:
+    """A single-node KRaft Kafka (4.3.1) on 127.0.0.1, its data in ``directory``/data."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.data = directory / "data"
+        self.port, self.controller_port = free_port(), free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.process = None
+
+    def config(self) -> Path:
+        path = self.directory / "server.properties"
+        path.write_text("\n".join([
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names=CONTROLLER",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            f"log.dirs={self.data}",
+            "num.partitions=1",
+            "offsets.topic.replication.factor=1",
+            "offsets.topic.num.partitions=1",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "transaction.state.log.num.partitions=1",
+            "group.initial.rebalance.delay.ms=0",
+            "log.cleaner.backoff.ms=200",
+            "log.retention.check.interval.ms=1000",
+        ]) + "\n")
+        return path
+
+    def start(self, timeout: float = 90) -> None:
+        config = self.config()
+        cluster = java("kafka.tools.StorageTool", "random-uuid").stdout.strip().splitlines()[-1]
+        fmt = java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(config))
+        if fmt.returncode != 0:
+            raise RuntimeError(f"kafka-storage format failed:\n{fmt.stdout}\n{fmt.stderr}")
+        log = open(self.directory / "broker.log", "w")
+        self.process = subprocess.Popen(["java", "-Xmx512m", "-cp", classpath(), "kafka.Kafka", str(config)],
+                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the broker exited:\n{(self.directory / 'broker.log').read_text()[-4000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError("the broker did not open its port in time")
+
+    def stop(self, timeout: float = 60) -> None:
+        """A clean shutdown (SIGTERM): segments closed, indexes trimmed, snapshots written."""
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, 9)
+            self.process.wait()
+        self.process = None
+
+    def files(self, *suffixes: str) -> list[str]:
+        return sorted(str(p) for p in self.data.rglob("*") if p.suffix in suffixes and p.is_file())
