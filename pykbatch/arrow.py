@@ -115,3 +115,91 @@ def crc32c_array(arr) -> pa.Array:
     data = memoryview(view.obj)
     out = np.fromiter((_native.crc32c(data[s:e]) for s, e in zip(starts, ends)), np.int64, count=len(starts))
     return pa.array(out, mask=None if valid is None else ~valid)
+
+
+BATCH_INFO = pa.struct([
+    ("position", pa.int64()), ("size", pa.int64()), ("magic", pa.int8()), ("base_offset", pa.int64()),
+    ("last_offset", pa.int64()), ("record_count", pa.int32()), ("compression", pa.string()),
+    ("timestamp_type", pa.string()), ("max_timestamp", pa.int64()), ("producer_id", pa.int64()),
+    ("producer_epoch", pa.int16()), ("base_sequence", pa.int32()), ("partition_leader_epoch", pa.int32()),
+    ("is_transactional", pa.bool_()), ("is_control", pa.bool_()), ("crc", pa.int64()), ("is_valid", pa.bool_()),
+])
+DROPPED = pa.struct([
+    ("entry", pa.int32()), ("record_index", pa.int32()), ("offset", pa.int64()), ("key", pa.binary()),
+    ("value", pa.binary()), ("code", pa.int32()), ("rules", pa.list_(pa.string())), ("message", pa.string()),
+])
+REPAIR = pa.struct([("data", pa.binary()), ("dropped", pa.list_(DROPPED)), ("unrepairable_batches", pa.int32())])
+
+
+def batch_info_array(arr) -> pa.ListArray:
+    """The header of every entry of every row, as a list of ``BATCH_INFO`` structs (the entries
+    before a framing fault, when there is one); null for a null row."""
+    view, starts, ends, valid = _rows(arr)
+    data = memoryview(view.obj)
+    rows = []
+    for i, (s, e) in enumerate(zip(starts, ends)):
+        if valid is not None and not valid[i]:
+            rows.append(None)
+            continue
+        infos = []
+        try:
+            for b in _native.iter_batches(data[s:e], verify_crc=False):
+                infos.append({f.name: getattr(b, f.name) for f in BATCH_INFO})
+                del b
+        except ValueError:
+            pass  # kbatch_validate says what broke; the headers before it are still worth having
+        rows.append(infos)
+    return pa.array(rows, pa.list_(BATCH_INFO))
+
+
+def repair_array(arr, config: ValidationConfig | None = None) -> pa.StructArray:
+    """``drop_culprits`` of every row (``unrepairable="drop"``) as ``REPAIR`` structs: the bytes
+    without the culprits (clean rows unchanged, zero work), what was dropped with its error, and
+    how many batches went whole."""
+    view, starts, ends, valid = _rows(arr)
+    data = memoryview(view.obj)
+    _, _, bad = _native._validate_rows(view, starts, ends, valid, config)
+    out, dropped, counts, unrepairable = [], [], [], []
+    for i, (s, e) in enumerate(zip(starts, ends)):
+        if valid is not None and not valid[i]:
+            out.append(None)
+            counts.append(0)
+            unrepairable.append(None)
+            continue
+        if i not in bad:
+            out.append(bytes(data[s:e]))
+            counts.append(0)
+            unrepairable.append(0)
+            continue
+        fixed = _native.drop_culprits(data[s:e], bad[i], unrepairable="drop")
+        out.append(fixed.data)
+        counts.append(len(fixed.dropped))
+        unrepairable.append(len(fixed.unrepairable))
+        for d in fixed.dropped:
+            first = d.culprits[0]
+            dropped.append({"entry": d.entry, "record_index": d.record_index, "offset": d.offset, "key": d.key,
+                            "value": d.value, "code": first.code, "rules": [c.rule for c in d.culprits],
+                            "message": first.message})
+    offsets = np.zeros(len(out) + 1, np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    mask = None if valid is None else pa.array(~valid)
+    return pa.StructArray.from_arrays(
+        [pa.array(out, pa.binary()), pa.ListArray.from_arrays(pa.array(offsets), pa.array(dropped, DROPPED)),
+         pa.array(unrepairable, pa.int32())], fields=list(REPAIR), mask=mask)
+
+
+def explode_batch(batch: pa.RecordBatch, column: str, keep=()) -> pa.RecordBatch:
+    """One row per record of the batches in ``column``, with the ``keep`` columns repeated beside
+    ``RECORD``'s fields (rows that are null or do not decode give no records)."""
+    arr = batch.column(column)
+    view, starts, ends, valid = _rows(arr)
+    table, counts, _ = _native._decode_rows(view, starts, ends, valid, True, False)
+    rows = np.repeat(np.arange(len(starts)), counts)
+    columns = [batch.column(k).take(pa.array(rows)) for k in keep]
+    records = [table.column(f.name).combine_chunks() for f in RECORD if f.name != "timestamp_type"]
+    records.append(table.column("timestamp_type").combine_chunks().cast(pa.string()))
+    return pa.RecordBatch.from_arrays(columns + records, names=list(keep) + [f.name for f in RECORD])
+
+
+def exploded_schema(input_schema: pa.Schema, keep=()) -> pa.Schema:
+    return pa.schema([input_schema.field(k) for k in keep] + list(RECORD))

@@ -11,7 +11,8 @@ task.  PySpark is imported lazily: importing this package does not need it.
 # No `from __future__ import annotations` here: PySpark reads the UDFs' type hints as objects.
 from functools import lru_cache
 
-__all__ = ["register", "kbatch_validate", "kbatch_decode", "kbatch_crc32c", "config_from_map",
+__all__ = ["register", "kbatch_validate", "kbatch_decode", "kbatch_crc32c", "kbatch_batch_info", "kbatch_repair",
+           "explode_records", "config_from_map",
            "CONFIG_KEYS"]
 
 def _config_fields():
@@ -51,19 +52,24 @@ def config_from_map(items):
 
 def _validate_with_configs(values, configs):
     """Validate each row with its row's config (rows grouped by config, usually one group)."""
+    from pykbatch.arrow import validate_array
+    return _per_config(values, configs, validate_array)
+
+
+def _per_config(values, configs, fn):
+    """``fn(values, config)`` with each row's config (rows grouped by config, usually one group)."""
     import numpy as np
     import pyarrow as pa
-    from pykbatch.arrow import validate_array
     if configs is None:
-        return validate_array(values)
+        return fn(values)
     groups = {}
     for row, items in enumerate(configs.to_pylist()):
         groups.setdefault(tuple(sorted(items or [])), []).append(row)
     if len(groups) == 1:
-        return validate_array(values, config_from_map(next(iter(groups))))
+        return fn(values, config_from_map(next(iter(groups))))
     parts, order = [], []
     for items, rows in groups.items():
-        parts.append(validate_array(values.take(pa.array(rows)), config_from_map(items)))
+        parts.append(fn(values.take(pa.array(rows)), config_from_map(items)))
         order.extend(rows)
     inverse = np.empty(len(order), np.int64)
     inverse[np.array(order)] = np.arange(len(order))
@@ -78,7 +84,9 @@ def _udfs():
     from pyspark.sql.functions import arrow_udf
     from pyspark.sql.pandas.types import from_arrow_type
 
-    from pykbatch.arrow import RECORD, VALIDATION, crc32c_array, decode_array
+    from pykbatch.arrow import (
+        BATCH_INFO, RECORD, REPAIR, VALIDATION, batch_info_array, crc32c_array, decode_array, repair_array,
+    )
 
     @arrow_udf(from_arrow_type(VALIDATION))
     def kbatch_validate(value: pa.Array, config: pa.Array = None) -> pa.Array:
@@ -92,7 +100,16 @@ def _udfs():
     def kbatch_crc32c(value: pa.Array) -> pa.Array:
         return crc32c_array(value)
 
-    return {"kbatch_validate": kbatch_validate, "kbatch_decode": kbatch_decode, "kbatch_crc32c": kbatch_crc32c}
+    @arrow_udf(from_arrow_type(pa.list_(BATCH_INFO)))
+    def kbatch_batch_info(value: pa.Array) -> pa.Array:
+        return batch_info_array(value)
+
+    @arrow_udf(from_arrow_type(REPAIR))
+    def kbatch_repair(value: pa.Array, config: pa.Array = None) -> pa.Array:
+        return _per_config(value, config, repair_array)
+
+    return {"kbatch_validate": kbatch_validate, "kbatch_decode": kbatch_decode, "kbatch_crc32c": kbatch_crc32c,
+            "kbatch_batch_info": kbatch_batch_info, "kbatch_repair": kbatch_repair}
 
 
 def _column(col):
@@ -150,7 +167,52 @@ def kbatch_crc32c(col):
     return _udfs()["kbatch_crc32c"](_column(col))
 
 
+def kbatch_batch_info(col):
+    """The header of every batch of each value (explodable).
+
+    Spark type: ``array<struct<position: bigint, size: bigint, magic: tinyint, base_offset: bigint,
+    last_offset: bigint, record_count: int, compression: string, timestamp_type: string,
+    max_timestamp: bigint, producer_id: bigint, producer_epoch: smallint, base_sequence: int,
+    partition_leader_epoch: int, is_transactional: boolean, is_control: boolean, crc: bigint,
+    is_valid: boolean>>``.
+    """
+    return _udfs()["kbatch_batch_info"](_column(col))
+
+
+def kbatch_repair(col, config=None):
+    """Each value rebuilt without its culprit records (KIP-467 client side / KIP-1059): clean
+    values come back unchanged; batches damaged as a whole are dropped and counted.  ``config`` as
+    for ``kbatch_validate``.
+
+    Spark type: ``struct<data: binary, dropped: array<struct<entry: int, record_index: int, offset:
+    bigint, key: binary, value: binary, code: int, rules: array<string>, message: string>>,
+    unrepairable_batches: int>``.
+    """
+    udf = _udfs()["kbatch_repair"]
+    cfg = _config_column(config)
+    return udf(_column(col)) if cfg is None else udf(_column(col), cfg)
+
+
+def explode_records(df, col: str, keep=None):
+    """One row per record of the batches in ``col`` (Arrow all the way: ``mapInArrow``, no
+    Python object per record), with the ``keep`` columns (default: all others but ``col``)
+    repeated beside the record fields of ``kbatch_decode``.  Rows that are null or do not decode
+    give no records: ``kbatch_validate`` says why."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+    from pykbatch.arrow import explode_batch, exploded_schema
+    keep = [c for c in df.columns if c != col] if keep is None else list(keep)
+    schema = exploded_schema(to_arrow_schema(df.schema), keep)
+
+    def explode(batches):
+        for batch in batches:
+            out = explode_batch(batch, col, keep)
+            yield pa.RecordBatch.from_arrays(out.columns, schema=schema)
+    return df.select(*keep, col).mapInArrow(explode, from_arrow_schema(schema))
+
+
 def register(spark) -> None:
-    """Make ``kbatch_validate``, ``kbatch_decode`` and ``kbatch_crc32c`` callable from SQL."""
+    """Make the kbatch_* functions callable from SQL."""
     for name, udf in _udfs().items():
         spark.udf.register(name, udf)
