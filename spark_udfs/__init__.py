@@ -213,6 +213,9 @@ def explode_records(df, col: str, keep=None):
 
 
 def register(spark) -> None:
-    """Make the kbatch_* functions callable from SQL."""
+    """Make the kbatch_* functions callable from SQL and the ``kafka-segment`` data source
+    readable (``spark.read.format("kafka-segment").load(path)``, see ``spark_udfs.segment_source``)."""
+    from spark_udfs.segment_source import data_source_class
     for name, udf in _udfs().items():
         spark.udf.register(name, udf)
+    spark.dataSource.register(data_source_class())

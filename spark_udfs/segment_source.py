@@ -1,0 +1,248 @@
+"""``spark.read.format("kafka-segment")``: Kafka log segments as a DataFrame, read in parallel.
+
+    spark_udfs.register(spark)
+    df = spark.read.format("kafka-segment").load("/data/kafka")       # a log dir, a partition dir or a file
+    df = spark.read.format("kafka-segment").option("mode", "batches").load(path)   # header-only
+
+One row per record (``mode=records``, default) or per batch (``mode=batches``), with the topic
+and partition taken from the ``<topic>-<partition>`` directory, the segment's base offset and the
+batch columns.  Segments are split at batch boundaries (positions from the ``.index`` file when
+there is one) into input partitions of about ``splitBytes`` (default 64 MiB).  Options:
+``validate`` (true: a ``batch_ok`` / ``batch_error`` pair from the validator, origin log),
+``startingOffset`` / ``endingOffset`` (inclusive/exclusive record offsets), ``splitBytes``.
+Local paths are read through mmap; other URLs (s3://, hdfs://...) through fsspec when installed.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import pyarrow as pa
+
+NAME = "kafka-segment"
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+BATCH_COLUMNS = [
+    ("topic", pa.string()), ("partition", pa.int32()), ("segment", pa.int64()), ("batch_position", pa.int64()),
+    ("base_offset", pa.int64()), ("last_offset", pa.int64()), ("record_count", pa.int32()),
+    ("magic", pa.int8()), ("compression", pa.string()), ("timestamp_type", pa.string()),
+    ("max_timestamp", pa.int64()), ("producer_id", pa.int64()), ("producer_epoch", pa.int16()),
+    ("base_sequence", pa.int32()), ("partition_leader_epoch", pa.int32()), ("is_transactional", pa.bool_()),
+    ("is_control", pa.bool_()), ("size", pa.int64()),
+]
+RECORD_COLUMNS = [
+    ("topic", pa.string()), ("partition", pa.int32()), ("segment", pa.int64()), ("offset", pa.int64()),
+    ("timestamp", pa.int64()), ("timestamp_type", pa.string()), ("key", pa.binary()), ("value", pa.binary()),
+    ("headers", pa.list_(pa.struct([pa.field("key", pa.string(), nullable=False), ("value", pa.binary())]))),
+    ("sequence", pa.int32()), ("batch_index", pa.int32()), ("batch_position", pa.int64()),
+    ("base_offset", pa.int64()), ("partition_leader_epoch", pa.int32()), ("producer_id", pa.int64()),
+    ("producer_epoch", pa.int16()), ("is_transactional", pa.bool_()), ("is_control", pa.bool_()),
+]
+VALIDATION_COLUMNS = [("batch_ok", pa.bool_()), ("batch_error", pa.string())]
+
+
+def arrow_schema(mode: str, validate: bool) -> pa.Schema:
+    cols = RECORD_COLUMNS if mode == "records" else BATCH_COLUMNS
+    return pa.schema(cols + (VALIDATION_COLUMNS if validate else []))
+
+
+def _is_local(path: str) -> bool:
+    return "://" not in path or path.startswith("file://")
+
+
+def _local(path: str) -> str:
+    return path[len("file://"):] if path.startswith("file://") else path
+
+
+def find_segments(path: str) -> list[tuple[str, str, int]]:
+    """(file, topic, partition) of every ``.log`` segment under ``path``."""
+    out = []
+    if _is_local(path):
+        root = _local(path)
+        files = [root] if os.path.isfile(root) else [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]
+    else:
+        import fsspec
+        fs, root = fsspec.core.url_to_fs(path)
+        files = [fs.unstrip_protocol(f) for f in (fs.find(root) if fs.isdir(root) else [root])]
+    for f in sorted(files):
+        name = f.rstrip("/").rsplit("/", 1)[-1]
+        if name.endswith(".log") and name[:-4].isdigit():
+            parent = f.rstrip("/").rsplit("/", 2)[-2] if "/" in f else ""
+            m = _PARTITION_DIR.match(parent)
+            out.append((f, m["topic"] if m else parent, int(m["partition"]) if m else -1))
+    return out
+
+
+def _open(path: str):
+    from pykbatch.segments import Segment
+    if _is_local(path):
+        return Segment(_local(path))
+    import fsspec
+    with fsspec.open(path, "rb") as f:
+        return Segment(f)  # spooled to a local temporary file: bounded memory
+
+
+def split_points(path: str, size: int, split_bytes: int) -> list[int]:
+    """Batch boundaries about ``split_bytes`` apart, from the segment's ``.index`` (which holds
+    batch positions); without one the segment is a single split."""
+    from pykbatch.indexes import OffsetIndex
+    index_path = path[:-4] + ".index"
+    starts = [0]
+    if _is_local(path) and os.path.exists(_local(index_path)):
+        for entry in OffsetIndex.from_file(_local(index_path)).entries:
+            if 0 < entry.position < size and entry.position - starts[-1] >= split_bytes:
+                starts.append(entry.position)
+    return starts
+
+
+def read_split(path: str, topic: str, partition: int, start: int, end: int | None, mode: str, validate: bool,
+               first_offset: int | None, end_offset: int | None, batch_rows: int = 64):
+    """The Arrow record batches of the entries starting in [start, end) of one segment."""
+    from pykbatch import _native, validate as kb_validate
+    from pykbatch._result import ValidationConfig
+    schema = arrow_schema(mode, validate)
+    log = ValidationConfig(origin="log")
+    with _open(path) as seg:
+        data = seg.view()
+        pending = []  # (position, size) of the entries of the next Arrow batch
+        for b in seg.batches(start=start):
+            if end is not None and b.position >= end:
+                break
+            if (first_offset is not None and b.last_offset < first_offset) or \
+                    (end_offset is not None and b.base_offset >= end_offset):
+                continue
+            pending.append((b.position, b.size))
+            del b
+            if len(pending) >= batch_rows:
+                yield _arrow(data, pending, seg.base_offset, topic, partition, mode, validate, log, schema,
+                             first_offset, end_offset, _native, kb_validate)
+                pending = []
+        if pending:
+            yield _arrow(data, pending, seg.base_offset, topic, partition, mode, validate, log, schema,
+                         first_offset, end_offset, _native, kb_validate)
+        del data
+
+
+def _arrow(data, entries, segment, topic, partition, mode, validate, log, schema, first_offset, end_offset,
+           _native, kb_validate) -> pa.RecordBatch:
+    lo, hi = entries[0][0], entries[-1][0] + entries[-1][1]
+    chunk = data[lo:hi]
+    if mode == "records":
+        table = _decode(data, entries, lo, _native)
+        table = table.set_column(table.schema.get_field_index("batch_position"), "batch_position",
+                                 pa.compute.add(table["batch_position"], pa.scalar(lo, pa.int64())))
+        table = table.set_column(table.schema.get_field_index("timestamp_type"), "timestamp_type",
+                                 table["timestamp_type"].cast(pa.string()))
+        n = table.num_rows
+        if first_offset is not None or end_offset is not None:
+            import pyarrow.compute as pc
+            keep = pc.and_(pc.greater_equal(table["offset"], first_offset if first_offset is not None else -2**63),
+                           pc.less(table["offset"], end_offset if end_offset is not None else 2**63 - 1))
+            table = table.filter(keep)
+            n = table.num_rows
+        cols = {"topic": pa.array([topic] * n, pa.string()), "partition": pa.array([partition] * n, pa.int32()),
+                "segment": pa.array([segment] * n, pa.int64())}
+        for name in table.column_names:
+            cols[name] = table[name].combine_chunks()
+        if validate:
+            verdicts = {}
+            for pos, size in entries:
+                r = kb_validate(data[pos:pos + size], log)
+                verdicts[pos - lo] = (r.ok, None if r.ok else r.culprits[0].message)
+            positions = (table["batch_position"].to_numpy() - lo) if n else []
+            cols["batch_ok"] = pa.array([verdicts[p][0] for p in positions], pa.bool_())
+            cols["batch_error"] = pa.array([verdicts[p][1] for p in positions], pa.string())
+    else:
+        rows = {name: [] for name, _ in BATCH_COLUMNS + (VALIDATION_COLUMNS if validate else [])}
+        for b in _native.iter_batches(chunk, verify_crc=False):
+            rows["topic"].append(topic)
+            rows["partition"].append(partition)
+            rows["segment"].append(segment)
+            rows["batch_position"].append(b.position + lo)
+            for name, _ in BATCH_COLUMNS[4:]:
+                rows[name].append(getattr(b, name))
+            if validate:
+                r = kb_validate(b.raw, log)
+                rows["batch_ok"].append(r.ok)
+                rows["batch_error"].append(None if r.ok else r.culprits[0].message)
+            del b
+        cols = {name: pa.array(values, schema.field(name).type) for name, values in rows.items()}
+    return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in schema], schema=schema)
+
+
+def _decode(data, entries, lo, _native) -> pa.Table:
+    """The records of the entries (a window of the segment), as ``to_arrow`` gives them; a batch
+    whose records do not decode contributes none (never a failed task: ``validate`` says why).
+    CRCs are not checked here either: that is the ``validate`` option's business."""
+    chunk = data[lo:entries[-1][0] + entries[-1][1]]
+    try:
+        return _native.to_arrow(chunk, verify_crc=False)
+    except ValueError:
+        pass
+    parts = []
+    for index, (pos, size) in enumerate(entries):
+        try:
+            t = _native.to_arrow(data[pos:pos + size], verify_crc=False)
+        except ValueError:
+            continue
+        t = t.set_column(t.schema.get_field_index("batch_position"), "batch_position",
+                         pa.compute.add(t["batch_position"], pa.scalar(pos - lo, pa.int64())))
+        parts.append(t.set_column(t.schema.get_field_index("batch_index"), "batch_index",
+                                  pa.compute.add(t["batch_index"], pa.scalar(index, pa.int32()))))
+    return pa.concat_tables(parts) if parts else _native.to_arrow(b"")
+
+
+def data_source_class():
+    """The DataSource class (made on demand: pyspark is imported lazily)."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    class SegmentSplit(InputPartition):
+        def __init__(self, path, topic, partition, start, end):
+            super().__init__((path, start))
+            self.path, self.topic, self.partition, self.start, self.end = path, topic, partition, start, end
+
+    class KafkaSegmentReader(DataSourceReader):
+        def __init__(self, options):
+            self.path = options.get("path")
+            if not self.path:
+                raise ValueError("kafka-segment: give a path (load(path))")
+            self.mode = options.get("mode", "records")
+            if self.mode not in ("records", "batches"):
+                raise ValueError("kafka-segment: mode is 'records' or 'batches'")
+            self.validate = str(options.get("validate", "false")).lower() == "true"
+            self.split_bytes = int(options.get("splitBytes", 64 * 1024 * 1024))
+            start, end = options.get("startingOffset"), options.get("endingOffset")
+            self.first_offset = int(start) if start is not None else None
+            self.end_offset = int(end) if end is not None else None
+
+        def partitions(self):
+            splits = []
+            for path, topic, partition in find_segments(self.path):
+                size = os.path.getsize(_local(path)) if _is_local(path) else None
+                points = split_points(path, size or 0, self.split_bytes) if size else [0]
+                for i, start in enumerate(points):
+                    end = points[i + 1] if i + 1 < len(points) else None
+                    splits.append(SegmentSplit(path, topic, partition, start, end))
+            return splits or [SegmentSplit(None, "", -1, 0, 0)]
+
+        def read(self, split):
+            if split.path is None:
+                return iter(())
+            return read_split(split.path, split.topic, split.partition, split.start, split.end, self.mode,
+                              self.validate, self.first_offset, self.end_offset)
+
+    class KafkaSegmentDataSource(DataSource):
+        @classmethod
+        def name(cls):
+            return NAME
+
+        def schema(self):
+            mode = self.options.get("mode", "records")
+            validate = str(self.options.get("validate", "false")).lower() == "true"
+            return from_arrow_schema(arrow_schema(mode, validate))
+
+        def reader(self, schema):
+            return KafkaSegmentReader(self.options)
+
+    return KafkaSegmentDataSource
