@@ -12,8 +12,14 @@ task.  PySpark is imported lazily: importing this package does not need it.
 from functools import lru_cache
 
 __all__ = ["register", "kbatch_validate", "kbatch_decode", "kbatch_crc32c", "kbatch_batch_info", "kbatch_repair",
-           "explode_records", "config_from_map",
-           "CONFIG_KEYS"]
+           "explode_records", "split_dead_letters", "ErrorPolicy", "config_from_map", "CONFIG_KEYS"]
+
+
+def __getattr__(name):  # the dead-letter API without importing pyspark at package import
+    if name in ("split_dead_letters", "ErrorPolicy"):
+        from spark_udfs import dead_letters
+        return getattr(dead_letters, name)
+    raise AttributeError(name)
 
 def _config_fields():
     import dataclasses

@@ -224,3 +224,89 @@ def test_segment_source_splits_validates_and_filters(spark, tmp_path):
     assert len(header_only) == 40 and sorted(r["base_offset"] for r in header_only if not r["batch_ok"]) == [35, 45]
     spark.sql(f"CREATE OR REPLACE TEMP VIEW segs USING `kafka-segment` OPTIONS (path '{part}', mode 'batches')")
     assert spark.sql("SELECT count(*) AS n FROM segs").collect()[0]["n"] == 40
+
+
+@pytest.fixture(scope="module")
+def million(spark):
+    """1M records in 10,000 batches of 100, 1% of the batches corrupted (CRC, structure, count)."""
+    template = [{"key": b"k%03d" % i, "value": b"value-%03d" % i, "timestamp": 1_700_000_000_000 + i}
+                for i in range(100)]
+    good_batch = bytearray(kb.build_batch(template))
+    rows, bad_ids = [], set()
+    for n in range(10_000):
+        data = bytearray(good_batch)
+        if n % 100 == 37:
+            bad_ids.add(n)
+            kind = (n // 100) % 3
+            if kind == 0:
+                data[18] ^= 1                      # stored CRC
+            elif kind == 1:
+                data[-1] ^= 1                      # the last record's header count
+                data[17:21] = kb.crc32c(bytes(data[21:])).to_bytes(4, "big")
+            else:
+                data[57:61] = (101).to_bytes(4, "big")  # the record count
+                data[17:21] = kb.crc32c(bytes(data[21:])).to_bytes(4, "big")
+        rows.append((n, "orders", n % 4, bytes(data)))
+    df = spark.createDataFrame(rows, "id int, topic string, partition int, value binary").repartition(4)
+    return df, bad_ids
+
+
+def test_dead_letters_conserve_every_record(million):
+    from spark_udfs import explode_records
+    from spark_udfs.dead_letters import ErrorPolicy, split_dead_letters
+    df, bad_ids = million
+    split = split_dead_letters(df, "value", ErrorPolicy(tolerance="all", config=kb.ValidationConfig(origin="log")),
+                               topic_col="topic", partition_col="partition")
+    good, dead = split
+    dead_rows = dead.select("id", "value", "error_context").collect()
+    assert {r["id"] for r in dead_rows} == bad_ids
+    assert {r["error_context"]["error_name"] for r in dead_rows} == {"CORRUPT_MESSAGE", "INVALID_RECORD"}
+    assert all(r["error_context"]["topic"] == "orders" and r["error_context"]["culprits"] for r in dead_rows)
+    good_records = explode_records(good, "value", keep=["id"]).count()
+    dead_records = sum(100 for _ in dead_rows)
+    assert good_records + dead_records == 1_000_000 and good.count() + len(dead_rows) == 10_000
+    m = split.metrics()
+    assert m["total-records"] == 10_000 and m["total-record-failures"] == 100
+    assert m["deadletterqueue-records-produced"] == 100 and m["total-records-skipped"] == 0
+    assert m["total-records"] == good.count() + m["deadletterqueue-records-produced"] + m["total-records-skipped"]
+    assert m["last-failure-timestamp"] > 0
+    skipping = split_dead_letters(df, "value", ErrorPolicy(tolerance="all", dead_letter=False,
+                                                           config=kb.ValidationConfig(origin="log")))
+    assert skipping.dead.count() == 0 and skipping.good.count() == 9_900
+    assert skipping.metrics()["total-records-skipped"] == 100
+
+
+def test_tolerance_none_and_max_errors_fail_with_the_culprits(million):
+    from spark_udfs.dead_letters import DeadLetterError, ErrorPolicy, split_dead_letters
+    df, _ = million
+    with pytest.raises(DeadLetterError) as info:
+        split_dead_letters(df, "value", ErrorPolicy(config=kb.ValidationConfig(origin="log")))
+    assert info.value.culprits and "Tolerance exceeded" in str(info.value)
+    with pytest.raises(DeadLetterError, match="more than 50 batches"):
+        split_dead_letters(df, "value", ErrorPolicy(tolerance="all", max_errors=50,
+                                                    config=kb.ValidationConfig(origin="log")))
+    ok = split_dead_letters(df, "value", ErrorPolicy(tolerance="all", max_errors=100,
+                                                     config=kb.ValidationConfig(origin="log")))
+    assert ok.dead.count() == 100
+
+
+def test_handler_and_error_log(million, spark, caplog):
+    from pyspark.errors import PythonException
+
+    from pykbatch import errors
+    from spark_udfs.dead_letters import ErrorPolicy, error_context, split_dead_letters
+    df, _ = million
+    small = df.filter("id < 400")
+    cont = split_dead_letters(small, "value", ErrorPolicy(tolerance="all", handler=lambda c: errors.CONTINUE,
+                                                          log_enable=True, config=kb.ValidationConfig(origin="log")))
+    assert cont.dead.count() == 4
+    fail = split_dead_letters(small, "value", ErrorPolicy(tolerance="all", handler=lambda c: errors.FAIL,
+                                                          config=kb.ValidationConfig(origin="log")))
+    with pytest.raises(PythonException, match="handler answered FAIL"):
+        fail.dead.count()
+    doc = error_context({"error_code": 2, "error_name": "CORRUPT_MESSAGE"},
+                        [{"code": 2, "message": "Record is corrupt"}], "orders", 1, 42, include_messages=False,
+                        value=b"secret")
+    assert doc["exception"]["class"] == "org.apache.kafka.common.errors.CorruptRecordException"
+    assert "value" not in doc["record"] and doc["stage"]["type"] == "VALIDATE"
+    assert error_context({}, [], include_messages=True, value=b"x")["record"]["value"] == "eA=="

@@ -1,0 +1,197 @@
+"""Dead letters and error policies for DataFrames of record batches, in Kafka's vocabulary:
+Connect's ``errors.tolerance`` / dead-letter queue / error-context logging (KIP-298) and
+Streams' CONTINUE-or-FAIL handlers (KIP-210, KIP-1059).
+
+    good, dead = split_dead_letters(df, "value", ErrorPolicy(tolerance="all", log_enable=True))
+    dead.write.parquet("s3://bucket/dlq/")      # the bytes, with their error context
+    good.select(explode_records ...)
+    split.metrics()                              # after an action: Connect's task error metrics
+
+Every input row ends in exactly one place: ``good`` (it validates, or it is null), ``dead``
+(``dead_letter=True``), or skipped (``dead_letter=False``): input = good + dead + skipped.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pykbatch import errors as kb_errors
+from pykbatch._result import ValidationConfig
+
+log = logging.getLogger("pykbatch.errors")
+
+# Kafka's exception classes by code, for the error context (what a Java pipeline would log)
+EXCEPTION_CLASSES = {
+    -1: "org.apache.kafka.common.errors.UnknownServerException",
+    2: "org.apache.kafka.common.errors.CorruptRecordException",
+    10: "org.apache.kafka.common.errors.RecordTooLargeException",
+    18: "org.apache.kafka.common.errors.RecordBatchTooLargeException",
+    32: "org.apache.kafka.common.errors.InvalidTimestampException",
+    43: "org.apache.kafka.common.errors.UnsupportedForMessageFormatException",
+    76: "org.apache.kafka.common.errors.UnsupportedCompressionTypeException",
+    87: "org.apache.kafka.common.InvalidRecordException",
+}
+STAGE = "VALIDATE"  # Connect's stage names the step that failed (KEY_CONVERTER, TRANSFORMATION, ...)
+
+
+@dataclass(frozen=True)
+class ErrorPolicy:
+    """What to do with batches that fail validation.
+
+    tolerance
+        ``"none"``: the first failure fails the job, with every culprit of that batch in the
+        exception (Connect's default).  ``"all"``: failures go on as dead letters (or skipped).
+    max_errors
+        With ``"all"``: fail anyway once more than this many batches failed (None: no limit).
+    dead_letter
+        True: failed rows come back in ``dead`` with their error context; False: skipped.
+    handler
+        KIP-210: called with each culprit of a failed batch (on the executors); answers
+        ``pykbatch.errors.CONTINUE`` or ``FAIL``.  Fatal culprits never reach it: they fail.
+    log_enable, include_messages
+        ``errors.log.enable``: one JSON document per failure in KIP-298's error-context shape on
+        the ``pykbatch.errors`` logger; the record bytes only with ``include_messages`` (off by
+        default: records may hold sensitive data).
+    config
+        The ``ValidationConfig`` the batches are checked with.
+    """
+    tolerance: str = "none"
+    max_errors: int | None = None
+    dead_letter: bool = True
+    handler: Callable | None = field(default=None, compare=False)
+    log_enable: bool = False
+    include_messages: bool = False
+    config: ValidationConfig | None = None
+
+    def __post_init__(self):
+        if self.tolerance not in ("none", "all"):
+            raise ValueError("tolerance is 'none' or 'all'")
+        if self.max_errors is not None and self.max_errors < 0:
+            raise ValueError("max_errors must be >= 0")
+
+
+class DeadLetterError(kb_errors.KafkaDataError, ValueError):
+    """Raised on the driver when the policy fails the job: carries the failing batch's culprits."""
+
+    def __init__(self, message: str, code: int, culprits: list):
+        self.code = code
+        super().__init__(message, None, None, culprits)
+
+
+@dataclass
+class Split:
+    good: object
+    dead: object
+    observation: object
+
+    def __iter__(self):
+        return iter((self.good, self.dead))
+
+    def metrics(self) -> dict:
+        """Connect's task error metrics (available once an action ran on ``good`` or ``dead``)."""
+        m = self.observation.get
+        return {"total-records": m["total"], "total-record-failures": m["failures"],
+                "total-records-skipped": m["skipped"], "deadletterqueue-records-produced": m["dead_letters"],
+                "total-errors-logged": m["logged"], "last-failure-timestamp": m["last_failure"]}
+
+
+def error_context(row: dict, culprits: list, topic=None, partition=None, offset=None, *,
+                  include_messages: bool = False, value=None) -> dict:
+    """KIP-298's error context for one failed batch (what errors.log.enable prints)."""
+    first = culprits[0] if culprits else {}
+    doc = {"record": {"topic": topic, "partition": partition, "offset": offset},
+           "stage": {"type": STAGE, "class": "pykbatch.validate"},
+           "exception": {"class": EXCEPTION_CLASSES.get(first.get("code"), EXCEPTION_CLASSES[-1]),
+                         "message": first.get("message")},
+           "culprits": culprits, "error_code": row.get("error_code"), "error_name": row.get("error_name")}
+    if include_messages and value is not None:
+        import base64
+        doc["record"]["value"] = base64.b64encode(bytes(value)).decode()
+    return doc
+
+
+def split_dead_letters(df, col: str, policy: ErrorPolicy = ErrorPolicy(), *, topic_col: str | None = None,
+                       partition_col: str | None = None, offset_col: str | None = None) -> Split:
+    """(good, dead) DataFrames: ``good`` keeps the rows whose batches validate (and nulls), with
+    the input's columns; ``dead`` the failed rows with their bytes and an ``error_context`` struct
+    (topic, partition, offset, stage, class_name, exception_class_name, exception_message,
+    error_code, error_name, culprits).  Tolerance ``none`` and ``max_errors`` are checked now
+    (one pass over the input), so a failing policy raises here, on the driver."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    from spark_udfs import kbatch_validate
+    v = "__kbatch_validation"
+    checked = df.withColumn(v, kbatch_validate(col, policy.config))
+    failed = F.col(v).isNotNull() & ~F.col(f"{v}.ok")
+    if policy.tolerance == "none" or policy.max_errors is not None:
+        _enforce(checked, failed, v, policy)
+    observation = Observation("pykbatch.dead_letters")
+    dead_flag = F.when(failed, 1).otherwise(0)
+    checked = checked.observe(
+        observation, F.count(F.lit(1)).alias("total"), F.sum(dead_flag).alias("failures"),
+        F.sum(dead_flag if not policy.dead_letter else F.lit(0)).alias("skipped"),
+        F.sum(dead_flag if policy.dead_letter else F.lit(0)).alias("dead_letters"),
+        F.sum(dead_flag if policy.log_enable else F.lit(0)).alias("logged"),
+        F.max(F.when(failed, F.lit(int(time.time() * 1000)))).alias("last_failure"))
+    good = checked.filter(~failed).drop(v)
+    context = F.struct(
+        (F.col(topic_col) if topic_col else F.lit(None).cast("string")).alias("topic"),
+        (F.col(partition_col) if partition_col else F.lit(None).cast("int")).alias("partition"),
+        (F.col(offset_col) if offset_col else F.lit(None).cast("bigint")).alias("offset"),
+        F.lit(STAGE).alias("stage"), F.lit("pykbatch.validate").alias("class_name"),
+        F.element_at(F.col(f"{v}.culprits"), 1).getField("code").alias("code"),
+        F.col(f"{v}.error_code").alias("error_code"), F.col(f"{v}.error_name").alias("error_name"),
+        F.element_at(F.col(f"{v}.culprits"), 1).getField("message").alias("exception_message"),
+        F.col(f"{v}.culprits").alias("culprits"))
+    dead = checked.filter(failed).withColumn("error_context", context).drop(v)
+    if not policy.dead_letter:  # skipped: an empty frame of the same shape, outside the observed plan
+        dead = df.sparkSession.createDataFrame([], dead.schema)
+    if policy.handler is not None or policy.log_enable:
+        dead = _with_handler_and_log(dead, col, policy)
+    return Split(good, dead, observation)
+
+
+def _enforce(checked, failed, v, policy: ErrorPolicy) -> None:
+    """Tolerance none: the first failure fails, with its culprits; max_errors: too many fail."""
+    from pyspark.sql import functions as F
+    limit = 1 if policy.tolerance == "none" else policy.max_errors + 1
+    rows = checked.filter(failed).select(F.col(v)).limit(limit).collect()
+    if policy.tolerance == "none" and rows:
+        r = rows[0][v]
+        culprits = [c.asDict() for c in r["culprits"]]
+        raise DeadLetterError(f"Tolerance exceeded in error handler: a batch failed validation with "
+                              f"{r['error_name']}({r['error_code']}), {r['culprit_count']} culprit(s): "
+                              f"{culprits[0]['message'] if culprits else ''}", r["error_code"], culprits)
+    if policy.tolerance == "all" and len(rows) > policy.max_errors:
+        raise DeadLetterError(f"Tolerance exceeded in error handler: more than {policy.max_errors} batches "
+                              f"failed validation", rows[-1][v]["error_code"],
+                              [c.asDict() for r in rows for c in r[v]["culprits"]])
+
+
+def _with_handler_and_log(dead, col: str, policy: ErrorPolicy):
+    """The dead rows through the KIP-210 handler and error-context logging, on the executors."""
+    handler, log_enable, include = policy.handler, policy.log_enable, policy.include_messages
+
+    def each(batches):
+        for batch in batches:
+            for row in batch.to_pylist():
+                ctx = row["error_context"]
+                culprits = ctx["culprits"] or []
+                if handler is not None:
+                    for c in culprits:
+                        if kb_errors.classify(c["code"]) == kb_errors.FATAL:
+                            raise DeadLetterError(f"fatal culprit: {c['message']}", c["code"], culprits)
+                        answer = handler(c)
+                        if answer == kb_errors.FAIL:
+                            raise DeadLetterError(f"handler answered FAIL: {c['message']}", c["code"], culprits)
+                        if answer != kb_errors.CONTINUE:
+                            raise ValueError(f"a handler answers CONTINUE or FAIL, not {answer!r}")
+                if log_enable:
+                    log.error(json.dumps(error_context(ctx, culprits, ctx["topic"], ctx["partition"], ctx["offset"],
+                                                       include_messages=include, value=row[col]), default=str))
+            yield batch
+    return dead.mapInArrow(each, dead.schema)
