@@ -1,0 +1,72 @@
+"""The kafka-segment data source, validating inside its reader, against Spark's binaryFile over
+the same files (issue targets: >= 2x binaryFile's byte rate header-only, >= 1x one row per
+record), local[2], medians.
+
+    python benchmarks/segment_source.py [--files 8] [--mib 64] [--repeats 3]
+"""
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from segment_memory import write_segment  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--files", type=int, default=8)
+    ap.add_argument("--mib", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import spark_udfs
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark_udfs.register(spark)
+    with tempfile.TemporaryDirectory() as tmp:
+        total = 0
+        for i in range(args.files):
+            part = Path(tmp) / f"orders-{i}"
+            part.mkdir()
+            write_segment(part / "00000000000000000000.log", args.mib * 2**20)
+            total += (part / "00000000000000000000.log").stat().st_size
+        cases = {
+            "binaryFile: sum(length(content))": lambda: spark.read.format("binaryFile")
+            .option("pathGlobFilter", "*.log").option("recursiveFileLookup", "true").load(tmp)
+            .selectExpr("sum(length(content))").collect(),
+            "kafka-segment batches + validate": lambda: spark.read.format("kafka-segment")
+            .option("mode", "batches").option("validate", "true").load(tmp).selectExpr("count_if(batch_ok)")
+            .collect(),
+            "kafka-segment records + validate": lambda: spark.read.format("kafka-segment")
+            .option("validate", "true").load(tmp).selectExpr("count_if(batch_ok)").collect(),
+        }
+        for run in cases.values():
+            run()  # warm-up
+        times = {name: [] for name in cases}
+        for _ in range(args.repeats):
+            for name, run in cases.items():
+                t0 = time.perf_counter()
+                run()
+                times[name].append(time.perf_counter() - t0)
+    med = {name: statistics.median(ts) for name, ts in times.items()}
+    print(f"{args.files} segments x {args.mib} MiB = {total / 2**20:.0f} MiB, local[2], medians of {args.repeats}")
+    for name, t in med.items():
+        print(f"  {name:36} {t:6.2f} s  {total / t / 1e9:5.2f} GB/s")
+    base = med["binaryFile: sum(length(content))"]
+    print(f"  byte rate vs binaryFile: header-only {base / med['kafka-segment batches + validate']:.2f}x "
+          f"(target >= 2), per record {base / med['kafka-segment records + validate']:.2f}x (target >= 1)")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
