@@ -129,7 +129,8 @@ def split_dead_letters(df, col: str, policy: ErrorPolicy = ErrorPolicy(), *, top
     failed = F.col(v).isNotNull() & ~F.col(f"{v}.ok")
     if policy.tolerance == "none" or policy.max_errors is not None:
         _enforce(checked, failed, v, policy)
-    observation = Observation("pykbatch.dead_letters")
+    import uuid
+    observation = Observation(f"pykbatch.dead_letters.{uuid.uuid4().hex[:12]}")  # unique per micro-batch too
     dead_flag = F.when(failed, 1).otherwise(0)
     checked = checked.observe(
         observation, F.count(F.lit(1)).alias("total"), F.sum(dead_flag).alias("failures"),

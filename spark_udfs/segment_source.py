@@ -73,13 +73,38 @@ def find_segments(path: str) -> list[tuple[str, str, int]]:
     return out
 
 
+def retry_io(fn, *, attempts: int = 6, base_delay: float = 0.2, max_delay: float = 5.0, timeout: float = 60.0,
+             sleep=None):
+    """``fn()`` retried on transient I/O errors (``OSError``: object-storage timeouts, resets)
+    with exponential backoff and full jitter, within ``timeout`` seconds in all.  Data errors
+    (``ValueError``, pykbatch's KafkaDataError) are never retried: reading the bytes again
+    cannot fix them."""
+    import random
+    import time
+    sleep = sleep or time.sleep
+    deadline = time.monotonic() + timeout
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except ValueError:
+            raise
+        except OSError:
+            delay = random.uniform(0, min(max_delay, base_delay * 2 ** attempt))
+            if attempt == attempts - 1 or time.monotonic() + delay > deadline:
+                raise
+            sleep(delay)
+
+
 def _open(path: str):
     from pykbatch.segments import Segment
     if _is_local(path):
         return Segment(_local(path))
     import fsspec
-    with fsspec.open(path, "rb") as f:
-        return Segment(f)  # spooled to a local temporary file: bounded memory
+
+    def fetch():
+        with fsspec.open(path, "rb") as f:
+            return Segment(f)  # spooled to a local temporary file: bounded memory
+    return retry_io(fetch)
 
 
 def split_points(path: str, size: int, split_bytes: int) -> list[int]:

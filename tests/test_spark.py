@@ -310,3 +310,48 @@ def test_handler_and_error_log(million, spark, caplog):
     assert doc["exception"]["class"] == "org.apache.kafka.common.errors.CorruptRecordException"
     assert "value" not in doc["record"] and doc["stage"]["type"] == "VALIDATE"
     assert error_context({}, [], include_messages=True, value=b"x")["record"]["value"] == "eA=="
+
+
+def test_streaming_micro_batches_split_records_and_dead_letters(spark, tmp_path):
+    from spark_udfs.streaming_example import start
+    rows = []
+    for n in range(12):
+        data = bytearray(kb.build_batch([{"key": b"k%d" % i, "value": b"v", "timestamp": 5} for i in range(3)]))
+        if n in (4, 9):
+            data[18] ^= 1
+        rows.append(("orders", n % 2, bytes(data)))
+    inp = tmp_path / "in"
+    spark.createDataFrame(rows[:6], "topic string, partition int, value binary").write.parquet(str(inp / "a"))
+    spark.createDataFrame(rows[6:], "topic string, partition int, value binary").write.parquet(str(inp / "b"))
+    out = tmp_path / "out"
+    start(spark, str(inp) + "/*", str(out)).awaitTermination()
+    records = spark.read.parquet(str(out / "records"))
+    dead = spark.read.parquet(str(out / "dead-letters"))
+    assert records.count() == 30 and dead.count() == 2
+    assert {r["error_context"]["error_name"] for r in dead.collect()} == {"CORRUPT_MESSAGE"}
+
+
+def test_transient_reads_are_retried_but_data_errors_are_not():
+    from spark_udfs.segment_source import retry_io
+    calls, sleeps = [], []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise ConnectionResetError("reset by peer")
+        return "bytes"
+    assert retry_io(flaky, sleep=sleeps.append) == "bytes" and len(calls) == 3 and len(sleeps) == 2
+    assert all(0 <= s <= 0.4 for s in sleeps)  # full jitter under the exponential cap
+
+    def corrupt():
+        calls.append(1)
+        raise kb.CorruptRecordError("Record is corrupt", 17, "batch.crc_mismatch")
+    calls.clear()
+    with pytest.raises(kb.CorruptRecordError):
+        retry_io(corrupt, sleep=sleeps.append)
+    assert len(calls) == 1
+
+    def down():
+        raise TimeoutError("read timed out")
+    with pytest.raises(TimeoutError):
+        retry_io(down, attempts=4, sleep=lambda s: None)
