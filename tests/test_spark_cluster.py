@@ -1,0 +1,52 @@
+"""pykbatch on Spark executors that are separate JVMs (local-cluster[2,1,1024]), the way a
+cluster runs it with the package installed on the nodes: the UDFs, the segment source and the
+dead-letter split work off the driver's process."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark is the [spark] extra")
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SCRIPT = textwrap.dedent('''
+    import os, sys
+    import pyspark
+    os.environ.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))
+    from pyspark.sql import SparkSession
+    import pykbatch as kb, spark_udfs
+    from spark_udfs.dead_letters import ErrorPolicy, split_dead_letters
+    spark = (SparkSession.builder.master("local-cluster[2,1,1024]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark_udfs.register(spark)
+    executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+    rows = []
+    for i in range(200):
+        data = bytearray(kb.build_batch([(b"k", b"v%d" % i)] * 3))
+        if i % 50 == 7:
+            data[18] ^= 1
+        rows.append((i, bytes(data)))
+    df = spark.createDataFrame(rows, "id int, value binary").repartition(4)
+    ok = df.select(spark_udfs.kbatch_validate("value").alias("v")).selectExpr("count_if(v.ok)").first()[0]
+    good, dead = split_dead_letters(df, "value", ErrorPolicy(tolerance="all"))
+    records = spark_udfs.explode_records(good, "value").count()
+    pids = set(df.rdd.map(lambda r: os.getpid()).collect())
+    print("RESULT", executors, ok, dead.count(), records, os.getpid() not in pids)
+    spark.stop()
+''')
+
+
+def test_local_cluster_executors_run_pykbatch(tmp_path):
+    import shutil
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs Java")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=600, env=env,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
+    assert result, proc.stderr[-3000:]
+    executors, ok, dead, records, off_driver = result[0].split()[1:]
+    assert (int(executors), int(ok), int(dead), int(records), off_driver) == (2, 196, 4, 588, "True")
