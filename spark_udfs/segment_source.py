@@ -9,6 +9,7 @@ and partition taken from the ``<topic>-<partition>`` directory, the segment's ba
 batch columns.  Segments are split at batch boundaries (positions from the ``.index`` file when
 there is one) into input partitions of about ``splitBytes`` (default 64 MiB).  Options:
 ``validate`` (true: a ``batch_ok`` / ``batch_error`` pair from the validator, origin log),
+``includePath`` (true: a leading ``path`` column naming the segment file),
 ``startingOffset`` / ``endingOffset`` (inclusive/exclusive record offsets), ``splitBytes``.
 Local paths are read through mmap; other URLs (s3://, hdfs://...) through fsspec when installed.
 """
@@ -41,9 +42,12 @@ RECORD_COLUMNS = [
 VALIDATION_COLUMNS = [("batch_ok", pa.bool_()), ("batch_error", pa.string())]
 
 
-def arrow_schema(mode: str, validate: bool) -> pa.Schema:
+PATH_COLUMN = [("path", pa.string())]
+
+
+def arrow_schema(mode: str, validate: bool, include_path: bool = False) -> pa.Schema:
     cols = RECORD_COLUMNS if mode == "records" else BATCH_COLUMNS
-    return pa.schema(cols + (VALIDATION_COLUMNS if validate else []))
+    return pa.schema((PATH_COLUMN if include_path else []) + cols + (VALIDATION_COLUMNS if validate else []))
 
 
 def _is_local(path: str) -> bool:
@@ -121,8 +125,17 @@ def split_points(path: str, size: int, split_bytes: int) -> list[int]:
 
 
 def read_split(path: str, topic: str, partition: int, start: int, end: int | None, mode: str, validate: bool,
-               first_offset: int | None, end_offset: int | None, batch_rows: int = 64):
+               first_offset: int | None, end_offset: int | None, batch_rows: int = 64, include_path: bool = False):
     """The Arrow record batches of the entries starting in [start, end) of one segment."""
+    for batch in _read_split(path, topic, partition, start, end, mode, validate, first_offset, end_offset,
+                             batch_rows):
+        if include_path:
+            batch = pa.RecordBatch.from_arrays([pa.array([path] * batch.num_rows, pa.string())] + batch.columns,
+                                               schema=arrow_schema(mode, validate, True))
+        yield batch
+
+
+def _read_split(path, topic, partition, start, end, mode, validate, first_offset, end_offset, batch_rows):
     from pykbatch import _native, validate as kb_validate
     from pykbatch._result import ValidationConfig
     schema = arrow_schema(mode, validate)
@@ -236,6 +249,7 @@ def data_source_class():
             if self.mode not in ("records", "batches"):
                 raise ValueError("kafka-segment: mode is 'records' or 'batches'")
             self.validate = str(options.get("validate", "false")).lower() == "true"
+            self.include_path = str(options.get("includePath", "false")).lower() == "true"
             self.split_bytes = int(options.get("splitBytes", 64 * 1024 * 1024))
             start, end = options.get("startingOffset"), options.get("endingOffset")
             self.first_offset = int(start) if start is not None else None
@@ -255,7 +269,7 @@ def data_source_class():
             if split.path is None:
                 return iter(())
             return read_split(split.path, split.topic, split.partition, split.start, split.end, self.mode,
-                              self.validate, self.first_offset, self.end_offset)
+                              self.validate, self.first_offset, self.end_offset, include_path=self.include_path)
 
     class KafkaSegmentDataSource(DataSource):
         @classmethod
@@ -265,7 +279,8 @@ def data_source_class():
         def schema(self):
             mode = self.options.get("mode", "records")
             validate = str(self.options.get("validate", "false")).lower() == "true"
-            return from_arrow_schema(arrow_schema(mode, validate))
+            include_path = str(self.options.get("includePath", "false")).lower() == "true"
+            return from_arrow_schema(arrow_schema(mode, validate, include_path))
 
         def reader(self, schema):
             return KafkaSegmentReader(self.options)

@@ -178,11 +178,12 @@ def test_segment_source_reads_the_real_segments(spark):
         for item in items:
             if "records" in item and "entries" in item and item.get("file", "").endswith(".log"):
                 expected[str(CONFORMANCE / item["file"])] = (item["records"], item["entries"])
-    df = spark.read.format("kafka-segment").load(str(root))
-    total = df.count()
-    assert total == sum(r for r, _ in expected.values())
-    batches = spark.read.format("kafka-segment").option("mode", "batches").load(str(root)).count()
-    assert batches == sum(e for _, e in expected.values())
+    df = spark.read.format("kafka-segment").option("includePath", "true").load(str(root))
+    per_file = {r["path"]: r["count"] for r in df.groupBy("path").count().collect()}
+    assert {p: n for p, n in per_file.items()} == {p: r for p, (r, _) in expected.items() if r}
+    batches = spark.read.format("kafka-segment").option("mode", "batches").option("includePath", "true") \
+        .load(str(root)).groupBy("path").count().collect()
+    assert {r["path"]: r["count"] for r in batches} == {p: e for p, (_, e) in expected.items() if e}
 
 
 def test_segment_source_splits_validates_and_filters(spark, tmp_path):
