@@ -218,10 +218,32 @@ def explode_records(df, col: str, keep=None):
     return df.select(*keep, col).mapInArrow(explode, from_arrow_schema(schema))
 
 
+@lru_cache(maxsize=None)
+def _records_udtf():
+    """``kbatch_records``: the SQL form of ``explode_records`` (an Arrow UDTF over a TABLE argument
+    with columns ``id`` and ``value``)."""
+    import pyarrow as pa
+    from pyspark.sql.functions import arrow_udtf
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from pykbatch.arrow import RECORD, explode_batch
+    schema = pa.schema([("id", pa.int64())] + list(RECORD))
+
+    @arrow_udtf(returnType=from_arrow_schema(schema))
+    class KbatchRecords:
+        def eval(self, batch: pa.RecordBatch):
+            out = explode_batch(batch, "value", keep=["id"])
+            columns = [out.column(0).cast(pa.int64())] + out.columns[1:]
+            yield pa.RecordBatch.from_arrays(columns, schema=schema)
+    return KbatchRecords
+
+
 def register(spark) -> None:
-    """Make the kbatch_* functions callable from SQL and the ``kafka-segment`` data source
-    readable (``spark.read.format("kafka-segment").load(path)``, see ``spark_udfs.segment_source``)."""
+    """Make the kbatch_* functions callable from SQL (``kbatch_records(TABLE(SELECT id, value
+    FROM t))`` for one row per record) and the ``kafka-segment`` data source readable
+    (``spark.read.format("kafka-segment").load(path)``, see ``spark_udfs.segment_source``)."""
     from spark_udfs.segment_source import data_source_class
     for name, udf in _udfs().items():
         spark.udf.register(name, udf)
+    spark.udtf.register("kbatch_records", _records_udtf())
     spark.dataSource.register(data_source_class())

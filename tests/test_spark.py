@@ -385,3 +385,15 @@ def test_every_udf_equals_the_core_on_the_conformance_corpus(spark):
     for field, expected in want.items():
         assert [as_python(r[field]) for r in got] == expected, field
     assert len(values) > 250 and sum(1 for v in want["v"] if not v["ok"]) > 40
+
+
+def test_sql_records_udtf_equals_explode_records(frame, spark):
+    from spark_udfs import explode_records
+    df, rows = frame
+    sql = spark.sql("SELECT * FROM kbatch_records(TABLE(SELECT CAST(id AS BIGINT) AS id, value FROM batches))")
+    api = explode_records(df, "value", keep=["id"])
+
+    def rows_of(frame_):
+        return sorted((tuple(as_python(v) for v in r) for r in frame_.collect()), key=repr)
+    got, want = rows_of(sql), rows_of(api)
+    assert got == want and len(got) == 11  # the records of the sample rows that decode
