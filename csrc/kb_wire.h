@@ -66,13 +66,18 @@ static inline int32_t kb_wrap_add32(int32_t a, int32_t b)
     return (int32_t)((uint32_t)a + (uint32_t)b);
 }
 
+static inline int32_t kb_wrap_sub32(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a - (uint32_t)b);
+}
+
 /* DefaultRecordBatch.incrementSequence, in Java's 32-bit wrapping arithmetic:
  * past INT32_MAX the sequence wraps to 0; -1 (no sequence) stays -1. */
 static inline int32_t kb_increment_sequence(int32_t base, int32_t delta)
 {
     if (base < 0)
         return -1;
-    if (base > kb_wrap_add32(INT32_MAX, -delta))
+    if (base > kb_wrap_sub32(INT32_MAX, delta)) /* Java: Integer.MAX_VALUE - increment, wrapping */
         return (int32_t)((uint32_t)delta - ((uint32_t)INT32_MAX - (uint32_t)base) - 1u);
     return kb_wrap_add32(base, delta);
 }
