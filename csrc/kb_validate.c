@@ -94,6 +94,23 @@ static void check_record_rules(ctx_t *c, size_t pos, int32_t index, int64_t offs
     }
 }
 
+/* A rule whose Kafka message names a v0/v1 message in full (LegacyRecordBatch.toString): its
+ * offset and magic in args 0-1, `a2`, then the fields the rendering needs in args 3-7. */
+static void report_legacy_record(ctx_t *c, kb_rule rule, size_t pos, int32_t index, int64_t offset,
+                                 const kb_legacy_msg *m, int64_t a2)
+{
+    int64_t before = c->s->culprits;
+    report(c, rule, pos, index, offset, offset, m->magic, a2);
+    if ((uint64_t)before < c->cap) {
+        int64_t *a = c->out[before].args;
+        a[3] = (uint8_t)m->attributes;
+        a[4] = m->crc;
+        a[5] = m->key_len;
+        a[6] = m->value_len;
+        a[7] = m->timestamp;
+    }
+}
+
 /* The same rules for a v0/v1 message (an uncompressed entry or an inner message): `m` with the
  * offset and timestamp Kafka's record reports (inner v1 messages: the wrapper's timestamp under
  * LogAppendTime).  Its LogAppendTime message names the record in LegacyRecordBatch's words. */
@@ -110,16 +127,7 @@ static void check_legacy_record_rules(ctx_t *c, const kb_legacy_msg *m, int32_t 
     if (!o->topic_log_append_time && ts != -1) {
         check_timestamp_window(c, m->pos, index, offset, ts);
     } else if (batch_log_append) {
-        int64_t before = c->s->culprits;
-        report(c, KB_RULE_LEGACY_LOG_APPEND_TIME, m->pos, index, offset, offset, m->magic, 0);
-        if ((uint64_t)before < c->cap) {
-            int64_t *a = c->out[before].args;
-            a[3] = (uint8_t)m->attributes;
-            a[4] = m->crc;
-            a[5] = m->key_len;
-            a[6] = m->value_len;
-            a[7] = m->timestamp;
-        }
+        report_legacy_record(c, KB_RULE_LEGACY_LOG_APPEND_TIME, m->pos, index, offset, m, 0);
     }
 }
 
@@ -303,21 +311,6 @@ static void check_v2(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
     check_max_timestamp(c, pos, &h, max_ts);
 }
 
-/* Kafka's message names the inner record in full (LegacyRecordBatch.toString): keep its fields. */
-static void report_inner_magic(ctx_t *c, const kb_legacy_msg *m, int32_t index, int wrapper_magic)
-{
-    int64_t before = c->s->culprits;
-    report(c, KB_RULE_LEGACY_INNER_MAGIC, m->pos + 16, index, m->offset, m->offset, m->magic, wrapper_magic);
-    if ((uint64_t)before < c->cap) {
-        int64_t *a = c->out[before].args;
-        a[3] = (uint8_t)m->attributes;
-        a[4] = m->crc;
-        a[5] = m->key_len;
-        a[6] = m->value_len;
-        a[7] = m->timestamp;
-    }
-}
-
 /* v1 inner offsets are relative to the wrapper's (its offset is the last inner one's): the
  * messages of the record rules reported for this wrapper name the absolute offset, as Kafka's. */
 static void rebase_inner_offsets(ctx_t *c, int64_t first_culprit, int64_t base)
@@ -364,7 +357,7 @@ static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_l
         if (m.attributes & KB_ATTR_CODEC_MASK)
             report(c, KB_RULE_LEGACY_INNER_COMPRESSED, m.pos + 17, i, m.offset, 0, 0, 0);
         if (m.magic != w->magic)
-            report_inner_magic(c, &m, i, w->magic);
+            report_legacy_record(c, KB_RULE_LEGACY_INNER_MAGIC, m.pos + 16, i, m.offset, &m, w->magic);
         else if (computed == m.crc)
             check_legacy_record_rules(c, &m, i, m.offset, m.magic == 0 ? -1 : log_append ? w->timestamp : m.timestamp,
                                       log_append);
