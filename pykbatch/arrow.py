@@ -203,3 +203,14 @@ def explode_batch(batch: pa.RecordBatch, column: str, keep=()) -> pa.RecordBatch
 
 def exploded_schema(input_schema: pa.Schema, keep=()) -> pa.Schema:
     return pa.schema([input_schema.field(k) for k in keep] + list(RECORD))
+
+
+def shift_batches(table: pa.Table, position: int, entry: int) -> pa.Table:
+    """A ``to_arrow`` table of a slice seen from the whole buffer: ``batch_position`` moved by
+    ``position`` bytes and ``batch_index`` by ``entry`` entries."""
+    import pyarrow.compute as pc
+    for name, by, typ in (("batch_position", position, pa.int64()), ("batch_index", entry, pa.int32())):
+        if by:
+            table = table.set_column(table.schema.get_field_index(name), name,
+                                     pc.add(table[name], pa.scalar(by, typ)))
+    return table

@@ -4,9 +4,9 @@ whatever the segment's size."""
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ._native import to_arrow
+from .arrow import shift_batches
 from .segments import Segment
 
 WINDOW_BYTES = 32 * 1024 * 1024
@@ -41,11 +41,7 @@ def export_segment(source, dest: str, format: str = "parquet", *, window_bytes: 
         view = seg.view()
         try:
             for start, end, first_entry in _windows(seg, window_bytes):
-                table = to_arrow(view[start:end])
-                table = table.set_column(table.schema.get_field_index("batch_position"), "batch_position",
-                                         pc.add(table["batch_position"], pa.scalar(start, pa.int64())))
-                table = table.set_column(table.schema.get_field_index("batch_index"), "batch_index",
-                                         pc.add(table["batch_index"], pa.scalar(first_entry, pa.int32())))
+                table = shift_batches(to_arrow(view[start:end]), start, first_entry)
                 if writer is None:
                     writer = _writer(dest, format, table.schema)
                 writer.write_table(table)

@@ -56,8 +56,12 @@ class TimeIndexEntry(NamedTuple):
 
 
 class _SparseIndex:
-    """What the offset and time indexes share: fixed-size entries after a base offset."""
-    ENTRY = 0
+    """What the offset and time indexes share: fixed-size entries after a base offset.  A
+    subclass names its entry layout (``FORMAT``), which field holds the offset relative to the
+    base (``RELATIVE``) and the tuple an entry becomes (``TYPE``)."""
+    FORMAT = ""
+    RELATIVE = 0
+    TYPE = tuple
     SUFFIX = ""
     NAME = ""
 
@@ -74,7 +78,7 @@ class _SparseIndex:
     @property
     def slots(self) -> int:
         """Kafka's ``entries`` of a pre-existing file: length / entry size."""
-        return len(self.data) // self.ENTRY
+        return len(self.data) // struct.calcsize(self.FORMAT)
 
     def _entries(self) -> list:
         out = []
@@ -86,7 +90,9 @@ class _SparseIndex:
         return out
 
     def _entry(self, i: int):
-        raise NotImplementedError
+        fields = list(struct.unpack_from(self.FORMAT, self.data, i * struct.calcsize(self.FORMAT)))
+        fields[self.RELATIVE] += self.base_offset
+        return self.TYPE(*fields)
 
     def _name(self) -> str:
         return self.path or f"{self.NAME} with base offset {self.base_offset}"
@@ -94,13 +100,11 @@ class _SparseIndex:
 
 class OffsetIndex(_SparseIndex):
     """``.index``: the byte position of a batch ending at an offset, every ~4 KiB of log."""
-    ENTRY = 8
+    FORMAT = ">ii"  # relative offset, position
+    RELATIVE = 0
+    TYPE = IndexEntry
     SUFFIX = ".index"
     NAME = "offset index"
-
-    def _entry(self, i: int) -> IndexEntry:
-        rel, pos = struct.unpack_from(">ii", self.data, i * 8)
-        return IndexEntry(self.base_offset + rel, pos)
 
     def sanity_check(self) -> None:
         """OffsetIndex.sanityCheck, as the broker runs it at start-up."""
@@ -120,13 +124,11 @@ class OffsetIndex(_SparseIndex):
 
 class TimeIndex(_SparseIndex):
     """``.timeindex``: the largest timestamp seen up to a batch's last offset."""
-    ENTRY = 12
+    FORMAT = ">qi"  # timestamp, relative offset
+    RELATIVE = 1
+    TYPE = TimeIndexEntry
     SUFFIX = ".timeindex"
     NAME = "time index"
-
-    def _entry(self, i: int) -> TimeIndexEntry:
-        ts, rel = struct.unpack_from(">qi", self.data, i * 12)
-        return TimeIndexEntry(ts, self.base_offset + rel)
 
     def sanity_check(self) -> None:
         """TimeIndex.sanityCheck."""

@@ -22,6 +22,7 @@ from .errors import classify
 from .segments import Segment
 
 V2_HEADER = 61
+SCAN_WINDOW = 1 << 16  # bytes searched for a batch's magic at a time while resyncing
 
 
 @dataclass
@@ -44,22 +45,27 @@ def _culprit(c, base: int) -> dict:
 
 
 def next_sound_batch(data, start: int) -> int | None:
-    """The first position after ``start`` where a complete v2 batch with a correct CRC-32C
-    begins (how far a repair skips once the framing is lost), or None."""
+    """The first position at or after ``start`` where a complete v2 batch with a correct CRC-32C
+    begins (how far a repair skips once the framing is lost), or None.  Candidates are the
+    positions whose magic byte (16 bytes in) is 2, found window by window."""
     n = len(data)
-    p = start
-    while True:
-        magic_at = bytes(data[p + 16:]).find(b"\x02") if p + 16 < n else -1
-        if magic_at < 0:
-            return None
-        p += magic_at
-        if p + V2_HEADER <= n:
-            size = struct.unpack_from(">i", data, p + 8)[0] + 12
-            if V2_HEADER <= size <= n - p:
-                stored = struct.unpack_from(">I", data, p + 17)[0]
-                if crc32c(data[p + 21:p + size]) == stored:
-                    return p
-        p += 1
+    window_start = start + 16  # where the magic byte of a batch at `start` would be
+    while window_start < n:
+        window = bytes(data[window_start:window_start + SCAN_WINDOW])
+        i = window.find(b"\x02")
+        while i >= 0:
+            if _sound_batch_at(data, window_start + i - 16, n):
+                return window_start + i - 16
+            i = window.find(b"\x02", i + 1)
+        window_start += len(window)
+    return None
+
+
+def _sound_batch_at(data, p: int, n: int) -> bool:
+    if p + V2_HEADER > n:
+        return False
+    size = struct.unpack_from(">i", data, p + 8)[0] + 12
+    return V2_HEADER <= size <= n - p and crc32c(data[p + 21:p + size]) == struct.unpack_from(">I", data, p + 17)[0]
 
 
 def repair_segment(source, dest: str, dead_letter: str | None = None,

@@ -11,6 +11,7 @@ object without a file descriptor (fsspec / S3) is first spooled to a temporary f
 """
 from __future__ import annotations
 
+import bisect
 import mmap
 import os
 import shutil
@@ -202,31 +203,26 @@ class Partition:
     def latest_snapshot(self) -> ProducerSnapshot | None:
         return ProducerSnapshot.from_file(self.snapshot_paths[-1]) if self.snapshot_paths else None
 
-    def _segment_for(self, offset: int) -> int:
-        bases = self.base_offsets
-        i = max(0, next((k for k, b in reversed(list(enumerate(bases))) if b <= offset), 0))
-        return i
+    def _first(self, paths, find):
+        """``find(segment)`` over the segments in order; the first batch found (its segment stays
+        open: the batch reads from it)."""
+        for path in paths:
+            seg = Segment(path)
+            found = find(seg)
+            if found is not None:
+                return found
+            seg.close()
+        return None
 
     def find_offset(self, offset: int):
         """The batch holding ``offset`` (or the first after it), searching from the segment whose
         base offset is at or below it."""
-        for path in self.segment_paths[self._segment_for(offset):]:
-            seg = Segment(path)
-            found = seg.find_offset(offset)
-            if found is not None:
-                return found
-            seg.close()
-        return None
+        start = max(0, bisect.bisect_right(self.base_offsets, offset) - 1)
+        return self._first(self.segment_paths[start:], lambda seg: seg.find_offset(offset))
 
     def find_timestamp(self, timestamp: int):
         """The first batch with a timestamp at or after ``timestamp``, across segments."""
-        for path in self.segment_paths:
-            seg = Segment(path)
-            found = seg.find_timestamp(timestamp)
-            if found is not None:
-                return found
-            seg.close()
-        return None
+        return self._first(self.segment_paths, lambda seg: seg.find_timestamp(timestamp))
 
     def __repr__(self):
         return f"<Partition {self.directory}: {len(self.segment_paths)} segments>"

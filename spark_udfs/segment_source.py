@@ -19,6 +19,14 @@ import os
 import re
 
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from pykbatch import _native
+from pykbatch import validate as kb_validate
+from pykbatch._result import ValidationConfig
+from pykbatch.arrow import shift_batches
+from pykbatch.indexes import OffsetIndex
+from pykbatch.segments import Segment
 
 NAME = "kafka-segment"
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
@@ -40,6 +48,7 @@ RECORD_COLUMNS = [
     ("producer_epoch", pa.int16()), ("is_transactional", pa.bool_()), ("is_control", pa.bool_()),
 ]
 VALIDATION_COLUMNS = [("batch_ok", pa.bool_()), ("batch_error", pa.string())]
+LOG = ValidationConfig(origin="log", max_culprits=2**31 - 1)  # every failing entry is named
 
 
 PATH_COLUMN = [("path", pa.string())]
@@ -100,7 +109,6 @@ def retry_io(fn, *, attempts: int = 6, base_delay: float = 0.2, max_delay: float
 
 
 def _open(path: str):
-    from pykbatch.segments import Segment
     if _is_local(path):
         return Segment(_local(path))
     import fsspec
@@ -114,7 +122,6 @@ def _open(path: str):
 def split_points(path: str, size: int, split_bytes: int) -> list[int]:
     """Batch boundaries about ``split_bytes`` apart, from the segment's ``.index`` (which holds
     batch positions); without one the segment is a single split."""
-    from pykbatch.indexes import OffsetIndex
     index_path = path[:-4] + ".index"
     starts = [0]
     if _is_local(path) and os.path.exists(_local(index_path)):
@@ -136,10 +143,7 @@ def read_split(path: str, topic: str, partition: int, start: int, end: int | Non
 
 
 def _read_split(path, topic, partition, start, end, mode, validate, first_offset, end_offset, batch_rows):
-    from pykbatch import _native, validate as kb_validate
-    from pykbatch._result import ValidationConfig
     schema = arrow_schema(mode, validate)
-    log = ValidationConfig(origin="log")
     with _open(path) as seg:
         data = seg.view()
         pending = []  # (position, size) of the entries of the next Arrow batch
@@ -152,47 +156,48 @@ def _read_split(path, topic, partition, start, end, mode, validate, first_offset
             pending.append((b.position, b.size))
             del b
             if len(pending) >= batch_rows:
-                yield _arrow(data, pending, seg.base_offset, topic, partition, mode, validate, log, schema,
-                             first_offset, end_offset, _native, kb_validate)
+                yield _arrow(data, pending, seg.base_offset, topic, partition, mode, validate, schema,
+                             first_offset, end_offset)
                 pending = []
         if pending:
-            yield _arrow(data, pending, seg.base_offset, topic, partition, mode, validate, log, schema,
-                         first_offset, end_offset, _native, kb_validate)
+            yield _arrow(data, pending, seg.base_offset, topic, partition, mode, validate, schema,
+                         first_offset, end_offset)
         del data
 
 
-def _arrow(data, entries, segment, topic, partition, mode, validate, log, schema, first_offset, end_offset,
-           _native, kb_validate) -> pa.RecordBatch:
+def _verdicts(chunk) -> dict:
+    """entry index -> the validator's first message, for the failing entries of a window (one
+    validation pass over the whole window)."""
+    bad = {}
+    for c in kb_validate(chunk, LOG).culprits:
+        bad.setdefault(c.entry, c.message)
+    return bad
+
+
+def _arrow(data, entries, segment, topic, partition, mode, validate, schema, first_offset, end_offset):
     lo, hi = entries[0][0], entries[-1][0] + entries[-1][1]
     chunk = data[lo:hi]
+    bad = _verdicts(chunk) if validate else {}
     if mode == "records":
-        table = _decode(data, entries, lo, _native)
-        table = table.set_column(table.schema.get_field_index("batch_position"), "batch_position",
-                                 pa.compute.add(table["batch_position"], pa.scalar(lo, pa.int64())))
+        table = shift_batches(_decode(data, entries, lo), lo, 0)
         table = table.set_column(table.schema.get_field_index("timestamp_type"), "timestamp_type",
                                  table["timestamp_type"].cast(pa.string()))
-        n = table.num_rows
         if first_offset is not None or end_offset is not None:
-            import pyarrow.compute as pc
             keep = pc.and_(pc.greater_equal(table["offset"], first_offset if first_offset is not None else -2**63),
                            pc.less(table["offset"], end_offset if end_offset is not None else 2**63 - 1))
             table = table.filter(keep)
-            n = table.num_rows
+        n = table.num_rows
         cols = {"topic": pa.array([topic] * n, pa.string()), "partition": pa.array([partition] * n, pa.int32()),
                 "segment": pa.array([segment] * n, pa.int64())}
         for name in table.column_names:
             cols[name] = table[name].combine_chunks()
         if validate:
-            verdicts = {}
-            for pos, size in entries:
-                r = kb_validate(data[pos:pos + size], log)
-                verdicts[pos - lo] = (r.ok, None if r.ok else r.culprits[0].message)
-            positions = (table["batch_position"].to_numpy() - lo) if n else []
-            cols["batch_ok"] = pa.array([verdicts[p][0] for p in positions], pa.bool_())
-            cols["batch_error"] = pa.array([verdicts[p][1] for p in positions], pa.string())
+            entry = table["batch_index"].to_pylist()
+            cols["batch_ok"] = pa.array([e not in bad for e in entry], pa.bool_())
+            cols["batch_error"] = pa.array([bad.get(e) for e in entry], pa.string())
     else:
         rows = {name: [] for name, _ in BATCH_COLUMNS + (VALIDATION_COLUMNS if validate else [])}
-        for b in _native.iter_batches(chunk, verify_crc=False):
+        for i, b in enumerate(_native.iter_batches(chunk, verify_crc=False)):
             rows["topic"].append(topic)
             rows["partition"].append(partition)
             rows["segment"].append(segment)
@@ -200,33 +205,27 @@ def _arrow(data, entries, segment, topic, partition, mode, validate, log, schema
             for name, _ in BATCH_COLUMNS[4:]:
                 rows[name].append(getattr(b, name))
             if validate:
-                r = kb_validate(b.raw, log)
-                rows["batch_ok"].append(r.ok)
-                rows["batch_error"].append(None if r.ok else r.culprits[0].message)
+                rows["batch_ok"].append(i not in bad)
+                rows["batch_error"].append(bad.get(i))
             del b
         cols = {name: pa.array(values, schema.field(name).type) for name, values in rows.items()}
     return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in schema], schema=schema)
 
 
-def _decode(data, entries, lo, _native) -> pa.Table:
-    """The records of the entries (a window of the segment), as ``to_arrow`` gives them; a batch
-    whose records do not decode contributes none (never a failed task: ``validate`` says why).
-    CRCs are not checked here either: that is the ``validate`` option's business."""
-    chunk = data[lo:entries[-1][0] + entries[-1][1]]
+def _decode(data, entries, lo) -> pa.Table:
+    """The records of the entries (a window of the segment), as ``to_arrow`` gives them for the
+    window; a batch whose records do not decode contributes none (never a failed task:
+    ``validate`` says why).  CRCs are not checked here either: that is ``validate``'s business."""
     try:
-        return _native.to_arrow(chunk, verify_crc=False)
+        return _native.to_arrow(data[lo:entries[-1][0] + entries[-1][1]], verify_crc=False)
     except ValueError:
         pass
     parts = []
     for index, (pos, size) in enumerate(entries):
         try:
-            t = _native.to_arrow(data[pos:pos + size], verify_crc=False)
+            parts.append(shift_batches(_native.to_arrow(data[pos:pos + size], verify_crc=False), pos - lo, index))
         except ValueError:
             continue
-        t = t.set_column(t.schema.get_field_index("batch_position"), "batch_position",
-                         pa.compute.add(t["batch_position"], pa.scalar(pos - lo, pa.int64())))
-        parts.append(t.set_column(t.schema.get_field_index("batch_index"), "batch_index",
-                                  pa.compute.add(t["batch_index"], pa.scalar(index, pa.int32()))))
     return pa.concat_tables(parts) if parts else _native.to_arrow(b"")
 
 
