@@ -30,7 +30,10 @@ def main():
 
     import spark_udfs
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+             .config("spark.ui.showConsoleProgress", "false")
+             # binaryFile holds each whole file as one row: 1 GiB of heap is not enough for two 64 MiB
+             # files in flight plus their copies (java.lang.OutOfMemoryError at the default).
+             .config("spark.driver.memory", "3g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     spark_udfs.register(spark)
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,10 +2,13 @@
 (arrow_udf over the column's Arrow buffers) against the same work as a pandas_udf, plus
 Spark's own scan of the column as the floor, in one local session.
 
-    python benchmarks/spark_paths.py [--shape large|small] [--rows N] [--repeats 5]
+    python benchmarks/spark_paths.py [--shape small|A|B|C] [--rows N] [--repeats 5]
 
-large: rows of one ~110 KB batch (workload B); small: rows of one ~200-byte batch, every
-50th row corrupt (per-row costs and culprit structs show here).
+A, B, C: rows of one producer batch of workload A (1,000 records of ~100 B, ~127 KB),
+B (100 records of ~1 KiB with 2 headers, ~110 KB) or C (10 records of ~10 KiB, ~103 KB);
+small: rows of one ~200-byte batch, every 50th row corrupt (per-row costs and culprit structs
+show here). The row-at-a-time cases are measured twice: kafka-python's work, and a UDF that
+does nothing, which is the ceiling any row-at-a-time UDF can reach on this DataFrame.
 """
 import argparse
 import os
@@ -18,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", choices=("large", "small"), default="large")
+    ap.add_argument("--shape", choices=("small", "A", "B", "C"), default="B")
     ap.add_argument("--rows", type=int, default=None)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--batch-bytes", default="16m", help="spark.sql.execution.arrow.maxBytesPerBatch")
@@ -37,13 +40,13 @@ def main():
 
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "200" if args.shape == "large" else "10000")
+             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000" if args.shape == "small" else "200")
              .config("spark.sql.execution.arrow.maxBytesPerBatch", args.batch_bytes)
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    if args.shape == "large":
+    if args.shape != "small":
         rows = args.rows or 3000
-        one = build("B", batches=1)  # ~110 KB batch of 100 records
+        one = build(args.shape, batches=1, as_produced=True)
         values = [one] * rows
     else:
         rows = args.rows or 300_000
@@ -89,6 +92,7 @@ def main():
         except Exception:
             return False
     kafka_python = udf(kafka_python_rows, "boolean", useArrow=False)
+    row_noop = udf(lambda value: value is not None, "boolean", useArrow=False)
 
     cases = {
         "identity arrow_udf (same rows)": lambda: df.select(identity("value").alias("v"))
@@ -99,6 +103,8 @@ def main():
         "pandas_udf (same work)": lambda: df.select(pandas_validate("value").alias("v"))
         .selectExpr("sum(v.records)").collect(),
         "row-at-a-time udf, kafka-python": lambda: df.select(kafka_python("value").alias("v"))
+        .selectExpr("count_if(v)").collect(),
+        "row-at-a-time udf, no work": lambda: df.select(row_noop("value").alias("v"))
         .selectExpr("count_if(v)").collect(),
     }
     times = {name: [] for name in cases}
@@ -118,8 +124,32 @@ def main():
     ours = med["arrow_udf kbatch_validate"]
     print(f"  kbatch_validate throughput / identity arrow_udf: {med['identity arrow_udf (same rows)'] / ours:.2f} "
           f"(target >= 0.8); x row-at-a-time kafka-python: {med['row-at-a-time udf, kafka-python'] / ours:.1f} "
-          f"(target >= 50)")
+          f"(target >= 50); x row-at-a-time no-op udf: {med['row-at-a-time udf, no work'] / ours:.1f} "
+          f"(what the row-at-a-time hop alone accounts for)")
     spark.stop()
+    body_ratio(values, kafka_python_rows, args.repeats)
+
+
+def body_ratio(values, kafka_python_rows, repeats):
+    """The UDF bodies alone, one core, no Spark: kafka-python row by row against validate_array
+    over the same rows as one Arrow array (what each UDF does once its input has arrived)."""
+    import pyarrow as pa
+
+    from pykbatch.arrow import validate_array
+    sample = values[:max(1, min(len(values), 20_000_000 // len(values[0]), 20_000))]
+    column = pa.array(sample, pa.binary())
+
+    def median_time(fn):
+        ts = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        return statistics.median(ts)
+    theirs = median_time(lambda: [kafka_python_rows(v) for v in sample])
+    ours = median_time(lambda: validate_array(column))
+    print(f"  UDF bodies alone, {len(sample)} rows, one core: kafka-python {theirs / len(sample) * 1e6:.1f} us/row, "
+          f"validate_array {ours / len(sample) * 1e6:.2f} us/row: {theirs / ours:.0f}x")
 
 
 if __name__ == "__main__":

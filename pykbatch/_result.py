@@ -238,16 +238,31 @@ class ValidationResult:
         failing = self._verdict_culprits()
         return next((c for c in failing if not _record_error(c)), failing[0] if failing else None)
 
+    def kip467(self) -> tuple[int, list[tuple[int, str]], str | None]:
+        """``(error_code, error_records, error_message)`` in one pass over the culprits: what a
+        ProduceResponse partition carries (the properties below, each on its own)."""
+        failing = self._verdict_culprits()
+        if not failing:
+            return 0, [], None
+        batch_level = next((c for c in failing if not _record_error(c)), None)
+        if batch_level is not None:
+            return batch_level.code, [], None
+        code = 32 if any(c.code == 32 for c in failing) else 87
+        seen, records = set(), []
+        for c in failing:
+            if c.record_index not in seen:
+                seen.add(c.record_index)
+                records.append((c.record_index, c.message))
+        if code == 32:
+            return code, records, "One or more records have been rejected due to invalid timestamp"
+        first3 = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in records[:3])
+        return code, records, (f"One or more records have been rejected due to {len(records)} record errors in "
+                               f"total, and only showing the first three errors at most: [{first3}]")
+
     @property
     def error_code(self) -> int:
         """Error code of the first failing batch, as a ProduceResponse partition carries it."""
-        failing = self._verdict_culprits()
-        if not failing:
-            return 0
-        batch_level = [c for c in failing if not _record_error(c)]
-        if batch_level:
-            return batch_level[0].code
-        return 32 if any(c.code == 32 for c in failing) else 87
+        return self.kip467()[0]
 
     @property
     def error_name(self) -> str:
@@ -258,27 +273,12 @@ class ValidationResult:
         """KIP-467 ``record_errors``: ``(batch_index, message)`` per culprit record of the first
         failing batch; empty when that batch failed as a whole.  (Kafka calls the index of a
         record within its batch ``batch_index``.)"""
-        failing = self._verdict_culprits()
-        if not failing or any(not _record_error(c) for c in failing):
-            return []
-        seen, out = set(), []
-        for c in failing:
-            if c.record_index not in seen:
-                seen.add(c.record_index)
-                out.append((c.record_index, c.message))
-        return out
+        return self.kip467()[1]
 
     @property
     def error_message(self) -> str | None:
         """KIP-467 ``error_message``: None for batch-level errors, as Kafka sends it."""
-        records = self.error_records
-        if not records:
-            return None
-        if self.error_code == 32:
-            return "One or more records have been rejected due to invalid timestamp"
-        first3 = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in records[:3])
-        return (f"One or more records have been rejected due to {len(records)} record errors in total, "
-                f"and only showing the first three errors at most: [{first3}]")
+        return self.kip467()[2]
 
     def raise_for_error(self) -> None:
         """Raise the exception Kafka's answer comes from, carrying every culprit."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from . import _native
+from . import _native, errors
 from ._result import ValidationConfig
 
 ERROR_RECORD = pa.struct([("batch_index", pa.int32()), ("message", pa.string())])
@@ -62,36 +62,54 @@ def validate_array(arr, config: ValidationConfig | None = None) -> pa.StructArra
     ok = np.ones(n, np.bool_)
     codes = np.zeros(n, np.int32)
     counts = np.zeros(n, np.int64)
-    names = np.full(n, "NONE", object)
     messages = [None] * n
-    record_errors, culprits = [], []
+    record_index, record_message, culprits = [], [], []
     rec_counts = np.zeros(n, np.int32)
     cul_counts = np.zeros(n, np.int32)
     for row in sorted(bad):
         result = bad[row]
         ok[row] = False
-        codes[row] = result.error_code
-        names[row] = result.error_name
-        messages[row] = result.error_message
+        codes[row], errs, messages[row] = result.kip467()
         counts[row] = result.culprit_count
-        errs = result.error_records
         rec_counts[row] = len(errs)
-        record_errors.extend({"batch_index": i, "message": m} for i, m in errs)
+        record_index.extend(i for i, _ in errs)
+        record_message.extend(m for _, m in errs)
         cul_counts[row] = len(result.culprits)
-        culprits.extend(c.as_dict() for c in result.culprits)
+        culprits.extend(result.culprits)
     mask = None if valid is None else pa.array(~valid)
 
-    def lists(count, items, typ):
+    def lists(count, values):
         offsets = np.zeros(n + 1, np.int32)
         np.cumsum(count, out=offsets[1:])
-        return pa.ListArray.from_arrays(pa.array(offsets), pa.array(items, typ))
+        return pa.ListArray.from_arrays(pa.array(offsets), values)
 
     tail = pa.array(tails, mask=tails < 0)
+    error_records = pa.StructArray.from_arrays(
+        [pa.array(record_index, pa.int32()), pa.array(record_message, pa.string())], fields=list(ERROR_RECORD))
     return pa.StructArray.from_arrays(
-        [pa.array(ok), pa.array(codes), pa.array(names, pa.string()), pa.array(messages, pa.string()),
-         lists(rec_counts, record_errors, ERROR_RECORD), lists(cul_counts, culprits, CULPRIT),
+        [pa.array(ok), pa.array(codes), _error_names(codes), pa.array(messages, pa.string()),
+         lists(rec_counts, error_records), lists(cul_counts, _culprit_structs(culprits)),
          pa.array(counts), pa.array(records), tail],
         fields=list(VALIDATION), mask=mask)
+
+
+def _error_names(codes: np.ndarray) -> pa.Array:
+    """Kafka's name of every error code, looked up once per distinct code."""
+    distinct, index = np.unique(codes, return_inverse=True)
+    names = pa.array([errors.error_name(int(c)) for c in distinct], pa.string())
+    return names.take(pa.array(index.astype(np.int32)))
+
+
+def _culprit_structs(culprits: list) -> pa.StructArray:
+    """``CULPRIT`` structs built a column at a time (no dict per culprit)."""
+    columns = []
+    for f in CULPRIT:
+        if f.name == "name":
+            values = [errors.error_name(c.code) for c in culprits]
+        else:
+            values = [getattr(c, f.name) for c in culprits]
+        columns.append(pa.array(values, f.type))
+    return pa.StructArray.from_arrays(columns, fields=list(CULPRIT))
 
 
 def decode_array(arr, *, verify_crc: bool = True) -> pa.ListArray:

@@ -1,0 +1,93 @@
+"""The README's way of putting pykbatch on executors, done for real: build the wheel, install it
+into a fresh virtualenv that holds nothing else of ours, pack that venv with venv-pack, and ship
+it with spark.archives to a local-cluster whose executors run ./environment/bin/python. The
+executors must import pykbatch from the unpacked archive (not from this checkout) and give the
+same answers as the driver."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark is the [spark] extra")
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+DRIVER = textwrap.dedent('''
+    import json, os, sys
+    import pyspark
+    os.environ.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))
+    from pyspark.sql import SparkSession
+    import pyarrow as pa
+    from pyspark.sql.functions import arrow_udf
+    import pykbatch as kb, spark_udfs
+    archive = sys.argv[1]
+    spark = (SparkSession.builder.master("local-cluster[2,1,1024]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.archives", archive + "#environment").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark_udfs.register(spark)
+
+    @arrow_udf("string")
+    def where_from(value: pa.Array) -> pa.Array:
+        import pykbatch
+        return pa.array([sys.executable + " " + pykbatch.__file__] * len(value))
+
+    rows = []
+    for i in range(100):
+        data = bytearray(kb.build_batch([(b"k", b"v%d" % i)] * 2))
+        if i % 25 == 3:
+            data[-2] ^= 1
+        rows.append((i, bytes(data)))
+    df = spark.createDataFrame(rows, "id int, value binary").repartition(4)
+    origins = {r[0] for r in df.select(where_from("value")).collect()}
+    spark_ok = sorted(r.id for r in df.where(spark_udfs.kbatch_validate("value").ok).select("id").collect())
+    local_ok = sorted(i for i, v in rows if kb.validate(v).ok)
+    sql = spark.sql("SELECT count(*) FROM (SELECT kbatch_validate(value) AS v FROM {df}) WHERE NOT v.ok", df=df)
+    print("RESULT", json.dumps({"origins": sorted(origins), "same": spark_ok == local_ok, "ok": len(spark_ok),
+                                "bad_sql": sql.first()[0]}))
+    spark.stop()
+''')
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def test_packed_venv_in_spark_archives(tmp_path):
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs Java")
+    wheels = tmp_path / "wheels"
+    built = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), ROOT],
+                timeout=900)
+    assert built.returncode == 0, built.stderr[-3000:]
+    env = tmp_path / "env"
+    made = run([sys.executable, "-m", "venv", str(env)], timeout=300)
+    assert made.returncode == 0, made.stderr[-2000:]
+    pip = [str(env / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    # Third-party wheels come from PyPI (or pip's cache); only their absence is a reason to skip.
+    deps = run(pip + ["pyarrow", "numpy", "cramjam", "xxhash", "venv-pack"], timeout=900)
+    if deps.returncode != 0:
+        pytest.skip("cannot install pyarrow/numpy/cramjam/xxhash/venv-pack into a fresh venv (PyPI unreachable?): "
+                    + deps.stderr.strip().splitlines()[-1])
+    ours = run(pip + ["--no-index", "--no-deps", *map(str, wheels.glob("pykbatch-*.whl"))], timeout=300)
+    assert ours.returncode == 0, ours.stderr[-2000:]
+    archive = tmp_path / "pykbatch-env.tar.gz"
+    packed = run([str(env / "bin" / "venv-pack"), "-p", str(env), "-o", str(archive), "--compress-level", "1"],
+                 timeout=900)
+    assert packed.returncode == 0, packed.stderr[-2000:]
+
+    # Executors run the shipped interpreter; the driver keeps this one (the checkout's pykbatch).
+    run_env = dict(os.environ, PYSPARK_PYTHON="./environment/bin/python", PYSPARK_DRIVER_PYTHON=sys.executable,
+                   SPARK_WORKER_DIR=str(tmp_path / "work"))
+    proc = run([sys.executable, "-c", DRIVER, str(archive)], timeout=600, env=run_env, cwd=str(tmp_path))
+    result = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
+    assert result, proc.stderr[-4000:]
+    got = json.loads(result[0].split(" ", 1)[1])
+    assert got["origins"] and all("/environment/bin/python " in o and "/environment/lib/" in o and ROOT not in o
+                                  for o in got["origins"]), got["origins"]
+    assert (got["same"], got["ok"], got["bad_sql"]) == (True, 96, 4)
