@@ -193,11 +193,14 @@ def legacy_record(offset, magic, attributes, crc, key_len, value_len, timestamp)
     return f"LegacyRecordBatch(offset={offset}, Record({', '.join(fields)}))"
 
 
+_ARG_NAMES = tuple(f"a{i}" for i in range(8))  # the templates' {a0}..{a7}
+
+
 def render(rule: Rule, args, tp: str, reader: bool = False) -> tuple[str, str]:
     """Kafka-style message and pykbatch's detail for one fault (args: 3 or 8 values); ``reader``:
     the message Kafka's client-side reader gives, where it has its own."""
-    values = {f"a{i}": v for i, v in enumerate(args)}
-    a0 = values["a0"]
+    values = dict(zip(_ARG_NAMES, args))
+    a0 = args[0]
     values["field"] = FIELDS[a0] if rule.id in ("record.invalid_structure", "record.varint_too_long") \
         and 0 <= a0 < len(FIELDS) else ""
     values["tp"] = tp

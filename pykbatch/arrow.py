@@ -6,6 +6,8 @@ These are what the Spark UDFs run; they work as well in any Arrow pipeline.
 """
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 import pyarrow as pa
 
@@ -95,21 +97,20 @@ def validate_array(arr, config: ValidationConfig | None = None) -> pa.StructArra
 
 def _error_names(codes: np.ndarray) -> pa.Array:
     """Kafka's name of every error code, looked up once per distinct code."""
-    distinct, index = np.unique(codes, return_inverse=True)
-    names = pa.array([errors.error_name(int(c)) for c in distinct], pa.string())
-    return names.take(pa.array(index.astype(np.int32)))
+    encoded = pa.array(codes).dictionary_encode()
+    names = pa.array([errors.error_name(c) for c in encoded.dictionary.to_pylist()], pa.string())
+    return names.take(encoded.indices)
 
 
 def _culprit_structs(culprits: list) -> pa.StructArray:
     """``CULPRIT`` structs built a column at a time (no dict per culprit)."""
-    columns = []
-    for f in CULPRIT:
-        if f.name == "name":
-            values = [errors.error_name(c.code) for c in culprits]
-        else:
-            values = [getattr(c, f.name) for c in culprits]
-        columns.append(pa.array(values, f.type))
-    return pa.StructArray.from_arrays(columns, fields=list(CULPRIT))
+    names = [f.name for f in CULPRIT]
+    fields = attrgetter(*[("code" if n == "name" else n) for n in names])
+    columns = list(zip(*map(fields, culprits))) or [()] * len(names)
+    arrays = []
+    for f, values in zip(CULPRIT, columns):
+        arrays.append(pa.array([errors.error_name(c) for c in values] if f.name == "name" else values, f.type))
+    return pa.StructArray.from_arrays(arrays, fields=list(CULPRIT))
 
 
 def decode_array(arr, *, verify_crc: bool = True) -> pa.ListArray:

@@ -10,13 +10,24 @@ batch columns.  Segments are split at batch boundaries (positions from the ``.in
 there is one) into input partitions of about ``splitBytes`` (default 64 MiB).  Options:
 ``validate`` (true: a ``batch_ok`` / ``batch_error`` pair from the validator, origin log),
 ``includePath`` (true: a leading ``path`` column naming the segment file),
-``startingOffset`` / ``endingOffset`` (inclusive/exclusive record offsets), ``splitBytes``.
+``startingOffset`` / ``endingOffset`` (inclusive/exclusive record offsets),
+``startingTimestamp`` / ``endingTimestamp`` (inclusive/exclusive record timestamps, epoch ms),
+``splitBytes``.  Ranges prune before reading: whole segments by the base offsets in their names
+(a segment holds offsets below the next one's), the start of a segment through its ``.index`` /
+``.timeindex`` (checked against the batch they point at; a stale index is ignored), then
+batches by their headers (offsets, and ``maxTimestamp`` against ``startingTimestamp``, as Kafka's
+own lookups by time trust it); records are filtered exactly.  In ``batches`` mode a batch is kept
+when its offsets overlap the offset range, its ``max_timestamp`` is at or after
+``startingTimestamp`` and its first timestamp is before ``endingTimestamp``.
 Local paths are read through mmap; other URLs (s3://, hdfs://...) through fsspec when installed.
 """
 from __future__ import annotations
 
+import bisect
 import os
 import re
+import struct
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,7 +36,7 @@ from pykbatch import _native
 from pykbatch import validate as kb_validate
 from pykbatch._result import ValidationConfig
 from pykbatch.arrow import shift_batches
-from pykbatch.indexes import OffsetIndex
+from pykbatch.indexes import CorruptIndexError, OffsetIndex, TimeIndex, base_offset_of
 from pykbatch.segments import Segment
 
 NAME = "kafka-segment"
@@ -86,6 +97,102 @@ def find_segments(path: str) -> list[tuple[str, str, int]]:
     return out
 
 
+class Ranges(NamedTuple):
+    """The record ranges a read keeps: offsets [first_offset, end_offset), timestamps
+    [first_timestamp, end_timestamp); None leaves a side open."""
+    first_offset: int | None = None
+    end_offset: int | None = None
+    first_timestamp: int | None = None
+    end_timestamp: int | None = None
+
+    @classmethod
+    def from_options(cls, options) -> "Ranges":
+        def number(key):
+            value = options.get(key)
+            return int(value) if value not in (None, "") else None
+        return cls(number("startingOffset"), number("endingOffset"), number("startingTimestamp"),
+                   number("endingTimestamp"))
+
+    def keeps_batch(self, b, mode: str = "records") -> bool:
+        """Whether batch header ``b`` is read: in records mode, when any of its records can be in
+        range (a batch stores its maximum timestamp, not its minimum: records are filtered
+        exactly afterwards); in batches mode also only when its first timestamp (v2's
+        baseTimestamp; a v0/v1 entry's own) is before ``end_timestamp``."""
+        if (self.first_offset is not None and b.last_offset < self.first_offset) \
+                or (self.end_offset is not None and b.base_offset >= self.end_offset) \
+                or (self.first_timestamp is not None and b.max_timestamp < self.first_timestamp):
+            return False
+        return mode == "records" or self.end_timestamp is None \
+            or getattr(b, "base_timestamp", b.max_timestamp) < self.end_timestamp
+
+    def keeps_segment(self, base: int, next_base: int | None) -> bool:
+        """A segment named ``base`` holds offsets in [base, next_base) (Kafka's log invariant)."""
+        return not ((self.first_offset is not None and next_base is not None and next_base <= self.first_offset)
+                    or (self.end_offset is not None and base >= self.end_offset))
+
+    def record_mask(self, table: pa.Table):
+        """The rows of a records table in range, or None when every row is."""
+        keep = None
+        for column, low, high in (("offset", self.first_offset, self.end_offset),
+                                  ("timestamp", self.first_timestamp, self.end_timestamp)):
+            for bound, op in ((low, pc.greater_equal), (high, pc.less)):
+                if bound is not None:
+                    test = op(table[column], pa.scalar(bound, pa.int64()))
+                    keep = test if keep is None else pc.and_(keep, test)
+        return keep
+
+
+def next_base_offsets(segments: list) -> dict:
+    """segment file -> the base offset of the next segment in its directory (None for the last)."""
+    by_dir = {}
+    for path, _, _ in segments:
+        by_dir.setdefault(path.rstrip("/").rsplit("/", 1)[0], []).append((base_offset_of(path), path))
+    following = {}
+    for entries in by_dir.values():
+        entries.sort()
+        for (_, path), nxt in zip(entries, entries[1:] + [(None, None)]):
+            following[path] = nxt[0]
+    return following
+
+
+def start_position(path: str, ranges: Ranges) -> int:
+    """Where the first in-range batch of a local segment can start, from its ``.index`` and
+    ``.timeindex`` (0 without them).  An index entry is trusted only if the log holds, at its
+    position, a batch starting at or below the entry's offset: indexes can be stale."""
+    log = _local(path)
+    base = base_offset_of(path)
+    targets = []  # offsets: every batch that ends at or below one of these is out of range
+    if ranges.first_offset is not None:
+        targets.append(ranges.first_offset)
+    if ranges.first_timestamp is not None and os.path.exists(log[:-4] + ".timeindex"):
+        try:
+            entries = TimeIndex.from_file(log[:-4] + ".timeindex").entries
+        except (CorruptIndexError, OSError):
+            entries = []
+        # an entry (T, o) says every record up to offset o has a timestamp <= T
+        i = bisect.bisect_left([e.timestamp for e in entries], ranges.first_timestamp)
+        if i:
+            targets.append(entries[i - 1].offset)
+    if not targets or not os.path.exists(log[:-4] + ".index"):
+        return 0
+    try:
+        index = OffsetIndex.from_file(log[:-4] + ".index")
+    except (CorruptIndexError, OSError):
+        return 0
+    best = 0
+    with open(log, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        for target in targets:
+            entry = index.lookup(max(target, base))
+            if entry.position <= best or entry.position + 12 > size:
+                continue
+            f.seek(entry.position)
+            batch_base, length = struct.unpack(">qi", f.read(12))
+            if batch_base <= entry.offset and length >= 14 and entry.position + 12 + length <= size:
+                best = entry.position
+    return best
+
+
 def retry_io(fn, *, attempts: int = 6, base_delay: float = 0.2, max_delay: float = 5.0, timeout: float = 60.0,
              sleep=None):
     """``fn()`` retried on transient I/O errors (``OSError``: object-storage timeouts, resets)
@@ -131,18 +238,38 @@ def split_points(path: str, size: int, split_bytes: int) -> list[int]:
     return starts
 
 
+def plan_splits(path: str, split_bytes: int, ranges: Ranges = Ranges()) -> list[tuple]:
+    """(file, topic, partition, start, end) of every split to read: segments out of the offset
+    range left out, each local segment cut at batch boundaries about ``split_bytes`` apart from
+    the first position where in-range records can be."""
+    splits = []
+    segments = find_segments(path)
+    next_base = next_base_offsets(segments)
+    for seg, topic, partition in segments:
+        if not ranges.keeps_segment(base_offset_of(seg), next_base[seg]):
+            continue
+        size = os.path.getsize(_local(seg)) if _is_local(seg) else None
+        if not size:
+            splits.append((seg, topic, partition, 0, None))
+            continue
+        first = start_position(seg, ranges)
+        points = [p for p in split_points(seg, size, split_bytes) if p > first]
+        for start, end in zip([first] + points, points + [None]):
+            splits.append((seg, topic, partition, start, end))
+    return splits
+
+
 def read_split(path: str, topic: str, partition: int, start: int, end: int | None, mode: str, validate: bool,
-               first_offset: int | None, end_offset: int | None, batch_rows: int = 64, include_path: bool = False):
+               ranges: Ranges = Ranges(), batch_rows: int = 64, include_path: bool = False):
     """The Arrow record batches of the entries starting in [start, end) of one segment."""
-    for batch in _read_split(path, topic, partition, start, end, mode, validate, first_offset, end_offset,
-                             batch_rows):
+    for batch in _read_split(path, topic, partition, start, end, mode, validate, ranges, batch_rows):
         if include_path:
             batch = pa.RecordBatch.from_arrays([pa.array([path] * batch.num_rows, pa.string())] + batch.columns,
                                                schema=arrow_schema(mode, validate, True))
         yield batch
 
 
-def _read_split(path, topic, partition, start, end, mode, validate, first_offset, end_offset, batch_rows):
+def _read_split(path, topic, partition, start, end, mode, validate, ranges, batch_rows):
     schema = arrow_schema(mode, validate)
     with _open(path) as seg:
         data = seg.view()
@@ -150,18 +277,18 @@ def _read_split(path, topic, partition, start, end, mode, validate, first_offset
         for b in seg.batches(start=start):
             if end is not None and b.position >= end:
                 break
-            if (first_offset is not None and b.last_offset < first_offset) or \
-                    (end_offset is not None and b.base_offset >= end_offset):
+            if not ranges.keeps_batch(b, mode):
+                if pending:  # a window is a contiguous run of entries: its entry indexes are its own
+                    yield _arrow(data, pending, seg.base_offset, topic, partition, mode, validate, schema, ranges)
+                    pending = []
                 continue
             pending.append((b.position, b.size))
             del b
             if len(pending) >= batch_rows:
-                yield _arrow(data, pending, seg.base_offset, topic, partition, mode, validate, schema,
-                             first_offset, end_offset)
+                yield _arrow(data, pending, seg.base_offset, topic, partition, mode, validate, schema, ranges)
                 pending = []
         if pending:
-            yield _arrow(data, pending, seg.base_offset, topic, partition, mode, validate, schema,
-                         first_offset, end_offset)
+            yield _arrow(data, pending, seg.base_offset, topic, partition, mode, validate, schema, ranges)
         del data
 
 
@@ -174,7 +301,7 @@ def _verdicts(chunk) -> dict:
     return bad
 
 
-def _arrow(data, entries, segment, topic, partition, mode, validate, schema, first_offset, end_offset):
+def _arrow(data, entries, segment, topic, partition, mode, validate, schema, ranges):
     lo, hi = entries[0][0], entries[-1][0] + entries[-1][1]
     chunk = data[lo:hi]
     bad = _verdicts(chunk) if validate else {}
@@ -182,19 +309,20 @@ def _arrow(data, entries, segment, topic, partition, mode, validate, schema, fir
         table = shift_batches(_decode(data, entries, lo), lo, 0)
         table = table.set_column(table.schema.get_field_index("timestamp_type"), "timestamp_type",
                                  table["timestamp_type"].cast(pa.string()))
-        if first_offset is not None or end_offset is not None:
-            keep = pc.and_(pc.greater_equal(table["offset"], first_offset if first_offset is not None else -2**63),
-                           pc.less(table["offset"], end_offset if end_offset is not None else 2**63 - 1))
+        keep = ranges.record_mask(table)
+        if keep is not None:
             table = table.filter(keep)
         n = table.num_rows
-        cols = {"topic": pa.array([topic] * n, pa.string()), "partition": pa.array([partition] * n, pa.int32()),
-                "segment": pa.array([segment] * n, pa.int64())}
+        cols = {"topic": pa.repeat(pa.scalar(topic, pa.string()), n),
+                "partition": pa.repeat(pa.scalar(partition, pa.int32()), n),
+                "segment": pa.repeat(pa.scalar(segment, pa.int64()), n)}
         for name in table.column_names:
             cols[name] = table[name].combine_chunks()
-        if validate:
-            entry = table["batch_index"].to_pylist()
-            cols["batch_ok"] = pa.array([e not in bad for e in entry], pa.bool_())
-            cols["batch_error"] = pa.array([bad.get(e) for e in entry], pa.string())
+        if validate:  # a batch's verdict on each of its records, looked up by entry index (no per-record object)
+            verdicts = pa.array([bad.get(e) for e in range(len(entries))], pa.string())
+            errors = verdicts.take(cols["batch_index"])
+            cols["batch_ok"] = errors.is_null()
+            cols["batch_error"] = errors
     else:
         rows = {name: [] for name, _ in BATCH_COLUMNS + (VALIDATION_COLUMNS if validate else [])}
         for i, b in enumerate(_native.iter_batches(chunk, verify_crc=False)):
@@ -250,25 +378,17 @@ def data_source_class():
             self.validate = str(options.get("validate", "false")).lower() == "true"
             self.include_path = str(options.get("includePath", "false")).lower() == "true"
             self.split_bytes = int(options.get("splitBytes", 64 * 1024 * 1024))
-            start, end = options.get("startingOffset"), options.get("endingOffset")
-            self.first_offset = int(start) if start is not None else None
-            self.end_offset = int(end) if end is not None else None
+            self.ranges = Ranges.from_options(options)
 
         def partitions(self):
-            splits = []
-            for path, topic, partition in find_segments(self.path):
-                size = os.path.getsize(_local(path)) if _is_local(path) else None
-                points = split_points(path, size or 0, self.split_bytes) if size else [0]
-                for i, start in enumerate(points):
-                    end = points[i + 1] if i + 1 < len(points) else None
-                    splits.append(SegmentSplit(path, topic, partition, start, end))
+            splits = [SegmentSplit(*split) for split in plan_splits(self.path, self.split_bytes, self.ranges)]
             return splits or [SegmentSplit(None, "", -1, 0, 0)]
 
         def read(self, split):
             if split.path is None:
                 return iter(())
             return read_split(split.path, split.topic, split.partition, split.start, split.end, self.mode,
-                              self.validate, self.first_offset, self.end_offset, include_path=self.include_path)
+                              self.validate, self.ranges, include_path=self.include_path)
 
     class KafkaSegmentDataSource(DataSource):
         @classmethod

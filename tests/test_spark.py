@@ -220,6 +220,9 @@ def test_segment_source_splits_validates_and_filters(spark, tmp_path):
     ranged = spark.read.format("kafka-segment").option("startingOffset", "12").option("endingOffset", "30") \
         .load(str(part))
     assert sorted(r["offset"] for r in ranged.collect()) == list(range(12, 30))
+    timed = spark.read.format("kafka-segment").option("startingTimestamp", "1010") \
+        .option("endingTimestamp", "1020").load(str(part))
+    assert sorted(r["offset"] for r in timed.collect()) == list(range(50, 100))
     header_only = spark.read.format("kafka-segment").option("mode", "batches").option("validate", "true") \
         .load(str(part)).collect()
     assert len(header_only) == 40 and sorted(r["base_offset"] for r in header_only if not r["batch_ok"]) == [35, 45]

@@ -2,7 +2,8 @@
 into a fresh virtualenv that holds nothing else of ours, pack that venv with venv-pack, and ship
 it with spark.archives to a local-cluster whose executors run ./environment/bin/python. The
 executors must import pykbatch from the unpacked archive (not from this checkout) and give the
-same answers as the driver."""
+same answers as the driver: UDFs, SQL, explode_records and the kafka-segment source. The packed
+venv holds the wheel and its own dependencies only (no pandas, no pyspark: Spark ships pyspark)."""
 import json
 import os
 import shutil
@@ -48,8 +49,15 @@ DRIVER = textwrap.dedent('''
     spark_ok = sorted(r.id for r in df.where(spark_udfs.kbatch_validate("value").ok).select("id").collect())
     local_ok = sorted(i for i, v in rows if kb.validate(v).ok)
     sql = spark.sql("SELECT count(*) FROM (SELECT kbatch_validate(value) AS v FROM {df}) WHERE NOT v.ok", df=df)
+    exploded = spark_udfs.explode_records(df.where(spark_udfs.kbatch_validate("value").ok), "value").count()
+    part = os.path.join(sys.argv[2], "orders-3")
+    os.makedirs(part)
+    with open(os.path.join(part, "00000000000000000000.log"), "wb") as f:
+        f.write(b"".join(kb.build_batch([(b"k", b"v")] * 5, base_offset=5 * i) for i in range(40)))
+    segment = spark.read.format("kafka-segment").option("validate", "true").load(sys.argv[2])
+    seg = segment.selectExpr("count(*)", "count_if(batch_ok)", "min(partition)").first()
     print("RESULT", json.dumps({"origins": sorted(origins), "same": spark_ok == local_ok, "ok": len(spark_ok),
-                                "bad_sql": sql.first()[0]}))
+                                "bad_sql": sql.first()[0], "exploded": exploded, "segment": list(seg)}))
     spark.stop()
 ''')
 
@@ -62,7 +70,7 @@ def test_packed_venv_in_spark_archives(tmp_path):
     if shutil.which("java") is None:
         pytest.skip("Spark needs Java")
     wheels = tmp_path / "wheels"
-    built = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), ROOT],
+    built = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(wheels), ROOT],
                 timeout=900)
     assert built.returncode == 0, built.stderr[-3000:]
     env = tmp_path / "env"
@@ -84,10 +92,12 @@ def test_packed_venv_in_spark_archives(tmp_path):
     # Executors run the shipped interpreter; the driver keeps this one (the checkout's pykbatch).
     run_env = dict(os.environ, PYSPARK_PYTHON="./environment/bin/python", PYSPARK_DRIVER_PYTHON=sys.executable,
                    SPARK_WORKER_DIR=str(tmp_path / "work"))
-    proc = run([sys.executable, "-c", DRIVER, str(archive)], timeout=600, env=run_env, cwd=str(tmp_path))
+    proc = run([sys.executable, "-c", DRIVER, str(archive), str(tmp_path / "segments")], timeout=600, env=run_env,
+               cwd=str(tmp_path))
     result = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
     assert result, proc.stderr[-4000:]
     got = json.loads(result[0].split(" ", 1)[1])
     assert got["origins"] and all("/environment/bin/python " in o and "/environment/lib/" in o and ROOT not in o
                                   for o in got["origins"]), got["origins"]
-    assert (got["same"], got["ok"], got["bad_sql"]) == (True, 96, 4)
+    assert (got["same"], got["ok"], got["bad_sql"], got["exploded"]) == (True, 96, 4, 192)
+    assert got["segment"] == [200, 200, 3]

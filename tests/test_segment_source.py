@@ -1,0 +1,152 @@
+"""The kafka-segment reader without Spark: range pruning (segments by name, start positions by
+.index / .timeindex, batches by header) must never change which records come out — a pruned
+read equals the unpruned records filtered by brute force, on generated partitions with
+broker-style indexes and on the real segments of the conformance corpus."""
+import random
+import struct
+
+import pyarrow as pa
+import pytest
+
+import pykbatch as kb
+from pykbatch.indexes import segment_file_name
+from spark_udfs.segment_source import Ranges, arrow_schema, find_segments, plan_splits, read_split, start_position
+from tests.conftest import CONFORMANCE
+
+
+def write_partition(directory, segments=3, batches=12, records=5, index_bytes=600, seed=0):
+    """A partition dir of ``segments`` segments written as a broker does: an .index entry (last
+    offset, position) and a .timeindex entry (max timestamp so far, its batch's last offset) after
+    every ~index_bytes of log.  Timestamps mostly rise, with some batches from the past."""
+    rng = random.Random(seed)
+    directory.mkdir(parents=True)
+    offset, clock = 0, 1_000
+    for _ in range(segments):
+        base = offset
+        log, index, timeindex = bytearray(), bytearray(), bytearray()
+        since_index, max_ts, max_ts_offset = 0, -1, base
+        for _ in range(batches):
+            clock += rng.randint(1, 50)
+            ts = clock - rng.choice([0, 0, 0, 400])  # a producer with a slow clock, now and then
+            recs = [{"key": b"k%d" % (offset + i), "value": b"v" * rng.randint(1, 80),
+                     "timestamp": ts + i - (30 if i == 2 else 0)}  # a record older than its batch's first
+                    for i in range(records)]
+            batch = kb.build_batch(recs, base_offset=offset)
+            last = offset + records - 1
+            if max(r["timestamp"] for r in recs) > max_ts:
+                max_ts, max_ts_offset = max(r["timestamp"] for r in recs), last
+            if since_index >= index_bytes:
+                index += struct.pack(">ii", last - base, len(log))
+                timeindex += struct.pack(">qi", max_ts, max_ts_offset - base)
+                since_index = 0
+            log += batch
+            since_index += len(batch)
+            offset += records
+        (directory / segment_file_name(base, ".log")).write_bytes(log)
+        (directory / segment_file_name(base, ".index")).write_bytes(index)
+        (directory / segment_file_name(base, ".timeindex")).write_bytes(timeindex)
+    return directory
+
+
+def read_all(path, ranges, split_bytes=2000, mode="records", validate=False):
+    """Every split the planner makes, read as Spark's tasks would, as one table (None: no rows)."""
+    batches = [b for seg, topic, part, start, end in plan_splits(str(path), split_bytes, ranges)
+               for b in read_split(seg, topic, part, start, end, mode, validate, ranges)]
+    return pa.Table.from_batches(batches, schema=arrow_schema(mode, validate)) if batches else None
+
+
+def brute_force(path, ranges):
+    """(offset, timestamp) of every record of every segment under path within the ranges."""
+    out = []
+    for seg, _, _ in find_segments(str(path)):
+        for batch in kb.iter_batches(open(seg, "rb").read()):
+            for r in batch:
+                if ((ranges.first_offset is None or r.offset >= ranges.first_offset)
+                        and (ranges.end_offset is None or r.offset < ranges.end_offset)
+                        and (ranges.first_timestamp is None or r.timestamp >= ranges.first_timestamp)
+                        and (ranges.end_timestamp is None or r.timestamp < ranges.end_timestamp)):
+                    out.append((r.offset, r.timestamp))
+    return sorted(out)
+
+
+def pairs(table):
+    return sorted(zip(table["offset"].to_pylist(), table["timestamp"].to_pylist())) if table is not None else []
+
+
+def random_ranges(rng, max_offset, max_ts):
+    pick = lambda top: rng.choice([None, rng.randint(-5, top + 5)])  # noqa: E731
+    return Ranges(pick(max_offset), pick(max_offset), pick(max_ts), pick(max_ts))
+
+
+def test_pruned_reads_equal_brute_force_on_generated_partitions(tmp_path):
+    part = write_partition(tmp_path / "orders-2")
+    rng = random.Random(1)
+    for _ in range(60):
+        ranges = random_ranges(rng, 180, 2_500)
+        assert pairs(read_all(tmp_path, ranges)) == brute_force(tmp_path, ranges), ranges
+    assert len(brute_force(part, Ranges())) == 180
+
+
+def test_segments_out_of_the_offset_range_are_not_opened(tmp_path):
+    write_partition(tmp_path / "orders-2")  # segments at 0, 60, 120
+    names = lambda ranges: sorted({s[0].rsplit("/", 1)[1] for s in plan_splits(str(tmp_path), 1 << 30, ranges)})  # noqa: E731
+    assert names(Ranges(first_offset=65)) == [segment_file_name(60, ".log"), segment_file_name(120, ".log")]
+    assert names(Ranges(end_offset=60)) == [segment_file_name(0, ".log")]
+    assert names(Ranges(first_offset=60, end_offset=61)) == [segment_file_name(60, ".log")]
+    assert len(names(Ranges())) == 3
+
+
+def test_start_positions_come_from_the_indexes_and_stale_ones_are_ignored(tmp_path):
+    part = write_partition(tmp_path / "orders-2", segments=1, batches=40)
+    log = str(part / segment_file_name(0, ".log"))
+    positions = {b.base_offset: b.position for b in kb.iter_batches(open(log, "rb").read())}
+    start = start_position(log, Ranges(first_offset=150))
+    assert 0 < start <= positions[150] and start in positions.values()
+    assert start_position(log, Ranges(first_timestamp=10**12)) > 0  # past every entry: the last one
+    assert start_position(log, Ranges(first_timestamp=0)) == 0
+    # an index from another life of the segment: its positions are not batch starts
+    (part / segment_file_name(0, ".index")).write_bytes(struct.pack(">ii", 100, 7) + struct.pack(">ii", 150, 999999))
+    assert start_position(log, Ranges(first_offset=150)) == 0
+    assert pairs(read_all(tmp_path, Ranges(first_offset=150))) == brute_force(tmp_path, Ranges(first_offset=150))
+
+
+def test_windows_skip_batches_in_the_middle_without_mixing_verdicts(tmp_path):
+    """Time ranges skip batches inside a window (timestamps are not monotonic); each window's
+    verdicts stay with their own batches."""
+    part = tmp_path / "orders-0"
+    part.mkdir()
+    batches = []
+    for i in range(30):
+        ts = 5_000 + i * 10 if i % 3 else 100  # every third batch from the past
+        batches.append(bytearray(kb.build_batch([{"value": b"x", "timestamp": ts}] * 4, base_offset=4 * i)))
+    batches[10][-2] ^= 1  # corrupt (CRC) and in range
+    (part / segment_file_name(0, ".log")).write_bytes(b"".join(batches))
+    table = read_all(tmp_path, Ranges(first_timestamp=1_000), validate=True)
+    bad = sorted({o // 4 for o, ok in zip(table["offset"].to_pylist(), table["batch_ok"].to_pylist()) if not ok})
+    assert bad == [10]
+    assert sorted({o // 4 for o in table["offset"].to_pylist()}) == [i for i in range(30) if i % 3]
+    header_rows = read_all(tmp_path, Ranges(first_timestamp=1_000), mode="batches", validate=True)
+    assert sorted(header_rows["base_offset"].to_pylist()) == [4 * i for i in range(30) if i % 3]
+    assert [b // 4 for b, ok in zip(header_rows["base_offset"].to_pylist(), header_rows["batch_ok"].to_pylist())
+            if not ok] == [10]
+
+
+def test_pruned_reads_equal_brute_force_on_the_real_segments():
+    root = CONFORMANCE / "segments"
+    if not root.exists():
+        pytest.skip("conformance segments not present")
+    rng = random.Random(7)
+    checked = 0
+    for directory in sorted({p.parent for p in root.rglob("*.log")}):
+        everything = brute_force(directory, Ranges())
+        if not everything:
+            continue
+        offsets = [o for o, _ in everything]
+        stamps = [t for _, t in everything]
+        for _ in range(4):
+            ranges = Ranges(rng.choice([None, rng.choice(offsets)]), rng.choice([None, rng.choice(offsets) + 1]),
+                            rng.choice([None, rng.choice(stamps)]), rng.choice([None, rng.choice(stamps) + 1]))
+            assert pairs(read_all(directory, ranges, split_bytes=4096)) == brute_force(directory, ranges), \
+                (directory, ranges)
+        checked += 1
+    assert checked > 20
