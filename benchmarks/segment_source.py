@@ -1,6 +1,7 @@
 """The kafka-segment data source, validating inside its reader, against Spark's binaryFile over
 the same files (issue targets: >= 2x binaryFile's byte rate header-only, >= 1x one row per
-record), local[2], medians.
+record), local[2], medians (binaryFile's runs vary most: each file is one row, a 64 MiB
+allocation the JVM's collector sometimes handles at once and sometimes not; the spread is printed).
 
     python benchmarks/segment_source.py [--files 8] [--mib 64] [--repeats 3]
 """
@@ -64,7 +65,8 @@ def main():
     med = {name: statistics.median(ts) for name, ts in times.items()}
     print(f"{args.files} segments x {args.mib} MiB = {total / 2**20:.0f} MiB, local[2], medians of {args.repeats}")
     for name, t in med.items():
-        print(f"  {name:36} {t:6.2f} s  {total / t / 1e9:5.2f} GB/s")
+        print(f"  {name:36} {t:6.2f} s  {total / t / 1e9:5.2f} GB/s   (runs {min(times[name]):.2f}-"
+              f"{max(times[name]):.2f} s)")
     base = med["binaryFile: sum(length(content))"]
     print(f"  byte rate vs binaryFile: header-only {base / med['kafka-segment batches + validate']:.2f}x "
           f"(target >= 2), per record {base / med['kafka-segment records + validate']:.2f}x (target >= 1)")

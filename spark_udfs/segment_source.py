@@ -4,7 +4,8 @@
     df = spark.read.format("kafka-segment").load("/data/kafka")       # a log dir, a partition dir or a file
     df = spark.read.format("kafka-segment").option("mode", "batches").load(path)   # header-only
 
-One row per record (``mode=records``, default) or per batch (``mode=batches``), with the topic
+One row per record (``mode=records`` or ``deep=true``, the default) or per batch header
+(``mode=batches`` or ``deep=false``: no record is decoded), with the topic
 and partition taken from the ``<topic>-<partition>`` directory, the segment's base offset and the
 batch columns.  Segments are split at batch boundaries (positions from the ``.index`` file when
 there is one) into input partitions of about ``splitBytes`` (default 64 MiB).  Options:
@@ -12,7 +13,8 @@ there is one) into input partitions of about ``splitBytes`` (default 64 MiB).  O
 ``includePath`` (true: a leading ``path`` column naming the segment file),
 ``startingOffset`` / ``endingOffset`` (inclusive/exclusive record offsets),
 ``startingTimestamp`` / ``endingTimestamp`` (inclusive/exclusive record timestamps, epoch ms),
-``splitBytes``.  Ranges prune before reading: whole segments by the base offsets in their names
+``splitBytes``, ``windowBytes`` (log bytes per Arrow batch handed to Spark, default 8 MiB).
+Ranges prune before reading: whole segments by the base offsets in their names
 (a segment holds offsets below the next one's), the start of a segment through its ``.index`` /
 ``.timeindex`` (checked against the batch they point at; a stale index is ignored), then
 batches by their headers (offsets, and ``maxTimestamp`` against ``startingTimestamp``, as Kafka's
@@ -60,6 +62,9 @@ RECORD_COLUMNS = [
 ]
 VALIDATION_COLUMNS = [("batch_ok", pa.bool_()), ("batch_error", pa.string())]
 LOG = ValidationConfig(origin="log", max_culprits=2**31 - 1)  # every failing entry is named
+# Log bytes per Arrow batch handed to Spark: batches of 1-16 MiB move fastest through the
+# Python worker (../shared/research/spark-notes.md); measured in benchmarks/segment_source.py.
+WINDOW_BYTES = 8 << 20
 
 
 PATH_COLUMN = [("path", pa.string())]
@@ -238,6 +243,21 @@ def split_points(path: str, size: int, split_bytes: int) -> list[int]:
     return starts
 
 
+def read_mode(options) -> str:
+    """``records`` (decode every record) or ``batches`` (headers only), from ``mode`` or from
+    ``deep`` (true / false, as kafka-dump-log's --deep-iteration)."""
+    mode, deep = options.get("mode"), options.get("deep")
+    if deep is not None:
+        implied = "records" if str(deep).lower() == "true" else "batches"
+        if mode is not None and mode != implied:
+            raise ValueError(f"kafka-segment: deep={deep} contradicts mode={mode}")
+        mode = implied
+    mode = mode or "records"
+    if mode not in ("records", "batches"):
+        raise ValueError(f"kafka-segment: mode is 'records' or 'batches', not {mode!r}")
+    return mode
+
+
 def plan_splits(path: str, split_bytes: int, ranges: Ranges = Ranges()) -> list[tuple]:
     """(file, topic, partition, start, end) of every split to read: segments out of the offset
     range left out, each local segment cut at batch boundaries about ``split_bytes`` apart from
@@ -260,16 +280,16 @@ def plan_splits(path: str, split_bytes: int, ranges: Ranges = Ranges()) -> list[
 
 
 def read_split(path: str, topic: str, partition: int, start: int, end: int | None, mode: str, validate: bool,
-               ranges: Ranges = Ranges(), batch_rows: int = 64, include_path: bool = False):
+               ranges: Ranges = Ranges(), window_bytes: int = WINDOW_BYTES, include_path: bool = False):
     """The Arrow record batches of the entries starting in [start, end) of one segment."""
-    for batch in _read_split(path, topic, partition, start, end, mode, validate, ranges, batch_rows):
+    for batch in _read_split(path, topic, partition, start, end, mode, validate, ranges, window_bytes):
         if include_path:
             batch = pa.RecordBatch.from_arrays([pa.array([path] * batch.num_rows, pa.string())] + batch.columns,
                                                schema=arrow_schema(mode, validate, True))
         yield batch
 
 
-def _read_split(path, topic, partition, start, end, mode, validate, ranges, batch_rows):
+def _read_split(path, topic, partition, start, end, mode, validate, ranges, window_bytes):
     schema = arrow_schema(mode, validate)
     with _open(path) as seg:
         data = seg.view()
@@ -284,7 +304,7 @@ def _read_split(path, topic, partition, start, end, mode, validate, ranges, batc
                 continue
             pending.append((b.position, b.size))
             del b
-            if len(pending) >= batch_rows:
+            if pending[-1][0] + pending[-1][1] - pending[0][0] >= window_bytes:
                 yield _arrow(data, pending, seg.base_offset, topic, partition, mode, validate, schema, ranges)
                 pending = []
         if pending:
@@ -372,13 +392,12 @@ def data_source_class():
             self.path = options.get("path")
             if not self.path:
                 raise ValueError("kafka-segment: give a path (load(path))")
-            self.mode = options.get("mode", "records")
-            if self.mode not in ("records", "batches"):
-                raise ValueError("kafka-segment: mode is 'records' or 'batches'")
+            self.mode = read_mode(options)
             self.validate = str(options.get("validate", "false")).lower() == "true"
             self.include_path = str(options.get("includePath", "false")).lower() == "true"
             self.split_bytes = int(options.get("splitBytes", 64 * 1024 * 1024))
             self.ranges = Ranges.from_options(options)
+            self.window_bytes = int(options.get("windowBytes", WINDOW_BYTES))
 
         def partitions(self):
             splits = [SegmentSplit(*split) for split in plan_splits(self.path, self.split_bytes, self.ranges)]
@@ -388,7 +407,7 @@ def data_source_class():
             if split.path is None:
                 return iter(())
             return read_split(split.path, split.topic, split.partition, split.start, split.end, self.mode,
-                              self.validate, self.ranges, include_path=self.include_path)
+                              self.validate, self.ranges, self.window_bytes, include_path=self.include_path)
 
     class KafkaSegmentDataSource(DataSource):
         @classmethod
@@ -396,7 +415,7 @@ def data_source_class():
             return NAME
 
         def schema(self):
-            mode = self.options.get("mode", "records")
+            mode = read_mode(self.options)
             validate = str(self.options.get("validate", "false")).lower() == "true"
             include_path = str(self.options.get("includePath", "false")).lower() == "true"
             return from_arrow_schema(arrow_schema(mode, validate, include_path))

@@ -150,3 +150,14 @@ def test_pruned_reads_equal_brute_force_on_the_real_segments():
                 (directory, ranges)
         checked += 1
     assert checked > 20
+
+
+def test_read_mode_from_mode_or_deep():
+    from spark_udfs.segment_source import read_mode
+    assert read_mode({}) == "records"
+    assert read_mode({"deep": "false"}) == "batches" and read_mode({"deep": "true"}) == "records"
+    assert read_mode({"mode": "batches", "deep": "false"}) == "batches"
+    with pytest.raises(ValueError, match="contradicts"):
+        read_mode({"mode": "records", "deep": "false"})
+    with pytest.raises(ValueError, match="not 'rows'"):
+        read_mode({"mode": "rows"})
