@@ -10,7 +10,6 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -25,18 +24,10 @@ def main():
     ap.add_argument("--mib", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    import spark_udfs
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             # binaryFile holds each whole file as one row: 1 GiB of heap is not enough for two 64 MiB
-             # files in flight plus their copies (java.lang.OutOfMemoryError at the default).
-             .config("spark.driver.memory", "3g").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    spark_udfs.register(spark)
+    from sparkbench import local_session, time_cases
+    # binaryFile holds each whole file as one row: 1 GiB of heap is not enough for two 64 MiB
+    # files in flight plus their copies (java.lang.OutOfMemoryError at the default).
+    spark = local_session(**{"spark.driver.memory": "3g"})
     with tempfile.TemporaryDirectory() as tmp:
         total = 0
         for i in range(args.files):
@@ -54,14 +45,7 @@ def main():
             "kafka-segment records + validate": lambda: spark.read.format("kafka-segment")
             .option("validate", "true").load(tmp).selectExpr("count_if(batch_ok)").collect(),
         }
-        for run in cases.values():
-            run()  # warm-up
-        times = {name: [] for name in cases}
-        for _ in range(args.repeats):
-            for name, run in cases.items():
-                t0 = time.perf_counter()
-                run()
-                times[name].append(time.perf_counter() - t0)
+        times = time_cases(cases, args.repeats)
     med = {name: statistics.median(ts) for name, ts in times.items()}
     print(f"{args.files} segments x {args.mib} MiB = {total / 2**20:.0f} MiB, local[2], medians of {args.repeats}")
     for name, t in med.items():

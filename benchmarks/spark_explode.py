@@ -14,7 +14,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,20 +24,14 @@ def main():
     ap.add_argument("--rows", type=int, default=2000)
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
     from pyspark.sql.functions import explode, udtf
 
     import spark_udfs
+    from sparkbench import local_session, time_cases
     from workloads import WORKLOADS, build
 
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "200")
-             .config("spark.sql.execution.arrow.maxBytesPerBatch", "16m").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    spark_udfs.register(spark)
+    spark = local_session(**{"spark.sql.execution.arrow.maxRecordsPerBatch": "200",
+                             "spark.sql.execution.arrow.maxBytesPerBatch": "16m"})
     one = build(args.shape, batches=1, as_produced=True)
     records = WORKLOADS[args.shape]["records"] * args.rows
     df = spark.createDataFrame([(i, one) for i in range(args.rows)], "id int, value binary").repartition(2).cache()
@@ -65,16 +58,9 @@ def main():
         "row-at-a-time Python UDTF, 4 columns": lambda: spark.sql(
             "SELECT count(*), sum(length(value)) FROM row_records(TABLE(raw))").collect(),
     }
-    counts = {}
-    for name, run in cases.items():
-        counts[name] = run()[0][0]  # warm-up, and every path must give every record
+    counts = {name: run()[0][0] for name, run in cases.items()}  # every path must give every record
     assert all(n == records for name, n in counts.items() if not name.startswith("Spark scan")), counts
-    times = {name: [] for name in cases}
-    for _ in range(args.repeats):
-        for name, run in cases.items():
-            t0 = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - t0)
+    times = time_cases(cases, args.repeats)
     total = len(one) * args.rows
     print(f"workload {args.shape}: {args.rows} batches of ~{len(one)} bytes -> {records} records, local[2], "
           f"medians of {args.repeats}")

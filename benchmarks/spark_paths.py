@@ -26,24 +26,19 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--batch-bytes", default="16m", help="spark.sql.execution.arrow.maxBytesPerBatch")
     args = ap.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     import pandas as pd
-    from pyspark.sql import SparkSession
     from pyspark.sql.functions import pandas_udf
     from pyspark.sql.pandas.types import from_arrow_type
 
     import pykbatch as kb
     import spark_udfs
     from pykbatch.arrow import VALIDATION
+    from sparkbench import local_session, time_cases
     from workloads import build
 
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000" if args.shape == "small" else "200")
-             .config("spark.sql.execution.arrow.maxBytesPerBatch", args.batch_bytes)
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_session(**{
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "10000" if args.shape == "small" else "200",
+        "spark.sql.execution.arrow.maxBytesPerBatch": args.batch_bytes})
     if args.shape != "small":
         rows = args.rows or 3000
         one = build(args.shape, batches=1, as_produced=True)
@@ -107,14 +102,7 @@ def main():
         "row-at-a-time udf, no work": lambda: df.select(row_noop("value").alias("v"))
         .selectExpr("count_if(v)").collect(),
     }
-    times = {name: [] for name in cases}
-    for name, run in cases.items():
-        run()  # warm-up: workers start, module loads
-    for _ in range(args.repeats):
-        for name, run in cases.items():
-            t0 = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - t0)
+    times = time_cases(cases, args.repeats)
     print(f"{args.shape}: {args.rows} rows of ~{len(one)} bytes = {total_bytes / 1e6:.0f} MB, local[2], "
           f"medians of {args.repeats}")
     for name, ts in times.items():

@@ -225,8 +225,8 @@ class ValidationResult:
     def _verdict_culprits(self) -> list:
         """The culprits Kafka's answer comes from: those of the earliest (stage, entry), the
         order in which a partition leader runs its checks (pykbatch._rules.STAGES)."""
-        if not self.culprits:
-            return []
+        if len(self.culprits) < 2:
+            return list(self.culprits)
         keys = [_verdict_key(c, self.config) for c in self.culprits]
         first = min(keys)
         return [c for c, key in zip(self.culprits, keys) if key == first]

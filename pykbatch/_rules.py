@@ -209,4 +209,4 @@ def render(rule: Rule, args, tp: str, reader: bool = False) -> tuple[str, str]:
     # DefaultRecord prints null as 0 bytes; the compressed in-place path's partial reader prints -1
     values["record_class"] = "PartialDefaultRecord" if len(args) > 4 and args[4] else "DefaultRecord"
     template = rule.reader_template if reader and rule.reader_template else rule.template
-    return template.format(**values), rule.detail.format(**values)
+    return template.format_map(values), rule.detail.format_map(values) if rule.detail else ""
