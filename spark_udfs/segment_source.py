@@ -83,6 +83,15 @@ def _local(path: str) -> str:
     return path[len("file://"):] if path.startswith("file://") else path
 
 
+def _fsspec(path: str):
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError(f"kafka-segment: reading {path} needs fsspec (pip install 'pykbatch[remote]', plus "
+                          f"the filesystem's package, e.g. s3fs for s3://)") from None
+    return fsspec
+
+
 def find_segments(path: str) -> list[tuple[str, str, int]]:
     """(file, topic, partition) of every ``.log`` segment under ``path``."""
     out = []
@@ -90,8 +99,7 @@ def find_segments(path: str) -> list[tuple[str, str, int]]:
         root = _local(path)
         files = [root] if os.path.isfile(root) else [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]
     else:
-        import fsspec
-        fs, root = fsspec.core.url_to_fs(path)
+        fs, root = _fsspec(path).core.url_to_fs(path)
         files = [fs.unstrip_protocol(f) for f in (fs.find(root) if fs.isdir(root) else [root])]
     for f in sorted(files):
         name = f.rstrip("/").rsplit("/", 1)[-1]
@@ -223,7 +231,7 @@ def retry_io(fn, *, attempts: int = 6, base_delay: float = 0.2, max_delay: float
 def _open(path: str):
     if _is_local(path):
         return Segment(_local(path))
-    import fsspec
+    fsspec = _fsspec(path)
 
     def fetch():
         with fsspec.open(path, "rb") as f:

@@ -161,3 +161,37 @@ def test_read_mode_from_mode_or_deep():
         read_mode({"mode": "records", "deep": "false"})
     with pytest.raises(ValueError, match="not 'rows'"):
         read_mode({"mode": "rows"})
+
+
+def test_remote_partitions_are_read_through_fsspec_and_pruned_by_name(tmp_path, monkeypatch):
+    """A partition in an fsspec filesystem (memory://, standing in for s3:// or a tiered-storage
+    bucket): segments are found, pruned by the base offsets in their names without being opened,
+    spooled and read; the rows equal the local read of the same files."""
+    fsspec = pytest.importorskip("fsspec", reason="fsspec is the [remote] extra")
+    import spark_udfs.segment_source as source
+    local = write_partition(tmp_path / "orders-2")
+    fs = fsspec.filesystem("memory")
+    for f in local.iterdir():
+        fs.pipe(f"/bucket/orders-2/{f.name}", f.read_bytes())
+    opened = []
+    real_open = fsspec.open
+    monkeypatch.setattr(fsspec, "open", lambda path, *a, **k: opened.append(path) or real_open(path, *a, **k))
+    ranges = Ranges(first_offset=70, end_offset=100)
+    remote = read_all("memory://bucket", ranges)
+    assert pairs(remote) == brute_force(local, ranges) and len(pairs(remote)) == 30
+    assert set(remote["topic"].to_pylist()) == {"orders"} and set(remote["partition"].to_pylist()) == {2}
+    assert [p.split("/bucket/")[-1] for p in opened] == ["orders-2/" + segment_file_name(60, ".log")]
+    assert source.find_segments("memory://bucket/orders-2/" + segment_file_name(0, ".log"))[0][1:] == ("orders", 2)
+
+
+def test_remote_paths_without_fsspec_say_what_to_install(monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_fsspec(name, *args, **kwargs):
+        if name == "fsspec":
+            raise ImportError("No module named 'fsspec'")
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_fsspec)
+    with pytest.raises(ImportError, match=r"s3://bucket/t-0 needs fsspec \(pip install 'pykbatch\[remote\]'"):
+        find_segments("s3://bucket/t-0")
