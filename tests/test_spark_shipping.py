@@ -6,6 +6,7 @@ same answers as the driver: UDFs, SQL, explode_records and the kafka-segment sou
 venv holds the wheel and its own dependencies only (no pandas, no pyspark: Spark ships pyspark)."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -62,6 +63,13 @@ DRIVER = textwrap.dedent('''
 ''')
 
 
+def first_error(stderr: str) -> str:
+    """The driver's stderr from its first Python traceback or Java exception (the cause; what
+    follows is mostly shutdown noise)."""
+    starts = [i for i in (stderr.find("Traceback"), stderr.find("Exception"), stderr.find("ERROR")) if i >= 0]
+    return stderr[min(starts):][:6000] if starts else stderr[-4000:]
+
+
 def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
@@ -90,14 +98,17 @@ def test_packed_venv_in_spark_archives(tmp_path):
     assert packed.returncode == 0, packed.stderr[-2000:]
 
     # Executors run the shipped interpreter; the driver keeps this one (the checkout's pykbatch).
-    run_env = dict(os.environ, PYSPARK_PYTHON="./environment/bin/python", PYSPARK_DRIVER_PYTHON=sys.executable,
-                   SPARK_WORKER_DIR=str(tmp_path / "work"))
+    # Spark plans a Python data source by running PYSPARK_PYTHON on the driver, from its working
+    # directory: in client mode the same environment must be there too (as the README says).
+    (tmp_path / "environment").symlink_to(env, target_is_directory=True)
+    run_env = dict(os.environ, PYSPARK_PYTHON="./environment/bin/python", PYSPARK_DRIVER_PYTHON=sys.executable)
     proc = run([sys.executable, "-c", DRIVER, str(archive), str(tmp_path / "segments")], timeout=600, env=run_env,
                cwd=str(tmp_path))
     result = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
-    assert result, proc.stderr[-4000:]
+    assert result, first_error(proc.stderr)
     got = json.loads(result[0].split(" ", 1)[1])
-    assert got["origins"] and all("/environment/bin/python " in o and "/environment/lib/" in o and ROOT not in o
-                                  for o in got["origins"]), got["origins"]
+    # each executor's own directory (<spark work dir>/app-<id>/<executor>/), where spark.archives is unpacked
+    shipped = re.compile(r"/app-[^/]+/\d+/environment/bin/python \S+/app-[^/]+/\d+/environment/lib/\S+/pykbatch/")
+    assert got["origins"] and all(shipped.search(o) and ROOT not in o for o in got["origins"]), got["origins"]
     assert (got["same"], got["ok"], got["bad_sql"], got["exploded"]) == (True, 96, 4, 192)
     assert got["segment"] == [200, 200, 3]
