@@ -16,7 +16,7 @@ there is one) into input partitions of about ``splitBytes`` (default 64 MiB).  O
 ``splitBytes``, ``windowBytes`` (log bytes per Arrow batch handed to Spark, default 8 MiB).
 Ranges prune before reading: whole segments by the base offsets in their names
 (a segment holds offsets below the next one's), the start of a segment through its ``.index`` /
-``.timeindex`` (checked against the batch they point at; a stale index is ignored), then
+``.timeindex`` (trusted only where they point at a whole, CRC-checked batch: a stale index is ignored), then
 batches by their headers (offsets, and ``maxTimestamp`` against ``startingTimestamp``, as Kafka's
 own lookups by time trust it); records are filtered exactly.  In ``batches`` mode a batch is kept
 when its offsets overlap the offset range, its ``max_timestamp`` is at or after
@@ -35,6 +35,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pykbatch import _native
+from pykbatch import crc32 as kb_crc32
+from pykbatch import crc32c as kb_crc32c
 from pykbatch import validate as kb_validate
 from pykbatch._result import ValidationConfig
 from pykbatch.arrow import shift_batches
@@ -170,8 +172,8 @@ def next_base_offsets(segments: list) -> dict:
 
 def start_position(path: str, ranges: Ranges) -> int:
     """Where the first in-range batch of a local segment can start, from its ``.index`` and
-    ``.timeindex`` (0 without them).  An index entry is trusted only if the log holds, at its
-    position, a batch starting at or below the entry's offset: indexes can be stale."""
+    ``.timeindex`` (0 without them).  An index entry is trusted only if a whole, CRC-checked entry
+    starts at its position: indexes can be stale."""
     log = _local(path)
     base = base_offset_of(path)
     targets = []  # offsets: every batch that ends at or below one of these is out of range
@@ -197,13 +199,28 @@ def start_position(path: str, ranges: Ranges) -> int:
         size = os.fstat(f.fileno()).st_size
         for target in targets:
             entry = index.lookup(max(target, base))
-            if entry.position <= best or entry.position + 12 > size:
-                continue
-            f.seek(entry.position)
-            batch_base, length = struct.unpack(">qi", f.read(12))
-            if batch_base <= entry.offset and length >= 14 and entry.position + 12 + length <= size:
+            if entry.position > best and _entry_starts_at(f, size, entry.position, base, entry.offset):
                 best = entry.position
     return best
+
+
+def _entry_starts_at(f, size: int, pos: int, segment_base: int, index_offset: int) -> bool:
+    """Whether a log entry starts at ``pos``: offsets between the segment's base and the index
+    entry's, a size inside the file, and its CRC right (CRC-32C of a v2 batch, CRC-32 of a v0/v1
+    message): a stale index's position passes by chance about once in 2**32."""
+    f.seek(pos)
+    head = f.read(21)
+    if len(head) < 21:
+        return False
+    entry_base, length = struct.unpack_from(">qi", head)
+    magic = head[16]
+    if not (segment_base <= entry_base <= index_offset and length >= 14 and pos + 12 + length <= size):
+        return False
+    if magic == 2:
+        return struct.unpack_from(">I", head, 17)[0] == kb_crc32c(f.read(length - 9))
+    if magic in (0, 1):
+        return struct.unpack_from(">I", head, 12)[0] == kb_crc32(head[16:] + f.read(length - 9))
+    return False
 
 
 def retry_io(fn, *, attempts: int = 6, base_delay: float = 0.2, max_delay: float = 5.0, timeout: float = 60.0,

@@ -108,6 +108,16 @@ def test_start_positions_come_from_the_indexes_and_stale_ones_are_ignored(tmp_pa
     (part / segment_file_name(0, ".index")).write_bytes(struct.pack(">ii", 100, 7) + struct.pack(">ii", 150, 999999))
     assert start_position(log, Ranges(first_offset=150)) == 0
     assert pairs(read_all(tmp_path, Ranges(first_offset=150))) == brute_force(tmp_path, Ranges(first_offset=150))
+    # a batch start whose batch begins past the entry's offset; a position inside a batch whose
+    # bytes there happen to look like a header (same offsets and size) but whose CRC cannot match
+    data = bytearray(open(log, "rb").read())
+    (part / segment_file_name(0, ".index")).write_bytes(struct.pack(">ii", 120, positions[150]))
+    assert start_position(log, Ranges(first_offset=150)) == 0
+    fake = positions[150] + 70
+    data[fake:fake + 21] = data[positions[150]:positions[150] + 21]
+    open(log, "wb").write(bytes(data))
+    (part / segment_file_name(0, ".index")).write_bytes(struct.pack(">ii", 150, fake))
+    assert start_position(log, Ranges(first_offset=150)) == 0
 
 
 def test_windows_skip_batches_in_the_middle_without_mixing_verdicts(tmp_path):
