@@ -25,26 +25,17 @@ Local paths are read through mmap; other URLs (s3://, hdfs://...) through fsspec
 """
 from __future__ import annotations
 
-import bisect
-import os
-import re
-import struct
-from typing import NamedTuple
-
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pykbatch import _native
-from pykbatch import crc32 as kb_crc32
-from pykbatch import crc32c as kb_crc32c
 from pykbatch import validate as kb_validate
 from pykbatch._result import ValidationConfig
 from pykbatch.arrow import shift_batches
-from pykbatch.indexes import CorruptIndexError, OffsetIndex, TimeIndex, base_offset_of
 from pykbatch.segments import Segment
 
+from .segment_plan import Ranges, _fsspec, _is_local, _local, plan_splits, read_mode
+
 NAME = "kafka-segment"
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 BATCH_COLUMNS = [
     ("topic", pa.string()), ("partition", pa.int32()), ("segment", pa.int64()), ("batch_position", pa.int64()),
@@ -75,152 +66,6 @@ PATH_COLUMN = [("path", pa.string())]
 def arrow_schema(mode: str, validate: bool, include_path: bool = False) -> pa.Schema:
     cols = RECORD_COLUMNS if mode == "records" else BATCH_COLUMNS
     return pa.schema((PATH_COLUMN if include_path else []) + cols + (VALIDATION_COLUMNS if validate else []))
-
-
-def _is_local(path: str) -> bool:
-    return "://" not in path or path.startswith("file://")
-
-
-def _local(path: str) -> str:
-    return path[len("file://"):] if path.startswith("file://") else path
-
-
-def _fsspec(path: str):
-    try:
-        import fsspec
-    except ImportError:
-        raise ImportError(f"kafka-segment: reading {path} needs fsspec (pip install 'pykbatch[remote]', plus "
-                          f"the filesystem's package, e.g. s3fs for s3://)") from None
-    return fsspec
-
-
-def find_segments(path: str) -> list[tuple[str, str, int]]:
-    """(file, topic, partition) of every ``.log`` segment under ``path``."""
-    out = []
-    if _is_local(path):
-        root = _local(path)
-        files = [root] if os.path.isfile(root) else [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]
-    else:
-        fs, root = _fsspec(path).core.url_to_fs(path)
-        files = [fs.unstrip_protocol(f) for f in (fs.find(root) if fs.isdir(root) else [root])]
-    for f in sorted(files):
-        name = f.rstrip("/").rsplit("/", 1)[-1]
-        if name.endswith(".log") and name[:-4].isdigit():
-            parent = f.rstrip("/").rsplit("/", 2)[-2] if "/" in f else ""
-            m = _PARTITION_DIR.match(parent)
-            out.append((f, m["topic"] if m else parent, int(m["partition"]) if m else -1))
-    return out
-
-
-class Ranges(NamedTuple):
-    """The record ranges a read keeps: offsets [first_offset, end_offset), timestamps
-    [first_timestamp, end_timestamp); None leaves a side open."""
-    first_offset: int | None = None
-    end_offset: int | None = None
-    first_timestamp: int | None = None
-    end_timestamp: int | None = None
-
-    @classmethod
-    def from_options(cls, options) -> "Ranges":
-        def number(key):
-            value = options.get(key)
-            return int(value) if value not in (None, "") else None
-        return cls(number("startingOffset"), number("endingOffset"), number("startingTimestamp"),
-                   number("endingTimestamp"))
-
-    def keeps_batch(self, b, mode: str = "records") -> bool:
-        """Whether batch header ``b`` is read: in records mode, when any of its records can be in
-        range (a batch stores its maximum timestamp, not its minimum: records are filtered
-        exactly afterwards); in batches mode also only when its first timestamp (v2's
-        baseTimestamp; a v0/v1 entry's own) is before ``end_timestamp``."""
-        if (self.first_offset is not None and b.last_offset < self.first_offset) \
-                or (self.end_offset is not None and b.base_offset >= self.end_offset) \
-                or (self.first_timestamp is not None and b.max_timestamp < self.first_timestamp):
-            return False
-        return mode == "records" or self.end_timestamp is None \
-            or getattr(b, "base_timestamp", b.max_timestamp) < self.end_timestamp
-
-    def keeps_segment(self, base: int, next_base: int | None) -> bool:
-        """A segment named ``base`` holds offsets in [base, next_base) (Kafka's log invariant)."""
-        return not ((self.first_offset is not None and next_base is not None and next_base <= self.first_offset)
-                    or (self.end_offset is not None and base >= self.end_offset))
-
-    def record_mask(self, table: pa.Table):
-        """The rows of a records table in range, or None when every row is."""
-        keep = None
-        for column, low, high in (("offset", self.first_offset, self.end_offset),
-                                  ("timestamp", self.first_timestamp, self.end_timestamp)):
-            for bound, op in ((low, pc.greater_equal), (high, pc.less)):
-                if bound is not None:
-                    test = op(table[column], pa.scalar(bound, pa.int64()))
-                    keep = test if keep is None else pc.and_(keep, test)
-        return keep
-
-
-def next_base_offsets(segments: list) -> dict:
-    """segment file -> the base offset of the next segment in its directory (None for the last)."""
-    by_dir = {}
-    for path, _, _ in segments:
-        by_dir.setdefault(path.rstrip("/").rsplit("/", 1)[0], []).append((base_offset_of(path), path))
-    following = {}
-    for entries in by_dir.values():
-        entries.sort()
-        for (_, path), nxt in zip(entries, entries[1:] + [(None, None)]):
-            following[path] = nxt[0]
-    return following
-
-
-def start_position(path: str, ranges: Ranges) -> int:
-    """Where the first in-range batch of a local segment can start, from its ``.index`` and
-    ``.timeindex`` (0 without them).  An index entry is trusted only if a whole, CRC-checked entry
-    starts at its position: indexes can be stale."""
-    log = _local(path)
-    base = base_offset_of(path)
-    targets = []  # offsets: every batch that ends at or below one of these is out of range
-    if ranges.first_offset is not None:
-        targets.append(ranges.first_offset)
-    if ranges.first_timestamp is not None and os.path.exists(log[:-4] + ".timeindex"):
-        try:
-            entries = TimeIndex.from_file(log[:-4] + ".timeindex").entries
-        except (CorruptIndexError, OSError):
-            entries = []
-        # an entry (T, o) says every record up to offset o has a timestamp <= T
-        i = bisect.bisect_left([e.timestamp for e in entries], ranges.first_timestamp)
-        if i:
-            targets.append(entries[i - 1].offset)
-    if not targets or not os.path.exists(log[:-4] + ".index"):
-        return 0
-    try:
-        index = OffsetIndex.from_file(log[:-4] + ".index")
-    except (CorruptIndexError, OSError):
-        return 0
-    best = 0
-    with open(log, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        for target in targets:
-            entry = index.lookup(max(target, base))
-            if entry.position > best and _entry_starts_at(f, size, entry.position, base, entry.offset):
-                best = entry.position
-    return best
-
-
-def _entry_starts_at(f, size: int, pos: int, segment_base: int, index_offset: int) -> bool:
-    """Whether a log entry starts at ``pos``: offsets between the segment's base and the index
-    entry's, a size inside the file, and its CRC right (CRC-32C of a v2 batch, CRC-32 of a v0/v1
-    message): a stale index's position passes by chance about once in 2**32."""
-    f.seek(pos)
-    head = f.read(21)
-    if len(head) < 21:
-        return False
-    entry_base, length = struct.unpack_from(">qi", head)
-    magic = head[16]
-    if not (segment_base <= entry_base <= index_offset and length >= 14 and pos + 12 + length <= size):
-        return False
-    if magic == 2:
-        return struct.unpack_from(">I", head, 17)[0] == kb_crc32c(f.read(length - 9))
-    if magic in (0, 1):
-        return struct.unpack_from(">I", head, 12)[0] == kb_crc32(head[16:] + f.read(length - 9))
-    return False
 
 
 def retry_io(fn, *, attempts: int = 6, base_delay: float = 0.2, max_delay: float = 5.0, timeout: float = 60.0,
@@ -254,54 +99,6 @@ def _open(path: str):
         with fsspec.open(path, "rb") as f:
             return Segment(f)  # spooled to a local temporary file: bounded memory
     return retry_io(fetch)
-
-
-def split_points(path: str, size: int, split_bytes: int) -> list[int]:
-    """Batch boundaries about ``split_bytes`` apart, from the segment's ``.index`` (which holds
-    batch positions); without one the segment is a single split."""
-    index_path = path[:-4] + ".index"
-    starts = [0]
-    if _is_local(path) and os.path.exists(_local(index_path)):
-        for entry in OffsetIndex.from_file(_local(index_path)).entries:
-            if 0 < entry.position < size and entry.position - starts[-1] >= split_bytes:
-                starts.append(entry.position)
-    return starts
-
-
-def read_mode(options) -> str:
-    """``records`` (decode every record) or ``batches`` (headers only), from ``mode`` or from
-    ``deep`` (true / false, as kafka-dump-log's --deep-iteration)."""
-    mode, deep = options.get("mode"), options.get("deep")
-    if deep is not None:
-        implied = "records" if str(deep).lower() == "true" else "batches"
-        if mode is not None and mode != implied:
-            raise ValueError(f"kafka-segment: deep={deep} contradicts mode={mode}")
-        mode = implied
-    mode = mode or "records"
-    if mode not in ("records", "batches"):
-        raise ValueError(f"kafka-segment: mode is 'records' or 'batches', not {mode!r}")
-    return mode
-
-
-def plan_splits(path: str, split_bytes: int, ranges: Ranges = Ranges()) -> list[tuple]:
-    """(file, topic, partition, start, end) of every split to read: segments out of the offset
-    range left out, each local segment cut at batch boundaries about ``split_bytes`` apart from
-    the first position where in-range records can be."""
-    splits = []
-    segments = find_segments(path)
-    next_base = next_base_offsets(segments)
-    for seg, topic, partition in segments:
-        if not ranges.keeps_segment(base_offset_of(seg), next_base[seg]):
-            continue
-        size = os.path.getsize(_local(seg)) if _is_local(seg) else None
-        if not size:
-            splits.append((seg, topic, partition, 0, None))
-            continue
-        first = start_position(seg, ranges)
-        points = [p for p in split_points(seg, size, split_bytes) if p > first]
-        for start, end in zip([first] + points, points + [None]):
-            splits.append((seg, topic, partition, start, end))
-    return splits
 
 
 def read_split(path: str, topic: str, partition: int, start: int, end: int | None, mode: str, validate: bool,

@@ -10,7 +10,8 @@ import pytest
 
 import pykbatch as kb
 from pykbatch.indexes import segment_file_name
-from spark_udfs.segment_source import Ranges, arrow_schema, find_segments, plan_splits, read_split, start_position
+from spark_udfs.segment_plan import Ranges, find_segments, plan_splits, read_mode, start_position
+from spark_udfs.segment_source import arrow_schema, read_split
 from tests.conftest import CONFORMANCE
 
 
@@ -163,7 +164,6 @@ def test_pruned_reads_equal_brute_force_on_the_real_segments():
 
 
 def test_read_mode_from_mode_or_deep():
-    from spark_udfs.segment_source import read_mode
     assert read_mode({}) == "records"
     assert read_mode({"deep": "false"}) == "batches" and read_mode({"deep": "true"}) == "records"
     assert read_mode({"mode": "batches", "deep": "false"}) == "batches"
@@ -178,7 +178,6 @@ def test_remote_partitions_are_read_through_fsspec_and_pruned_by_name(tmp_path, 
     bucket): segments are found, pruned by the base offsets in their names without being opened,
     spooled and read; the rows equal the local read of the same files."""
     fsspec = pytest.importorskip("fsspec", reason="fsspec is the [remote] extra")
-    import spark_udfs.segment_source as source
     local = write_partition(tmp_path / "orders-2")
     fs = fsspec.filesystem("memory")
     for f in local.iterdir():
@@ -191,7 +190,7 @@ def test_remote_partitions_are_read_through_fsspec_and_pruned_by_name(tmp_path, 
     assert pairs(remote) == brute_force(local, ranges) and len(pairs(remote)) == 30
     assert set(remote["topic"].to_pylist()) == {"orders"} and set(remote["partition"].to_pylist()) == {2}
     assert [p.split("/bucket/")[-1] for p in opened] == ["orders-2/" + segment_file_name(60, ".log")]
-    assert source.find_segments("memory://bucket/orders-2/" + segment_file_name(0, ".log"))[0][1:] == ("orders", 2)
+    assert find_segments("memory://bucket/orders-2/" + segment_file_name(0, ".log"))[0][1:] == ("orders", 2)
 
 
 def test_remote_paths_without_fsspec_say_what_to_install(monkeypatch):

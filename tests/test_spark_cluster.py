@@ -20,6 +20,9 @@ SCRIPT = textwrap.dedent('''
     from spark_udfs.dead_letters import ErrorPolicy, split_dead_letters
     spark = (SparkSession.builder.master("local-cluster[2,1,1024]").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    # local-cluster executors work in $SPARK_HOME/work/<app id> (unpacked archives too): not left behind
+    import atexit, shutil
+    atexit.register(shutil.rmtree, os.path.join(os.environ["SPARK_HOME"], "work", spark.sparkContext.applicationId), True)
     spark.sparkContext.setLogLevel("ERROR")
     spark_udfs.register(spark)
     executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1

@@ -31,6 +31,9 @@ DRIVER = textwrap.dedent('''
     spark = (SparkSession.builder.master("local-cluster[2,1,1024]").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.archives", archive + "#environment").getOrCreate())
+    # local-cluster executors work in $SPARK_HOME/work/<app id> (unpacked archives too): not left behind
+    import atexit, shutil
+    atexit.register(shutil.rmtree, os.path.join(os.environ["SPARK_HOME"], "work", spark.sparkContext.applicationId), True)
     spark.sparkContext.setLogLevel("ERROR")
     spark_udfs.register(spark)
 
