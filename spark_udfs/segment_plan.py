@@ -56,11 +56,13 @@ def find_segments(path: str) -> list[tuple[str, str, int]]:
 
 class Ranges(NamedTuple):
     """The record ranges a read keeps: offsets [first_offset, end_offset), timestamps
-    [first_timestamp, end_timestamp); None leaves a side open."""
+    [first_timestamp, end_timestamp), topics and partitions; None leaves a side open."""
     first_offset: int | None = None
     end_offset: int | None = None
     first_timestamp: int | None = None
     end_timestamp: int | None = None
+    topics: frozenset | None = None
+    partitions: frozenset | None = None
 
     @classmethod
     def from_options(cls, options) -> "Ranges":
@@ -200,7 +202,9 @@ def plan_splits(path: str, split_bytes: int, ranges: Ranges = Ranges()) -> list[
     segments = find_segments(path)
     next_base = next_base_offsets(segments)
     for seg, topic, partition in segments:
-        if not ranges.keeps_segment(base_offset_of(seg), next_base[seg]):
+        if not ranges.keeps_segment(base_offset_of(seg), next_base[seg]) \
+                or (ranges.topics is not None and topic not in ranges.topics) \
+                or (ranges.partitions is not None and partition not in ranges.partitions):
             continue
         size = os.path.getsize(_local(seg)) if _is_local(seg) else None
         if not size:
@@ -211,3 +215,38 @@ def plan_splits(path: str, split_bytes: int, ranges: Ranges = Ranges()) -> list[
         for start, end in zip([first] + points, points + [None]):
             splits.append((seg, topic, partition, start, end))
     return splits
+
+
+# (column, filter kind) -> how a constant bounds the [low, high) range: Spark's pushed filters
+_BOUNDS = {
+    "GreaterThan": lambda v: (v + 1, None), "GreaterThanOrEqual": lambda v: (v, None),
+    "LessThan": lambda v: (None, v), "LessThanOrEqual": lambda v: (None, v + 1),
+    "EqualTo": lambda v: (v, v + 1), "In": lambda vs: (min(vs), max(vs) + 1),
+}
+_RANGE_FIELDS = {"offset": ("first_offset", "end_offset"), "timestamp": ("first_timestamp", "end_timestamp")}
+
+
+def narrow(ranges: Ranges, filters, mode: str = "records") -> Ranges:
+    """``ranges`` tightened by the filters Spark pushes to a reader (pyspark.sql.datasource's
+    ``EqualTo``, ``GreaterThan``, ``In``...) on ``offset`` / ``timestamp`` (records mode) and
+    ``topic`` / ``partition``; any other filter is ignored.  Spark still evaluates every filter
+    after the read, so narrowing only has to be conservative, never exact."""
+    fields = ranges._asdict()
+    for f in filters:
+        kind = type(f).__name__
+        column = f.attribute[0] if len(f.attribute) == 1 else None
+        if column in _RANGE_FIELDS and mode == "records" and kind in _BOUNDS:
+            values = tuple(f.value) if kind == "In" else (f.value,)
+            if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+                continue
+            low, high = _BOUNDS[kind](f.value)
+            lo_field, hi_field = _RANGE_FIELDS[column]
+            if low is not None:
+                fields[lo_field] = low if fields[lo_field] is None else max(fields[lo_field], low)
+            if high is not None:
+                fields[hi_field] = high if fields[hi_field] is None else min(fields[hi_field], high)
+        elif column in ("topic", "partition") and kind in ("EqualTo", "In"):
+            allowed = frozenset(f.value if kind == "In" else (f.value,))
+            key = column + "s"
+            fields[key] = allowed if fields[key] is None else fields[key] & allowed
+    return Ranges(**fields)

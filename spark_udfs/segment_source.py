@@ -13,7 +13,9 @@ there is one) into input partitions of about ``splitBytes`` (default 64 MiB).  O
 ``includePath`` (true: a leading ``path`` column naming the segment file),
 ``startingOffset`` / ``endingOffset`` (inclusive/exclusive record offsets),
 ``startingTimestamp`` / ``endingTimestamp`` (inclusive/exclusive record timestamps, epoch ms),
-``splitBytes``, ``windowBytes`` (log bytes per Arrow batch handed to Spark, default 8 MiB).
+``splitBytes``, ``windowBytes`` (log bytes per Arrow batch handed to Spark, default 8 MiB),
+``pushFilters`` (true: WHERE clauses on offset, timestamp, topic and partition prune too; needs
+``spark.sql.python.filterPushdown.enabled=true``, off by default in Spark 4.3).
 Ranges prune before reading: whole segments by the base offsets in their names
 (a segment holds offsets below the next one's), the start of a segment through its ``.index`` /
 ``.timeindex`` (trusted only where they point at a whole, CRC-checked batch: a stale index is ignored), then
@@ -33,7 +35,7 @@ from pykbatch._result import ValidationConfig
 from pykbatch.arrow import shift_batches
 from pykbatch.segments import Segment
 
-from .segment_plan import Ranges, _fsspec, _is_local, _local, plan_splits, read_mode
+from .segment_plan import Ranges, _fsspec, _is_local, _local, narrow, plan_splits, read_mode
 
 NAME = "kafka-segment"
 
@@ -231,6 +233,14 @@ def data_source_class():
             return read_split(split.path, split.topic, split.partition, split.start, split.end, self.mode,
                               self.validate, self.ranges, self.window_bytes, include_path=self.include_path)
 
+    class PushdownSegmentReader(KafkaSegmentReader):
+        """With option pushFilters=true (and spark.sql.python.filterPushdown.enabled=true, without
+        which Spark refuses a reader that takes filters): WHERE clauses on offset, timestamp,
+        topic and partition prune like the range options."""
+        def pushFilters(self, filters):
+            self.ranges = narrow(self.ranges, filters, self.mode)
+            return filters  # Spark still evaluates each one: the pruning only has to be conservative
+
     class KafkaSegmentDataSource(DataSource):
         @classmethod
         def name(cls):
@@ -243,6 +253,8 @@ def data_source_class():
             return from_arrow_schema(arrow_schema(mode, validate, include_path))
 
         def reader(self, schema):
+            if str(self.options.get("pushFilters", "false")).lower() == "true":
+                return PushdownSegmentReader(self.options)
             return KafkaSegmentReader(self.options)
 
     return KafkaSegmentDataSource

@@ -204,3 +204,28 @@ def test_remote_paths_without_fsspec_say_what_to_install(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_fsspec)
     with pytest.raises(ImportError, match=r"s3://bucket/t-0 needs fsspec \(pip install 'pykbatch\[remote\]'"):
         find_segments("s3://bucket/t-0")
+
+
+def test_pushed_filters_narrow_the_ranges_conservatively(tmp_path):
+    """Spark's pushed filters (pyspark.sql.datasource) as ranges; a pruned read under them equals
+    the full read filtered the same way (Spark re-checks every filter, so only that matters)."""
+    ds = pytest.importorskip("pyspark.sql.datasource", reason="pyspark is the [spark] extra")
+    from spark_udfs.segment_plan import narrow
+    filters = [ds.GreaterThanOrEqual(("offset",), 70), ds.LessThan(("offset",), 100), ds.GreaterThan(("offset",), 64),
+               ds.LessThanOrEqual(("timestamp",), 2_000), ds.In(("partition",), (2, 5)), ds.EqualTo(("topic",), "orders"),
+               ds.EqualTo(("value",), b"x"), ds.StringStartsWith(("topic",), "ord"), ds.In(("offset",), ())]
+    ranges = narrow(Ranges(first_offset=10), filters)
+    assert ranges == Ranges(70, 100, None, 2_001, frozenset({"orders"}), frozenset({2, 5}))
+    assert narrow(Ranges(), [ds.EqualTo(("offset",), 7)], mode="batches") == Ranges()  # no offset column there
+    assert narrow(Ranges(), [ds.In(("timestamp",), (5, 3, 9))]) == Ranges(None, None, 3, 10)
+    write_partition(tmp_path / "orders-2")
+    write_partition(tmp_path / "orders-3", seed=1)
+    write_partition(tmp_path / "payments-2", seed=2)
+    assert {s[1:3] for s in plan_splits(str(tmp_path), 1 << 30, ranges)} == {("orders", 2)}
+    everything = read_all(tmp_path, Ranges())
+    keep = [(t, p, o, ts) for t, p, o, ts in zip(*(everything[c].to_pylist() for c in ("topic", "partition", "offset",
+                                                                                       "timestamp")))
+            if t == "orders" and p in (2, 5) and 70 <= o < 100 and ts <= 2_000]
+    pruned = read_all(tmp_path, ranges)
+    assert sorted(zip(*(pruned[c].to_pylist() for c in ("topic", "partition", "offset", "timestamp")))) == sorted(keep)
+    assert keep

@@ -220,6 +220,14 @@ def test_segment_source_splits_validates_and_filters(spark, tmp_path):
     ranged = spark.read.format("kafka-segment").option("startingOffset", "12").option("endingOffset", "30") \
         .load(str(part))
     assert sorted(r["offset"] for r in ranged.collect()) == list(range(12, 30))
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:  # WHERE clauses prune like the options: fewer splits, the same rows
+        pushed = spark.read.format("kafka-segment").option("pushFilters", "true").option("splitBytes", "2000") \
+            .load(str(tmp_path)).where("offset >= 150 AND partition = 3 AND timestamp < 1038")
+        assert sorted(r["offset"] for r in pushed.collect()) == list(range(150, 190))
+        assert 0 < pushed.rdd.getNumPartitions() < reader.rdd.getNumPartitions()
+    finally:
+        spark.conf.unset("spark.sql.python.filterPushdown.enabled")
     timed = spark.read.format("kafka-segment").option("startingTimestamp", "1010") \
         .option("endingTimestamp", "1020").load(str(part))
     assert sorted(r["offset"] for r in timed.collect()) == list(range(50, 100))
