@@ -297,15 +297,10 @@ def apply_handler(result: ValidationResult, handler) -> ValidationResult:
     seen = []
     for c in result.culprits:
         seen.append(c)
-        if c.error_class == errors.FATAL:
-            log.error("fatal culprit, handler not asked: %r", c)
+        why = errors.ask_handler(handler, c, c.code)
+        if why:
+            log.error("%s: %r", why, c)
             raise errors.HandlerFailed(c.code, c.message, c.position, c.rule, seen)
-        answer = handler(c)
-        if answer == errors.FAIL:
-            log.error("handler answered FAIL for %r", c)
-            raise errors.HandlerFailed(c.code, c.message, c.position, c.rule, seen)
-        if answer != errors.CONTINUE:
-            raise ValueError(f"a handler answers CONTINUE or FAIL, not {answer!r}")
         log.debug("handler answered CONTINUE for %r", c)
     return result
 

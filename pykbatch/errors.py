@@ -62,6 +62,19 @@ def classify(code: int) -> str:
     return CODES.get(code, ("UNKNOWN_SERVER_ERROR", FATAL))[1]
 
 
+def ask_handler(handler, culprit, code: int) -> str | None:
+    """KIP-210 for one culprit: why to fail — a fatal ``code`` (the handler is not asked) or the
+    handler's FAIL — or None when it answered CONTINUE."""
+    if classify(code) == FATAL:
+        return "fatal culprit, handler not asked"
+    answer = handler(culprit)
+    if answer == FAIL:
+        return "handler answered FAIL"
+    if answer != CONTINUE:
+        raise ValueError(f"a handler answers CONTINUE or FAIL, not {answer!r}")
+    return None
+
+
 def action(code: int) -> str:
     """What a pipeline does about a Kafka error code (see ``ACTIONS``)."""
     return ACTIONS[classify(code)]

@@ -182,15 +182,10 @@ def _with_handler_and_log(dead, col: str, policy: ErrorPolicy):
             for row in batch.to_pylist():
                 ctx = row["error_context"]
                 culprits = ctx["culprits"] or []
-                if handler is not None:
-                    for c in culprits:
-                        if kb_errors.classify(c["code"]) == kb_errors.FATAL:
-                            raise DeadLetterError(f"fatal culprit: {c['message']}", c["code"], culprits)
-                        answer = handler(c)
-                        if answer == kb_errors.FAIL:
-                            raise DeadLetterError(f"handler answered FAIL: {c['message']}", c["code"], culprits)
-                        if answer != kb_errors.CONTINUE:
-                            raise ValueError(f"a handler answers CONTINUE or FAIL, not {answer!r}")
+                for c in culprits if handler is not None else ():
+                    why = kb_errors.ask_handler(handler, c, c["code"])
+                    if why:
+                        raise DeadLetterError(f"{why}: {c['message']}", c["code"], culprits)
                 if log_enable:
                     log.error(json.dumps(error_context(ctx, culprits, ctx["topic"], ctx["partition"], ctx["offset"],
                                                        include_messages=include, value=row[col]), default=str))
