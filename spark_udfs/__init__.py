@@ -56,12 +56,6 @@ def config_from_map(items):
     return ValidationConfig(**kwargs)
 
 
-def _validate_with_configs(values, configs):
-    """Validate each row with its row's config (rows grouped by config, usually one group)."""
-    from pykbatch.arrow import validate_array
-    return _per_config(values, configs, validate_array)
-
-
 def _per_config(values, configs, fn):
     """``fn(values, config)`` with each row's config (rows grouped by config, usually one group)."""
     import numpy as np
@@ -92,11 +86,12 @@ def _udfs():
 
     from pykbatch.arrow import (
         BATCH_INFO, RECORD, REPAIR, VALIDATION, batch_info_array, crc32c_array, decode_array, repair_array,
+        validate_array,
     )
 
     @arrow_udf(from_arrow_type(VALIDATION))
     def kbatch_validate(value: pa.Array, config: pa.Array = None) -> pa.Array:
-        return _validate_with_configs(value, config)
+        return _per_config(value, config, validate_array)
 
     @arrow_udf(from_arrow_type(pa.list_(RECORD)))
     def kbatch_decode(value: pa.Array) -> pa.Array:
