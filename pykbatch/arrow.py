@@ -168,20 +168,33 @@ def batch_info_array(arr) -> pa.ListArray:
     before a framing fault, when there is one); null for a null row."""
     view, starts, ends, valid = _rows(arr)
     data = memoryview(view.obj)
-    rows = []
+    columns = {f.name: [] for f in BATCH_INFO}
+    counts = np.zeros(len(starts), np.int32)
     for i, (s, e) in enumerate(zip(starts, ends)):
-        if valid is not None and not valid[i]:
-            rows.append(None)
-            continue
-        infos = []
-        try:
-            for b in _native.iter_batches(data[s:e], verify_crc=False):
-                infos.append({f.name: getattr(b, f.name) for f in BATCH_INFO})
-                del b
-        except ValueError:
-            pass  # kbatch_validate says what broke; the headers before it are still worth having
-        rows.append(infos)
-    return pa.array(rows, pa.list_(BATCH_INFO))
+        if valid is None or valid[i]:
+            counts[i] = append_headers(data[s:e], columns)
+    offsets = np.zeros(len(starts) + 1, np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    values = pa.StructArray.from_arrays([pa.array(columns[f.name], f.type) for f in BATCH_INFO],
+                                        fields=list(BATCH_INFO))
+    return pa.ListArray.from_arrays(pa.array(offsets), values, mask=None if valid is None else pa.array(~valid))
+
+
+def append_headers(buf, columns: dict) -> int:
+    """Append the ``columns`` attributes (``BATCH_INFO`` names) of each entry header of ``buf`` to
+    their lists; returns how many entries.  Stops at a framing fault: ``validate`` says what
+    broke, and the headers before it are still worth having."""
+    count = 0
+    try:
+        for b in _native.iter_batches(buf, verify_crc=False):
+            row = [getattr(b, name) for name in columns]  # whole, or not at all: a field may raise
+            del b
+            for values, value in zip(columns.values(), row):
+                values.append(value)
+            count += 1
+    except ValueError:
+        pass
+    return count
 
 
 def repair_array(arr, config: ValidationConfig | None = None) -> pa.StructArray:

@@ -28,11 +28,12 @@ Local paths are read through mmap; other URLs (s3://, hdfs://...) through fsspec
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pykbatch import _native
 from pykbatch import validate as kb_validate
 from pykbatch._result import ValidationConfig
-from pykbatch.arrow import shift_batches
+from pykbatch.arrow import HEADER, append_headers, shift_batches
 from pykbatch.segments import Segment
 
 from .segment_plan import Ranges, _fsspec, _is_local, _local, narrow, plan_splits, read_mode
@@ -50,7 +51,7 @@ BATCH_COLUMNS = [
 RECORD_COLUMNS = [
     ("topic", pa.string()), ("partition", pa.int32()), ("segment", pa.int64()), ("offset", pa.int64()),
     ("timestamp", pa.int64()), ("timestamp_type", pa.string()), ("key", pa.binary()), ("value", pa.binary()),
-    ("headers", pa.list_(pa.struct([pa.field("key", pa.string(), nullable=False), ("value", pa.binary())]))),
+    ("headers", pa.list_(HEADER)),
     ("sequence", pa.int32()), ("batch_index", pa.int32()), ("batch_position", pa.int64()),
     ("base_offset", pa.int64()), ("partition_leader_epoch", pa.int32()), ("producer_id", pa.int64()),
     ("producer_epoch", pa.int16()), ("is_transactional", pa.bool_()), ("is_control", pa.bool_()),
@@ -63,6 +64,11 @@ WINDOW_BYTES = 8 << 20
 
 
 PATH_COLUMN = [("path", pa.string())]
+
+
+def _flag(options, key: str) -> bool:
+    """A true/false option (Spark passes every option as a string)."""
+    return str(options.get(key, "false")).lower() == "true"
 
 
 def arrow_schema(mode: str, validate: bool, include_path: bool = False) -> pa.Schema:
@@ -106,10 +112,11 @@ def _open(path: str):
 def read_split(path: str, topic: str, partition: int, start: int, end: int | None, mode: str, validate: bool,
                ranges: Ranges = Ranges(), window_bytes: int = WINDOW_BYTES, include_path: bool = False):
     """The Arrow record batches of the entries starting in [start, end) of one segment."""
+    schema = arrow_schema(mode, validate, True)
     for batch in _read_split(path, topic, partition, start, end, mode, validate, ranges, window_bytes):
         if include_path:
-            batch = pa.RecordBatch.from_arrays([pa.array([path] * batch.num_rows, pa.string())] + batch.columns,
-                                               schema=arrow_schema(mode, validate, True))
+            batch = pa.RecordBatch.from_arrays([pa.repeat(pa.scalar(path, pa.string()), batch.num_rows)]
+                                               + batch.columns, schema=schema)
         yield batch
 
 
@@ -149,6 +156,7 @@ def _arrow(data, entries, segment, topic, partition, mode, validate, schema, ran
     lo, hi = entries[0][0], entries[-1][0] + entries[-1][1]
     chunk = data[lo:hi]
     bad = _verdicts(chunk) if validate else {}
+    verdicts = pa.array([bad.get(e) for e in range(len(entries))], pa.string())  # per entry; null: it passed
     if mode == "records":
         table = shift_batches(_decode(data, entries, lo), lo, 0)
         table = table.set_column(table.schema.get_field_index("timestamp_type"), "timestamp_type",
@@ -156,31 +164,22 @@ def _arrow(data, entries, segment, topic, partition, mode, validate, schema, ran
         keep = ranges.record_mask(table)
         if keep is not None:
             table = table.filter(keep)
-        n = table.num_rows
-        cols = {"topic": pa.repeat(pa.scalar(topic, pa.string()), n),
-                "partition": pa.repeat(pa.scalar(partition, pa.int32()), n),
-                "segment": pa.repeat(pa.scalar(segment, pa.int64()), n)}
-        for name in table.column_names:
-            cols[name] = table[name].combine_chunks()
-        if validate:  # a batch's verdict on each of its records, looked up by entry index (no per-record object)
-            verdicts = pa.array([bad.get(e) for e in range(len(entries))], pa.string())
-            errors = verdicts.take(cols["batch_index"])
-            cols["batch_ok"] = errors.is_null()
-            cols["batch_error"] = errors
+        cols = {name: table[name].combine_chunks() for name in table.column_names}
+        errors = verdicts.take(cols["batch_index"]) if validate else None  # each record gets its batch's
     else:
-        rows = {name: [] for name, _ in BATCH_COLUMNS + (VALIDATION_COLUMNS if validate else [])}
-        for i, b in enumerate(_native.iter_batches(chunk, verify_crc=False)):
-            rows["topic"].append(topic)
-            rows["partition"].append(partition)
-            rows["segment"].append(segment)
-            rows["batch_position"].append(b.position + lo)
-            for name, _ in BATCH_COLUMNS[4:]:
-                rows[name].append(getattr(b, name))
-            if validate:
-                rows["batch_ok"].append(i not in bad)
-                rows["batch_error"].append(bad.get(i))
-            del b
-        cols = {name: pa.array(values, schema.field(name).type) for name, values in rows.items()}
+        headers = {name: [] for name, _ in BATCH_COLUMNS[4:]}
+        headers["position"] = []
+        append_headers(chunk, headers)
+        cols = {name: pa.array(headers[name], typ) for name, typ in BATCH_COLUMNS[4:]}
+        cols["batch_position"] = pc.add(pa.array(headers["position"], pa.int64()), pa.scalar(lo, pa.int64()))
+        errors = verdicts
+    n = len(cols["base_offset"])
+    cols["topic"] = pa.repeat(pa.scalar(topic, pa.string()), n)
+    cols["partition"] = pa.repeat(pa.scalar(partition, pa.int32()), n)
+    cols["segment"] = pa.repeat(pa.scalar(segment, pa.int64()), n)
+    if validate:
+        cols["batch_ok"] = errors.is_null()
+        cols["batch_error"] = errors
     return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in schema], schema=schema)
 
 
@@ -217,8 +216,8 @@ def data_source_class():
             if not self.path:
                 raise ValueError("kafka-segment: give a path (load(path))")
             self.mode = read_mode(options)
-            self.validate = str(options.get("validate", "false")).lower() == "true"
-            self.include_path = str(options.get("includePath", "false")).lower() == "true"
+            self.validate = _flag(options, "validate")
+            self.include_path = _flag(options, "includePath")
             self.split_bytes = int(options.get("splitBytes", 64 * 1024 * 1024))
             self.ranges = Ranges.from_options(options)
             self.window_bytes = int(options.get("windowBytes", WINDOW_BYTES))
@@ -248,12 +247,11 @@ def data_source_class():
 
         def schema(self):
             mode = read_mode(self.options)
-            validate = str(self.options.get("validate", "false")).lower() == "true"
-            include_path = str(self.options.get("includePath", "false")).lower() == "true"
-            return from_arrow_schema(arrow_schema(mode, validate, include_path))
+            return from_arrow_schema(arrow_schema(mode, _flag(self.options, "validate"),
+                                                  _flag(self.options, "includePath")))
 
         def reader(self, schema):
-            if str(self.options.get("pushFilters", "false")).lower() == "true":
+            if _flag(self.options, "pushFilters"):
                 return PushdownSegmentReader(self.options)
             return KafkaSegmentReader(self.options)
 
