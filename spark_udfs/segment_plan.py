@@ -84,10 +84,13 @@ class Ranges(NamedTuple):
         return mode == "records" or self.end_timestamp is None \
             or getattr(b, "base_timestamp", b.max_timestamp) < self.end_timestamp
 
-    def keeps_segment(self, base: int, next_base: int | None) -> bool:
-        """A segment named ``base`` holds offsets in [base, next_base) (Kafka's log invariant)."""
+    def keeps_segment(self, base: int, next_base: int | None, topic: str, partition: int) -> bool:
+        """Whether a segment of ``topic``-``partition`` named ``base`` can hold records in range:
+        it holds offsets in [base, next_base) (Kafka's log invariant)."""
         return not ((self.first_offset is not None and next_base is not None and next_base <= self.first_offset)
-                    or (self.end_offset is not None and base >= self.end_offset))
+                    or (self.end_offset is not None and base >= self.end_offset)
+                    or (self.topics is not None and topic not in self.topics)
+                    or (self.partitions is not None and partition not in self.partitions))
 
     def record_mask(self, table: pa.Table):
         """The rows of a records table in range, or None when every row is."""
@@ -114,32 +117,41 @@ def next_base_offsets(segments: list) -> dict:
     return following
 
 
-def start_position(path: str, ranges: Ranges) -> int:
-    """Where the first in-range batch of a local segment can start, from its ``.index`` and
-    ``.timeindex`` (0 without them).  An index entry is trusted only if a whole, CRC-checked entry
-    starts at its position: indexes can be stale."""
-    log = _local(path)
+def load_index(path: str, kind):
+    """A local segment's ``OffsetIndex`` or ``TimeIndex`` (``kind``), or None when it is missing,
+    unreadable or corrupt: then nothing is split or pruned by it."""
+    index_path = _local(path)[:-4] + kind.SUFFIX
+    if not _is_local(path) or not os.path.exists(index_path):
+        return None
+    try:
+        return kind.from_file(index_path)
+    except (CorruptIndexError, OSError):
+        return None
+
+
+def start_position(path: str, ranges: Ranges, index: OffsetIndex | None = None) -> int:
+    """Where the first in-range batch of a local segment can start, from its ``.index`` (``index``
+    when already loaded) and ``.timeindex`` (0 without them).  An index entry is trusted only if
+    a whole, CRC-checked entry starts at its position: indexes can be stale."""
     base = base_offset_of(path)
     targets = []  # offsets: every batch that ends at or below one of these is out of range
     if ranges.first_offset is not None:
         targets.append(ranges.first_offset)
-    if ranges.first_timestamp is not None and os.path.exists(log[:-4] + ".timeindex"):
-        try:
-            entries = TimeIndex.from_file(log[:-4] + ".timeindex").entries
-        except (CorruptIndexError, OSError):
-            entries = []
+    time_index = load_index(path, TimeIndex) if ranges.first_timestamp is not None else None
+    if time_index is not None:
+        entries = time_index.entries
         # an entry (T, o) says every record up to offset o has a timestamp <= T
         i = bisect.bisect_left([e.timestamp for e in entries], ranges.first_timestamp)
         if i:
             targets.append(entries[i - 1].offset)
-    if not targets or not os.path.exists(log[:-4] + ".index"):
+    if not targets:
         return 0
-    try:
-        index = OffsetIndex.from_file(log[:-4] + ".index")
-    except (CorruptIndexError, OSError):
+    if index is None:
+        index = load_index(path, OffsetIndex)
+    if index is None:
         return 0
     best = 0
-    with open(log, "rb") as f:
+    with open(_local(path), "rb") as f:
         size = os.fstat(f.fileno()).st_size
         for target in targets:
             entry = index.lookup(max(target, base))
@@ -167,15 +179,13 @@ def _entry_starts_at(f, size: int, pos: int, segment_base: int, index_offset: in
     return False
 
 
-def split_points(path: str, size: int, split_bytes: int) -> list[int]:
+def split_points(index: OffsetIndex | None, size: int, split_bytes: int) -> list[int]:
     """Batch boundaries about ``split_bytes`` apart, from the segment's ``.index`` (which holds
     batch positions); without one the segment is a single split."""
-    index_path = path[:-4] + ".index"
     starts = [0]
-    if _is_local(path) and os.path.exists(_local(index_path)):
-        for entry in OffsetIndex.from_file(_local(index_path)).entries:
-            if 0 < entry.position < size and entry.position - starts[-1] >= split_bytes:
-                starts.append(entry.position)
+    for entry in index.entries if index is not None else ():
+        if 0 < entry.position < size and entry.position - starts[-1] >= split_bytes:
+            starts.append(entry.position)
     return starts
 
 
@@ -202,16 +212,15 @@ def plan_splits(path: str, split_bytes: int, ranges: Ranges = Ranges()) -> list[
     segments = find_segments(path)
     next_base = next_base_offsets(segments)
     for seg, topic, partition in segments:
-        if not ranges.keeps_segment(base_offset_of(seg), next_base[seg]) \
-                or (ranges.topics is not None and topic not in ranges.topics) \
-                or (ranges.partitions is not None and partition not in ranges.partitions):
+        if not ranges.keeps_segment(base_offset_of(seg), next_base[seg], topic, partition):
             continue
         size = os.path.getsize(_local(seg)) if _is_local(seg) else None
         if not size:
             splits.append((seg, topic, partition, 0, None))
             continue
-        first = start_position(seg, ranges)
-        points = [p for p in split_points(seg, size, split_bytes) if p > first]
+        index = load_index(seg, OffsetIndex)
+        first = start_position(seg, ranges, index)
+        points = [p for p in split_points(index, size, split_bytes) if p > first]
         for start, end in zip([first] + points, points + [None]):
             splits.append((seg, topic, partition, start, end))
     return splits
