@@ -199,38 +199,36 @@ def append_headers(buf, columns: dict) -> int:
 
 def repair_array(arr, config: ValidationConfig | None = None) -> pa.StructArray:
     """``drop_culprits`` of every row (``unrepairable="drop"``) as ``REPAIR`` structs: the bytes
-    without the culprits (clean rows unchanged, zero work), what was dropped with its error, and
-    how many batches went whole."""
+    without the culprits (clean rows are the input's own values: no work, no copy in Python),
+    what was dropped with its error, and how many batches went whole."""
+    import pyarrow.compute as pc
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
     view, starts, ends, valid = _rows(arr)
     data = memoryview(view.obj)
     _, _, bad = _native._validate_rows(view, starts, ends, valid, config)
-    out, dropped, counts, unrepairable = [], [], [], []
-    for i, (s, e) in enumerate(zip(starts, ends)):
-        if valid is not None and not valid[i]:
-            out.append(None)
-            counts.append(0)
-            unrepairable.append(None)
-            continue
-        if i not in bad:
-            out.append(bytes(data[s:e]))
-            counts.append(0)
-            unrepairable.append(0)
-            continue
-        fixed = _native.drop_culprits(data[s:e], bad[i], unrepairable="drop")
-        out.append(fixed.data)
-        counts.append(len(fixed.dropped))
-        unrepairable.append(len(fixed.unrepairable))
-        for d in fixed.dropped:
+    n = len(starts)
+    counts = np.zeros(n, np.int32)
+    unrepairable = np.zeros(n, np.int32)
+    repaired, fixed, dropped = np.zeros(n, np.bool_), [None] * n, []
+    for i in sorted(bad):
+        result = _native.drop_culprits(data[starts[i]:ends[i]], bad[i], unrepairable="drop")
+        repaired[i], fixed[i] = True, result.data
+        counts[i], unrepairable[i] = len(result.dropped), len(result.unrepairable)
+        for d in result.dropped:
             first = d.culprits[0]
             dropped.append({"entry": d.entry, "record_index": d.record_index, "offset": d.offset, "key": d.key,
                             "value": d.value, "code": first.code, "rules": [c.rule for c in d.culprits],
                             "message": first.message})
-    offsets = np.zeros(len(out) + 1, np.int32)
+    out = arr.cast(pa.binary())
+    if bad:
+        out = pc.if_else(pa.array(repaired), pa.array(fixed, pa.binary()), out)
+    offsets = np.zeros(n + 1, np.int32)
     np.cumsum(counts, out=offsets[1:])
     mask = None if valid is None else pa.array(~valid)
     return pa.StructArray.from_arrays(
-        [pa.array(out, pa.binary()), pa.ListArray.from_arrays(pa.array(offsets), pa.array(dropped, DROPPED)),
-         pa.array(unrepairable, pa.int32())], fields=list(REPAIR), mask=mask)
+        [out, pa.ListArray.from_arrays(pa.array(offsets), pa.array(dropped, DROPPED)),
+         pa.array(unrepairable, mask=None if valid is None else ~valid)], fields=list(REPAIR), mask=mask)
 
 
 def explode_batch(batch: pa.RecordBatch, column: str, keep=()) -> pa.RecordBatch:
