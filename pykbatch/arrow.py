@@ -57,6 +57,20 @@ def _rows(arr):
     return view, starts, ends, valid
 
 
+def _lists(counts, values, null=None) -> pa.ListArray:
+    """One list per row, ``counts[i]`` items each, over the concatenated ``values``; ``null``: a
+    boolean numpy array of the rows that are null."""
+    offsets = np.zeros(len(counts) + 1, np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), values, mask=None if null is None else pa.array(null))
+
+
+def _record_columns(table: pa.Table) -> list:
+    """``RECORD``'s columns of a decoded table, one chunk each, as ``RECORD`` types them (the
+    dictionary-encoded timestamp_type as plain strings)."""
+    return [table.column(f.name).combine_chunks().cast(f.type) for f in RECORD]
+
+
 def validate_array(arr, config: ValidationConfig | None = None) -> pa.StructArray:
     """``pykbatch.validate`` of every row, as a struct array of type ``VALIDATION``."""
     view, starts, ends, valid = _rows(arr)
@@ -81,11 +95,6 @@ def validate_array(arr, config: ValidationConfig | None = None) -> pa.StructArra
         culprits.extend(result.culprits)
     mask = None if valid is None else pa.array(~valid)
 
-    def lists(count, values):
-        offsets = np.zeros(n + 1, np.int32)
-        np.cumsum(count, out=offsets[1:])
-        return pa.ListArray.from_arrays(pa.array(offsets), values)
-
     tail = pa.array(tails, mask=tails < 0)
     error_records = pa.StructArray.from_arrays(
         [pa.array(record_index, pa.int32()), pa.array(record_message, pa.string())], fields=list(ERROR_RECORD)) \
@@ -93,7 +102,7 @@ def validate_array(arr, config: ValidationConfig | None = None) -> pa.StructArra
     return pa.StructArray.from_arrays(
         [pa.array(ok), pa.array(codes), _error_names(codes),
          pa.array(messages, pa.string()) if bad else pa.nulls(n, pa.string()),
-         lists(rec_counts, error_records), lists(cul_counts, _culprit_structs(culprits)),
+         _lists(rec_counts, error_records), _lists(cul_counts, _culprit_structs(culprits)),
          pa.array(counts), pa.array(records), tail],
         fields=list(VALIDATION), mask=mask)
 
@@ -131,14 +140,8 @@ def decode_array(arr, *, verify_crc: bool = True) -> pa.ListArray:
     row that does not decode cleanly (``validate_array`` says why)."""
     view, starts, ends, valid = _rows(arr)
     table, counts, failed = _native._decode_rows(view, starts, ends, valid, verify_crc, False)
-    n = len(starts)
     null = failed if valid is None else failed | ~valid
-    offsets = np.zeros(n + 1, np.int32)
-    np.cumsum(counts, out=offsets[1:])
-    columns = [table.column(f.name).combine_chunks() for f in RECORD if f.name != "timestamp_type"]
-    ts_type = table.column("timestamp_type").combine_chunks().cast(pa.string())
-    children = pa.StructArray.from_arrays(columns + [ts_type], fields=list(RECORD))
-    return pa.ListArray.from_arrays(pa.array(offsets), children, mask=pa.array(null))
+    return _lists(counts, pa.StructArray.from_arrays(_record_columns(table), fields=list(RECORD)), null)
 
 
 def crc32c_array(arr) -> pa.Array:
@@ -173,11 +176,9 @@ def batch_info_array(arr) -> pa.ListArray:
     for i, (s, e) in enumerate(zip(starts, ends)):
         if valid is None or valid[i]:
             counts[i] = append_headers(data[s:e], columns)
-    offsets = np.zeros(len(starts) + 1, np.int32)
-    np.cumsum(counts, out=offsets[1:])
     values = pa.StructArray.from_arrays([pa.array(columns[f.name], f.type) for f in BATCH_INFO],
                                         fields=list(BATCH_INFO))
-    return pa.ListArray.from_arrays(pa.array(offsets), values, mask=None if valid is None else pa.array(~valid))
+    return _lists(counts, values, None if valid is None else ~valid)
 
 
 def append_headers(buf, columns: dict) -> int:
@@ -223,11 +224,9 @@ def repair_array(arr, config: ValidationConfig | None = None) -> pa.StructArray:
     out = arr.cast(pa.binary())
     if bad:
         out = pc.if_else(pa.array(repaired), pa.array(fixed, pa.binary()), out)
-    offsets = np.zeros(n + 1, np.int32)
-    np.cumsum(counts, out=offsets[1:])
     mask = None if valid is None else pa.array(~valid)
     return pa.StructArray.from_arrays(
-        [out, pa.ListArray.from_arrays(pa.array(offsets), pa.array(dropped, DROPPED)),
+        [out, _lists(counts, pa.array(dropped, DROPPED)),
          pa.array(unrepairable, mask=None if valid is None else ~valid)], fields=list(REPAIR), mask=mask)
 
 
@@ -239,9 +238,7 @@ def explode_batch(batch: pa.RecordBatch, column: str, keep=()) -> pa.RecordBatch
     table, counts, _ = _native._decode_rows(view, starts, ends, valid, True, False)
     rows = np.repeat(np.arange(len(starts)), counts)
     columns = [batch.column(k).take(pa.array(rows)) for k in keep]
-    records = [table.column(f.name).combine_chunks() for f in RECORD if f.name != "timestamp_type"]
-    records.append(table.column("timestamp_type").combine_chunks().cast(pa.string()))
-    return pa.RecordBatch.from_arrays(columns + records, names=list(keep) + [f.name for f in RECORD])
+    return pa.RecordBatch.from_arrays(columns + _record_columns(table), names=list(keep) + [f.name for f in RECORD])
 
 
 def exploded_schema(input_schema: pa.Schema, keep=()) -> pa.Schema:
