@@ -8,7 +8,8 @@ A, B, C: rows of one producer batch of workload A (1,000 records of ~100 B, ~127
 B (100 records of ~1 KiB with 2 headers, ~110 KB) or C (10 records of ~10 KiB, ~103 KB);
 small: rows of one ~200-byte batch, every 50th row corrupt (per-row costs and culprit structs
 show here). The row-at-a-time cases are measured twice: kafka-python's work, and a UDF that
-does nothing, which is the ceiling any row-at-a-time UDF can reach on this DataFrame.
+does nothing, which is the ceiling any row-at-a-time UDF can reach on this DataFrame. An Arrow
+UDF returning kbatch_validate's struct without validating shows what the result type alone costs.
 """
 import argparse
 import os
@@ -26,13 +27,14 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--batch-bytes", default="16m", help="spark.sql.execution.arrow.maxBytesPerBatch")
     args = ap.parse_args()
+    import numpy as np
     import pandas as pd
     from pyspark.sql.functions import pandas_udf
     from pyspark.sql.pandas.types import from_arrow_type
 
     import pykbatch as kb
     import spark_udfs
-    from pykbatch.arrow import VALIDATION
+    from pykbatch.arrow import VALIDATION, validate_array
     from sparkbench import local_session, time_cases
     from workloads import build
 
@@ -78,6 +80,13 @@ def main():
         """The floor for an Arrow UDF: same rows in and out, no work."""
         return pc.is_valid(value)
 
+    clean = validate_array(pa.array([kb.build_batch([(b"k", b"v")])], pa.binary()))
+
+    @arrow_udf(from_arrow_type(VALIDATION))
+    def same_shape(value: pa.Array) -> pa.Array:
+        """kbatch_validate's result type without the work: what the output struct alone costs."""
+        return clean.take(pa.array(np.zeros(len(value), np.int32)))
+
     def kafka_python_rows(value):
         """The same check row at a time with kafka-python: CRC, then every record walked."""
         from kafka.record.default_records import DefaultRecordBatch
@@ -92,6 +101,8 @@ def main():
     cases = {
         "identity arrow_udf (same rows)": lambda: df.select(identity("value").alias("v"))
         .selectExpr("count_if(v)").collect(),
+        "arrow_udf, result struct, no work": lambda: df.select(same_shape("value").alias("v"))
+        .selectExpr("sum(v.records)").collect(),
         "Spark scan: sum(length(value))": lambda: df.selectExpr("sum(length(value))").collect(),
         "arrow_udf kbatch_validate": lambda: df.select(spark_udfs.kbatch_validate("value").alias("v"))
         .selectExpr("sum(v.records)").collect(),
