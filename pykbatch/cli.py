@@ -1,4 +1,9 @@
-"""Command line: ``pykbatch dump`` (kafka-dump-log compatible) and ``pykbatch validate``."""
+"""Command line: ``pykbatch dump`` (kafka-dump-log compatible), ``validate``, ``repair``, ``sample``.
+
+Exit status (``EXIT_CODES``): 0 nothing wrong found; 1 damage found in the data (culprits,
+damaged batches, index mismatches; everything readable was still printed); 2 the command could
+not run: bad arguments, or an input that cannot be opened or an output that cannot be written.
+A damaged file never ends a command in a traceback."""
 from __future__ import annotations
 
 import argparse
@@ -8,8 +13,19 @@ import os
 import sys
 
 from . import _native
+from .errors import KafkaDataError
 from ._result import ValidationConfig
 from .dump import dump_files, dump_json
+
+
+OK, DAMAGED, CANNOT_RUN = 0, 1, 2
+EXIT_CODES = {
+    OK: "nothing wrong found",
+    DAMAGED: "damage found in the data (culprits, damaged batches, index mismatches); what was "
+             "readable was still printed",
+    CANNOT_RUN: "the command could not run: bad arguments, an input that cannot be opened, or an "
+                "output that cannot be written",
+}
 
 
 def _callable(spec: str):
@@ -54,9 +70,16 @@ def _export(files, fmt: str, dest: str) -> int:
     logs = [f for f in files if f.endswith(".log")]
     if len(logs) != 1:
         raise SystemExit("--to exports one .log file")
-    rows = export_segment(logs[0], dest, fmt)
-    print(f"wrote {rows} records of {logs[0]} to {dest} ({fmt})")
-    return 0
+    report = export_segment(logs[0], dest, fmt)
+    print(f"wrote {report.rows} records of {logs[0]} to {dest} ({fmt})")
+    for position, entry, exc in report.damaged:
+        print(f"left out batch {entry} at byte {position}: records not readable {exc.line()}", file=sys.stderr)
+    if report.damaged:
+        print(f"{len(report.damaged)} damaged batch(es) left out of {dest}", file=sys.stderr)
+    if report.stopped is not None:
+        print(f"the walk of {logs[0]} stopped {report.stopped.line()}; nothing after it was exported",
+              file=sys.stderr)
+    return OK if report.ok else DAMAGED
 
 
 def _read(path):
@@ -210,7 +233,9 @@ def _sample(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pykbatch", description="Read, check and repair Kafka record batches.")
+    p = argparse.ArgumentParser(
+        prog="pykbatch", description="Read, check and repair Kafka record batches.",
+        epilog="exit status: " + "; ".join(f"{code} {what}" for code, what in EXIT_CODES.items()))
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("dump", help="print log, index and state files as kafka-dump-log.sh does")
@@ -271,9 +296,28 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _inputs(args) -> list[str]:
+    files = [f for spec in getattr(args, "files", None) or () for f in spec.split(",") if f]
+    if getattr(args, "file", None):
+        files.append(args.file)
+    if getattr(args, "segment", None):
+        files.append(args.segment)
+    return files
+
+
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
-    return args.run(args)
+    """Runs one command; returns its exit status (``EXIT_CODES``)."""
+    p = parser()
+    args = p.parse_args(argv)
+    for path in _inputs(args):  # said once, up front, instead of an OSError half way through
+        if not os.path.exists(path):
+            print(f"pykbatch {args.command}: {path}: no such file or directory", file=sys.stderr)
+            return CANNOT_RUN
+    try:
+        return args.run(args)
+    except OSError as exc:  # the machine's problem, not the data's: a file that cannot be read or written
+        print(f"pykbatch {args.command}: {exc}", file=sys.stderr)
+        return CANNOT_RUN
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Callable, TextIO
 
 from .control import KRAFT_MESSAGES, kraft_control_json, parse_control
+from .errors import KafkaDataError
 from .indexes import CorruptIndexError, OffsetIndex, ProducerSnapshot, TimeIndex, TxnIndex
 from .javautf8 import java_utf8
 from .segments import Segment
@@ -172,7 +173,7 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
         except CorruptIndexError as exc:
             err.write(f"{exc}\n" if suffix == "snapshot" else f"Error while dumping {path}: {exc}\n")
             problems += 1
-        except (ValueError, OSError) as exc:
+        except (KafkaDataError, ValueError, OSError) as exc:
             err.write(f"Error while dumping {path}: {exc}\n")
             problems += 1
     errors.write(err)
@@ -241,6 +242,11 @@ class Progress:
             self.err.write("\r" + " " * 40 + "\r")
 
 
+def damaged_batch_line(exc: KafkaDataError) -> str:
+    """The line printed after a batch whose records cannot be read (Kafka's tool dies there)."""
+    return f"| damaged batch: records not readable {exc.line()}"
+
+
 def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key_decoder, value_decoder,
                   meter, errors: DumpErrors) -> int:
     problems = 0
@@ -253,14 +259,19 @@ def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key
                 meter.update(b.position)
             out.write(batch_line(b) + "\n")
             if deep:
-                for r in b:
-                    if last_offset is not None and r.offset != last_offset + 1:
-                        pairs.append((last_offset, r.offset))
-                    last_offset = r.offset
-                    out.write(record_line(b, r, print_data=print_data, skip_metadata=skip_metadata,
-                                          key_decoder=key_decoder, value_decoder=value_decoder, style=style) + "\n")
+                try:
+                    for r in b:
+                        if last_offset is not None and r.offset != last_offset + 1:
+                            pairs.append((last_offset, r.offset))
+                        last_offset = r.offset
+                        out.write(record_line(b, r, print_data=print_data, skip_metadata=skip_metadata,
+                                              key_decoder=key_decoder, value_decoder=value_decoder,
+                                              style=style) + "\n")
+                except KafkaDataError as exc:  # this batch's records only: its framing holds, go on
+                    out.write(damaged_batch_line(exc) + "\n")
+                    problems += 1
             del b
-    except ValueError as exc:  # a KafkaDataError: the dump stops here, as Kafka's does
+    except KafkaDataError as exc:  # the framing itself is broken: nothing after it can be placed
         err.write(f"Error while dumping {seg.path}: {exc}\n")
         problems += 1
     if meter:
@@ -303,7 +314,7 @@ def _last_offset_at(seg, position: int, max_message_size: int) -> int:
         return -1
     try:
         first = next(seg.batches(start=position, max_bytes=position + max_message_size), None)
-    except ValueError:
+    except KafkaDataError:
         return -1
     return first.last_offset if first is not None else -1
 
@@ -403,8 +414,14 @@ def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, li
             try:
                 for b in seg.batches(max_bytes=max_bytes):
                     obj = batch_object(b)
-                    records = [record_object(b, r, print_data=print_data, key_decoder=key_decoder,
-                                             value_decoder=value_decoder) for r in b] if deep else None
+                    records = None
+                    if deep:
+                        try:
+                            records = [record_object(b, r, print_data=print_data, key_decoder=key_decoder,
+                                                     value_decoder=value_decoder) for r in b]
+                        except KafkaDataError as exc:  # in place of the records; the next batch goes on
+                            obj["error"] = exc.as_dict()
+                            problems += 1
                     if lines:
                         out.write(json.dumps({"type": "batch", "file": path, **obj}) + "\n")
                         for rec in records or ():
@@ -416,7 +433,7 @@ def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, li
                         doc["batches"].append(obj)
                     del b
                 error = None
-            except ValueError as exc:
+            except KafkaDataError as exc:  # broken framing: the file's walk ends here
                 error = str(exc)
                 problems += 1
             end = {"valid_bytes": seg.valid_bytes, "invalid_tail_bytes": seg.invalid_tail_bytes, "error": error}

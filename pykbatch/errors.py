@@ -115,6 +115,17 @@ class KafkaDataError(Exception):
     def retriable(self) -> bool:
         return self.error_class == RETRIABLE
 
+    def as_dict(self) -> dict:
+        """The error as data: Kafka's code and name, the rule, the byte position, the message."""
+        return {"code": self.code, "name": self.name, "rule": self.rule, "position": self.offset,
+                "message": self.message}
+
+    def line(self) -> str:
+        """One line naming the rule, the byte position and Kafka's message (as ``pykbatch
+        validate`` prints a culprit)."""
+        where = f"at byte {self.offset}: " if self.offset is not None else ""
+        return f"{where}{self.name}({self.code}) {self.rule or 'unknown'}: {self.message}"
+
 
 def _describe(message: str, offset: int | None, rule: str | None) -> str:
     """The one format of every error message: Kafka's text, then where and which rule."""

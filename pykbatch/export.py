@@ -1,51 +1,91 @@
 """Export a segment's records to Parquet or Arrow IPC: one row per record with its batch's
 columns (``pykbatch.to_arrow``'s schema), written window by window so memory stays bounded
-whatever the segment's size."""
+whatever the segment's size.  A batch whose records cannot be read is left out, counted and
+reported; the batches around it are exported."""
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from ._native import to_arrow
 from .arrow import shift_batches
+from .errors import KafkaDataError
 from .segments import Segment
 
 WINDOW_BYTES = 32 * 1024 * 1024
 FORMATS = ("parquet", "arrow")
 
 
-def _windows(seg: Segment, window_bytes: int):
-    """(start, end, first entry index) of runs of whole entries about ``window_bytes`` long."""
-    start, entries, first_entry = None, 0, 0
-    end = 0
-    for b in seg.batches():
-        if start is None:
-            start, first_entry = b.position, entries
-        end = b.position + b.size
-        entries += 1
-        if end - start >= window_bytes:
-            yield start, end, first_entry
-            start = None
-    if start is not None:
-        yield start, end, first_entry
+@dataclass
+class ExportReport:
+    """What ``export_segment`` wrote: ``rows``; ``damaged``: (batch position, entry index, error)
+    of every batch left out because its records could not be read; ``stopped``: the framing
+    error that ended the walk of the file early, if any (nothing after it can be placed)."""
+    rows: int = 0
+    damaged: list[tuple[int, int, KafkaDataError]] = field(default_factory=list)
+    stopped: KafkaDataError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.damaged and self.stopped is None
 
 
-def export_segment(source, dest: str, format: str = "parquet", *, window_bytes: int = WINDOW_BYTES) -> int:
-    """Writes every record of the segment at ``source`` (a path or file-like) to ``dest``;
-    returns the number of rows.  ``batch_position`` and ``batch_index`` are the batch's place in
-    the whole file."""
+def _windows(seg: Segment, window_bytes: int, report: ExportReport):
+    """Runs of whole entries about ``window_bytes`` long, each a list of (position, size)."""
+    run: list[tuple[int, int]] = []
+    try:
+        for b in seg.batches():
+            run.append((b.position, b.size))
+            if run[-1][0] + run[-1][1] - run[0][0] >= window_bytes:
+                yield run
+                run = []
+    except KafkaDataError as exc:
+        report.stopped = exc
+    if run:
+        yield run
+
+
+def _window_table(view, run, first_entry: int, report: ExportReport) -> pa.Table | None:
+    """The records of one run of entries: decoded at once, or, when that fails, batch by batch
+    so only the damaged batches are left out."""
+    start, end = run[0][0], run[-1][0] + run[-1][1]
+    try:
+        return shift_batches(to_arrow(view[start:end]), start, first_entry)
+    except KafkaDataError:
+        pass
+    tables = []
+    for i, (position, size) in enumerate(run):
+        try:
+            tables.append(shift_batches(to_arrow(view[position:position + size]), position, first_entry + i))
+        except KafkaDataError as exc:
+            if exc.offset is not None:  # where in the file, not in the batch's slice
+                exc.offset += position
+            report.damaged.append((position, first_entry + i, exc))
+    return pa.concat_tables(tables) if tables else None
+
+
+def export_segment(source, dest: str, format: str = "parquet", *,
+                   window_bytes: int = WINDOW_BYTES) -> ExportReport:
+    """Writes every readable record of the segment at ``source`` (a path or file-like) to
+    ``dest``.  ``batch_position`` and ``batch_index`` are the batch's place in the whole file."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}")
-    rows = 0
+    report = ExportReport()
     writer = None
+    entries = 0
     with Segment(source) as seg:
         view = seg.view()
         try:
-            for start, end, first_entry in _windows(seg, window_bytes):
-                table = shift_batches(to_arrow(view[start:end]), start, first_entry)
+            for run in _windows(seg, window_bytes, report):
+                table = _window_table(view, run, entries, report)
+                entries += len(run)
+                if table is None:
+                    continue
                 if writer is None:
                     writer = _writer(dest, format, table.schema)
                 writer.write_table(table)
-                rows += table.num_rows
+                report.rows += table.num_rows
                 del table
             if writer is None:  # no records: an empty file with the schema
                 writer = _writer(dest, format, to_arrow(b"").schema)
@@ -53,7 +93,7 @@ def export_segment(source, dest: str, format: str = "parquet", *, window_bytes: 
             if writer is not None:
                 writer.close()
             del view
-    return rows
+    return report
 
 
 def _writer(dest: str, format: str, schema: pa.Schema):

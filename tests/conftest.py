@@ -1,4 +1,6 @@
-"""Shared fixtures: paths to ../shared (Kafka's vectors, the conformance corpus)."""
+"""Shared fixtures: Kafka's own vectors (kept in tests/kafka) and the conformance corpus of other
+clients (../shared/conformance, beside a developer's checkout only: tests that need it skip, naming
+the missing file, where it is absent)."""
 from __future__ import annotations
 
 import json
@@ -16,13 +18,33 @@ if os.environ.get("CI"):
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("PYKBATCH_SHARED", ROOT.parent / "shared"))
-KAFKA_VECTORS = SHARED / "kafka" / "kafka-vectors.json"
+# Bytes and verdicts produced by running Apache Kafka's code, kept with the tests (tests/kafka/README.md)
+KAFKA_VECTORS = ROOT / "tests" / "kafka" / "kafka-vectors.json"
 CONFORMANCE = SHARED / "conformance"
+
+
+def absent(path: Path) -> str:
+    """The skip reason for a file of ../shared that is not there."""
+    return f"{path} not present (the shared reference folder is not beside this checkout)"
+
+
+def shared_file(path: Path) -> Path:
+    """``path`` (under ../shared), or a skip of the calling test naming it when it is absent."""
+    if not path.exists():
+        pytest.skip(absent(path))
+    return path
+
+
+def shared_params(path: Path, make):
+    """pytest params from ``make()`` when ``path`` exists, else one param skipped naming it."""
+    if not path.exists():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=absent(path)))]
+    return make()
 
 
 @lru_cache(maxsize=None)
 def load_json(path: Path):
-    """The parsed file, or None when ../shared is not beside the checkout."""
+    """The parsed file, or None when it is absent (../shared is not beside the checkout)."""
     if not path.exists():
         return None
     with open(path) as f:
@@ -30,18 +52,20 @@ def load_json(path: Path):
 
 
 def kafka_vectors(predicate=lambda v: True):
-    """pytest params over Kafka's own vectors (one skipped param when absent)."""
-    data = load_json(KAFKA_VECTORS)
-    if data is None:
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{KAFKA_VECTORS} not present"))]
-    return [pytest.param(v, id=v["name"]) for v in data if predicate(v)]
+    """pytest params over Kafka's own vectors."""
+    return [pytest.param(v, id=v["name"]) for v in load_json(KAFKA_VECTORS) if predicate(v)]
+
+
+def kafka_vector(name: str) -> dict:
+    """The one vector of Kafka's called ``name``."""
+    (v,) = [v for v in load_json(KAFKA_VECTORS) if v["name"] == name]
+    return v
 
 
 def conformance_vectors(predicate=lambda v: True):
-    data = load_json(CONFORMANCE / "vectors.json")
-    if data is None:
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{CONFORMANCE} not present"))]
-    return [pytest.param(v, id=v["id"]) for v in data["vectors"] if predicate(v)]
+    path = CONFORMANCE / "vectors.json"
+    return shared_params(path, lambda: [pytest.param(v, id=v["id"]) for v in load_json(path)["vectors"]
+                                        if predicate(v)])
 
 
 def vector_bytes(v) -> bytes:

@@ -11,12 +11,7 @@ from pykbatch.indexes import (
     Checkpoint, CorruptIndexError, OffsetIndex, ProducerSnapshot, TimeIndex, TxnIndex, segment_file_name,
 )
 from pykbatch.segments import open_partition, read_segment
-from tests.conftest import CONFORMANCE, kafka_vectors
-
-
-def vector(name):
-    (v,) = kafka_vectors(lambda v: v["name"] == name)
-    return v.values[0]
+from tests.conftest import CONFORMANCE, kafka_vector as vector, shared_params
 
 
 OFFSET_INDEX = "offset index, baseOffset=1000, entries (1000,0),(1017,4168),(1042,8390)"
@@ -187,9 +182,7 @@ def test_segments_and_partitions_find_offsets_and_times(tmp_path):
 
 def corpus_files(suffix):
     root = CONFORMANCE / "segments"
-    if not root.exists():
-        return [pytest.param(None, marks=pytest.mark.skip(reason="conformance segments not present"))]
-    return sorted(str(p) for p in root.rglob(f"*{suffix}"))
+    return shared_params(root, lambda: sorted(str(p) for p in root.rglob(f"*{suffix}")))
 
 
 @pytest.mark.parametrize("path", corpus_files(".snapshot"))

@@ -12,7 +12,7 @@ import pytest
 
 from pykbatch.cli import main
 from tests import kafka_tools
-from tests.conftest import CONFORMANCE
+from tests.conftest import CONFORMANCE, shared_file
 
 pytestmark = pytest.mark.skipif(kafka_tools.unavailable() is not None, reason=str(kafka_tools.unavailable()))
 
@@ -133,18 +133,16 @@ def test_the_broker_files_cover_what_they_should(broker_files, capsys):
     assert offsets and offsets[0] > 0 and len(offsets) < 25
 
 
-def corpus_groups():
-    root = CONFORMANCE / "segments"
-    if not root.exists():
-        return [pytest.param(None, marks=pytest.mark.skip(reason="conformance segments not present"))]
+def corpus_files() -> list[str]:
+    root = shared_file(CONFORMANCE / "segments")
     files = sorted(str(p) for p in root.rglob("*") if p.suffix in (".log", ".snapshot", ".index", ".timeindex"))
     # Kafka's tool dies on an index whose .log is missing: leave those out
-    return [[f for f in files if f.endswith((".log", ".snapshot")) or f.rsplit(".", 1)[0] + ".log" in files]]
+    return [f for f in files if f.endswith((".log", ".snapshot")) or f.rsplit(".", 1)[0] + ".log" in files]
 
 
 @pytest.mark.parametrize("flags", [("--print-data-log",), ("--verify-index-only",)], ids=lambda f: " ".join(f))
 def test_corpus_files_dump_like_kafka(flags, capsys):
-    (files,) = corpus_groups()
+    files = corpus_files()
     theirs_out, theirs_err = kafka_tools.dump(files, *flags)
     our_out, our_err = ours(files, flags, capsys)
     assert our_out.splitlines() == theirs_out.splitlines()

@@ -1,4 +1,5 @@
-"""Apache Kafka's own vectors (../shared/kafka/kafka-vectors.json): decoded fields, byte-exact
+"""Apache Kafka's own vectors (tests/kafka/kafka-vectors.json, bytes and verdicts produced by
+running Kafka's code, kept with the tests: see tests/kafka/README.md): decoded fields, byte-exact
 re-encoding, validation verdicts and messages, dump output.
 
 Vectors this version cannot handle yet are marked ``xfail(strict=True)`` with the reason, so
@@ -7,7 +8,7 @@ they start failing (and must be un-marked) the day the capability lands.
 import pytest
 
 import pykbatch as kb
-from tests.conftest import arrow_matches_iteration, kafka_vectors
+from tests.conftest import KAFKA_VECTORS, SHARED, arrow_matches_iteration, kafka_vectors, shared_file
 
 BATCH_FILES = ("DefaultRecordBatch.java", "MemoryRecordsBuilder.java", "EndTransactionMarker.java",
                "LegacyRecord.java", "AbstractLegacyRecordBatch.java")
@@ -214,3 +215,9 @@ def test_control_batches_expose_their_marker(v):
     assert b.is_control and b.is_transactional and b.control_type == want
     assert b.control.coordinator_epoch == 9 and b.control.type == (1 if want == "COMMIT" else 0)
     assert (b.producer_id, b.producer_epoch, b.base_sequence) == (12345, 2, -1)
+
+
+def test_kept_vectors_are_the_reference_copy():
+    """The copy kept in tests/kafka has not drifted from the team's reference file."""
+    reference = shared_file(SHARED / "kafka" / "kafka-vectors.json")
+    assert KAFKA_VECTORS.read_bytes() == reference.read_bytes()

@@ -20,10 +20,10 @@ def seeds(directory):
     directory.mkdir()
     blobs = [batch(3) + batch(2, base_offset=3), batch(1, headers=[(b"h", b"v"), (b"n", None)])]
     blobs += [p.read_bytes() for p in (ROOT / "tests" / "fuzz_regressions").iterdir()]
-    for v in load_json(KAFKA_VECTORS) or []:
+    for v in load_json(KAFKA_VECTORS):
         if v["hex"]:
             blobs.append(bytes.fromhex(v["hex"]))
-    for v in (load_json(CONFORMANCE / "vectors.json") or {"vectors": []})["vectors"]:
+    for v in (load_json(CONFORMANCE / "vectors.json") or {"vectors": []})["vectors"]:  # where present
         if "hex" in v:
             blobs.append(bytes.fromhex(v["hex"]))
     for i, blob in enumerate(blobs):

@@ -5,7 +5,7 @@ import pytest
 
 import pykbatch as kb
 from pykbatch.producer_state import ProducerStateTracker, audit_producers
-from tests.conftest import kafka_vectors
+from tests.conftest import kafka_vector
 
 TP = "t-0"
 
@@ -19,8 +19,7 @@ def as_kafka_44(message: str) -> str:
 
 
 def vector(name):
-    (v,) = kafka_vectors(lambda v: v["name"] == name)
-    return v.values[0]["expected"]["steps"]
+    return kafka_vector(name)["expected"]["steps"]
 
 
 def test_sequence_and_epoch_steps_match_kafka():

@@ -12,7 +12,7 @@ import pykbatch as kb
 from pykbatch.indexes import segment_file_name
 from spark_udfs.segment_plan import Ranges, find_segments, plan_splits, read_mode, start_position
 from spark_udfs.segment_source import arrow_schema, read_split
-from tests.conftest import CONFORMANCE
+from tests.conftest import CONFORMANCE, shared_file
 
 
 def write_partition(directory, segments=3, batches=12, records=5, index_bytes=600, seed=0):
@@ -143,9 +143,7 @@ def test_windows_skip_batches_in_the_middle_without_mixing_verdicts(tmp_path):
 
 
 def test_pruned_reads_equal_brute_force_on_the_real_segments():
-    root = CONFORMANCE / "segments"
-    if not root.exists():
-        pytest.skip("conformance segments not present")
+    root = shared_file(CONFORMANCE / "segments")
     rng = random.Random(7)
     checked = 0
     for directory in sorted({p.parent for p in root.rglob("*.log")}):

@@ -7,24 +7,23 @@ import pytest
 
 import pykbatch as kb
 from pykbatch.dump import dump_log
-from tests.conftest import CONFORMANCE, load_json
+from tests.conftest import CONFORMANCE, load_json, shared_file, shared_params
+
+MANIFEST = CONFORMANCE / "segments" / "manifest.json"
 
 
 def kafka_segments():
-    manifest = load_json(CONFORMANCE / "segments" / "manifest.json")
-    if manifest is None:
-        return [pytest.param(None, marks=pytest.mark.skip(reason="conformance segments not present"))]
     # entries with "records" and "entries" are Kafka segments (Redpanda's native ones have "format")
-    return [pytest.param(item, id=item["file"]) for items in manifest.values() for item in items
-            if "entries" in item and "records" in item and "format" not in item]
+    return shared_params(MANIFEST, lambda: [
+        pytest.param(item, id=item["file"]) for items in load_json(MANIFEST).values() for item in items
+        if "entries" in item and "records" in item and "format" not in item])
 
 
 SEGMENTS = kafka_segments()
 
 
 def test_the_corpus_has_its_86_kafka_segments():
-    if SEGMENTS and SEGMENTS[0].values[0] is None:
-        pytest.skip("conformance segments not present")
+    shared_file(MANIFEST)
     assert len(SEGMENTS) == 86
 
 
@@ -47,9 +46,7 @@ def test_segment(item, tmp_path):
 
 def corpus_partitions():
     root = CONFORMANCE / "segments"
-    if not root.exists():
-        return [pytest.param(None, marks=pytest.mark.skip(reason="conformance segments not present"))]
-    return sorted({str(p.parent) for p in root.rglob("*.log")})
+    return shared_params(root, lambda: sorted({str(p.parent) for p in root.rglob("*.log")}))
 
 
 @pytest.mark.parametrize("directory", corpus_partitions())

@@ -168,11 +168,9 @@ def test_every_core_capability_has_a_spark_function():
 def test_segment_source_reads_the_real_segments(spark):
     """spark.read.format("kafka-segment") over the corpus: the manifest's record counts per
     segment, and one row per batch in header-only mode."""
-    from tests.conftest import CONFORMANCE, load_json
+    from tests.conftest import CONFORMANCE, load_json, shared_file
     root = CONFORMANCE / "segments"
-    if not root.exists():
-        pytest.skip("conformance segments not present")
-    manifest = load_json(root / "manifest.json")
+    manifest = load_json(shared_file(root / "manifest.json"))
     expected = {}
     for items in manifest.values():
         for item in items:
@@ -376,13 +374,10 @@ def test_every_udf_equals_the_core_on_the_conformance_corpus(spark):
 
     from pykbatch.arrow import batch_info_array, crc32c_array, repair_array
     from spark_udfs import kbatch_batch_info, kbatch_crc32c, kbatch_decode, kbatch_repair, kbatch_validate
-    from tests.conftest import conformance_vectors, kafka_vectors, vector_bytes
+    from tests.conftest import CONFORMANCE, conformance_vectors, kafka_vectors, vector_bytes
     values = [vector_bytes(p.values[0]) for p in conformance_vectors(lambda v: v["framing"] in ("log", "batch"))
               if p.values[0] is not None]
-    values += [bytes.fromhex(p.values[0]["hex"]) for p in kafka_vectors(lambda v: bool(v.get("hex")))
-               if p.values[0] is not None]
-    if not values:
-        pytest.skip("no shared vectors")
+    values += [bytes.fromhex(p.values[0]["hex"]) for p in kafka_vectors(lambda v: bool(v.get("hex")))]
     log = kb.ValidationConfig(origin="log")
     df = spark.createDataFrame(list(enumerate(values)), "id int, value binary")
     got = df.select("id", kbatch_validate("value", log).alias("v"), kbatch_decode("value").alias("d"),
@@ -395,7 +390,9 @@ def test_every_udf_equals_the_core_on_the_conformance_corpus(spark):
             "r": repair_array(arr, log).to_pylist()}
     for field, expected in want.items():
         assert [as_python(r[field]) for r in got] == expected, field
-    assert len(values) > 250 and sum(1 for v in want["v"] if not v["ok"]) > 40
+    with_corpus = (CONFORMANCE / "vectors.json").exists()  # Kafka's 159 alone on a user's clone
+    assert len(values) > (250 if with_corpus else 150)
+    assert sum(1 for v in want["v"] if not v["ok"]) > (40 if with_corpus else 20)
 
 
 def test_sql_records_udtf_equals_explode_records(frame, spark):
