@@ -13,7 +13,6 @@ import os
 import sys
 
 from . import _native
-from .errors import KafkaDataError
 from ._result import ValidationConfig
 from .dump import dump_files, dump_json
 

@@ -1,7 +1,9 @@
 """Small batch factories for tests."""
+import random
 import struct
 
 import pykbatch as kb
+from pykbatch.indexes import segment_file_name
 
 
 def batch(n=3, base_offset=0, value=b"value", headers=(), **fields) -> bytes:
@@ -53,3 +55,37 @@ def _record(offset_delta, ts_delta, key, value, headers, attributes):
     for hk, hv in headers:
         body += _blob(hk) + _blob(hv)
     return zz(len(body)) + body
+
+
+def write_partition(directory, segments=3, batches=12, records=5, index_bytes=600, seed=0):
+    """A partition dir of ``segments`` segments written as a broker does: an .index entry (last
+    offset, position) and a .timeindex entry (max timestamp so far, its batch's last offset) after
+    every ~index_bytes of log.  Timestamps mostly rise, with some batches from the past."""
+    rng = random.Random(seed)
+    directory.mkdir(parents=True)
+    offset, clock = 0, 1_000
+    for _ in range(segments):
+        base = offset
+        log, index, timeindex = bytearray(), bytearray(), bytearray()
+        since_index, max_ts, max_ts_offset = 0, -1, base
+        for _ in range(batches):
+            clock += rng.randint(1, 50)
+            ts = clock - rng.choice([0, 0, 0, 400])  # a producer with a slow clock, now and then
+            recs = [{"key": b"k%d" % (offset + i), "value": b"v" * rng.randint(1, 80),
+                     "timestamp": ts + i - (30 if i == 2 else 0)}  # a record older than its batch's first
+                    for i in range(records)]
+            batch = kb.build_batch(recs, base_offset=offset)
+            last = offset + records - 1
+            if max(r["timestamp"] for r in recs) > max_ts:
+                max_ts, max_ts_offset = max(r["timestamp"] for r in recs), last
+            if since_index >= index_bytes:
+                index += struct.pack(">ii", last - base, len(log))
+                timeindex += struct.pack(">qi", max_ts, max_ts_offset - base)
+                since_index = 0
+            log += batch
+            since_index += len(batch)
+            offset += records
+        (directory / segment_file_name(base, ".log")).write_bytes(log)
+        (directory / segment_file_name(base, ".index")).write_bytes(index)
+        (directory / segment_file_name(base, ".timeindex")).write_bytes(timeindex)
+    return directory

@@ -5,7 +5,7 @@ import pytest
 
 import pykbatch as kb
 from pykbatch.cli import main
-from tests.samples import batch, batch_of_records, record
+from tests.samples import batch, batch_of_records, recrc, record
 
 
 @pytest.fixture
@@ -52,12 +52,95 @@ def test_dump_max_bytes_and_unknown_files(log_file, tmp_path, capsys):
     assert f"Ignoring unknown file {other}" in captured.err
 
 
-def test_dump_stops_at_a_broken_record_like_kafka(tmp_path, capsys):
+def test_dump_names_a_broken_record_and_goes_on(tmp_path, capsys):
     path = tmp_path / "00000000000000000000.log"
-    path.write_bytes(batch_of_records(record(0), record(1)[:-1] + b"\x7f"))
+    path.write_bytes(batch_of_records(record(0), record(1)[:-1] + b"\x7f") + batch(1, base_offset=2))
     assert main(["dump", "--files", str(path), "--deep-iteration"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[3].startswith("| offset: 0 ")  # the good record before the fault
+    assert out[4].startswith("| damaged batch: records not readable at byte ")
+    assert "INVALID_RECORD(87) record.negative_header_count: Found invalid number of record headers -64" in out[4]
+    assert out[5].startswith("baseOffset: 2 ") and out[6].startswith("| offset: 2 ")
+
+
+def damaged_middle(tmp_path, how: str):
+    """A segment of three batches whose middle one cannot be read: its compressed payload
+    scrambled (gzip/snappy/lz4/zstd) or an unknown codec id (5-7), its CRC fixed so only the
+    records are wrong.  Returns (path, middle batch's position)."""
+    first, last = batch(3, base_offset=0), batch(2, base_offset=6)
+    if how.isdigit():
+        middle = bytearray(batch(3, base_offset=3))
+        middle[22] = (middle[22] & ~7) | int(how)
+    else:
+        middle = bytearray(batch(3, base_offset=3, value=b"payload " * 8, compression=how))
+        for i in range(75, len(middle) - 4):
+            middle[i] ^= 0x5A
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(first + recrc(bytes(middle)) + last)
+    assert kb.validate(path.read_bytes(), kb.ValidationConfig(origin="log")).culprit_count == 1
+    return path, len(first)
+
+
+HOWS = ["gzip", "snappy", "lz4", "zstd", "5", "6", "7"]
+
+
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("flag", ["--deep-iteration", "--print-data-log"])
+def test_dump_prints_a_damaged_batch_its_culprit_and_the_batches_after_it(tmp_path, capsys, how, flag):
+    path, middle = damaged_middle(tmp_path, how)
+    assert main(["dump", "--files", str(path), flag]) == 1
     captured = capsys.readouterr()
-    assert "Found invalid number of record headers -64" in captured.err
+    out = captured.out.splitlines()
+    (at,) = [i for i, line in enumerate(out) if f" position: {middle} " in line]
+    assert out[at].startswith("baseOffset: 3 lastOffset: 5 count: 3 ")
+    rule = "batch.unknown_codec" if how.isdigit() else "batch.decompression_failed"
+    assert out[at + 1].startswith(f"| damaged batch: records not readable at byte ")
+    assert f"UNKNOWN_SERVER_ERROR(-1) {rule}: " in out[at + 1]
+    assert out[at + 2].startswith("baseOffset: 6 ") and out[at + 3].startswith("| offset: 6 ")
+    assert [line.split()[2] for line in out if line.startswith("| offset:")] == ["0", "1", "2", "6", "7"]
+    assert "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_json_dumps_put_an_error_in_place_of_the_records(tmp_path, capsys, how):
+    path, middle = damaged_middle(tmp_path, how)
+    assert main(["dump", "--files", str(path), "--format", "json", "--deep-iteration"]) == 1
+    (doc,) = json.loads(capsys.readouterr().out)["files"]
+    assert [len(b.get("records", ())) for b in doc["batches"]] == [3, 0, 2] and doc["error"] is None
+    error = doc["batches"][1]["error"]
+    assert "records" not in doc["batches"][1] and error["code"] == -1 and error["position"] > middle
+    assert error["rule"] == ("batch.unknown_codec" if how.isdigit() else "batch.decompression_failed")
+    assert main(["dump", "--files", str(path), "--format", "jsonl", "--deep-iteration"]) == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [o["type"] for o in lines] == ["batch"] + ["record"] * 3 + ["batch", "batch"] + ["record"] * 2 + ["end"]
+    assert lines[4]["error"] == error
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow"])
+@pytest.mark.parametrize("how", ["zstd", "6"])
+def test_export_leaves_a_damaged_batch_out_and_says_so(tmp_path, capsys, how, fmt):
+    import pyarrow.parquet as pq
+    path, middle = damaged_middle(tmp_path, how)
+    dest = tmp_path / f"out.{fmt}"
+    assert main(["dump", "--files", str(path), "--to", fmt, str(dest)]) == 1
+    captured = capsys.readouterr()
+    assert "wrote 5 records" in captured.out
+    assert f"left out batch 1 at byte {middle}: records not readable at byte " in captured.err
+    assert "1 damaged batch(es) left out" in captured.err
+    table = pq.read_table(dest) if fmt == "parquet" else __import__("pyarrow").ipc.open_file(dest).read_all()
+    assert table.column("offset").to_pylist() == [0, 1, 2, 6, 7]
+    assert table.column("batch_index").to_pylist() == [0, 0, 0, 2, 2]
+
+
+def test_exit_codes_are_documented(tmp_path, capsys):
+    from pykbatch.cli import EXIT_CODES, parser
+    assert sorted(EXIT_CODES) == [0, 1, 2]
+    assert all(f"{code} {what}" in " ".join(parser().format_help().split()) for code, what in EXIT_CODES.items())
+    assert main(["validate", str(tmp_path / "missing.log")]) == 2
+    assert "missing.log: no such file or directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["dump"])
+    assert exc.value.code == 2
 
 
 def test_validate_exit_codes_and_json(log_file, tmp_path, capsys):

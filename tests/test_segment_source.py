@@ -13,40 +13,7 @@ from pykbatch.indexes import segment_file_name
 from spark_udfs.segment_plan import Ranges, find_segments, plan_splits, read_mode, start_position
 from spark_udfs.segment_source import arrow_schema, read_split
 from tests.conftest import CONFORMANCE, shared_file
-
-
-def write_partition(directory, segments=3, batches=12, records=5, index_bytes=600, seed=0):
-    """A partition dir of ``segments`` segments written as a broker does: an .index entry (last
-    offset, position) and a .timeindex entry (max timestamp so far, its batch's last offset) after
-    every ~index_bytes of log.  Timestamps mostly rise, with some batches from the past."""
-    rng = random.Random(seed)
-    directory.mkdir(parents=True)
-    offset, clock = 0, 1_000
-    for _ in range(segments):
-        base = offset
-        log, index, timeindex = bytearray(), bytearray(), bytearray()
-        since_index, max_ts, max_ts_offset = 0, -1, base
-        for _ in range(batches):
-            clock += rng.randint(1, 50)
-            ts = clock - rng.choice([0, 0, 0, 400])  # a producer with a slow clock, now and then
-            recs = [{"key": b"k%d" % (offset + i), "value": b"v" * rng.randint(1, 80),
-                     "timestamp": ts + i - (30 if i == 2 else 0)}  # a record older than its batch's first
-                    for i in range(records)]
-            batch = kb.build_batch(recs, base_offset=offset)
-            last = offset + records - 1
-            if max(r["timestamp"] for r in recs) > max_ts:
-                max_ts, max_ts_offset = max(r["timestamp"] for r in recs), last
-            if since_index >= index_bytes:
-                index += struct.pack(">ii", last - base, len(log))
-                timeindex += struct.pack(">qi", max_ts, max_ts_offset - base)
-                since_index = 0
-            log += batch
-            since_index += len(batch)
-            offset += records
-        (directory / segment_file_name(base, ".log")).write_bytes(log)
-        (directory / segment_file_name(base, ".index")).write_bytes(index)
-        (directory / segment_file_name(base, ".timeindex")).write_bytes(timeindex)
-    return directory
+from tests.samples import write_partition
 
 
 def read_all(path, ranges, split_bytes=2000, mode="records", validate=False):
