@@ -94,7 +94,7 @@ def test_dump_prints_a_damaged_batch_its_culprit_and_the_batches_after_it(tmp_pa
     (at,) = [i for i, line in enumerate(out) if f" position: {middle} " in line]
     assert out[at].startswith("baseOffset: 3 lastOffset: 5 count: 3 ")
     rule = "batch.unknown_codec" if how.isdigit() else "batch.decompression_failed"
-    assert out[at + 1].startswith(f"| damaged batch: records not readable at byte ")
+    assert out[at + 1].startswith("| damaged batch: records not readable at byte ")
     assert f"UNKNOWN_SERVER_ERROR(-1) {rule}: " in out[at + 1]
     assert out[at + 2].startswith("baseOffset: 6 ") and out[at + 3].startswith("| offset: 6 ")
     assert [line.split()[2] for line in out if line.startswith("| offset:")] == ["0", "1", "2", "6", "7"]

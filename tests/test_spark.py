@@ -405,3 +405,18 @@ def test_sql_records_udtf_equals_explode_records(frame, spark):
         return sorted((tuple(as_python(v) for v in r) for r in frame_.collect()), key=repr)
     got, want = rows_of(sql), rows_of(api)
     assert got == want and len(got) == 11  # the records of the sample rows that decode
+
+
+def test_the_demo_pipeline_keeps_the_good_records_of_damaged_batches(spark):
+    """python -m spark_udfs.demo: batches 7 and 11 keep their good records (9 and 8), the
+    culprit records and the two batches damaged as a whole are dead-lettered, and every input
+    record (by the batch headers' counts) is accounted for."""
+    from spark_udfs.demo import run
+    ledger = run(spark, 20, show=False)
+    assert ledger == {
+        "input records": 19 * 10 + 12,  # batch 15's header claims 12
+        "good records": 16 * 10 + 9 + 8,
+        "dead-lettered records (dropped from their batch)": 3,
+        "dead-lettered records (in batches damaged as a whole)": 10 + 12,
+        "skipped records": 0,
+    }
