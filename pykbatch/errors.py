@@ -165,8 +165,11 @@ class UnsupportedCompressionTypeError(KafkaDataError, ValueError):
     code = 76
 
 
-class UnknownServerError(KafkaDataError, RuntimeError):
-    """UNKNOWN_SERVER_ERROR (-1): what Kafka answers for errors it does not classify."""
+class UnknownServerError(KafkaDataError, ValueError):
+    """UNKNOWN_SERVER_ERROR (-1): what Kafka answers for errors it does not classify.  Every one
+    pykbatch raises is caused by the bytes (a payload the codec rejects, an unknown codec id, input
+    the broker's own code fails on), so it is a ``ValueError`` like every other data error: code
+    that handles bad data with ``except ValueError`` handles these batches too."""
     code = -1
 
 

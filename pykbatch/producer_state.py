@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
 
 from ._result import Culprit
+from .errors import KafkaDataError
 
 INT32_MAX = 2**31 - 1
 BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
@@ -230,8 +231,14 @@ def audit_producers(data_or_batches, topic_partition: str = "t-0") -> ProducerAu
         batches = iter_batches(data_or_batches, verify_crc=False)
     tracker = ProducerStateTracker(topic_partition, mode="audit")
     culprits = []
-    for batch in batches:
-        culprits += tracker.append(batch).culprits
+    try:
+        for batch in batches:
+            try:
+                culprits += tracker.append(batch).culprits
+            except KafkaDataError:  # a v0/v1 wrapper whose inner messages are broken: no producer
+                continue            # state to audit there (validate reports the damage)
+    except KafkaDataError:  # the framing breaks: nothing after it can be placed (validate says where)
+        pass
     return ProducerAudit(culprits, tracker.producers, tracker.completed_transactions, tracker.open_transactions())
 
 

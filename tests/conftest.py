@@ -84,3 +84,18 @@ def arrow_matches_iteration(data: bytes) -> None:
         t.validate(full=True)
         got = list(zip(*(t.column(c).to_pylist() for c in ("offset", "timestamp", "key", "value", "headers"))))
         assert [tuple(g) for g in got] == want
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """The test session's one real Kafka broker (tests/kafka_tools.Broker: 4.3.1 from Maven
+    Central, KRaft, loopback ports), started on first use and stopped at the end; each test
+    module creates topics of its own."""
+    from tests import kafka_tools
+    why = kafka_tools.unavailable()
+    if why:
+        pytest.skip(why)
+    broker = kafka_tools.Broker(tmp_path_factory.mktemp("kafka-broker"))
+    broker.start()
+    yield broker
+    broker.stop()

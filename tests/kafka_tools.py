@@ -2,7 +2,8 @@
 the tests that compare pykbatch's dump with Kafka's on segments a real broker wrote.
 
 ``dump(files, *flags)`` runs org.apache.kafka.tools.DumpLogSegments; ``Broker`` is a single-node
-KRaft broker (broker + controller) on loopback ports in a temporary directory.
+KRaft broker (broker + controller) on loopback ports in a temporary directory.  The test session
+runs one (the ``kafka_broker`` fixture in tests/conftest.py), shared by every test that needs one.
 """
 from __future__ import annotations
 
@@ -80,12 +81,15 @@ class Broker:
         return path
 
     def start(self, timeout: float = 90) -> None:
+        """Starts the broker (formatting its storage the first time); again after ``stop`` it
+        reopens the same logs on the same ports."""
         config = self.config()
-        cluster = java("kafka.tools.StorageTool", "random-uuid").stdout.strip().splitlines()[-1]
-        fmt = java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(config))
-        if fmt.returncode != 0:
-            raise RuntimeError(f"kafka-storage format failed:\n{fmt.stdout}\n{fmt.stderr}")
-        log = open(self.directory / "broker.log", "w")
+        if not (self.data / "meta.properties").exists():
+            cluster = java("kafka.tools.StorageTool", "random-uuid").stdout.strip().splitlines()[-1]
+            fmt = java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(config))
+            if fmt.returncode != 0:
+                raise RuntimeError(f"kafka-storage format failed:\n{fmt.stdout}\n{fmt.stderr}")
+        log = open(self.directory / "broker.log", "a")
         self.process = subprocess.Popen(["java", "-Xmx512m", "-cp", classpath(), "kafka.Kafka", str(config)],
                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
@@ -111,6 +115,23 @@ class Broker:
             os.killpg(self.process.pid, 9)
             self.process.wait()
         self.process = None
+
+    def snapshot(self, into: Path, topics) -> Path:
+        """A copy of the data of ``topics`` (names or prefixes ending in ``*``) and of the broker's
+        own files as a clean shutdown leaves them (segments closed, indexes trimmed, snapshots
+        written): the broker stops, its data is copied, and it starts again."""
+        import fnmatch
+        import shutil
+        self.stop()
+        try:
+            for part in self.data.iterdir():
+                topic = part.name.rsplit("-", 1)[0]
+                if part.is_dir() and not any(fnmatch.fnmatch(topic, t) for t in topics):
+                    continue
+                (shutil.copytree if part.is_dir() else shutil.copy2)(part, into / part.name)
+        finally:
+            self.start()
+        return into
 
     def files(self, *suffixes: str) -> list[str]:
         return sorted(str(p) for p in self.data.rglob("*") if p.suffix in suffixes and p.is_file())

@@ -29,7 +29,7 @@ def test_public_names():
 @pytest.mark.parametrize("cls, code, base", [
     (kb.CorruptRecordError, 2, ValueError), (kb.InvalidRecordError, 87, ValueError),
     (kb.InvalidTimestampError, 32, ValueError), (kb.UnsupportedCompressionTypeError, 76, ValueError),
-    (kb.UnsupportedForMessageFormatError, 43, ValueError), (errors.UnknownServerError, -1, RuntimeError),
+    (kb.UnsupportedForMessageFormatError, 43, ValueError), (errors.UnknownServerError, -1, ValueError),
 ])
 def test_exceptions_have_two_bases_and_kafkas_code(cls, code, base):
     exc = cls("boom", 12, "some.rule")

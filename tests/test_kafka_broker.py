@@ -10,63 +10,17 @@ DELIBERATE with their reasons, and each must still occur (so the list cannot go 
 from __future__ import annotations
 
 import random
-import struct
 
 import pytest
 
 import pykbatch as kb
 from tests import kafka_broker
 from tests.kafka_broker import NOW_MS, Case
-from tests.samples import recrc
+from tests.kafka_cases import damage, random_batch
 
 CASES = int(__import__('os').environ.get('PYKBATCH_KAFKA_CASES', 4000))
 
 pytestmark = pytest.mark.skipif(kafka_broker.unavailable() is not None, reason=str(kafka_broker.unavailable()))
-
-
-def random_records(rng: random.Random, n: int, magic: int) -> list[dict]:
-    records = []
-    for _ in range(n):
-        offset_ms = rng.choice([0, -10, 500, -5000, 7_200_000, -7_200_000, -10**9])
-        records.append({
-            "key": None if rng.random() < 0.15 else rng.randbytes(rng.randint(0, 6)),
-            "value": None if rng.random() < 0.1 else rng.randbytes(rng.randint(0, 30)),
-            "timestamp": NOW_MS + offset_ms,
-            "headers": [("h", rng.randbytes(2))] if magic == 2 and rng.random() < 0.2 else [],
-        })
-    return records
-
-
-def random_batch(rng: random.Random, magic: int) -> bytes:
-    codecs = ["none", "none", "none", "gzip", "snappy", "lz4"] + (["zstd"] if magic == 2 else [])
-    fields = {"compression": rng.choice(codecs), "magic": magic}
-    if magic == 2:
-        if rng.random() < 0.25:
-            fields.update(producer_id=1000, producer_epoch=0, base_sequence=rng.choice([0, 0, 7, -2]),
-                          is_transactional=rng.random() < 0.4)
-        if rng.random() < 0.04:
-            fields["is_control"] = True
-    if magic > 0 and rng.random() < 0.1:
-        fields.update(timestamp_type="LogAppendTime", max_timestamp=NOW_MS)
-    return kb.build_batch(random_records(rng, rng.randint(1, 4), magic), **fields)
-
-
-def damage(rng: random.Random, data: bytes) -> bytes:
-    """One header field, CRC or record byte of a v2 batch changed (the CRC fixed after, but for
-    the CRC damage itself)."""
-    what = rng.choice(["base_offset", "last_offset_delta", "count", "crc", "record_byte", "truncate"])
-    if what == "base_offset":
-        return struct.pack(">q", rng.choice([1, 5, -1])) + data[8:]
-    if what == "last_offset_delta":
-        return recrc(data[:23] + struct.pack(">i", rng.choice([-1, 0, 1, 5])) + data[27:])
-    if what == "count":
-        return recrc(data[:57] + struct.pack(">i", rng.choice([-1, 0, 2, 9])) + data[61:])
-    if what == "crc":
-        return data[:17] + bytes([data[17] ^ 0x40]) + data[18:]
-    if what == "record_byte" and len(data) > 62:
-        pos = rng.randrange(61, len(data))
-        return recrc(data[:pos] + bytes([data[pos] ^ (1 << rng.randrange(8))]) + data[pos + 1:])
-    return data[:rng.randrange(len(data) - 12, len(data))]
 
 
 def random_case(i: int) -> tuple[Case, kb.ValidationConfig]:

@@ -73,16 +73,16 @@ def produce(bootstrap: str) -> None:
     time.sleep(3)  # let the cleaner run over the compacted topic's rolled segments
 
 
+TOPICS = ("codec-*", "txn", "compacted", "__*")  # this module's, and the broker's own
+
+
 @pytest.fixture(scope="module")
-def broker_files(tmp_path_factory):
-    broker = kafka_tools.Broker(tmp_path_factory.mktemp("kafka"))
-    broker.start()
-    try:
-        create_topics(broker.bootstrap)
-        produce(broker.bootstrap)
-    finally:
-        broker.stop()
-    files = broker.files(".log", ".index", ".timeindex", ".snapshot", ".txnindex", ".checkpoint")
+def broker_files(kafka_broker, tmp_path_factory):
+    create_topics(kafka_broker.bootstrap)
+    produce(kafka_broker.bootstrap)
+    data = kafka_broker.snapshot(tmp_path_factory.mktemp("dumped"), TOPICS)
+    files = sorted(str(p) for p in data.rglob("*") if p.is_file() and p.suffix in (
+        ".log", ".index", ".timeindex", ".snapshot", ".txnindex", ".checkpoint"))
     assert any(f.endswith(".txnindex") for f in files), "the aborted transaction left no .txnindex"
     return files
 
