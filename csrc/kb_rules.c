@@ -61,6 +61,14 @@ static const int16_t codes[KB_RULE_COUNT] = {
     [KB_RULE_LEGACY_LOG_APPEND_TIME] = KB_INVALID_TIMESTAMP,
     [KB_RULE_RECORD_PAYLOAD_EOF] = KB_INVALID_RECORD,
     [KB_RULE_SKIP_EOF] = KB_INVALID_RECORD,
+    /* Kafka: IndexOutOfBoundsException (ReplicaManager.handleProduceAppend reads producerId) */
+    [KB_RULE_PRODUCER_ID_UNREADABLE] = KB_UNKNOWN_SERVER_ERROR,
+    /* Kafka: IllegalArgumentException (DefaultRecord.readFrom, outside its handler) */
+    [KB_RULE_LENGTH_VARINT_TOO_LONG] = KB_UNKNOWN_SERVER_ERROR,
+    /* Kafka: UnsupportedOperationException (PartialDefaultRecord.key() in the rebuild) */
+    [KB_RULE_PARTIAL_REBUILD] = KB_UNKNOWN_SERVER_ERROR,
+    [KB_RULE_REBUILT_TOO_LARGE] = KB_MESSAGE_TOO_LARGE,
+    [KB_RULE_NEGATIVE_LENGTH] = KB_INVALID_RECORD,
 };
 
 int16_t kb_rule_code(kb_rule rule)

@@ -87,6 +87,13 @@ typedef enum {
     KB_RULE_LEGACY_LOG_APPEND_TIME,  /* a producer set LogAppendTime on a v1 message */
     KB_RULE_RECORD_PAYLOAD_EOF,      /* stream reader: the body runs past the decompressed data */
     KB_RULE_SKIP_EOF,                /* partial reader: a skipped field runs past the data */
+    /* inputs on which Kafka's own code fails (UNKNOWN_SERVER_ERROR), and what rebuilding costs */
+    KB_RULE_PRODUCER_ID_UNREADABLE,  /* produce: a v2 batch too short to hold its producer id */
+    KB_RULE_LENGTH_VARINT_TOO_LONG,  /* uncompressed record: its length varint runs past 5 bytes */
+    KB_RULE_PARTIAL_REBUILD,         /* compressed batch kept in its codec, offset deltas not 0..n-1 */
+    KB_RULE_REBUILT_TOO_LARGE,       /* the batch the broker re-encodes > max.message.bytes (Python) */
+    /* pykbatch's stricter rules */
+    KB_RULE_NEGATIVE_LENGTH,         /* a key, value or header value length below -1 */
     KB_RULE_COUNT
 } kb_rule;
 

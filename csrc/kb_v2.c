@@ -177,9 +177,10 @@ int kb_v2_read_record(const uint8_t *buf, size_t pos, size_t limit, kb_record *r
     r->offset_known = 0;
     int n = kb_read_varint(buf + p, buf + limit, &r->length);
     if (n <= 0) {
-        /* Kafka: BufferUnderflow -> "premature EOF"; the walk cannot go on */
+        /* Kafka: BufferUnderflow -> "premature EOF"; a varint too long is an IllegalArgumentException
+         * its handler does not catch (UNKNOWN_SERVER_ERROR); the walk cannot go on */
         if (n == KB_VARINT_TOO_LONG)
-            kb_fault_set(f, KB_RULE_VARINT_TOO_LONG, p, KB_FIELD_LENGTH, 0, 0);
+            kb_fault_set(f, KB_RULE_LENGTH_VARINT_TOO_LONG, p, KB_FIELD_LENGTH, 0, 0);
         else
             kb_fault_set(f, KB_RULE_PREMATURE_EOF, p, 0, 0, 0);
         return -1;

@@ -17,6 +17,7 @@
 #define KB_HEADER_SIZE_UP_TO_MAGIC 17
 #define KB_MIN_ENTRY_SIZE 14 /* LegacyRecord.RECORD_OVERHEAD_V0 */
 #define KB_V2_HEADER_SIZE 61
+#define KB_V2_PRODUCER_ID_END 51 /* producerId is bytes 43-50 of a batch */
 #define KB_V2_CRC_START 21
 
 #define KB_ATTR_CODEC_MASK 0x07

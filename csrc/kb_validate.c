@@ -192,6 +192,36 @@ static int check_header(ctx_t *c, const uint8_t *buf, size_t pos, size_t size, c
     return 1;
 }
 
+/* Strict: a key, value or header value length below -1, which Kafka reads as null and no writer
+ * produces (the position is the length's own). */
+static void check_null_lengths(ctx_t *c, const uint8_t *buf, size_t limit, const kb_record *r, int32_t index)
+{
+    if (r->key_len < -1)
+        report(c, KB_RULE_NEGATIVE_LENGTH, r->key - (size_t)kb_sizeof_varint(r->key_len), index, r->offset_delta,
+               KB_FIELD_KEY_LENGTH, r->key_len, 0);
+    if (r->value_len < -1)
+        report(c, KB_RULE_NEGATIVE_LENGTH, r->value - (size_t)kb_sizeof_varint(r->value_len), index,
+               r->offset_delta, KB_FIELD_VALUE_LENGTH, r->value_len, 0);
+    size_t p = r->headers;
+    for (int32_t k = 0; k < r->header_count; k++) {
+        size_t key, value;
+        int32_t klen, vlen;
+        p = kb_v2_read_header_kv(buf, p, limit, &key, &klen, &value, &vlen);
+        if (vlen < -1)
+            report(c, KB_RULE_NEGATIVE_LENGTH, value - (size_t)kb_sizeof_varint(vlen), index, r->offset_delta,
+                   KB_FIELD_HEADER_VALUE_LENGTH, vlen, 0);
+    }
+}
+
+/* Strict, v0/v1: a key or value length below -1 (its int32 is just before the bytes). */
+static void check_legacy_null_lengths(ctx_t *c, const kb_legacy_msg *m, int32_t index, int64_t offset, int value)
+{
+    if (m->key_len < -1)
+        report(c, KB_RULE_NEGATIVE_LENGTH, m->key - 4, index, offset, KB_FIELD_KEY_LENGTH, m->key_len, 0);
+    if (value && m->value_len < -1)
+        report(c, KB_RULE_NEGATIVE_LENGTH, m->value - 4, index, offset, KB_FIELD_VALUE_LENGTH, m->value_len, 0);
+}
+
 /* Walks the records in buf[start, limit): the batch's own bytes for an
  * uncompressed batch, else its decompressed records.  Returns the largest
  * record timestamp when every record was read (CreateTime), INT64_MIN otherwise. */
@@ -210,6 +240,8 @@ static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t 
     size_t p = start;
     int64_t prev = -1, max_ts = INT64_MIN;
     int all_read = 1;
+    size_t rebuild_pos = SIZE_MAX; /* the first record whose offset delta is not its index */
+    int32_t rebuild_delta = 0, rebuild_index = 0;
     int32_t i;
     for (i = 0; i < h->record_count; i++) {
         if (p >= limit) {
@@ -245,8 +277,14 @@ static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t 
         check_record_rules(c, r.pos, i, kb_wrap_add64(h->base_offset, r.offset_delta),
                            create_time ? kb_wrap_add64(h->base_timestamp, r.timestamp_delta) : h->max_timestamp,
                            r.key_len, r.value_len, !create_time, partial);
+        if (partial && r.offset_delta != i && rebuild_pos == SIZE_MAX) {
+            rebuild_pos = r.pos;
+            rebuild_delta = r.offset_delta;
+            rebuild_index = i;
+        }
         if (!strict)
             continue;
+        check_null_lengths(c, buf, limit, &r, i);
         if (r.offset_delta <= prev)
             report(c, KB_RULE_OFFSET_NOT_INCREASING, r.pos, i, r.offset_delta, r.offset_delta, prev, 0);
         else if (r.offset_delta > h->last_offset_delta)
@@ -266,6 +304,10 @@ static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t 
     }
     if (i == h->record_count && p < limit)
         report(c, KB_RULE_RECORDS_REMAINING, p, -1, KB_NO_OFFSET, (int64_t)(limit - p), 0, 0);
+    /* LogValidator keeps such a batch only if its offsets need no change; otherwise it rebuilds
+     * it from the records its partial reader skipped the keys and values of, and fails */
+    if (all_read && rebuild_pos != SIZE_MAX)
+        report(c, KB_RULE_PARTIAL_REBUILD, rebuild_pos, -1, KB_NO_OFFSET, rebuild_delta, rebuild_index, 0);
     return all_read && create_time && h->record_count > 0 ? max_ts : INT64_MIN;
 }
 
@@ -278,6 +320,11 @@ static void check_max_timestamp(ctx_t *c, size_t pos, const kb_v2_header *h, int
 
 static void check_v2(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
 {
+    /* a produce request's batch is asked for its producer id (bytes 43-50) before it is validated */
+    if (size < KB_V2_PRODUCER_ID_END && c->opts->origin == KB_ORIGIN_CLIENT) {
+        report(c, KB_RULE_PRODUCER_ID_UNREADABLE, pos + 8, -1, KB_NO_OFFSET, (int64_t)size, KB_V2_PRODUCER_ID_END, 0);
+        return;
+    }
     if (size < KB_V2_HEADER_SIZE) {
         report(c, KB_RULE_BATCH_TOO_SMALL, pos + 8, -1, KB_NO_OFFSET, (int64_t)size, KB_V2_HEADER_SIZE, 0);
         return;
@@ -362,6 +409,7 @@ static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_l
             check_legacy_record_rules(c, &m, i, m.offset, m.magic == 0 ? -1 : log_append ? w->timestamp : m.timestamp,
                                       log_append);
         if (c->opts->strict) {
+            check_legacy_null_lengths(c, &m, i, m.offset, 1);
             if (m.offset <= prev)
                 report(c, KB_RULE_OFFSET_NOT_INCREASING, m.pos, i, m.offset, m.offset, prev, 0);
             if (w->magic > 0 && !(w->attributes & KB_ATTR_LOG_APPEND_TIME) && m.timestamp > w->timestamp)
@@ -395,6 +443,8 @@ static void check_legacy(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
             report(c, KB_RULE_CRC_MISMATCH, pos + 12, -1, KB_NO_OFFSET, m.crc, computed, 0);
     }
     int codec = m.attributes & KB_ATTR_CODEC_MASK;
+    if (c->opts->strict) /* a wrapper's null value is an error of its own */
+        check_legacy_null_lengths(c, &m, codec == 0 ? 0 : -1, m.offset, codec == 0);
     if (codec == 0) {
         c->s->records++;
         check_legacy_record_rules(c, &m, 0, m.offset, m.timestamp, m.magic > 0 && (m.attributes & KB_ATTR_LOG_APPEND_TIME));

@@ -21,6 +21,7 @@ from pykbatch.control import parse_control as _parse_control
 from pykbatch._result import (Culprit, DroppedRecord, Repair, TruncatedTail, ValidationConfig, ValidationResult,
                               apply_handler)
 from pykbatch._rules import RULES, render as _render
+from pykbatch.rebuild import check_rebuilt_size as _check_rebuilt_size
 
 kb_crc32c_init()
 

@@ -246,7 +246,7 @@ class ValidationResult:
             return 0, [], None
         batch_level = next((c for c in failing if not _record_error(c)), None)
         if batch_level is not None:
-            return batch_level.code, [], None
+            return batch_level.code, [], _request_error_message(batch_level, self.config)
         code = 32 if any(c.code == 32 for c in failing) else 87
         seen, records = set(), []
         for c in failing:
@@ -314,6 +314,17 @@ def _verdict_key(c: Culprit, config: ValidationConfig) -> tuple[int, int]:
         # the first two entries, or else by analyzeAndValidateRecords with its size and CRC checks
         stage = "request" if config.produce_version and c.entry <= 1 else "append"
     return _STAGE_RANK[stage], c.entry
+
+
+def _request_error_message(c: Culprit, config: ValidationConfig) -> str | None:
+    """KIP-467's ``error_message`` for a batch-level verdict.  Kafka sends one only for a fault
+    that escapes its produce handler as an error of the whole request: the framing of the first
+    entry, which KafkaApis.handleProduceRequest reads before any check (RequestUtils.
+    hasTransactionalRecords), comes back through ProduceRequest.getErrorResponse with the
+    exception's message.  The same fault further on is found by the checks, which send none."""
+    if config.origin == "client" and c.entry == 0 and _RULES_BY_ID[c.rule].stage == "framing":
+        return c.message
+    return None
 
 
 def _record_error(c: Culprit) -> bool:

@@ -37,7 +37,9 @@ class Rule:
 # over every batch before the next begins; "batch" runs per batch (header, then its records).
 # Kafka answers with the first failure, so the verdict comes from the earliest (stage, entry).
 # A rule of stage "framing" is found while iterating entries: "request" or "append", by entry.
-STAGES = ("request", "append", "validator", "batch", "after")
+# "handler": ReplicaManager.handleProduceAppend, between the request's checks and the log's append;
+# "rebuild": LogValidator re-encoding a batch after every record of it passed.
+STAGES = ("request", "handler", "append", "validator", "batch", "rebuild", "after")
 
 RULES: tuple[Rule, ...] = (
     Rule("none", "", kafka=False, record_error=False),
@@ -169,6 +171,29 @@ RULES: tuple[Rule, ...] = (
          "Invalid record size: expected {a0} bytes in record payload, but the record payload reached EOF.", True, False,
          "{a1} bytes of decompressed records left"),
     Rule("record.skip_eof", "Reached end of input stream before skipping all bytes. Remaining bytes:{a0}", True, False),
+    # where Kafka's own code fails on the input: it answers UNKNOWN_SERVER_ERROR (no message), the
+    # template says what is wrong and the detail where Kafka fails
+    Rule("batch.producer_id_unreadable",
+         "Record batch of {a0} bytes is too short to hold its producer id (bytes 43-50)", True, False,
+         "Kafka answers UNKNOWN_SERVER_ERROR: ReplicaManager.handleProduceAppend reads it (hasProducerId) "
+         "before the batch is validated", stage="handler"),
+    Rule("record.length_varint_too_long",
+         "Varint is too long, the most significant bit in the 5th byte is set", True, False,
+         "the record's length varint: Kafka answers UNKNOWN_SERVER_ERROR (DefaultRecord.readFrom reads it "
+         "outside its InvalidRecordException handler)"),
+    Rule("batch.partial_rebuild",
+         "Record offset delta {a0} differs from its index {a1}, so the batch must be rebuilt from records read "
+         "partially", True, False,
+         "Kafka answers UNKNOWN_SERVER_ERROR: LogValidator keeps a batch in its codec only if its offsets need no "
+         "change, else rebuilds it from PartialDefaultRecords, whose key() throws UnsupportedOperationException",
+         stage="rebuild"),
+    Rule("append.rebuilt_too_large",  # (sic: "append to" + "partition" in UnifiedLog.append)
+         "Message batch size is {a0} bytes in append topartition {tp} which exceeds the maximum configured "
+         "size of {a1}.", True, False,
+         "the batch the broker re-encodes for the topic's compression.type or record version",
+         stage="after"),
+    Rule("record.negative_length", "Record {field} {a1} is below -1", False, True,
+         "Kafka reads it as null; no writer produces it"),
 )
 
 FIELDS = ("length", "attributes", "timestampDelta", "offsetDelta", "keyLength", "key", "valueLength",
@@ -201,7 +226,8 @@ def render(rule: Rule, args, tp: str, reader: bool = False) -> tuple[str, str]:
     the message Kafka's client-side reader gives, where it has its own."""
     values = dict(zip(_ARG_NAMES, args))
     a0 = args[0]
-    values["field"] = FIELDS[a0] if rule.id in ("record.invalid_structure", "record.varint_too_long") \
+    values["field"] = FIELDS[a0] if rule.id in ("record.invalid_structure", "record.varint_too_long",
+                                                 "record.negative_length") \
         and 0 <= a0 < len(FIELDS) else ""
     values["tp"] = tp
     if rule.record:

@@ -137,9 +137,10 @@ def validate(buf, config=None, *, on_error=None):
     ``apply_handler``).
     """
     cdef _View v = _view(buf)
-    cdef _Validator checker = _Validator(config if config is not None else _DEFAULT_CONFIG, v)
+    config = config if config is not None else _DEFAULT_CONFIG
+    cdef _Validator checker = _Validator(config, v)
     checker.run(v.ptr, v.length)
-    result = checker.result()
+    result = _check_rebuilt_size(checker.result(), v.mv if v.length else b"", config)
     return result if on_error is None else apply_handler(result, on_error)
 
 
@@ -153,7 +154,11 @@ def _validate_rows(_View v, starts, ends, valid, config):
     cdef const int64_t[::1] row_start = starts
     cdef const int64_t[::1] row_end = ends
     cdef Py_ssize_t n = row_start.shape[0], row
-    cdef _Validator checker = _Validator(config if config is not None else _DEFAULT_CONFIG, v)
+    config = config if config is not None else _DEFAULT_CONFIG
+    cdef _Validator checker = _Validator(config, v)
+    # a client's append that Kafka may re-encode: v0/v1 entries always, any entry for another codec
+    cdef bint may_rebuild = config.origin == "client" and config.max_message_bytes is not None
+    cdef bint always_rebuilt = config.target_compression != "producer" or config.target_magic < 2
     records = np.zeros(n, np.int64)
     tails = np.full(n, -1, np.int64)
     cdef int64_t[::1] rec_view = records
@@ -165,8 +170,13 @@ def _validate_rows(_View v, starts, ends, valid, config):
         checker.run(v.ptr + row_start[row], <size_t> (row_end[row] - row_start[row]))
         rec_view[row] = checker.s.records
         tail_view[row] = checker.s.tail_pos
-        if checker.s.culprits:
-            bad[row] = checker.result()
+        result = checker.result() if checker.s.culprits else None
+        if may_rebuild and (always_rebuilt or (row_end[row] - row_start[row] > 16
+                                               and v.ptr[row_start[row] + 16] != 2)):
+            result = _check_rebuilt_size(result if result is not None else checker.result(),
+                                         v.mv[row_start[row]:row_end[row]], config)
+        if result is not None and result.culprit_count:
+            bad[row] = result
     return records, tails, bad
 
 

@@ -66,9 +66,18 @@ class Connection:
 
     def init_producer_id(self, transactional_id: str | None = None, timeout_ms: int = 60_000) -> tuple[int, int]:
         """(producer id, epoch) for an idempotent (or transactional) producer."""
+        import time
+
         from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
-        r = self.call(InitProducerIdRequest, InitProducerIdResponse, 4, transactional_id=transactional_id,
-                      transaction_timeout_ms=timeout_ms, producer_id=-1, producer_epoch=-1)
+        deadline = time.monotonic() + 60
+        while True:
+            r = self.call(InitProducerIdRequest, InitProducerIdResponse, 4, transactional_id=transactional_id,
+                          transaction_timeout_ms=timeout_ms, producer_id=-1, producer_epoch=-1)
+            # COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR: a broker
+            # just started is still loading its coordinators
+            if r.error_code not in (14, 15, 16) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         if r.error_code:
             raise RuntimeError(f"InitProducerId failed with error {r.error_code}")
         return r.producer_id, r.producer_epoch

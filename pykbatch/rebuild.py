@@ -1,0 +1,75 @@
+"""The batch a broker writes instead of the producer's, and what its size decides.
+
+A partition leader keeps a producer's batch as it is only when the topic stores the same codec
+and record version; otherwise ``LogValidator`` re-encodes the records (another codec, v0/v1
+messages converted to v2), and ``UnifiedLog.append`` checks the *rebuilt* batch against
+``max.message.bytes`` again: a gzip batch well under the limit can be over it once the topic's
+``compression.type=uncompressed`` has inflated it (MESSAGE_TOO_LARGE).  pykbatch builds the same
+batch with its encoder to know that size: byte for byte Kafka's when the topic stores records
+uncompressed; for a compressed target, pykbatch's codec output stands in for the JVM's (same
+codec and level family, a few bytes apart at most).
+"""
+from __future__ import annotations
+
+from ._result import Culprit, ValidationConfig, ValidationResult
+from ._rules import BY_ID, render
+from .errors import KafkaDataError
+
+_CODECS = {"uncompressed": "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
+RULE = BY_ID["append.rebuilt_too_large"]
+
+
+def rebuilt(batches, config: ValidationConfig) -> bool:
+    """Whether Kafka re-encodes these batches (LogValidator's in-place conditions fail)."""
+    for b in batches:
+        target = b.compression if config.target_compression == "producer" else _CODECS[config.target_compression]
+        if target != b.compression or b.magic != config.target_magic:
+            return True
+    return False
+
+
+def rebuilt_size(data, config: ValidationConfig) -> int | None:
+    """The size of the one batch Kafka would write for this append, or None when it keeps the
+    producer's bytes (or cannot read them: the culprits say why)."""
+    from ._native import build_batch, iter_batches
+    try:
+        batches = list(iter_batches(data))
+        if not batches or not rebuilt(batches, config):
+            return None
+        first = batches[0]
+        records = [{"key": r.key, "value": r.value, "timestamp": r.timestamp, "headers": list(r.headers)}
+                   for b in batches for r in b]
+    except KafkaDataError:
+        return None
+    codec = first.compression if config.target_compression == "producer" else _CODECS[config.target_compression]
+    if config.target_magic < 2 and codec == "zstd":
+        return None  # refused before any size is known (UNSUPPORTED_COMPRESSION_TYPE)
+    fields = {}
+    if first.magic >= 2 and config.target_magic >= 2:
+        fields = dict(producer_id=first.producer_id, producer_epoch=first.producer_epoch,
+                      base_sequence=first.base_sequence, is_transactional=first.is_transactional)
+    return len(build_batch(records, compression=codec, magic=config.target_magic, **fields))
+
+
+def check_rebuilt_size(result: ValidationResult, data, config: ValidationConfig) -> ValidationResult:
+    """Adds ``append.rebuilt_too_large`` when the batch Kafka would write is larger than
+    ``max.message.bytes`` (a producer's append that passed every other check of Kafka's)."""
+    if (config.origin != "client" or config.max_message_bytes is None
+            or any(c.kafka for c in result.culprits)
+            or (config.target_compression == "producer" and config.target_magic >= 2 and _first_magic(data) == 2)):
+        return result
+    size = rebuilt_size(data, config)
+    if size is None or size <= config.max_message_bytes:
+        return result
+    message, detail = render(RULE, (size, config.max_message_bytes, 0), config.topic_partition)
+    result.culprits.append(Culprit(0, None, None, 10, RULE.id, 0, None, 0, message, detail, True))
+    result.culprit_count += 1
+    result.counters[RULE.id] = result.counters.get(RULE.id, 0) + 1
+    return result
+
+
+def _first_magic(data) -> int | None:
+    """The first entry's magic byte: with no other culprit every entry has it (batch.magic_mismatch),
+    so a producer-codec topic of v2 records rebuilds nothing when it is 2."""
+    view = memoryview(data)
+    return view[16] if len(view) > 16 else None
