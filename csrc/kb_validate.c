@@ -222,10 +222,33 @@ static void check_legacy_null_lengths(ctx_t *c, const kb_legacy_msg *m, int32_t 
         report(c, KB_RULE_NEGATIVE_LENGTH, m->value - 4, index, offset, KB_FIELD_VALUE_LENGTH, m->value_len, 0);
 }
 
-/* Walks the records in buf[start, limit): the batch's own bytes for an
- * uncompressed batch, else its decompressed records.  Returns the largest
- * record timestamp when every record was read (CreateTime), INT64_MIN otherwise. */
-static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t limit, const kb_v2_header *h)
+/* Whether a reader's fault only says that the bytes ran out at `limit` (more would have come from
+ * a stream that failed there) rather than that the bytes read are wrong.  `partial`: the reader
+ * that takes fields straight from the stream; the stream reader parses a record within its own
+ * length, read whole first. */
+static int ran_out(const uint8_t *buf, size_t limit, const kb_fault *f, int partial)
+{
+    int32_t ignored;
+    switch (f->rule) {
+    case KB_RULE_RECORD_PAYLOAD_EOF:
+    case KB_RULE_SKIP_EOF:
+        return 1;
+    case KB_RULE_RECORD_STRUCTURE: /* the partial reader's: a field cut off at the end */
+        return partial;
+    case KB_RULE_PREMATURE_EOF:    /* a length varint cut off at the end (not one too long) */
+        return f->pos >= limit || kb_read_varint(buf + f->pos, buf + limit, &ignored) == 0;
+    default:
+        return 0;
+    }
+}
+
+/* Walks the records in buf[start, limit): the batch's own bytes for an uncompressed batch, else
+ * its decompressed records.  Returns the largest record timestamp when every record was read
+ * (CreateTime), INT64_MIN otherwise.  `prefix`: the bytes a stream gave before its codec failed;
+ * faults that only need more bytes are not reported, and *needs_more says the walk needed more
+ * (Kafka's next read meets the codec's failure). */
+static int64_t walk_records(ctx_t *c, const uint8_t *buf, size_t start, size_t limit, const kb_v2_header *h,
+                            int prefix, int *needs_more)
 {
     int client = c->opts->origin == KB_ORIGIN_CLIENT;
     int strict = c->opts->strict;
@@ -243,9 +266,13 @@ static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t 
     size_t rebuild_pos = SIZE_MAX; /* the first record whose offset delta is not its index */
     int32_t rebuild_delta = 0, rebuild_index = 0;
     int32_t i;
+    *needs_more = 0;
     for (i = 0; i < h->record_count; i++) {
         if (p >= limit) {
-            report(c, KB_RULE_PREMATURE_EOF, p, i, KB_NO_OFFSET, h->record_count, i, 0);
+            if (prefix)
+                *needs_more = 1;
+            else
+                report(c, KB_RULE_PREMATURE_EOF, p, i, KB_NO_OFFSET, h->record_count, i, 0);
             all_read = 0;
             break;
         }
@@ -261,7 +288,13 @@ static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t 
             failed = kb_v2_read_record(buf, p, limit, &r, &f, &next);
         }
         if (failed) {
+            if (prefix && ran_out(buf, limit, &f, partial)) {
+                *needs_more = 1;
+                return INT64_MIN;
+            }
             report_fault(c, &f, i, r.offset_known ? r.offset_delta : KB_NO_OFFSET);
+            if (prefix) /* Kafka stops at the fault: the stream's own failure lies beyond it */
+                return INT64_MIN;
             all_read = 0;
             if (!next)
                 return INT64_MIN; /* the record's length cannot be trusted: stop this batch */
@@ -304,11 +337,19 @@ static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t 
     }
     if (i == h->record_count && p < limit)
         report(c, KB_RULE_RECORDS_REMAINING, p, -1, KB_NO_OFFSET, (int64_t)(limit - p), 0, 0);
+    else if (prefix && i == h->record_count)
+        *needs_more = 1; /* checking that nothing remains reads on, into the failure */
     /* LogValidator keeps such a batch only if its offsets need no change; otherwise it rebuilds
      * it from the records its partial reader skipped the keys and values of, and fails */
-    if (all_read && rebuild_pos != SIZE_MAX)
+    if (all_read && !prefix && rebuild_pos != SIZE_MAX)
         report(c, KB_RULE_PARTIAL_REBUILD, rebuild_pos, -1, KB_NO_OFFSET, rebuild_delta, rebuild_index, 0);
     return all_read && create_time && h->record_count > 0 ? max_ts : INT64_MIN;
+}
+
+static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t limit, const kb_v2_header *h)
+{
+    int ignored;
+    return walk_records(c, buf, start, limit, h, 0, &ignored);
 }
 
 /* Producer batches carry the largest record timestamp as maxTimestamp (CreateTime). */
@@ -342,14 +383,23 @@ static void check_v2(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
         c->s->unwalked += h.record_count != 0;
         return;
     }
-    const uint8_t *records;
-    size_t n;
+    const uint8_t *records = NULL;
+    size_t n = 0;
     kb_fault f;
     size_t payload = pos + KB_V2_HEADER_SIZE;
     if (c->opts->decompress(c->opts->decompress_ctx, codec, 2, buf + payload, size - KB_V2_HEADER_SIZE,
                             &records, &n, &f) != 0) {
         f.pos += payload;
-        report_fault(c, &f, -1, KB_NO_OFFSET);
+        /* Kafka reads records out of the stream as it decompresses: a fault in what came out
+         * before the damage is what it meets first; the codec's failure only if it reads on */
+        int needs_more = 1;
+        if (n > 0 && f.rule == KB_RULE_DECOMPRESSION_FAILED) {
+            c->payload_pos = (int64_t)payload;
+            walk_records(c, records, 0, n, &h, 1, &needs_more);
+            c->payload_pos = -1;
+        }
+        if (needs_more)
+            report_fault(c, &f, -1, KB_NO_OFFSET);
         return;
     }
     c->payload_pos = (int64_t)payload;
@@ -514,7 +564,8 @@ static void report_second_batch(ctx_t *c, kb_rule rule)
 
 /* The append as a whole, once every entry is known: ProduceRequest.validateRecords (one magic-2
  * batch, no zstd before v7), LogValidator's one-batch rule, segment.bytes.  Reported after the
- * per-entry culprits, against entry 0 (the second entry for a second batch). */
+ * per-entry culprits, against entry 0 (the second entry for a second batch).  When the framing
+ * was lost, only the first entry's request checks apply (Kafka reads it before the next). */
 static void check_append(ctx_t *c)
 {
     const kb_validate_opts *o = c->opts;
@@ -522,6 +573,8 @@ static void check_append(ctx_t *c)
     int64_t v = o->produce_version;
     c->entry = 0;
     c->entry_pos = 0;
+    if (s->stopped && s->entries == 0)
+        return;
     if (v > 0) {
         if (s->entries == 0)
             report(c, KB_RULE_REQUEST_NO_BATCH, 0, -1, KB_NO_OFFSET, v, 0, 0);
@@ -531,10 +584,11 @@ static void check_append(ctx_t *c)
             report(c, KB_RULE_REQUEST_ZSTD, 21, -1, KB_NO_OFFSET, v, 0, 0);
         else if (s->entries > 1)
             report_second_batch(c, KB_RULE_REQUEST_MANY_BATCHES);
-    } else if (o->single_append && s->entries > 1 && (c->first_magic >= 2 || c->any_compressed)) {
+    } else if (!s->stopped && o->single_append && s->entries > 1 && (c->first_magic >= 2 || c->any_compressed)) {
         report_second_batch(c, KB_RULE_APPEND_MANY_BATCHES);
     }
-    if (o->origin == KB_ORIGIN_CLIENT && o->max_append_bytes >= 0 && s->valid_bytes > o->max_append_bytes)
+    if (!s->stopped && o->origin == KB_ORIGIN_CLIENT && o->max_append_bytes >= 0 &&
+        s->valid_bytes > o->max_append_bytes)
         report(c, KB_RULE_APPEND_TOO_LARGE, 0, -1, KB_NO_OFFSET, s->valid_bytes, o->max_append_bytes, 0);
 }
 
@@ -576,6 +630,5 @@ void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_c
         pos += e.size;
         s->valid_bytes = (int64_t)pos;
     }
-    if (!s->stopped)
-        check_append(&c);
+    check_append(&c);
 }

@@ -181,14 +181,12 @@ RULES: tuple[Rule, ...] = (
          "Varint is too long, the most significant bit in the 5th byte is set", True, False,
          "the record's length varint: Kafka answers UNKNOWN_SERVER_ERROR (DefaultRecord.readFrom reads it "
          "outside its InvalidRecordException handler)"),
-    Rule("batch.partial_rebuild",
-         "Record offset delta {a0} differs from its index {a1}, so the batch must be rebuilt from records read "
-         "partially", True, False,
-         "Kafka answers UNKNOWN_SERVER_ERROR: LogValidator keeps a batch in its codec only if its offsets need no "
-         "change, else rebuilds it from PartialDefaultRecords, whose key() throws UnsupportedOperationException",
-         stage="rebuild"),
-    Rule("append.rebuilt_too_large",  # (sic: "append to" + "partition" in UnifiedLog.append)
-         "Message batch size is {a0} bytes in append topartition {tp} which exceeds the maximum configured "
+    Rule("batch.partial_rebuild", "key is skipped in PartialDefaultRecord", True, False,
+         "record {a1} has offset delta {a0}: LogValidator keeps a compressed batch in its codec only if its "
+         "offsets need no change, else rebuilds it from the records its partial reader skipped the keys of, and "
+         "fails (UnsupportedOperationException: Kafka answers UNKNOWN_SERVER_ERROR)", stage="rebuild"),
+    Rule("append.rebuilt_too_large",
+         "Message batch size is {a0} bytes in append to partition {tp} which exceeds the maximum configured "
          "size of {a1}.", True, False,
          "the batch the broker re-encodes for the topic's compression.type or record version",
          stage="after"),

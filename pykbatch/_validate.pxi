@@ -18,9 +18,15 @@ cdef class _Decompressor:
                  size_t *out_len, kb_fault *f):
         cdef Py_ssize_t at = src - self.v.ptr
         cdef const uint8_t[::1] produced
+        out_len[0] = 0
         try:
             self._out = self.scratch.decompress(codec, magic, memoryview(self.v.mv)[at:at + n])
         except _codecs.CodecError as exc:
+            if exc.produced:  # what came out before the damage: the core reads records in it first
+                self._out = self.scratch.produced(exc)
+                produced = self._out
+                out[0] = &produced[0]
+                out_len[0] = len(self._out)
             return self.fail(f, exc.rule, exc.offset, exc.message)
         except Exception as exc:  # a codec library surprise still becomes a culprit, never a crash
             return self.fail(f, "batch.decompression_failed", 0,

@@ -28,13 +28,16 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 class CodecError(Exception):
-    """A payload that cannot be decompressed: ``rule``, ``offset`` into the payload, message."""
+    """A payload that cannot be decompressed: ``rule``, ``offset`` into the payload, message;
+    ``produced``: how many bytes of output came out before the failure (Kafka reads records out
+    of a decompressing stream, so a fault in them is what it meets first)."""
 
-    def __init__(self, rule: str, offset: int, message: str):
+    def __init__(self, rule: str, offset: int, message: str, produced: int = 0):
         super().__init__(message)
         self.rule = rule
         self.offset = offset
         self.message = message
+        self.produced = produced
 
 
 def _too_large(cap: int, offset: int = 0, declared: int | None = None) -> CodecError:
@@ -43,9 +46,9 @@ def _too_large(cap: int, offset: int = 0, declared: int | None = None) -> CodecE
                       f"Decompressed records {what} than the limit of {cap} bytes")
 
 
-def _failed(codec: int, offset: int, cause) -> CodecError:
+def _failed(codec: int, offset: int, cause, produced: int = 0) -> CodecError:
     return CodecError("batch.decompression_failed", offset,
-                      f"Failed to decompress {NAMES[codec]} record stream: {cause}")
+                      f"Failed to decompress {NAMES[codec]} record stream: {cause}", produced)
 
 
 def decompress_into(codec: int, magic: int, data: memoryview, out: memoryview) -> int:
@@ -62,30 +65,101 @@ def decompress_into(codec: int, magic: int, data: memoryview, out: memoryview) -
 
 
 def _gzip(data, out) -> int:
-    """RFC 1952 members back to back, as java.util.zip.GZIPInputStream reads them: trailing
-    bytes that do not start another member are ignored."""
-    cap, written, pos = len(out), 0, 0
+    """RFC 1952 members back to back, as java.util.zip.GZIPInputStream reads them: its header
+    rules (reserved flag bits ignored, an FHCRC checked), the trailer's CRC-32 and size checked,
+    and trailing bytes that do not start another member ignored."""
+    cap, written = len(out), 0
     raw = data  # zlib reads the memoryview in place: no copy of the payload
-    if bytes(raw[:2]) != b"\x1f\x8b":
-        raise _failed(GZIP, 0, "Not in GZIP format")  # the JDK's words
+    pos = _gzip_header(raw, 0)
     while True:
-        d = zlib.decompressobj(wbits=31)
-        pending = raw[pos:]
+        d = zlib.decompressobj(wbits=-15)
+        pending, crc, size = raw[pos:], 0, 0
         while not d.eof and pending:
             try:  # 1 MiB at a time, straight into `out`: no cap-sized intermediate
                 chunk = d.decompress(pending, min(GZIP_STEP, cap - written + 1))
             except zlib.error as exc:
-                raise _failed(GZIP, pos, exc) from None
+                member_output = written - size  # this member's output starts there
+                produced = member_output + _jdk_inflate_prefix(raw[pos:], out, member_output)
+                raise _failed(GZIP, pos, exc, produced) from None
             if written + len(chunk) > cap:
                 raise _too_large(cap, pos)
             out[written:written + len(chunk)] = chunk
             written += len(chunk)
+            crc, size = zlib.crc32(chunk, crc), size + len(chunk)
             pending = d.unconsumed_tail
         if not d.eof:
-            raise _failed(GZIP, len(raw), "Compressed stream ended before the end-of-stream marker")
+            raise _failed(GZIP, len(raw), "Unexpected end of ZLIB input stream", written)  # the JDK's words
         pos = len(raw) - len(d.unused_data)
-        if bytes(raw[pos:pos + 3]) != b"\x1f\x8b\x08":
+        if len(raw) - pos < 8:
+            raise _failed(GZIP, pos, "Unexpected end of ZLIB input stream", written)
+        if struct.unpack_from("<II", raw, pos) != (crc, size & 0xFFFFFFFF):
+            raise _failed(GZIP, pos, "Corrupt GZIP trailer", written)
+        pos += 8
+        try:
+            pos = _gzip_header(raw, pos)
+        except CodecError:  # not another member: the JDK stops there
             return written
+
+
+# Kafka's GzipCompression: GZIPInputStream with an 8 KiB input buffer, read through a 16 KiB
+# ChunkedBytesStream; each read is one Inflater.inflate call, whose output is lost when it fails.
+JDK_GZIP_INPUT, JDK_GZIP_OUTPUT = 8 * 1024, 16 * 1024
+
+
+def _jdk_inflate_prefix(deflate, out, at: int) -> int:
+    """How many bytes of a member's output a JVM reader got before the damage in ``deflate``:
+    the output of the inflate calls before the failing one, call by call as Kafka's streams
+    make them (written to out[at:]).  Only on the failure path."""
+    d = zlib.decompressobj(wbits=-15)
+    produced = 0
+    for start in range(0, len(deflate), JDK_GZIP_INPUT):
+        pending = deflate[start:start + JDK_GZIP_INPUT]
+        while pending:
+            room = min(JDK_GZIP_OUTPUT, len(out) - at - produced)
+            try:
+                chunk = d.decompress(pending, room)
+            except zlib.error:
+                return produced
+            out[at + produced:at + produced + len(chunk)] = chunk
+            produced += len(chunk)
+            pending = d.unconsumed_tail
+            if d.eof or not room:
+                return produced
+    return produced
+
+
+def _gzip_header(raw, pos: int) -> int:
+    """Where the deflate data of the member at ``pos`` starts (GZIPInputStream.readHeader)."""
+    end = len(raw)
+
+    def need(n: int) -> None:
+        if end - pos < n:
+            raise _failed(GZIP, end, "Unexpected end of ZLIB input stream")
+
+    start = pos
+    need(10)
+    if bytes(raw[pos:pos + 2]) != b"\x1f\x8b":
+        raise _failed(GZIP, pos, "Not in GZIP format")
+    if raw[pos + 2] != 8:
+        raise _failed(GZIP, pos + 2, "Unsupported compression method")
+    flags = raw[pos + 3]
+    pos += 10
+    if flags & 4:  # FEXTRA
+        need(2)
+        pos += 2 + struct.unpack_from("<H", raw, pos)[0]
+        need(0)
+    for flag in (8, 16):  # FNAME, FCOMMENT: zero-terminated
+        if flags & flag:
+            zero = bytes(raw[pos:]).find(b"\x00")
+            if zero < 0:
+                raise _failed(GZIP, end, "Unexpected end of ZLIB input stream")
+            pos += zero + 1
+    if flags & 2:  # FHCRC: the low 16 bits of the header's CRC-32
+        need(2)
+        if zlib.crc32(bytes(raw[start:pos])) & 0xFFFF != struct.unpack_from("<H", raw, pos)[0]:
+            raise _failed(GZIP, pos, "Corrupt GZIP header")
+        pos += 2
+    return pos
 
 
 def _snappy(data, out) -> int:
@@ -103,23 +177,25 @@ def _snappy(data, out) -> int:
             pos += 16
             continue
         if length < 0 or length > n - pos - 4:
-            raise _failed(SNAPPY, pos, f"invalid chunk size {length}")
+            raise _failed(SNAPPY, pos, f"invalid chunk size {length}", written)
         written += _snappy_block(data[pos + 4:pos + 4 + length], out, written, pos + 4)
         pos += 4 + length
     return written
 
 
 def _snappy_block(block, out, at: int, offset: int) -> int:
+    """One snappy block into out[at:]; a failing block gives nothing (SnappyInputStream
+    uncompresses whole chunks), the blocks before it stand (``produced``)."""
     try:
         size = cramjam.snappy.decompress_raw_len(block)
     except cramjam.DecompressionError as exc:
-        raise _failed(SNAPPY, offset, exc) from None
+        raise _failed(SNAPPY, offset, exc, at) from None
     if at + size > len(out):
         raise _too_large(len(out), offset, at + size)
     try:
         return cramjam.snappy.decompress_raw_into(block, out[at:at + size])
     except cramjam.DecompressionError as exc:
-        raise _failed(SNAPPY, offset, exc) from None
+        raise _failed(SNAPPY, offset, exc, at) from None
 
 
 def _lz4(data, out, magic: int) -> int:
@@ -151,21 +227,21 @@ def _lz4(data, out, magic: int) -> int:
     block_checksums = flg & 0x10
     while True:
         if n - pos < 4:
-            raise _failed(LZ4, pos, "Stream ended prematurely")
+            raise _failed(LZ4, pos, "Stream ended prematurely", written)
         (size,) = struct.unpack_from("<I", data, pos)
         pos += 4
         if size == 0:
             return written
         stored, size = size & 0x80000000, size & 0x7FFFFFFF
         if size > block_max:
-            raise _failed(LZ4, pos - 4, f"Block size {size} exceeded max: {block_max}")
+            raise _failed(LZ4, pos - 4, f"Block size {size} exceeded max: {block_max}", written)
         if n - pos < size + (4 if block_checksums else 0):
-            raise _failed(LZ4, pos, "Stream ended prematurely")
+            raise _failed(LZ4, pos, "Stream ended prematurely", written)
         block = data[pos:pos + size]
         if block_checksums:
             (want,) = struct.unpack_from("<I", data, pos + size)
             if xxhash.xxh32_intdigest(bytes(block)) != want:
-                raise _failed(LZ4, pos + size, "Block checksum mismatch")
+                raise _failed(LZ4, pos + size, "Block checksum mismatch", written)
         room = min(block_max, cap - written)
         if stored:
             if size > room:
@@ -178,7 +254,7 @@ def _lz4(data, out, magic: int) -> int:
             except cramjam.DecompressionError as exc:
                 if room < block_max:
                     raise _too_large(cap, pos) from None
-                raise _failed(LZ4, pos, exc) from None
+                raise _failed(LZ4, pos, exc, written) from None
         pos += size + (4 if block_checksums else 0)
 
 
@@ -206,7 +282,76 @@ def _zstd(data, out) -> int:
     except cramjam.DecompressionError as exc:
         if "failed to write whole buffer" in str(exc):
             raise _too_large(len(out)) from None
-        raise _failed(ZSTD, 0, exc) from None
+        raise _failed(ZSTD, 0, exc, _zstd_prefix(data, out)) from None
+
+
+# Kafka's ZstdCompression reads through a 16 KiB ChunkedBytesStream: each read is one
+# ZSTD_decompressStream call, whose output is lost when it fails.
+JDK_ZSTD_OUTPUT = 16 * 1024
+
+
+def _zstd_prefix(data, out) -> int:
+    """How many bytes of the first frame's output a JVM reader got before the damage: the blocks
+    before it, and the bytes of a raw block that is cut short (libzstd streams those); when a
+    block fails to decode, only the 16 KiB reads completed before it.  Frames that declare
+    their content size are not split (0).  Only on the failure path."""
+    n = len(data)
+    if n < 6 or bytes(data[:4]) != ZSTD_MAGIC:
+        return 0
+    fhd = data[4]
+    single_segment, dict_flag, fcs_flag = (fhd >> 5) & 1, fhd & 3, fhd >> 6
+    if fcs_flag or single_segment:
+        return 0
+    pos = 6 + (0, 1, 2, 4)[dict_flag]
+    header = bytes(data[:4]) + bytes([fhd & ~0x04]) + bytes(data[5:pos])  # no checksum to expect
+    exponent, mantissa = data[5] >> 3, data[5] & 7
+    window = (1 << (10 + exponent)) + ((1 << (10 + exponent)) >> 3) * mantissa
+    block_max = min(window, 128 * 1024)
+    blocks = []  # (start, end) of each whole block, header included
+    raw_tail = b""
+    while n - pos >= 3:
+        head = int.from_bytes(bytes(data[pos:pos + 3]), "little")
+        kind, size = (head >> 1) & 3, head >> 3
+        body = 1 if kind == 1 else size
+        if kind == 3 or (kind != 1 and size > block_max):
+            break
+        if n - pos - 3 < body:
+            if kind == 0:  # a raw block's bytes come out as they arrive
+                raw_tail = bytes(data[pos + 3:n])
+            break
+        blocks.append((pos, pos + 3 + body))
+        if head & 1:
+            break
+        pos += 3 + body
+
+    def decoded(k: int) -> bytes | None:
+        """The output of the first k blocks, or None when they do not decode."""
+        if k == 0:
+            return b""
+        parts = [header] + [bytes(data[a:b]) for a, b in blocks[:k]]
+        last = bytearray(parts[-1])
+        last[0] |= 1
+        parts[-1] = bytes(last)
+        try:
+            return bytes(cramjam.zstd.decompress(b"".join(parts)))
+        except cramjam.DecompressionError:
+            return None
+
+    lo, hi = 0, len(blocks)  # the largest k whose blocks decode (decoding is monotone in k)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if decoded(mid) is None:
+            hi = mid - 1
+        else:
+            lo = mid
+    good = decoded(lo) or b""
+    if lo == len(blocks) and (raw_tail or not blocks or not (data[blocks[-1][0]] & 1)):
+        prefix = good + raw_tail  # the input ran out: every read before that succeeded
+    else:
+        prefix = good[:len(good) - len(good) % JDK_ZSTD_OUTPUT]  # a block failed: its read is lost
+    prefix = prefix[:len(out)]
+    out[:len(prefix)] = prefix
+    return len(prefix)
 
 
 class Scratch:
@@ -225,6 +370,10 @@ class Scratch:
         n = decompress_into(codec, magic, memoryview(data).cast("B"), self._buf)
         return self._buf[:n]
 
+    def produced(self, error: CodecError) -> memoryview:
+        """The output that came out before ``error`` (valid until the next ``decompress``)."""
+        return self._buf[:error.produced] if self._buf is not None else memoryview(b"")
+
 
 def compress(codec: int, data: bytes, magic: int = 2) -> bytes:
     """Compress a records payload the way Kafka's producer frames it."""
@@ -239,8 +388,10 @@ def compress(codec: int, data: bytes, magic: int = 2) -> bytes:
         return b"".join(out)
     if codec == LZ4:
         return _lz4_frame(data, magic)
-    if codec == ZSTD:
-        return bytes(cramjam.zstd.compress(data, level=3))
+    if codec == ZSTD:  # Kafka's stream is flushed, then ended: its frame closes with an empty last block
+        c = cramjam.zstd.Compressor(level=3)
+        c.compress(data)
+        return bytes(c.flush()) + bytes(c.finish())
     raise ValueError(f"unknown codec id {codec}")
 
 

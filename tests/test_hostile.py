@@ -73,8 +73,16 @@ def test_negative_and_tiny_sizes_lose_the_framing_precisely():
 
 def test_batch_smaller_than_its_header():
     data = struct.pack(">qiib", 0, 30, -1, 2) + b"\x00" * 30
-    (c,) = kb.validate(data).culprits
+    (c,) = kb.validate(data, kb.ValidationConfig(origin="log")).culprits
     assert c.rule == "batch.too_small" and c.message.startswith("Record batch is corrupt (the size 42")
+    assert c.code == 2
+    # in a produce request the broker reads its producer id (bytes 43-50) first and fails
+    (c,) = kb.validate(data).culprits
+    assert (c.rule, c.code, c.position) == ("batch.producer_id_unreadable", -1, 8)
+    assert c.message == "Record batch of 42 bytes is too short to hold its producer id (bytes 43-50)"
+    data = struct.pack(">qiib", 0, 39, -1, 2) + b"\x00" * 39  # 51 bytes: it has one
+    (c,) = kb.validate(data).culprits
+    assert (c.rule, c.code) == ("batch.too_small", 2)
 
 
 @pytest.mark.parametrize("count", [2**31 - 1, 1000, 4])

@@ -147,12 +147,6 @@ def test_compressed_records_get_the_message_of_kafkas_reader(v, reader, config):
 # LogValidator scenarios: uncompressed magic-2 client batches are in scope now; the rest wait
 # for the issues that bring their rules.
 VALIDATOR_GAPS = {  # a key found in the vector's name -> why it cannot pass yet
-    "v2 gzip batch, inner offset deltas 0,2,2, lastOffsetDelta=2": "deliberate: Kafka fails this with UNKNOWN_SERVER_ERROR "
-        "('key is skipped in PartialDefaultRecord', SPEC.md 16.4: a defect in its rebuild path); "
-        "pykbatch reports the offset deltas (record.offset_not_increasing) when strict, else accepts",
-    "bytes 75..84 overwritten": "deliberate: Kafka's streaming reader parses records out of the half-inflated "
-        "garbage before the inflater fails (INVALID_RECORD); pykbatch decompresses first and reports the "
-        "corrupt payload (batch.decompression_failed, UNKNOWN_SERVER_ERROR) at its byte position",
     "zstd with inter.broker": "deliberate: pykbatch models Kafka 4 brokers, which no longer have an "
         "inter.broker.protocol.version below 3.0 (KIP-896), so this pre-2.1 zstd rule cannot fire; Kafka 4.4's "
         "own log accepts the batch (tests/test_kafka_broker.py)",
