@@ -68,8 +68,16 @@ class Connection:
         """(producer id, epoch) for an idempotent (or transactional) producer."""
         import time
 
+        from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
         from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
         deadline = time.monotonic() + 60
+        if transactional_id is not None:  # the broker creates its transaction log when first asked this
+            while True:
+                r = self.call(FindCoordinatorRequest, FindCoordinatorResponse, 4, key_type=1,
+                              coordinator_keys=[transactional_id])
+                if r.coordinators[0].error_code == 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
         while True:
             r = self.call(InitProducerIdRequest, InitProducerIdResponse, 4, transactional_id=transactional_id,
                           transaction_timeout_ms=timeout_ms, producer_id=-1, producer_epoch=-1)

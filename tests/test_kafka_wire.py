@@ -162,33 +162,37 @@ def generated(rng: random.Random, i: int, now: int) -> bytes:
     return data
 
 
-def cases(conn) -> list[tuple[str, str, int, bytes, dict]]:
-    """(id, topic, request version, records, ValidationConfig fields)."""
+def cases(conn) -> list[tuple[str, str, int, bytes, str | None, dict]]:
+    """(id, topic, request version, records, transactional id, ValidationConfig fields)."""
     rng = random.Random(SEED)
     now = int(time.time() * 1000)
     out = []
     for name, data in quirks(now):
         for topic in ("wire-default", "wire-uncompressed", "wire-uncompressed-small", "wire-compacted"):
-            out.append((f"{name} @{topic}", topic, rng.choice([8, 9, 11, 12, 13]), data))
+            out.append((f"{name} @{topic}", topic, rng.choice([8, 9, 11, 12, 13]), data, None))
     for name, topic, data in targeted(now):
-        out.append((f"{name} @{topic}", topic, rng.choice([8, 10, 12, 13]), data))
+        out.append((f"{name} @{topic}", topic, rng.choice([8, 10, 12, 13]), data, None))
     i = 0
     while len(out) < CASES:
         topic = rng.choice(list(TOPICS))
         version = rng.randint(3, 13)
-        if rng.random() < 0.15:  # an idempotent producer of the broker's own
-            pid, epoch = conn.init_producer_id()
+        txn = None
+        if rng.random() < 0.2:  # an idempotent or transactional producer of the broker's own
+            if rng.random() < 0.3:  # transactional: ProduceRequest v12+ adds the partition itself
+                txn, version = f"wire-txn-{i}", rng.choice([12, 13])
+            pid, epoch = conn.init_producer_id(txn)
             recs = [{"key": b"k%d" % j, "value": b"v", "timestamp": now} for j in range(rng.randint(1, 3))]
             data = kb.build_batch(recs, producer_id=pid, producer_epoch=epoch, base_sequence=0,
+                                  is_transactional=txn is not None,
                                   compression=rng.choice(["none", "gzip", "snappy", "lz4", "zstd"]))
             if rng.random() < 0.3:
                 data = damage(rng, data)
         else:
             data = generated(rng, i, now)
-        out.append((f"gen{i} @{topic}", topic, version, data))
+        out.append((f"gen{i} @{topic}", topic, version, data, txn))
         i += 1
-    return [(cid, topic, version, data, {**TOPICS[topic][1], "produce_version": version})
-            for cid, topic, version, data in out]
+    return [(cid, topic, version, data, txn, {**TOPICS[topic][1], "produce_version": version})
+            for cid, topic, version, data, txn in out]
 
 
 def ours(data: bytes, topic: str, fields: dict, now: int) -> kb.ValidationResult:
@@ -228,16 +232,16 @@ def disagreement(version: int, mine: kb.ValidationResult, theirs) -> str | None:
 def answers(wire):
     conn, ids = wire
     out = []
-    for cid, topic, version, data, fields in cases(conn):
+    for cid, topic, version, data, txn, fields in cases(conn):
         now = int(time.time() * 1000)
-        theirs = conn.produce(topic, ids[topic], data, version)
-        out.append((cid, topic, version, data, fields, now, theirs))
+        theirs = conn.produce(topic, ids[topic], data, version, transactional_id=txn)
+        out.append((cid, topic, version, data, txn, fields, now, theirs))
     return out
 
 
 def test_every_case_gets_the_brokers_answer(answers):
     wrong, full = [], []
-    for cid, topic, version, data, fields, now, theirs in answers:
+    for cid, topic, version, data, txn, fields, now, theirs in answers:
         found = disagreement(version, ours(data, topic, fields, now), theirs)
         if found:
             wrong.append(f"{cid} v{version} {data.hex()[:160]}: {found}")
@@ -255,3 +259,4 @@ def test_the_cases_reach_every_kind_of_answer(answers):
     assert sum(1 for *_, theirs in answers if theirs.record_errors) >= 20
     assert sum(1 for *_, theirs in answers if theirs.error_message and not theirs.record_errors) >= 4
     assert len(answers) >= 300
+    assert sum(1 for _, _, _, _, txn, *_ in answers if txn) >= 5  # transactional producers
