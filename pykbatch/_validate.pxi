@@ -75,6 +75,8 @@ cdef class _Validator:
     cdef readonly object config
     cdef kb_summary s
     cdef _Decompressor decompressor
+    cdef bint may_rebuild      # a client's append, checked against max.message.bytes
+    cdef bint always_rebuilt   # the topic re-encodes every batch (codec or record version)
 
     def __cinit__(self, config, _View v):
         self.config = config
@@ -94,6 +96,8 @@ cdef class _Validator:
         self.opts.target_codec = _TARGET_CODECS[config.target_compression]
         self.opts.produce_version = config.produce_version or 0
         self.opts.single_append = 1 if config.single_append or config.produce_version else 0
+        self.may_rebuild = config.origin == "client" and config.max_message_bytes is not None
+        self.always_rebuilt = config.target_compression != "producer" or config.target_magic < 2
         self.max_cap = config.max_culprits
         self.cap = min(self.max_cap, 64)
         self.out = <kb_culprit *> malloc(max(self.cap, 1) * sizeof(kb_culprit))
@@ -121,6 +125,11 @@ cdef class _Validator:
             free(self.out)
             self.out = grown
 
+    cdef bint rebuilt(self, const uint8_t *ptr, size_t length):
+        """Whether Kafka may re-encode this append (then pykbatch.rebuild sizes it): v0/v1
+        entries always, any entry when the topic stores another codec or record version."""
+        return self.may_rebuild and (self.always_rebuilt or (length > 16 and ptr[16] != 2))
+
     cdef object result(self):
         s = &self.s
         culprits = _culprits(self.out, min(<size_t> s.culprits, self.cap), self.config.topic_partition,
@@ -146,7 +155,9 @@ def validate(buf, config=None, *, on_error=None):
     config = config if config is not None else _DEFAULT_CONFIG
     cdef _Validator checker = _Validator(config, v)
     checker.run(v.ptr, v.length)
-    result = _check_rebuilt_size(checker.result(), v.mv if v.length else b"", config)
+    result = checker.result()
+    if checker.rebuilt(v.ptr, v.length):
+        result = _check_rebuilt_size(result, v.mv, config)
     return result if on_error is None else apply_handler(result, on_error)
 
 
@@ -162,9 +173,6 @@ def _validate_rows(_View v, starts, ends, valid, config):
     cdef Py_ssize_t n = row_start.shape[0], row
     config = config if config is not None else _DEFAULT_CONFIG
     cdef _Validator checker = _Validator(config, v)
-    # a client's append that Kafka may re-encode: v0/v1 entries always, any entry for another codec
-    cdef bint may_rebuild = config.origin == "client" and config.max_message_bytes is not None
-    cdef bint always_rebuilt = config.target_compression != "producer" or config.target_magic < 2
     records = np.zeros(n, np.int64)
     tails = np.full(n, -1, np.int64)
     cdef int64_t[::1] rec_view = records
@@ -177,8 +185,7 @@ def _validate_rows(_View v, starts, ends, valid, config):
         rec_view[row] = checker.s.records
         tail_view[row] = checker.s.tail_pos
         result = checker.result() if checker.s.culprits else None
-        if may_rebuild and (always_rebuilt or (row_end[row] - row_start[row] > 16
-                                               and v.ptr[row_start[row] + 16] != 2)):
+        if checker.rebuilt(v.ptr + row_start[row], <size_t> (row_end[row] - row_start[row])):
             result = _check_rebuilt_size(result if result is not None else checker.result(),
                                          v.mv[row_start[row]:row_end[row]], config)
         if result is not None and result.culprit_count:

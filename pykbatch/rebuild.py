@@ -53,10 +53,9 @@ def rebuilt_size(data, config: ValidationConfig) -> int | None:
 
 def check_rebuilt_size(result: ValidationResult, data, config: ValidationConfig) -> ValidationResult:
     """Adds ``append.rebuilt_too_large`` when the batch Kafka would write is larger than
-    ``max.message.bytes`` (a producer's append that passed every other check of Kafka's)."""
-    if (config.origin != "client" or config.max_message_bytes is None
-            or any(c.kafka for c in result.culprits)
-            or (config.target_compression == "producer" and config.target_magic >= 2 and _first_magic(data) == 2)):
+    ``max.message.bytes`` (a producer's append that passed every other check of Kafka's).  The
+    validator calls it only where Kafka may re-encode (``_Validator.rebuilt``)."""
+    if config.origin != "client" or config.max_message_bytes is None or any(c.kafka for c in result.culprits):
         return result
     size = rebuilt_size(data, config)
     if size is None or size <= config.max_message_bytes:
@@ -66,10 +65,3 @@ def check_rebuilt_size(result: ValidationResult, data, config: ValidationConfig)
     result.culprit_count += 1
     result.counters[RULE.id] = result.counters.get(RULE.id, 0) + 1
     return result
-
-
-def _first_magic(data) -> int | None:
-    """The first entry's magic byte: with no other culprit every entry has it (batch.magic_mismatch),
-    so a producer-codec topic of v2 records rebuilds nothing when it is 2."""
-    view = memoryview(data)
-    return view[16] if len(view) > 16 else None
