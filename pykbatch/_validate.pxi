@@ -128,7 +128,7 @@ cdef class _Validator:
     cdef bint rebuilt(self, const uint8_t *ptr, size_t length):
         """Whether Kafka may re-encode this append (then pykbatch.rebuild sizes it): v0/v1
         entries always, any entry when the topic stores another codec or record version."""
-        return self.may_rebuild and (self.always_rebuilt or (length > 16 and ptr[16] != 2))
+        return self.may_rebuild and length > 16 and (self.always_rebuilt or ptr[16] != 2)
 
     cdef object result(self):
         s = &self.s

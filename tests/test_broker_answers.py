@@ -103,6 +103,19 @@ def test_the_batch_kafka_re_encodes_must_fit_max_message_bytes():
     assert row["error_code"] == 10
 
 
+@pytest.mark.parametrize("data", [b"", b"\x00" * 12, batch(1)[:40]])
+def test_nothing_to_re_encode_in_an_append_without_a_whole_entry(data):
+    config = kb.ValidationConfig(origin="client", strict=False, target_compression="uncompressed",
+                                 max_message_bytes=10)
+    r = kb.validate(data, config)
+    assert "append.rebuilt_too_large" not in {c.rule for c in r.culprits}
+    import pyarrow as pa
+
+    from pykbatch.arrow import validate_array
+    (row,) = validate_array(pa.array([data]), config).to_pylist()
+    assert row["culprit_count"] == r.culprit_count
+
+
 def test_kafkas_zstd_frame_ends_with_an_empty_last_block():
     """Kafka flushes its zstd stream before ending it: the sizes of re-encoded batches depend on it."""
     frame = codecs.compress(codecs.ZSTD, b"records" * 10)
