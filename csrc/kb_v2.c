@@ -151,6 +151,7 @@ HOT int read_fields(const uint8_t *buf, size_t *pos, size_t limit, kb_record *r,
         return 0;
     }
     r->headers = p;
+    r->min_length = r->key_len < r->value_len ? r->key_len : r->value_len;
     for (int32_t i = 0; i < r->header_count; i++) {
         int32_t klen, vlen;
         size_t kpos = p;
@@ -164,6 +165,8 @@ HOT int read_fields(const uint8_t *buf, size_t *pos, size_t limit, kb_record *r,
             !varint_field(buf, &p, limit, &vlen, KB_FIELD_HEADER_VALUE_LENGTH, f) ||
             !(partial ? skip_field(&p, limit, vlen, f) : bytes_field(&p, limit, vlen, KB_FIELD_HEADER_VALUE, f)))
             return 0;
+        if (vlen < r->min_length)
+            r->min_length = vlen;
     }
     *pos = p;
     return 1;

@@ -87,6 +87,7 @@ typedef struct {
     size_t value;
     int32_t header_count;
     size_t headers;          /* first byte of the first header */
+    int32_t min_length;      /* the smallest key, value or header value length (strict's -1 check) */
     size_t end;              /* first byte after the record as parsed */
 } kb_record;
 

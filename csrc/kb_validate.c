@@ -196,6 +196,8 @@ static int check_header(ctx_t *c, const uint8_t *buf, size_t pos, size_t size, c
  * produces (the position is the length's own). */
 static void check_null_lengths(ctx_t *c, const uint8_t *buf, size_t limit, const kb_record *r, int32_t index)
 {
+    if (__builtin_expect(r->min_length >= -1, 1))
+        return;
     if (r->key_len < -1)
         report(c, KB_RULE_NEGATIVE_LENGTH, r->key - (size_t)kb_sizeof_varint(r->key_len), index, r->offset_delta,
                KB_FIELD_KEY_LENGTH, r->key_len, 0);
