@@ -114,6 +114,10 @@ def test_json_dumps_put_an_error_in_place_of_the_records(tmp_path, capsys, how):
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [o["type"] for o in lines] == ["batch"] + ["record"] * 3 + ["batch", "batch"] + ["record"] * 2 + ["end"]
     assert lines[4]["error"] == error
+    validator = _schema_validator()  # the error object is part of the shipped schema
+    validator.validate({"files": [doc]})
+    for line in lines:
+        validator.validate(line)
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "arrow"])
