@@ -75,7 +75,7 @@ cdef class _Validator:
     cdef readonly object config
     cdef kb_summary s
     cdef _Decompressor decompressor
-    cdef bint may_rebuild      # a client's append, checked against max.message.bytes
+    cdef bint may_rebuild      # a client's append, checked against max.message.bytes / segment.bytes
     cdef bint always_rebuilt   # the topic re-encodes every batch (codec or record version)
 
     def __cinit__(self, config, _View v):
@@ -91,13 +91,16 @@ cdef class _Validator:
         self.opts.now_ms = config.now_ms if config.now_ms is not None else int(time.time() * 1000)
         self.opts.before_max_ms, self.opts.after_max_ms = config.timestamp_window
         self.opts.max_batch_bytes = -1 if config.max_message_bytes is None else config.max_message_bytes
-        self.opts.max_append_bytes = -1 if config.segment_bytes is None else config.segment_bytes
+        self.may_rebuild = config.origin == "client" and (config.max_message_bytes is not None
+                                                          or config.segment_bytes is not None)
+        self.always_rebuilt = config.target_compression != "producer" or config.target_magic < 2
+        # segment.bytes is checked against the batch the broker writes: re-encoded, pykbatch.rebuild
+        self.opts.max_append_bytes = -1 if config.segment_bytes is None or (
+            self.may_rebuild and self.always_rebuilt) else config.segment_bytes
         self.opts.target_magic = config.target_magic
         self.opts.target_codec = _TARGET_CODECS[config.target_compression]
         self.opts.produce_version = config.produce_version or 0
         self.opts.single_append = 1 if config.single_append or config.produce_version else 0
-        self.may_rebuild = config.origin == "client" and config.max_message_bytes is not None
-        self.always_rebuilt = config.target_compression != "producer" or config.target_magic < 2
         self.max_cap = config.max_culprits
         self.cap = min(self.max_cap, 64)
         self.out = <kb_culprit *> malloc(max(self.cap, 1) * sizeof(kb_culprit))

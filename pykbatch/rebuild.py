@@ -12,11 +12,12 @@ codec and level family, a few bytes apart at most).
 from __future__ import annotations
 
 from ._result import Culprit, ValidationConfig, ValidationResult
-from ._rules import BY_ID, render
+from ._rules import BY_ID, RULES, render
 from .errors import KafkaDataError
 
 _CODECS = {"uncompressed": "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
 RULE = BY_ID["append.rebuilt_too_large"]
+SEGMENT_RULE = BY_ID["append.too_large"]
 
 
 def rebuilt(batches, config: ValidationConfig) -> bool:
@@ -53,15 +54,28 @@ def rebuilt_size(data, config: ValidationConfig) -> int | None:
 
 def check_rebuilt_size(result: ValidationResult, data, config: ValidationConfig) -> ValidationResult:
     """Adds ``append.rebuilt_too_large`` when the batch Kafka would write is larger than
-    ``max.message.bytes`` (a producer's append that passed every other check of Kafka's).  The
-    validator calls it only where Kafka may re-encode (``_Validator.rebuilt``)."""
-    if config.origin != "client" or config.max_message_bytes is None or any(c.kafka for c in result.culprits):
+    ``max.message.bytes``, else ``append.too_large`` when it is larger than ``segment.bytes``
+    (UnifiedLog.append checks both on what it writes), for a producer's append that passed every
+    other check of Kafka's.  The validator calls it only where Kafka may re-encode
+    (``_Validator.rebuilt``); where the topic re-encodes every batch it leaves the segment check
+    to it."""
+    if config.origin != "client" or any(c.kafka for c in result.culprits):
         return result
     size = rebuilt_size(data, config)
-    if size is None or size <= config.max_message_bytes:
-        return result
-    message, detail = render(RULE, (size, config.max_message_bytes, 0), config.topic_partition)
-    result.culprits.append(Culprit(0, None, None, 10, RULE.id, 0, None, 0, message, detail, True))
+    if size is not None and config.max_message_bytes is not None and size > config.max_message_bytes:
+        return _add(result, RULE, size, config.max_message_bytes, config)
+    always = config.target_compression != "producer" or config.target_magic < 2
+    written = size if size is not None else result.valid_bytes
+    if always and config.segment_bytes is not None and written > config.segment_bytes:
+        return _add(result, SEGMENT_RULE, written, config.segment_bytes, config)
+    return result
+
+
+def _add(result: ValidationResult, rule, size: int, limit: int, config: ValidationConfig) -> ValidationResult:
+    from ._native import _rule_codes  # Kafka's code of each rule, from the core's table
+    message, detail = render(rule, (size, limit, 0), config.topic_partition)
+    code = _rule_codes()[RULES.index(rule)]
+    result.culprits.append(Culprit(0, None, None, code, rule.id, 0, None, 0, message, detail, True))
     result.culprit_count += 1
-    result.counters[RULE.id] = result.counters.get(RULE.id, 0) + 1
+    result.counters[rule.id] = result.counters.get(rule.id, 0) + 1
     return result

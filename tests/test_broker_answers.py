@@ -103,6 +103,21 @@ def test_the_batch_kafka_re_encodes_must_fit_max_message_bytes():
     assert row["error_code"] == 10
 
 
+def test_segment_bytes_applies_to_the_batch_kafka_writes():
+    recs = [{"key": b"k", "value": b"x" * 60, "timestamp": 1_700_000_000_000}] * 8
+    gz, plain = kb.build_batch(recs, compression="gzip"), kb.build_batch(recs)
+    assert len(gz) < 400 < len(plain)
+
+    def rules(data, target):
+        config = kb.ValidationConfig(origin="client", strict=False, now_ms=1_700_000_000_000, segment_bytes=400,
+                                     target_compression=target)
+        return [(c.rule, c.code) for c in kb.validate(data, config).culprits]
+    assert rules(gz, "uncompressed") == [("append.too_large", 18)]  # inflated past it
+    assert rules(plain, "gzip") == []                                 # compressed under it
+    assert rules(plain, "uncompressed") == rules(plain, "producer") == [("append.too_large", 18)]
+    assert rules(gz, "producer") == []
+
+
 @pytest.mark.parametrize("data", [b"", b"\x00" * 12, batch(1)[:40]])
 def test_nothing_to_re_encode_in_an_append_without_a_whole_entry(data):
     config = kb.ValidationConfig(origin="client", strict=False, target_compression="uncompressed",

@@ -44,6 +44,10 @@ TOPICS = {
     "wire-lz4": ({"compression.type": "lz4"}, {"target_compression": "lz4"}),
     "wire-zstd": ({"compression.type": "zstd"}, {"target_compression": "zstd"}),
     "wire-segment": ({"internal.segment.bytes": "400"}, {"segment_bytes": 400}),
+    "wire-uncompressed-segment": ({"compression.type": "uncompressed", "internal.segment.bytes": "400"},
+                                  {"target_compression": "uncompressed", "segment_bytes": 400}),
+    "wire-gzip-segment": ({"compression.type": "gzip", "internal.segment.bytes": "400"},
+                          {"target_compression": "gzip", "segment_bytes": 400}),
 }
 
 
@@ -105,6 +109,7 @@ def quirks(now: int) -> list[tuple[str, bytes]]:
 def targeted(now: int) -> list[tuple[str, str, bytes]]:
     """Cases for one topic's setting: (name, topic, records)."""
     big = [{"key": b"k%d" % i, "value": bytes(range(256)) * 2, "timestamp": now} for i in range(2)]
+    small = [{"key": b"k", "value": b"x" * 60, "timestamp": now}]
     six = b"\x80\x80\x80\x80\x80\x01"
     rec = record(0, 0, b"k", b"v")
     plain = batch_of_records(rec, six + rec[1:], count=2)
@@ -120,7 +125,12 @@ def targeted(now: int) -> list[tuple[str, str, bytes]]:
             ("size 5, no tail", "wire-default", framing(5)),
             ("size 5 after 2 bytes", "wire-default", framing(5, tail=b"ab")),
             ("compressible lz4 to gzip", "wire-gzip", kb.build_batch(big, compression="lz4")),
-            ("compressible to zstd", "wire-zstd", kb.build_batch(big * 3))]
+            ("compressible to zstd", "wire-zstd", kb.build_batch(big * 3)),
+            # segment.bytes is checked on the batch the broker writes
+            ("gzip inflated past the segment size", "wire-uncompressed-segment",
+             kb.build_batch(small * 8, compression="gzip")),
+            ("over the segment size, compressed under it", "wire-gzip-segment", kb.build_batch(small * 8)),
+            ("over the segment size, kept", "wire-uncompressed-segment", kb.build_batch(small * 8))]
 
 
 def _record_with_length(field: str, length: int) -> bytes:
