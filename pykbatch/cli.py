@@ -27,12 +27,16 @@ EXIT_CODES = {
 }
 
 
+class UsageError(Exception):
+    """A command given what it cannot work with (exit status 2, as argparse's own errors)."""
+
+
 def _callable(spec: str):
     """A decoder given as ``module:function`` (the Python form of --value-decoder-class)."""
     import importlib
     module, _, name = spec.partition(":")
     if not name:
-        raise SystemExit(f"a decoder is given as module:function, not {spec!r}")
+        raise UsageError(f"a decoder is given as module:function, not {spec!r}")
     return getattr(importlib.import_module(module), name)
 
 
@@ -65,10 +69,10 @@ def _dump(args) -> int:
 def _export(files, fmt: str, dest: str) -> int:
     from .export import FORMATS, export_segment
     if fmt not in FORMATS:
-        raise SystemExit(f"--to takes one of {FORMATS}, then a file")
+        raise UsageError(f"--to takes one of {FORMATS}, then a file")
     logs = [f for f in files if f.endswith(".log")]
     if len(logs) != 1:
-        raise SystemExit("--to exports one .log file")
+        raise UsageError("--to exports one .log file")
     report = export_segment(logs[0], dest, fmt)
     print(f"wrote {report.rows} records of {logs[0]} to {dest} ({fmt})")
     for position, entry, exc in report.damaged:
@@ -95,7 +99,7 @@ def _validate(args) -> int:
     if args.segment:
         return _validate_partition(args)
     if not args.files:
-        raise SystemExit("pykbatch validate: give FILEs or --segment DIR")
+        raise UsageError("give FILEs or --segment DIR")
     found = 0
     for path in args.files:
         origin = args.origin or ("log" if path.endswith(".log") else "client")
@@ -194,7 +198,7 @@ def _repair(args) -> int:
     """A new segment without the culprits, and a dead-letter file of what was removed."""
     from .repair import repair_segment
     if os.path.abspath(args.out) == os.path.abspath(args.file):
-        raise SystemExit("pykbatch repair never writes over its input: give another --out")
+        raise UsageError("repair never writes over its input: give another --out")
     config = ValidationConfig(origin=args.origin, compacted=args.compacted, topic_partition=args.topic_partition)
     report = repair_segment(args.file, args.out, args.dead_letter, config)
     print(f"{args.file}: kept {report.kept_batches} batches, dropped {report.dropped_records} record(s) and "
@@ -314,8 +318,8 @@ def main(argv=None) -> int:
             return CANNOT_RUN
     try:
         return args.run(args)
-    except OSError as exc:  # the machine's problem, not the data's: a file that cannot be read or written
-        print(f"pykbatch {args.command}: {exc}", file=sys.stderr)
+    except (UsageError, OSError) as exc:  # not the data's problem: the command line, or the machine's
+        print(f"pykbatch {args.command}: error: {exc}", file=sys.stderr)
         return CANNOT_RUN
 
 
