@@ -106,6 +106,12 @@ class ValidationConfig:
     timestamp_difference_max_ms: int | None = None
 
     @property
+    def reencodes(self) -> bool:
+        """Whether the topic re-encodes every producer batch (its ``compression.type`` is not
+        ``producer``, or it stores an older record version)."""
+        return self.target_compression != "producer" or self.target_magic < 2
+
+    @property
     def timestamp_window(self) -> tuple[int, int]:
         """The (before, after) limits in force: the deprecated difference setting stands in for
         a limit left at its default, as Kafka 3.6-3.9 read them (LogConfig)."""

@@ -93,7 +93,7 @@ cdef class _Validator:
         self.opts.max_batch_bytes = -1 if config.max_message_bytes is None else config.max_message_bytes
         self.may_rebuild = config.origin == "client" and (config.max_message_bytes is not None
                                                           or config.segment_bytes is not None)
-        self.always_rebuilt = config.target_compression != "producer" or config.target_magic < 2
+        self.always_rebuilt = config.reencodes
         # segment.bytes is checked against the batch the broker writes: re-encoded, pykbatch.rebuild
         self.opts.max_append_bytes = -1 if config.segment_bytes is None or (
             self.may_rebuild and self.always_rebuilt) else config.segment_bytes

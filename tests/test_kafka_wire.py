@@ -71,7 +71,7 @@ def wire(kafka_broker):
 
 # -- the cases ------------------------------------------------------------------------------------
 
-def framing(size: int, magic: int = 2, tail: bytes = b"") -> bytes:
+def framing(size: int, tail: bytes = b"") -> bytes:
     """An entry whose size field says ``size`` (its bytes after the size field: ``tail``)."""
     return struct.pack(">qi", 0, size) + tail
 
