@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from ._native import validate
 from ._result import ValidationConfig, ValidationResult
 from .dump import DumpErrors, dump_offset_index, dump_time_index
-from .errors import KafkaDataError
 from .producer_state import ProducerAudit, ProducerStateTracker
 from .segments import Partition, Segment
 
@@ -82,10 +81,7 @@ def audit_partition(directory: str, config: ValidationConfig | None = None, *, p
                             audit.gaps += 1
                     prev_last = b.last_offset
                     if tracker is not None:
-                        try:
-                            producer_culprits += tracker.append(b).culprits
-                        except KafkaDataError:  # a v0/v1 wrapper with broken inner messages: no
-                            pass                # producer state there (its culprits are reported)
+                        producer_culprits += tracker.append(b).culprits
                     del b
             except ValueError as exc:
                 entry.read_error = str(exc)

@@ -173,7 +173,7 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
         except CorruptIndexError as exc:
             err.write(f"{exc}\n" if suffix == "snapshot" else f"Error while dumping {path}: {exc}\n")
             problems += 1
-        except (KafkaDataError, ValueError, OSError) as exc:
+        except (ValueError, OSError) as exc:  # KafkaDataError and CorruptIndexError are ValueErrors
             err.write(f"Error while dumping {path}: {exc}\n")
             problems += 1
     errors.write(err)

@@ -233,11 +233,8 @@ def audit_producers(data_or_batches, topic_partition: str = "t-0") -> ProducerAu
     culprits = []
     try:
         for batch in batches:
-            try:
-                culprits += tracker.append(batch).culprits
-            except KafkaDataError:  # a v0/v1 wrapper whose inner messages are broken: no producer
-                continue            # state to audit there (validate reports the damage)
-    except KafkaDataError:  # the framing breaks: nothing after it can be placed (validate says where)
+            culprits += tracker.append(batch).culprits
+    except KafkaDataError:  # the entries cannot be read on from here (validate says where and why)
         pass
     return ProducerAudit(culprits, tracker.producers, tracker.completed_transactions, tracker.open_transactions())
 
