@@ -44,19 +44,19 @@ def run(spark, n_batches: int = 20, show: bool = True) -> dict:
             if i < n_batches:
                 print(f"  batch {i}: {what}")
 
-    # 1. validate
+    # 1. validate (once: the three views below read the same results)
+    validated = spark.sql("SELECT batch_id, kbatch_validate(value) AS v FROM raw_batches").cache()
+    validated.createOrReplaceTempView("validated")
     out("Validation summary", spark.sql("""
         SELECT v.ok, v.error_name, count(*) AS batches, sum(v.records) AS records_read
-        FROM (SELECT kbatch_validate(value) AS v FROM raw_batches)
-        GROUP BY v.ok, v.error_name ORDER BY v.ok DESC, v.error_name"""), truncate=False)
+        FROM validated GROUP BY v.ok, v.error_name ORDER BY v.ok DESC, v.error_name"""), truncate=False)
     out("Every culprit", spark.sql("""
         SELECT batch_id, c.record_index, c.relative_offset, c.name, c.rule, c.position, c.message
-        FROM raw_batches LATERAL VIEW explode(kbatch_validate(value).culprits) AS c
+        FROM validated LATERAL VIEW explode(v.culprits) AS c
         ORDER BY batch_id, c.position"""), truncate=70)
     out("KIP-467 view of the batches with record errors", spark.sql("""
         SELECT batch_id, v.error_code, v.error_records, v.error_message
-        FROM (SELECT batch_id, kbatch_validate(value) AS v FROM raw_batches)
-        WHERE size(v.error_records) > 0 ORDER BY batch_id"""), truncate=60, vertical=True)
+        FROM validated WHERE size(v.error_records) > 0 ORDER BY batch_id"""), truncate=60, vertical=True)
 
     # 2. repair: culprit records out, the rest of their batch kept.  A batch damaged as a whole
     # cannot be repaired: its row keeps the original bytes so step 3 dead-letters it as it is.
@@ -96,6 +96,7 @@ def run(spark, n_batches: int = 20, show: bool = True) -> dict:
     }
     metrics = split.metrics()
     repaired.unpersist()
+    validated.unpersist()
     if show:
         print("\n== Connect's task error metrics (split_dead_letters counts rows: one batch each) ==")
         for name, value in metrics.items():
@@ -103,10 +104,20 @@ def run(spark, n_batches: int = 20, show: bool = True) -> dict:
         print("\n== Record ledger ==")
         for name, value in ledger.items():
             print(f"  {name}: {value}")
-        accounted = sum(v for k, v in ledger.items() if k != "input records")
-        verdict = "holds" if accounted == ledger["input records"] else "DOES NOT HOLD"
-        print(f"  input = good + dead-lettered + skipped: {ledger['input records']} = {accounted} ({verdict})")
+        verdict = "holds" if balanced(ledger) else "DOES NOT HOLD"
+        print(f"  input = good + dead-lettered + skipped: {ledger['input records']} = {accounted(ledger)} "
+              f"({verdict})")
     return ledger
+
+
+def accounted(ledger: dict) -> int:
+    """The records that came out: good, dead-lettered and skipped."""
+    return sum(v for k, v in ledger.items() if k != "input records")
+
+
+def balanced(ledger: dict) -> bool:
+    """Whether every input record is accounted for (DESIGN.md's invariant)."""
+    return accounted(ledger) == ledger["input records"]
 
 
 def main(argv=None) -> int:
@@ -128,8 +139,7 @@ def main(argv=None) -> int:
         ledger = run(spark, args.batches)
     finally:
         spark.stop()
-    accounted = sum(v for k, v in ledger.items() if k != "input records")
-    return 0 if accounted == ledger["input records"] else 1
+    return 0 if balanced(ledger) else 1
 
 
 if __name__ == "__main__":
