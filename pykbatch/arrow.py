@@ -254,3 +254,25 @@ def shift_batches(table: pa.Table, position: int, entry: int) -> pa.Table:
             table = table.set_column(table.schema.get_field_index(name), name,
                                      pc.add(table[name], pa.scalar(by, typ)))
     return table
+
+
+def decode_entries(data, entries, *, verify_crc: bool = True, first_entry: int = 0):
+    """The records of whole entries ``[(position, size), ...]`` of ``data`` as one ``to_arrow``
+    table (``batch_position`` in ``data``, ``batch_index`` from ``first_entry``), and the entries
+    whose records cannot be read, ``[(position, entry index, error)]``: those contribute no rows,
+    their neighbours all of theirs.  Decoded at once; entry by entry only when that fails."""
+    start, end = entries[0][0], entries[-1][0] + entries[-1][1]
+    try:
+        return shift_batches(_native.to_arrow(data[start:end], verify_crc=verify_crc), start, first_entry), []
+    except errors.KafkaDataError:
+        pass
+    tables, failed = [], []
+    for i, (position, size) in enumerate(entries):
+        try:
+            table = _native.to_arrow(data[position:position + size], verify_crc=verify_crc)
+            tables.append(shift_batches(table, position, first_entry + i))
+        except errors.KafkaDataError as exc:
+            if exc.offset is not None:  # where in ``data``, not in the entry's slice
+                exc.offset += position
+            failed.append((position, first_entry + i, exc))
+    return (pa.concat_tables(tables) if tables else _native.to_arrow(b"")), failed

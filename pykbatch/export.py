@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from ._native import to_arrow
-from .arrow import shift_batches
+from .arrow import decode_entries
 from .errors import KafkaDataError
 from .segments import Segment
 
@@ -46,25 +46,6 @@ def _windows(seg: Segment, window_bytes: int, report: ExportReport):
         yield run
 
 
-def _window_table(view, run, first_entry: int, report: ExportReport) -> pa.Table | None:
-    """The records of one run of entries: decoded at once, or, when that fails, batch by batch
-    so only the damaged batches are left out."""
-    start, end = run[0][0], run[-1][0] + run[-1][1]
-    try:
-        return shift_batches(to_arrow(view[start:end]), start, first_entry)
-    except KafkaDataError:
-        pass
-    tables = []
-    for i, (position, size) in enumerate(run):
-        try:
-            tables.append(shift_batches(to_arrow(view[position:position + size]), position, first_entry + i))
-        except KafkaDataError as exc:
-            if exc.offset is not None:  # where in the file, not in the batch's slice
-                exc.offset += position
-            report.damaged.append((position, first_entry + i, exc))
-    return pa.concat_tables(tables) if tables else None
-
-
 def export_segment(source, dest: str, format: str = "parquet", *,
                    window_bytes: int = WINDOW_BYTES) -> ExportReport:
     """Writes every readable record of the segment at ``source`` (a path or file-like) to
@@ -78,9 +59,10 @@ def export_segment(source, dest: str, format: str = "parquet", *,
         view = seg.view()
         try:
             for run in _windows(seg, window_bytes, report):
-                table = _window_table(view, run, entries, report)
+                table, damaged = decode_entries(view, run, first_entry=entries)
+                report.damaged += damaged
                 entries += len(run)
-                if table is None:
+                if not table.num_rows:
                     continue
                 if writer is None:
                     writer = _writer(dest, format, table.schema)

@@ -30,10 +30,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pykbatch import _native
 from pykbatch import validate as kb_validate
 from pykbatch._result import ValidationConfig
-from pykbatch.arrow import HEADER, append_headers, shift_batches
+from pykbatch.arrow import HEADER, append_headers, decode_entries
 from pykbatch.segments import Segment
 
 from .segment_plan import Ranges, _fsspec, _is_local, _local, narrow, plan_splits, read_mode
@@ -158,7 +157,7 @@ def _arrow(data, entries, segment, topic, partition, mode, validate, schema, ran
     bad = _verdicts(chunk) if validate else {}
     verdicts = pa.array([bad.get(e) for e in range(len(entries))], pa.string())  # per entry; null: it passed
     if mode == "records":
-        table = shift_batches(_decode(data, entries, lo), lo, 0)
+        table, _ = decode_entries(data, entries, verify_crc=False)  # CRCs: validate's business
         table = table.set_column(table.schema.get_field_index("timestamp_type"), "timestamp_type",
                                  table["timestamp_type"].cast(pa.string()))
         keep = ranges.record_mask(table)
@@ -181,23 +180,6 @@ def _arrow(data, entries, segment, topic, partition, mode, validate, schema, ran
         cols["batch_ok"] = errors.is_null()
         cols["batch_error"] = errors
     return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in schema], schema=schema)
-
-
-def _decode(data, entries, lo) -> pa.Table:
-    """The records of the entries (a window of the segment), as ``to_arrow`` gives them for the
-    window; a batch whose records do not decode contributes none (never a failed task:
-    ``validate`` says why).  CRCs are not checked here either: that is ``validate``'s business."""
-    try:
-        return _native.to_arrow(data[lo:entries[-1][0] + entries[-1][1]], verify_crc=False)
-    except ValueError:
-        pass
-    parts = []
-    for index, (pos, size) in enumerate(entries):
-        try:
-            parts.append(shift_batches(_native.to_arrow(data[pos:pos + size], verify_crc=False), pos - lo, index))
-        except ValueError:
-            continue
-    return pa.concat_tables(parts) if parts else _native.to_arrow(b"")
 
 
 def data_source_class():
