@@ -1,4 +1,5 @@
-"""Build of the native extension: csrc/*.c (the C core) + pykbatch/_native.pyx.
+"""Build of the native extensions: csrc/*.c (the C core) + pykbatch/_native.pyx, and
+pykbatch/_catalogue.pyx (the core's tables of rules, error codes and codecs, for Python).
 
 Environment switches for development builds:
   PYKBATCH_DEBUG=1      -O0 -g, assertions on
@@ -22,16 +23,18 @@ if sanitize:
     compile_args += flags
     link_args += flags
 
-extension = Extension(
-    "pykbatch._native",
-    sources=["pykbatch/_native.pyx"] + sorted(glob.glob("csrc/*.c")),
-    include_dirs=["csrc"],
-    extra_compile_args=compile_args,
-    extra_link_args=link_args,
-    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-)
+
+def extension(name: str, sources: list) -> Extension:
+    return Extension(name, sources=sources, include_dirs=["csrc"], extra_compile_args=compile_args,
+                     extra_link_args=link_args)
+
+
+extensions = [
+    extension("pykbatch._native", ["pykbatch/_native.pyx"] + sorted(glob.glob("csrc/*.c"))),
+    extension("pykbatch._catalogue", ["pykbatch/_catalogue.pyx", "csrc/kb_rules.c", "csrc/kb_kafka.c"]),
+]
 
 setup(
-    ext_modules=cythonize([extension], compiler_directives={"language_level": "3"},
+    ext_modules=cythonize(extensions, compiler_directives={"language_level": "3"},
                           include_path=["pykbatch"]),
 )

@@ -145,7 +145,7 @@ static void check_target_magic(ctx_t *c, size_t pos, const kb_v2_header *h, int 
     if (o->target_magic >= 2)
         return;
     if (h->attributes & KB_ATTR_TRANSACTIONAL) {
-        int converted = codec == 0 && o->target_codec <= 0;
+        int converted = codec == KB_CODEC_NONE && o->target_codec <= 0;
         report(c, converted ? KB_RULE_CONVERSION_TRANSACTIONAL : KB_RULE_TRANSACTIONAL_FOR_MAGIC, pos + 21, -1,
                KB_NO_OFFSET, o->target_magic, 0, 0);
     } else if (h->producer_id >= 0) {
@@ -163,7 +163,7 @@ static int check_header(ctx_t *c, const uint8_t *buf, size_t pos, size_t size, c
             report(c, KB_RULE_CRC_MISMATCH, pos + 17, -1, KB_NO_OFFSET, h->crc, computed, 0);
     }
     int codec = h->attributes & KB_ATTR_CODEC_MASK;
-    if (codec > 4)
+    if (codec >= KB_CODEC_COUNT)
         report(c, KB_RULE_UNKNOWN_CODEC, pos + 21, -1, KB_NO_OFFSET, codec, 0, 0);
 
     int64_t last = kb_wrap_add64(h->base_offset, h->last_offset_delta);
@@ -187,7 +187,7 @@ static int check_header(ctx_t *c, const uint8_t *buf, size_t pos, size_t size, c
             report(c, KB_RULE_COUNT_OFFSET_MISMATCH, pos + 57, -1, KB_NO_OFFSET, h->base_offset, last,
                    h->record_count);
     }
-    if (codec > 4 || h->record_count < 0)
+    if (codec >= KB_CODEC_COUNT || h->record_count < 0)
         return 0;
     return 1;
 }
@@ -259,9 +259,9 @@ static int64_t walk_records(ctx_t *c, const uint8_t *buf, size_t start, size_t l
      * record version) are read partially; other compressed records from a stream (re-compression,
      * consumers); uncompressed ones in place */
     int codec = h->attributes & KB_ATTR_CODEC_MASK;
-    int partial = codec != 0 && client && (c->opts->target_codec < 0 || c->opts->target_codec == codec) &&
+    int partial = codec != KB_CODEC_NONE && client && (c->opts->target_codec < 0 || c->opts->target_codec == codec) &&
                   c->opts->target_magic >= 2;
-    int stream = codec != 0 && !partial;
+    int stream = codec != KB_CODEC_NONE && !partial;
     size_t p = start;
     int64_t prev = -1, max_ts = INT64_MIN;
     int all_read = 1;
@@ -377,7 +377,7 @@ static void check_v2(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
     if (!check_header(c, buf, pos, size, &h))
         return;
     int codec = h.attributes & KB_ATTR_CODEC_MASK;
-    if (codec == 0) {
+    if (codec == KB_CODEC_NONE) {
         check_max_timestamp(c, pos, &h, check_records(c, buf, pos + KB_V2_HEADER_SIZE, pos + size, &h));
         return;
     }
@@ -496,17 +496,17 @@ static void check_legacy(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
     }
     int codec = m.attributes & KB_ATTR_CODEC_MASK;
     if (c->opts->strict) /* a wrapper's null value is an error of its own */
-        check_legacy_null_lengths(c, &m, codec == 0 ? 0 : -1, m.offset, codec == 0);
-    if (codec == 0) {
+        check_legacy_null_lengths(c, &m, codec == KB_CODEC_NONE ? 0 : -1, m.offset, codec == KB_CODEC_NONE);
+    if (codec == KB_CODEC_NONE) {
         c->s->records++;
         check_legacy_record_rules(c, &m, 0, m.offset, m.timestamp, m.magic > 0 && (m.attributes & KB_ATTR_LOG_APPEND_TIME));
         return;
     }
-    if (codec > 4) {
+    if (codec >= KB_CODEC_COUNT) {
         report(c, KB_RULE_UNKNOWN_CODEC, pos + 17, -1, KB_NO_OFFSET, codec, 0, 0);
         return;
     }
-    if (codec == 4) {
+    if (codec == KB_CODEC_ZSTD) {
         report(c, KB_RULE_LEGACY_ZSTD, pos + 17, -1, KB_NO_OFFSET, m.magic, 0, 0);
         return;
     }
@@ -542,7 +542,7 @@ static void check_entry_in_append(ctx_t *c, const uint8_t *buf, size_t pos, cons
         c->first_magic = e->magic;
         c->first_codec = codec;
     }
-    c->any_compressed |= codec != 0;
+    c->any_compressed |= codec != KB_CODEC_NONE;
     if (o->origin == KB_ORIGIN_CLIENT) {
         int64_t base_offset = (int64_t)kb_load_be64(buf + pos);
         if (e->magic == 2 && base_offset != 0)
@@ -582,7 +582,7 @@ static void check_append(ctx_t *c)
             report(c, KB_RULE_REQUEST_NO_BATCH, 0, -1, KB_NO_OFFSET, v, 0, 0);
         else if (c->first_magic != 2)
             report(c, KB_RULE_REQUEST_NOT_MAGIC_2, 16, -1, KB_NO_OFFSET, v, 0, 0);
-        else if (v < 7 && c->first_codec == 4)
+        else if (v < 7 && c->first_codec == KB_CODEC_ZSTD)
             report(c, KB_RULE_REQUEST_ZSTD, 21, -1, KB_NO_OFFSET, v, 0, 0);
         else if (s->entries > 1)
             report_second_batch(c, KB_RULE_REQUEST_MANY_BATCHES);

@@ -80,7 +80,7 @@ cdef class Batch:
             return 0
         _check_records_readable(&self.h, self.position)
         cdef int codec = self.h.attributes & KB_ATTR_CODEC_MASK
-        if codec == 0:
+        if codec == KB_CODEC_NONE:
             self._rec, self._rstart, self._rlimit = self._v, self.position + KB_V2_HEADER_SIZE, self.position + self.size
             self._payload = -1
             return 0
@@ -124,7 +124,7 @@ cdef class Batch:
     @property
     def compression(self):
         cdef int codec = self.h.attributes & KB_ATTR_CODEC_MASK
-        return COMPRESSION_NAMES[codec] if codec < 5 else f"unknown({codec})"
+        return _codec_name(codec)
     @property
     def timestamp_type(self):
         return "LogAppendTime" if self.h.attributes & KB_ATTR_LOG_APPEND_TIME else "CreateTime"
@@ -286,7 +286,7 @@ cdef _check_decodable(_View v, kb_entry *e, bint verify_crc, kb_v2_header *h, in
 cdef _check_records_readable(const kb_v2_header *h, int64_t pos):
     """Raises unless this version can walk the records of the batch at `pos`."""
     cdef int codec = h.attributes & KB_ATTR_CODEC_MASK
-    if codec > 4:
+    if codec >= KB_CODEC_COUNT:
         raise _errors.UnknownServerError(f"Unknown compression type id: {codec}", pos + 21, "batch.unknown_codec")
     if h.record_count < 0:
         raise _errors.InvalidRecordError(

@@ -18,6 +18,13 @@ cdef extern from "kb_crc32c.h" nogil:
     const char *kb_crc32c_impl()
 
 
+cdef extern from "kb_kafka.h" nogil:
+    ctypedef enum kb_codec:
+        KB_CODEC_NONE
+        KB_CODEC_ZSTD
+        KB_CODEC_COUNT
+
+
 cdef extern from "kb_rules.h" nogil:
     ctypedef enum kb_rule:
         KB_RULE_NONE

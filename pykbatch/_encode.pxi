@@ -73,8 +73,8 @@ cdef bytes _assemble(const kb_v2_header *h, const kb_record_in *recs, size_t n):
     cdef int codec = h.attributes & KB_ATTR_CODEC_MASK
     cdef int64_t size = kb_v2_records_size(recs, n)
     if size < 0 or size + KB_V2_HEADER_SIZE - KB_LOG_OVERHEAD > INT32_MAX:
-        raise _errors.RecordTooLargeError("The batch would exceed 2 GiB", None, "encode.too_large")
-    if codec == 0:
+        raise _errors.rule_error("encode.too_large")
+    if codec == KB_CODEC_NONE:
         out = PyBytes_FromStringAndSize(NULL, size + KB_V2_HEADER_SIZE)
         kb_v2_write_records(recs, n, <uint8_t *> PyBytes_AS_STRING(out) + KB_V2_HEADER_SIZE)
     else:
@@ -222,7 +222,7 @@ cdef bytes _build_legacy(list messages, int magic, int codec, int64_t base_offse
     """Kafka's legacy builder: uncompressed, one entry per message; compressed, one wrapper whose
     offset is the last message's, with relative inner offsets for v1 (absolute for v0)."""
     cdef int attributes = KB_ATTR_LOG_APPEND_TIME if log_append_time is not None and magic > 0 else 0
-    if codec == 0:
+    if codec == KB_CODEC_NONE:
         return _legacy_set(messages, magic, attributes, base_offset)
     inner = _legacy_set(messages, magic, attributes, 0 if magic > 0 else base_offset)
     last = base_offset + len(messages) - 1
@@ -234,7 +234,7 @@ cdef bytes _reencode_legacy(LegacyBatch b):
     """An uncompressed message from its fields; a wrapper around its own inner set, recompressed."""
     cdef const kb_legacy_msg *m = &b.m
     cdef int codec = m.attributes & KB_ATTR_CODEC_MASK
-    if codec == 0:
+    if codec == KB_CODEC_NONE:
         out = PyBytes_FromStringAndSize(NULL, kb_legacy_entry_size(m.magic, m.key_len, m.value_len))
         kb_legacy_write(<uint8_t *> PyBytes_AS_STRING(out), m.offset, m.magic, <uint8_t> m.attributes,
                         m.timestamp, b._v.ptr + m.key, m.key_len, b._v.ptr + m.value, m.value_len)

@@ -39,13 +39,13 @@ cdef class LegacyBatch:
         cdef size_t p
         cdef kb_inner_status st
         cdef int64_t last = 0
-        if codec == 0:
+        if codec == KB_CODEC_NONE:
             self._rec, self._rstart, self._rlimit = self._v, self.position, self.position + self.size
             self._payload, self._base, self._count, self._first = -1, 0, 1, self.m.offset
             return 0
-        if codec > 4:
+        if codec >= KB_CODEC_COUNT:
             _legacy_error(KB_RULE_UNKNOWN_CODEC, self.position + 17, -1, codec)
-        if codec == 4:
+        if codec == KB_CODEC_ZSTD:
             _legacy_error(KB_RULE_LEGACY_ZSTD, self.position + 17, -1, self.m.magic)
         if self.m.value_len < 0:
             _legacy_error(KB_RULE_LEGACY_NULL_WRAPPER, self.m.value - 4, -1, self.m.magic)
@@ -100,7 +100,7 @@ cdef class LegacyBatch:
     @property
     def compression(self):
         cdef int codec = self.m.attributes & KB_ATTR_CODEC_MASK
-        return COMPRESSION_NAMES[codec] if codec < 5 else f"unknown({codec})"
+        return _codec_name(codec)
     @property
     def timestamp_type(self):
         if self.m.magic == 0:

@@ -20,22 +20,20 @@ from pykbatch import errors as _errors
 from pykbatch.control import parse_control as _parse_control
 from pykbatch._result import (Culprit, DroppedRecord, Repair, TruncatedTail, ValidationConfig, ValidationResult,
                               apply_handler)
-from pykbatch._rules import RULES, render as _render
+from pykbatch._catalogue import CODEC_IDS as _COMPRESSION_IDS, CODEC_NAMES as COMPRESSION_NAMES, codec_name as _codec_name
+from pykbatch._rules import INDEX as _RULE_INDEX, RULES, render as _render
 from pykbatch.rebuild import check_rebuilt_size as _check_rebuilt_size
 
 kb_crc32c_init()
 
-if len(RULES) != KB_RULE_COUNT:
-    raise ImportError(f"pykbatch: rule table has {len(RULES)} rules, the native core {KB_RULE_COUNT}")
+if len(RULES) != KB_RULE_COUNT:  # two extensions built from different sources
+    raise ImportError(f"pykbatch: the catalogue has {len(RULES)} rules, the native core {KB_RULE_COUNT}: rebuild")
 
 # Buffers at least this large are processed with the GIL released.
 DEF NOGIL_THRESHOLD = 16384
 
-COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
-_COMPRESSION_IDS = {name: i for i, name in enumerate(COMPRESSION_NAMES)}
 _EMPTY_HEADERS = ()
 _DEFAULT_CONFIG = ValidationConfig()
-_RULE_INDEX = {rule.id: i for i, rule in enumerate(RULES)}
 _CODEC_RULES = frozenset(("batch.decompression_failed", "batch.decompressed_too_large"))
 
 cdef class _Decompressor

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from . import errors
+from ._catalogue import CODEC_IDS, CODEC_NAMES, TIMESTAMP_TYPES
 from ._rules import BY_ID as _RULES_BY_ID
 from ._rules import STAGES as _STAGES
 
@@ -12,7 +13,8 @@ ORIGINS = ("client", "log", "replication")
 LONG_MAX = 2**63 - 1
 KAFKA4_AFTER_MAX_MS = 3_600_000  # message.timestamp.after.max.ms since Kafka 4.0 (KIP-1030)
 # Kafka's compression.type values; "producer" keeps each batch's own codec
-TARGET_COMPRESSIONS = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+# a topic's compression.type: "producer" keeps each batch's codec, "uncompressed" is codec none
+TARGET_COMPRESSIONS = ("producer", "uncompressed") + CODEC_NAMES[1:]
 
 # Kafka's broker validation metrics (KIP-467) and the rules that feed each.
 BROKER_METRICS = {
@@ -106,6 +108,13 @@ class ValidationConfig:
     timestamp_difference_max_ms: int | None = None
 
     @property
+    def target_codec(self) -> int:
+        """The codec id the topic stores batches in (``target_compression``); -1 for "producer"."""
+        if self.target_compression == "producer":
+            return -1
+        return CODEC_IDS.get(self.target_compression, 0)  # "uncompressed"
+
+    @property
     def reencodes(self) -> bool:
         """Whether the topic re-encodes every producer batch (its ``compression.type`` is not
         ``producer``, or it stores an older record version)."""
@@ -129,8 +138,8 @@ class ValidationConfig:
             raise ValueError("max_culprits must be >= 0")
         if self.max_decompressed_bytes < 0:
             raise ValueError("max_decompressed_bytes must be >= 0")
-        if self.timestamp_type not in ("CreateTime", "LogAppendTime"):
-            raise ValueError("timestamp_type must be 'CreateTime' or 'LogAppendTime'")
+        if self.timestamp_type not in TIMESTAMP_TYPES:
+            raise ValueError(f"timestamp_type must be one of {TIMESTAMP_TYPES}")
         if self.timestamp_before_max_ms < 0 or self.timestamp_after_max_ms < 0 \
                 or (self.timestamp_difference_max_ms or 0) < 0:
             raise ValueError("timestamp windows must be >= 0")

@@ -30,7 +30,7 @@ cdef class _Decompressor:
             return self.fail(f, exc.rule, exc.offset, exc.message)
         except Exception as exc:  # a codec library surprise still becomes a culprit, never a crash
             return self.fail(f, "batch.decompression_failed", 0,
-                             f"Failed to decompress {_codecs.NAMES[codec]} record stream: {exc!r}")
+                             f"Failed to decompress {_codec_name(codec)} record stream: {exc!r}")
         out_len[0] = len(self._out)
         if out_len[0]:
             produced = self._out
@@ -63,7 +63,6 @@ cdef int _decompress_cb(void *ctx, int codec, int magic, const uint8_t *src, siz
 
 
 # compression.type -> codec id for the core (-1: producer, each batch keeps its own)
-_TARGET_CODECS = {"producer": -1, "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
 cdef class _Validator:
@@ -98,7 +97,7 @@ cdef class _Validator:
         self.opts.max_append_bytes = -1 if config.segment_bytes is None or (
             self.may_rebuild and self.always_rebuilt) else config.segment_bytes
         self.opts.target_magic = config.target_magic
-        self.opts.target_codec = _TARGET_CODECS[config.target_compression]
+        self.opts.target_codec = config.target_codec
         self.opts.produce_version = config.produce_version or 0
         self.opts.single_append = 1 if config.single_append or config.produce_version else 0
         self.max_cap = config.max_culprits

@@ -14,8 +14,9 @@ import zlib
 import cramjam
 import xxhash
 
-NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
-NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+from ._catalogue import CODEC_IDS, CODEC_NAMES as NAMES, codec_name
+
+GZIP, SNAPPY, LZ4, ZSTD = (CODEC_IDS[name] for name in ("gzip", "snappy", "lz4", "zstd"))
 
 # Kafka's producer and broker defaults bound a batch at 1 MiB (max.request.size,
 # message.max.bytes); 64 MiB leaves room for 64:1 compression of such a batch.
@@ -48,7 +49,7 @@ def _too_large(cap: int, offset: int = 0, declared: int | None = None) -> CodecE
 
 def _failed(codec: int, offset: int, cause, produced: int = 0) -> CodecError:
     return CodecError("batch.decompression_failed", offset,
-                      f"Failed to decompress {NAMES[codec]} record stream: {cause}", produced)
+                      f"Failed to decompress {codec_name(codec)} record stream: {cause}", produced)
 
 
 def decompress_into(codec: int, magic: int, data: memoryview, out: memoryview) -> int:

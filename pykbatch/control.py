@@ -8,7 +8,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from .errors import InvalidRecordError
+from .errors import rule_error as _fail
 
 ABORT, COMMIT = 0, 1
 TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",
@@ -21,23 +21,21 @@ class ControlRecord(NamedTuple):
     coordinator_epoch: int | None  # for ABORT / COMMIT markers
 
 
-def _versioned(data: bytes | None, fmt: str, what: str, rule: str) -> tuple:
-    """Unpacks a control key / marker value (int16 version first), with Kafka's checks."""
+def _versioned(data: bytes | None, fmt: str, what: str) -> tuple:
+    """Unpacks a control key / marker value (int16 version first), with Kafka's checks; ``what``:
+    "key" or "marker"."""
     need = struct.calcsize(fmt)
     if data is None or len(data) < need:
-        raise InvalidRecordError(f"Invalid value size found for {what}. Must have at least {need} bytes, but "
-                                 f"found only {0 if data is None else len(data)}", None, f"control.{rule}_size")
+        raise _fail(f"control.{what}_size", None, need=need, found=0 if data is None else len(data))
     fields = struct.unpack_from(fmt, data)
     if fields[0] < 0:
-        name = "control record" if rule == "key" else what
-        raise InvalidRecordError(f"Invalid version found for {name}: {fields[0]}. May indicate data corruption",
-                                 None, f"control.{rule}_version")
+        raise _fail(f"control.{what}_version", None, version=fields[0])
     return fields
 
 
 def control_type(key: bytes | None) -> int:
     """The control type id of a control record key (ControlRecordType.parse)."""
-    _, typ = _versioned(key, ">hh", "end control record key", "key")
+    _, typ = _versioned(key, ">hh", "key")
     return typ if typ in TYPE_NAMES else -1
 
 
@@ -46,7 +44,7 @@ def parse_control(key: bytes | None, value: bytes | None) -> ControlRecord:
     name = TYPE_NAMES.get(typ, "UNKNOWN")
     epoch = None
     if typ in (ABORT, COMMIT):
-        _, epoch = _versioned(value, ">hi", "end transaction marker", "marker")
+        _, epoch = _versioned(value, ">hi", "marker")
     return ControlRecord(typ, name, epoch)
 
 
@@ -65,8 +63,7 @@ class _Reader:
         value = shift = 0
         while True:
             if self.pos >= len(self.data) or shift > 28:
-                raise InvalidRecordError("Found invalid control record: a varint runs past the value", None,
-                                         "control.message")
+                raise _fail("control.message", None, what="a varint runs past the value")
             b = self.data[self.pos]
             self.pos += 1
             value |= (b & 0x7F) << shift
@@ -148,8 +145,7 @@ def kraft_control_json(control_type: int, value: bytes) -> str:
         obj = KRAFT_MESSAGES[control_type][1](r)
         r.skip_tags()
     except (struct.error, IndexError):
-        raise InvalidRecordError(f"Found invalid control record: the {TYPE_NAMES[control_type]} value is too short",
-                                 None, "control.message") from None
+        raise _fail("control.message", None, what=f"the {TYPE_NAMES[control_type]} value is too short") from None
     return _json(obj)
 
 

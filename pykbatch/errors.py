@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from . import _catalogue
+from ._rules import BY_ID as _RULES
+
 RETRIABLE = "retriable"
 ABORTABLE = "abortable"
 FATAL = "fatal"
@@ -31,35 +34,29 @@ ACTIONS = {
 CONTINUE = "CONTINUE"
 FAIL = "FAIL"
 
-# code -> (Kafka's name, error class) for every code pykbatch can report.
-CODES: dict[int, tuple[str, str]] = {
-    -1: ("UNKNOWN_SERVER_ERROR", FATAL),
-    0: ("NONE", ABORTABLE),
-    2: ("CORRUPT_MESSAGE", RETRIABLE),
-    10: ("MESSAGE_TOO_LARGE", ABORTABLE),
-    18: ("RECORD_LIST_TOO_LARGE", ABORTABLE),
-    32: ("INVALID_TIMESTAMP", ABORTABLE),
-    43: ("UNSUPPORTED_FOR_MESSAGE_FORMAT", ABORTABLE),
-    # producer state (ProducerStateTracker): a gap or a zombie write is this batch's problem;
-    # a broken transaction or a fenced coordinator means the producer's state cannot be trusted
-    45: ("OUT_OF_ORDER_SEQUENCE_NUMBER", ABORTABLE),
-    46: ("DUPLICATE_SEQUENCE_NUMBER", ABORTABLE),
-    47: ("INVALID_PRODUCER_EPOCH", ABORTABLE),
-    48: ("INVALID_TXN_STATE", FATAL),
-    52: ("TRANSACTION_COORDINATOR_FENCED", FATAL),
-    76: ("UNSUPPORTED_COMPRESSION_TYPE", ABORTABLE),
-    87: ("INVALID_RECORD", ABORTABLE),
-}
+# code -> (Kafka's name, error class) for every code pykbatch can report (csrc/kb_kafka_errors.def).
+CODES: dict[int, tuple[str, str]] = {code: (name, cls) for name, code, cls, _ in _catalogue.kafka_errors()}
+CODE: dict[str, int] = {name: code for code, (name, _) in CODES.items()}
+"""Kafka's error code by name: ``CODE["CORRUPT_MESSAGE"] == 2``."""
+EXCEPTIONS: dict[int, str] = {code: exc for _, code, _, exc in _catalogue.kafka_errors() if exc}
+"""The exception Kafka raises for each code (what a Java pipeline would log)."""
+if not {cls for _, cls in CODES.values()} <= set(ACTIONS):
+    raise ImportError("pykbatch: csrc/kb_kafka_errors.def names an error class outside " + ", ".join(ACTIONS))
 
 
 def error_name(code: int) -> str:
-    return CODES.get(code, ("UNKNOWN_SERVER_ERROR", FATAL))[0]
+    return CODES.get(code, CODES[CODE["UNKNOWN_SERVER_ERROR"]])[0]
+
+
+def exception_class(code: int | None) -> str:
+    """The exception class Kafka raises for a code (unknown codes: UnknownServerException)."""
+    return EXCEPTIONS.get(code, EXCEPTIONS[CODE["UNKNOWN_SERVER_ERROR"]])
 
 
 def classify(code: int) -> str:
     """Error class of a Kafka error code: ``retriable``, ``abortable`` or ``fatal`` (codes
     pykbatch does not know are fatal, as Kafka treats unknown errors)."""
-    return CODES.get(code, ("UNKNOWN_SERVER_ERROR", FATAL))[1]
+    return CODES.get(code, CODES[CODE["UNKNOWN_SERVER_ERROR"]])[1]
 
 
 def ask_handler(handler, culprit, code: int) -> str | None:
@@ -89,7 +86,7 @@ def table() -> list[dict]:
 class KafkaDataError(Exception):
     """Base of pykbatch's data errors."""
 
-    code = -1
+    code = CODE["UNKNOWN_SERVER_ERROR"]
 
     def __init__(self, message: str, offset: int | None = None, rule: str | None = None,
                  culprits: Iterable = ()):
@@ -136,41 +133,41 @@ def _describe(message: str, offset: int | None, rule: str | None) -> str:
 
 
 class CorruptRecordError(KafkaDataError, ValueError):
-    """CORRUPT_MESSAGE (2): CRC mismatch or broken framing; retriable."""
-    code = 2
+    """CORRUPT_MESSAGE: CRC mismatch or broken framing; retriable."""
+    code = CODE["CORRUPT_MESSAGE"]
 
 
 class InvalidRecordError(KafkaDataError, ValueError):
-    """INVALID_RECORD (87): a batch or record breaks the format's rules."""
-    code = 87
+    """INVALID_RECORD: a batch or record breaks the format's rules."""
+    code = CODE["INVALID_RECORD"]
 
 
 class InvalidTimestampError(KafkaDataError, ValueError):
-    """INVALID_TIMESTAMP (32)."""
-    code = 32
+    """INVALID_TIMESTAMP."""
+    code = CODE["INVALID_TIMESTAMP"]
 
 
 class RecordTooLargeError(KafkaDataError, ValueError):
-    """MESSAGE_TOO_LARGE (10)."""
-    code = 10
+    """MESSAGE_TOO_LARGE."""
+    code = CODE["MESSAGE_TOO_LARGE"]
 
 
 class UnsupportedForMessageFormatError(KafkaDataError, ValueError):
-    """UNSUPPORTED_FOR_MESSAGE_FORMAT (43): a message format this operation cannot handle."""
-    code = 43
+    """UNSUPPORTED_FOR_MESSAGE_FORMAT: a message format this operation cannot handle."""
+    code = CODE["UNSUPPORTED_FOR_MESSAGE_FORMAT"]
 
 
 class UnsupportedCompressionTypeError(KafkaDataError, ValueError):
-    """UNSUPPORTED_COMPRESSION_TYPE (76)."""
-    code = 76
+    """UNSUPPORTED_COMPRESSION_TYPE."""
+    code = CODE["UNSUPPORTED_COMPRESSION_TYPE"]
 
 
 class UnknownServerError(KafkaDataError, ValueError):
-    """UNKNOWN_SERVER_ERROR (-1): what Kafka answers for errors it does not classify.  Every one
+    """UNKNOWN_SERVER_ERROR: what Kafka answers for errors it does not classify.  Every one
     pykbatch raises is caused by the bytes (a payload the codec rejects, an unknown codec id, input
     the broker's own code fails on), so it is a ``ValueError`` like every other data error: code
     that handles bad data with ``except ValueError`` handles these batches too."""
-    code = -1
+    code = CODE["UNKNOWN_SERVER_ERROR"]
 
 
 class CulpritsError(KafkaDataError, ValueError):
@@ -202,6 +199,13 @@ class HandlerFailed(CulpritsError):
 _BY_CODE = {cls.code: cls for cls in (CorruptRecordError, InvalidRecordError, InvalidTimestampError,
                                       RecordTooLargeError, UnsupportedForMessageFormatError,
                                       UnsupportedCompressionTypeError, UnknownServerError)}
+
+
+def rule_error(rule: str, position: int | None = None, /, **values) -> KafkaDataError:
+    """The exception for a rule checked in Python at byte ``position``: its code and message from
+    the catalogue, ``values`` filling the message's fields."""
+    checked = _RULES[rule]
+    return error_for(checked.code, checked.message(**values), position, rule)
 
 
 def error_for(code: int, message: str, offset: int | None = None, rule: str | None = None,

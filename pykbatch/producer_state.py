@@ -18,32 +18,11 @@ from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
 
 from ._result import Culprit
+from ._rules import BY_ID
 from .errors import KafkaDataError
 
 INT32_MAX = 2**31 - 1
 BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
-
-# rule id -> (Kafka code, message template, Kafka sends this message itself)
-RULES = {
-    # Kafka 4.4's text: the comparison and the request's transaction version (KIP-890) are printed
-    "producer.stale_epoch": (47, "Epoch of producer {pid} at offset {offset} in {tp} is {epoch}, which is {op} "
-                                 "the last seen epoch {current} (TV{tv})", True),
-    # Kafka 4.4's text (the 3.5-4.0 Java port lacked the space before "at")
-    "producer.new_epoch_sequence": (45, "Invalid sequence number for new epoch of producer {pid} at offset {offset} in "
-                                        "partition {tp}: {epoch} (request epoch), {seq} (seq. number), {current} "
-                                        "(current producer epoch)", True),
-    "producer.out_of_order_sequence": (45, "Out of order sequence number for producer {pid} at offset {offset} in "
-                                           "partition {tp}: {seq} (incoming seq. number), {last} (current end "
-                                           "sequence number)", True),
-    "producer.coordinator_fenced": (52, "Invalid coordinator epoch for producerId {pid} at offset {offset} in "
-                                        "partition {tp}: {zombie} (zombie), {current} (current)", True),
-    "producer.non_transactional_in_transaction": (48, "Expected transactional write from producer {pid} at offset "
-                                                      "{offset} in partition {tp}", True),
-    "producer.duplicate": (46, "Batch with sequence range [{seq}, {last}] of producer {pid} at offset {offset} in "
-                               "partition {tp} duplicates the batch at offsets [{first_offset}, {last_offset}]",
-                           False),
-}
-
 
 class CompletedTxn(NamedTuple):
     """A transaction closed by a marker (what Kafka feeds its transaction index)."""
@@ -248,7 +227,7 @@ class _Reporter:
         self.culprits: list[Culprit] = []
 
     def __call__(self, rule: str, **values):
-        code, template, kafka = RULES[rule]
-        message = template.format(pid=self.pid, offset=self.offset, tp=self.tp, **values)
-        self.culprits.append(Culprit(self.entry, None, None, code, rule, self.position, None, self.position,
-                                     message, f"at offset {self.offset}", kafka))
+        checked = BY_ID[rule]
+        message = checked.message(pid=self.pid, offset=self.offset, tp=self.tp, **values)
+        self.culprits.append(Culprit(self.entry, None, None, checked.code, rule, self.position, None,
+                                     self.position, message, f"at offset {self.offset}", checked.kafka))

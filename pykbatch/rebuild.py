@@ -13,10 +13,10 @@ differential tests met, though a codec library's output is no contract.
 from __future__ import annotations
 
 from ._result import Culprit, ValidationConfig, ValidationResult
-from ._rules import BY_ID, RULES, render
+from ._catalogue import CODEC_NAMES
+from ._rules import BY_ID, render
 from .errors import KafkaDataError
 
-_CODECS = {"uncompressed": "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
 RULE = BY_ID["append.rebuilt_too_large"]
 SEGMENT_RULE = BY_ID["append.too_large"]
 
@@ -24,7 +24,7 @@ SEGMENT_RULE = BY_ID["append.too_large"]
 def rebuilt(batches, config: ValidationConfig) -> bool:
     """Whether Kafka re-encodes these batches (LogValidator's in-place conditions fail)."""
     for b in batches:
-        target = b.compression if config.target_compression == "producer" else _CODECS[config.target_compression]
+        target = b.compression if config.target_codec < 0 else CODEC_NAMES[config.target_codec]
         if target != b.compression or b.magic != config.target_magic:
             return True
     return False
@@ -43,7 +43,7 @@ def rebuilt_size(data, config: ValidationConfig) -> int | None:
                    for b in batches for r in b]
     except KafkaDataError:
         return None
-    codec = first.compression if config.target_compression == "producer" else _CODECS[config.target_compression]
+    codec = first.compression if config.target_codec < 0 else CODEC_NAMES[config.target_codec]
     if config.target_magic < 2 and codec == "zstd":
         return None  # refused before any size is known (UNSUPPORTED_COMPRESSION_TYPE)
     fields = {}
@@ -72,10 +72,8 @@ def check_rebuilt_size(result: ValidationResult, data, config: ValidationConfig)
 
 
 def _add(result: ValidationResult, rule, size: int, limit: int, config: ValidationConfig) -> ValidationResult:
-    from ._native import _rule_codes  # Kafka's code of each rule, from the core's table
     message, detail = render(rule, (size, limit, 0), config.topic_partition)
-    code = _rule_codes()[RULES.index(rule)]
-    result.culprits.append(Culprit(0, None, None, code, rule.id, 0, None, 0, message, detail, True))
+    result.culprits.append(Culprit(0, None, None, rule.code, rule.id, 0, None, 0, message, detail, True))
     result.culprit_count += 1
     result.counters[rule.id] = result.counters.get(rule.id, 0) + 1
     return result

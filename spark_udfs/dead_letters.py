@@ -23,17 +23,6 @@ from pykbatch._result import ValidationConfig
 
 log = logging.getLogger("pykbatch.errors")
 
-# Kafka's exception classes by code, for the error context (what a Java pipeline would log)
-EXCEPTION_CLASSES = {
-    -1: "org.apache.kafka.common.errors.UnknownServerException",
-    2: "org.apache.kafka.common.errors.CorruptRecordException",
-    10: "org.apache.kafka.common.errors.RecordTooLargeException",
-    18: "org.apache.kafka.common.errors.RecordBatchTooLargeException",
-    32: "org.apache.kafka.common.errors.InvalidTimestampException",
-    43: "org.apache.kafka.common.errors.UnsupportedForMessageFormatException",
-    76: "org.apache.kafka.common.errors.UnsupportedCompressionTypeException",
-    87: "org.apache.kafka.common.InvalidRecordException",
-}
 STAGE = "VALIDATE"  # Connect's stage names the step that failed (KEY_CONVERTER, TRANSFORMATION, ...)
 
 
@@ -104,7 +93,7 @@ def error_context(row: dict, culprits: list, topic=None, partition=None, offset=
     first = culprits[0] if culprits else {}
     doc = {"record": {"topic": topic, "partition": partition, "offset": offset},
            "stage": {"type": STAGE, "class": "pykbatch.validate"},
-           "exception": {"class": EXCEPTION_CLASSES.get(first.get("code"), EXCEPTION_CLASSES[-1]),
+           "exception": {"class": kb_errors.exception_class(first.get("code")),
                          "message": first.get("message")},
            "culprits": culprits, "error_code": row.get("error_code"), "error_name": row.get("error_name")}
     if include_messages and value is not None:

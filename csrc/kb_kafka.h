@@ -1,0 +1,49 @@
+/* Kafka's vocabulary, each fact once: error codes (kb_kafka_errors.def), compression codec ids
+ * and names, timestamp types.  The C core uses the enums; pykbatch/_catalogue.pyx hands the
+ * tables to Python, so no Python module writes a code, a codec or a name again. */
+#ifndef KB_KAFKA_H
+#define KB_KAFKA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Kafka error codes: KB_CORRUPT_MESSAGE = 2, ... */
+enum {
+#define KB_ERROR(name, code, error_class, exception) KB_##name = code,
+#include "kb_kafka_errors.def"
+#undef KB_ERROR
+};
+
+typedef struct {
+    const char *name;        /* "CORRUPT_MESSAGE" */
+    int16_t code;
+    const char *error_class; /* "retriable", "abortable" or "fatal" */
+    const char *exception;   /* Kafka's exception class, "" for NONE */
+} kb_kafka_error;
+
+extern const kb_kafka_error kb_kafka_errors[];
+extern const size_t kb_kafka_error_count;
+
+/* Compression codecs: the low three bits of a batch's (or a v0/v1 message's) attributes.
+ * X(NAME, id, the name Kafka prints) -- ids from KB_CODEC_COUNT up are unknown codecs. */
+#define KB_CODECS(X) \
+    X(NONE, 0, "none") \
+    X(GZIP, 1, "gzip") \
+    X(SNAPPY, 2, "snappy") \
+    X(LZ4, 3, "lz4") \
+    X(ZSTD, 4, "zstd")
+
+typedef enum {
+#define KB_CODEC_ENUM(name, id, text) KB_CODEC_##name = id,
+    KB_CODECS(KB_CODEC_ENUM)
+#undef KB_CODEC_ENUM
+    KB_CODEC_COUNT
+} kb_codec;
+
+extern const char *const kb_codec_names[KB_CODEC_COUNT];
+
+/* Timestamp types: attribute bit 3 (v1 messages and v2 batches); v0 has none. */
+extern const char *const kb_timestamp_type_names[2];
+extern const char *const kb_no_timestamp_type_name;
+
+#endif

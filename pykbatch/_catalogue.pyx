@@ -1,0 +1,86 @@
+"""Kafka's vocabulary and pykbatch's rules as the C core defines them (csrc/kb_kafka_errors.def,
+csrc/kb_rules.def, csrc/kb_kafka.h, csrc/kb_rules.h), for the Python modules that name them.
+
+A module of its own, with no Python imports, so that ``pykbatch.errors`` and ``pykbatch._rules``
+can read it while ``pykbatch._native`` (which imports them) is still loading.
+"""
+from libc.stdint cimport int16_t
+
+
+cdef extern from "kb_kafka.h":
+    ctypedef struct kb_kafka_error:
+        const char *name
+        int16_t code
+        const char *error_class
+        const char *exception
+    const kb_kafka_error kb_kafka_errors[]
+    const size_t kb_kafka_error_count
+    int KB_CODEC_COUNT
+    const char *const kb_codec_names[]
+    const char *const kb_timestamp_type_names[2]
+    const char *const kb_no_timestamp_type_name
+
+
+cdef extern from "kb_rules.h":
+    ctypedef struct kb_rule_info:
+        const char *id
+        int16_t code
+        const char *stage
+        unsigned flags
+        const char *template_text
+        const char *detail
+        const char *reader_template
+    int KB_RULE_COUNT
+    int KB_FIELD_COUNT
+    unsigned KB_KAFKA
+    unsigned KB_PER_RECORD
+    const kb_rule_info kb_rule_table[]
+    const char *const kb_field_names[]
+
+
+def kafka_errors():
+    """(name, code, error class, Kafka's exception class) of every error code pykbatch reports."""
+    out = []
+    for i in range(kb_kafka_error_count):
+        e = kb_kafka_errors[i]
+        out.append((e.name.decode(), e.code, e.error_class.decode(), e.exception.decode()))
+    return tuple(out)
+
+
+def rules():
+    """(id, code, stage, kafka, per_record, template, detail, reader template) of every rule, in
+    the core's enum order (a rule's index is its value in the C core)."""
+    out = []
+    for i in range(KB_RULE_COUNT):
+        r = kb_rule_table[i]
+        out.append((r.id.decode(), r.code, r.stage.decode(), bool(r.flags & KB_KAFKA),
+                    bool(r.flags & KB_PER_RECORD), r.template_text.decode(), r.detail.decode(),
+                    r.reader_template.decode()))
+    return tuple(out)
+
+
+def codec_names():
+    """Kafka's codec names by id (``attributes & 7``; ids past the end are unknown codecs)."""
+    return tuple(kb_codec_names[i].decode() for i in range(KB_CODEC_COUNT))
+
+
+def timestamp_type_names():
+    """Kafka's timestamp type names: by attribute bit 3, then the name for magic 0 (none)."""
+    return (kb_timestamp_type_names[0].decode(), kb_timestamp_type_names[1].decode(),
+            kb_no_timestamp_type_name.decode())
+
+
+def record_fields():
+    """The names of a v2 record's fields, by ``kb_field`` value (structural faults name one)."""
+    return tuple(kb_field_names[i].decode() for i in range(KB_FIELD_COUNT))
+
+
+CODEC_NAMES = codec_names()
+CODEC_IDS = {name: codec for codec, name in enumerate(CODEC_NAMES)}
+TIMESTAMP_TYPES = timestamp_type_names()[:2]
+NO_TIMESTAMP_TYPE = timestamp_type_names()[2]
+
+
+def codec_name(int codec) -> str:
+    """A codec's name; ``unknown(N)`` for ids Kafka does not define."""
+    return CODEC_NAMES[codec] if 0 <= codec < KB_CODEC_COUNT else f"unknown({codec})"

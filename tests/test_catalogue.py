@@ -1,0 +1,93 @@
+"""The catalogue (csrc/kb_rules.def, csrc/kb_kafka_errors.def) is the one list of rules and Kafka
+error codes: every rule id the code uses is in it, and C and Python read the same entries."""
+import pathlib
+import re
+
+import pytest
+
+import pykbatch as kb
+from pykbatch import _catalogue, _native, errors
+from pykbatch._result import Culprit, ValidationConfig, _verdict_key
+from pykbatch._rules import BY_ID, FIELDS, RULES, STAGES
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+# a rule id as the code writes one: group.name, the group one of the catalogue's
+GROUPS = sorted({rule.id.split(".")[0] for rule in RULES if "." in rule.id})
+RULE_ID = re.compile(r"""["'](?:%s)\.[a-z0-9_{}]+["']""" % "|".join(GROUPS))
+
+
+def _sources():
+    for folder in ("pykbatch", "spark_udfs"):
+        for path in sorted((ROOT / folder).iterdir()):
+            if path.suffix in (".py", ".pyx", ".pxi"):
+                yield path
+
+
+def test_every_rule_id_in_the_code_is_in_the_catalogue():
+    used = {}
+    for path in _sources():
+        for match in RULE_ID.finditer(path.read_text()):
+            used.setdefault(match.group()[1:-1], path.name)
+    assert len(used) > 10  # the pattern finds the code's rule ids
+    templated = {rid for rid in used if "{" in rid}  # control.{what}_size: every expansion must exist
+    for rid in templated:
+        pattern = re.compile(re.sub(r"\\\{[a-z_]+\\\}", "[a-z_]+", re.escape(rid)) + "$")
+        assert any(pattern.match(r.id) for r in RULES), (rid, used[rid])
+    missing = {rid: where for rid, where in used.items() if rid not in BY_ID and rid not in templated}
+    assert not missing, f"rule ids outside csrc/kb_rules.def: {missing}"
+
+
+def test_rules_are_unique_and_complete():
+    ids = [rule.id for rule in RULES]
+    assert len(ids) == len(set(ids))
+    assert RULES[0].id == "none"
+    for rule in RULES[1:]:
+        assert rule.template, rule.id
+        assert rule.code in errors.CODES, rule.id
+        assert rule.stage in STAGES or rule.stage == "framing", rule.id
+
+
+def test_c_and_python_read_the_same_codes():
+    assert _native._rule_codes() == [rule.code for rule in RULES]
+    assert kb.native_info()["rules"] == len(RULES)
+
+
+def test_every_rule_places_a_verdict():
+    """_verdict_key reads every rule's stage: no culprit of any rule can raise KeyError there."""
+    config = ValidationConfig(produce_version=9)
+    for rule in RULES:
+        c = Culprit(1, None, None, rule.code, rule.id, 0, None, 0, "m", None, rule.kafka)
+        stage, entry = _verdict_key(c, config)
+        assert entry == 1 and 0 <= stage < len(STAGES)
+
+
+def test_exception_classes_use_catalogue_codes():
+    for cls in (errors.CorruptRecordError, errors.InvalidRecordError, errors.InvalidTimestampError,
+                errors.RecordTooLargeError, errors.UnsupportedForMessageFormatError,
+                errors.UnsupportedCompressionTypeError, errors.UnknownServerError):
+        assert cls.code in errors.CODES
+        assert errors.error_for(cls.code, "m").__class__ is cls
+    assert errors.exception_class(2).endswith("CorruptRecordException")
+    assert errors.exception_class(12345).endswith("UnknownServerException")
+
+
+@pytest.mark.parametrize("rule_id, values", [
+    ("control.key_size", {"need": 4, "found": 1}),
+    ("producer.duplicate", {"seq": 0, "last": 4, "pid": 7, "offset": 10, "tp": "t-0", "first_offset": 0,
+                            "last_offset": 4}),
+    ("encode.too_large", {}),
+])
+def test_python_checked_rules_render(rule_id, values):
+    exc = errors.rule_error(rule_id, 3, **values)
+    assert exc.rule == rule_id and exc.offset == 3 and exc.code == BY_ID[rule_id].code
+    assert "{" not in exc.message
+
+
+def test_names_come_from_the_core():
+    assert _catalogue.CODEC_NAMES == ("none", "gzip", "snappy", "lz4", "zstd")
+    assert kb.native_info()["codecs"] == _catalogue.CODEC_NAMES
+    assert _catalogue.codec_name(6) == "unknown(6)"
+    assert _catalogue.TIMESTAMP_TYPES == ("CreateTime", "LogAppendTime")
+    assert FIELDS[0] == "length" and FIELDS[-1] == "header value"
+    assert {r.id for r in RULES if r.names_field} == {
+        "record.invalid_structure", "record.varint_too_long", "record.negative_length"}
