@@ -5,23 +5,18 @@
 #include "kb_legacy.h"
 #include "kb_wire.h"
 
-int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_column_sizes *z,
-                       kb_fault *f, int32_t *record_index)
+int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_reader reader,
+                       kb_column_sizes *z, kb_fault *f, int32_t *record_index)
 {
     size_t p = start;
-    for (int32_t i = 0; i < count; i++) {
+    for (int32_t i = 0;; i++) {
         kb_record r;
         size_t next;
-        *record_index = i;
-        if (p >= limit) {
-            f->rule = KB_RULE_PREMATURE_EOF;
-            f->pos = p;
-            f->args[0] = count;
-            f->args[1] = i;
-            f->args[2] = 0;
-            return -1;
-        }
-        if (kb_v2_read_record(buf, p, limit, &r, f, &next) != 0)
+        int step = kb_v2_walk_step(p, limit, i, count, f);
+        *record_index = i < count ? i : -1;
+        if (step <= 0)
+            return step;
+        if (kb_v2_read_record_by(reader, buf, p, limit, &r, f, &next) != 0)
             return -1;
         z->records++;
         if (r.key_len > 0)
@@ -40,15 +35,6 @@ int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t c
         }
         p = r.end;
     }
-    if (p < limit) {
-        *record_index = -1;
-        f->rule = KB_RULE_RECORDS_REMAINING;
-        f->pos = p;
-        f->args[0] = (int64_t)(limit - p);
-        f->args[1] = f->args[2] = 0;
-        return -1;
-    }
-    return 0;
 }
 
 /* Appends bytes (n < 0: null) to an Arrow binary column at `row`. */

@@ -49,8 +49,8 @@ typedef struct {
 
 /* Adds the sizes of the `count` records in buf[start, limit) to *z.
  * Returns 0, or -1 with the first fault and its record index. */
-int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_column_sizes *z,
-                       kb_fault *f, int32_t *record_index);
+int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_reader reader,
+                       kb_column_sizes *z, kb_fault *f, int32_t *record_index);
 
 /* Appends those records (already measured, so known to be well formed). */
 void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t count, const kb_v2_header *h,

@@ -33,13 +33,13 @@ int kb_legacy_read(const uint8_t *buf, size_t pos, size_t size, kb_legacy_msg *m
     m->size = size;
     m->offset = (int64_t)kb_load_be64(buf + pos);
     if (size < KB_LOG_OVERHEAD + KB_LEGACY_MIN_SIZE) {
-        kb_fault_set(f, KB_RULE_LEGACY_TOO_SMALL, pos + 8, (int64_t)size - KB_LOG_OVERHEAD, 0, 0);
+        kb_fault_set(f, KB_RULE_LEGACY_TOO_SMALL, pos + KB_AT_SIZE, (int64_t)size - KB_LOG_OVERHEAD, 0, 0);
         return -1;
     }
-    m->crc = kb_load_be32(buf + pos + 12);
-    m->magic = (int8_t)buf[pos + 16];
-    m->attributes = (int8_t)buf[pos + 17];
-    size_t p = pos + 18;
+    m->crc = kb_load_be32(buf + pos + KB_LEGACY_AT_CRC);
+    m->magic = (int8_t)buf[pos + KB_AT_MAGIC];
+    m->attributes = (int8_t)buf[pos + KB_LEGACY_AT_ATTRIBUTES];
+    size_t p = pos + KB_LEGACY_AT_TIMESTAMP;
     m->timestamp = -1;
     if (m->magic > 0) {
         if (end - p < 8) {
@@ -57,7 +57,49 @@ int kb_legacy_read(const uint8_t *buf, size_t pos, size_t size, kb_legacy_msg *m
 
 uint32_t kb_legacy_compute_crc(const uint8_t *buf, const kb_legacy_msg *m)
 {
-    return kb_crc32(0, buf + m->pos + 16, m->size - 16);
+    return kb_crc32(0, buf + m->pos + KB_AT_MAGIC, m->size - KB_AT_MAGIC);
+}
+
+int kb_legacy_check_crc(const uint8_t *buf, const kb_legacy_msg *m, kb_fault *f)
+{
+    uint32_t computed = kb_legacy_compute_crc(buf, m);
+    if (computed == m->crc)
+        return 0;
+    kb_fault_set(f, KB_RULE_CRC_MISMATCH, m->pos + KB_LEGACY_AT_CRC, m->crc, computed, 0);
+    return -1;
+}
+
+int kb_legacy_check_wrapper(const kb_legacy_msg *w, kb_fault *f)
+{
+    int codec = w->attributes & KB_ATTR_CODEC_MASK;
+    if (codec >= KB_CODEC_COUNT)
+        kb_fault_set(f, KB_RULE_UNKNOWN_CODEC, w->pos + KB_LEGACY_AT_ATTRIBUTES, codec, 0, 0);
+    else if (codec == KB_CODEC_ZSTD)
+        kb_fault_set(f, KB_RULE_LEGACY_ZSTD, w->pos + KB_LEGACY_AT_ATTRIBUTES, w->magic, 0, 0);
+    else if (w->value_len < 0)
+        kb_fault_set(f, KB_RULE_LEGACY_NULL_WRAPPER, w->value - 4, w->magic, 0, 0);
+    else
+        return 0;
+    return -1;
+}
+
+int kb_legacy_check_inner(const kb_legacy_msg *m, kb_fault *f)
+{
+    if (!(m->attributes & KB_ATTR_CODEC_MASK))
+        return 0;
+    kb_fault_set(f, KB_RULE_LEGACY_INNER_COMPRESSED, m->pos + KB_LEGACY_AT_ATTRIBUTES, 0, 0, 0);
+    return -1;
+}
+
+int kb_legacy_check_inner_set(const kb_legacy_msg *w, int32_t count, int64_t last_inner_offset, kb_fault *f)
+{
+    if (count == 0)
+        kb_fault_set(f, KB_RULE_LEGACY_NO_INNER, w->value, 0, 0, 0);
+    else if (w->magic == 1 && w->offset != 0 && w->offset < last_inner_offset)
+        kb_fault_set(f, KB_RULE_LEGACY_WRAPPER_OFFSET, w->pos, w->offset, last_inner_offset, 0);
+    else
+        return 0;
+    return -1;
 }
 
 kb_inner_status kb_legacy_next(const uint8_t *buf, size_t limit, size_t *p, kb_legacy_msg *m, kb_fault *f)
@@ -67,9 +109,9 @@ kb_inner_status kb_legacy_next(const uint8_t *buf, size_t limit, size_t *p, kb_l
         return KB_INNER_END;
     if (left < KB_LOG_OVERHEAD)
         return KB_INNER_TRUNCATED;
-    int32_t size = (int32_t)kb_load_be32(buf + *p + 8);
+    int32_t size = (int32_t)kb_load_be32(buf + *p + KB_AT_SIZE);
     if (size < KB_LEGACY_MIN_SIZE) {
-        kb_fault_set(f, KB_RULE_LEGACY_INNER_TOO_SMALL, *p + 8, size, KB_LEGACY_MIN_SIZE, 0);
+        kb_fault_set(f, KB_RULE_LEGACY_INNER_TOO_SMALL, *p + KB_AT_SIZE, size, KB_LEGACY_MIN_SIZE, 0);
         return KB_INNER_FAULT;
     }
     if ((uint64_t)size + KB_LOG_OVERHEAD > left)

@@ -12,6 +12,11 @@
 
 #define KB_LEGACY_MIN_SIZE 14 /* LegacyRecord.RECORD_OVERHEAD_V0 */
 
+/* Where a message's fields start in its entry (after the log header's offset and size). */
+#define KB_LEGACY_AT_CRC 12
+#define KB_LEGACY_AT_ATTRIBUTES 17
+#define KB_LEGACY_AT_TIMESTAMP 18 /* v1 only */
+
 typedef struct {
     int64_t offset;      /* the log header's offset field */
     size_t pos;          /* first byte of the entry */
@@ -31,6 +36,17 @@ int kb_legacy_read(const uint8_t *buf, size_t pos, size_t size, kb_legacy_msg *m
 
 /* CRC-32 of the message as stored (magic to the end of the entry). */
 uint32_t kb_legacy_compute_crc(const uint8_t *buf, const kb_legacy_msg *m);
+
+/* The checks of one message and of a compressed wrapper's inner set, each 0 or -1 with *f: shared
+ * by the validator (every fault) and the readers (the first, in Kafka's order). */
+int kb_legacy_check_crc(const uint8_t *buf, const kb_legacy_msg *m, kb_fault *f);
+/* a compressed wrapper Kafka's deep iterator can open: a known codec, not zstd, a value */
+int kb_legacy_check_wrapper(const kb_legacy_msg *w, kb_fault *f);
+/* an inner message of a compressed wrapper: not compressed itself */
+int kb_legacy_check_inner(const kb_legacy_msg *m, kb_fault *f);
+/* the inner set as a whole: at least one message; a v1 wrapper's offset (0 from old librdkafka)
+ * not below the last inner offset */
+int kb_legacy_check_inner_set(const kb_legacy_msg *w, int32_t count, int64_t last_inner_offset, kb_fault *f);
 
 typedef enum {
     KB_INNER_MSG = 1,       /* *m holds the next inner message */

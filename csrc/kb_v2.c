@@ -25,18 +25,18 @@ kb_entry_status kb_next_entry(const uint8_t *buf, size_t len, size_t pos, kb_ent
         return KB_ENTRY_END;
     if (left < KB_LOG_OVERHEAD)
         return KB_ENTRY_TRUNCATED;
-    int32_t size = (int32_t)kb_load_be32(buf + pos + 8);
+    int32_t size = (int32_t)kb_load_be32(buf + pos + KB_AT_SIZE);
     if (size < KB_MIN_ENTRY_SIZE) {
-        kb_fault_set(f, KB_RULE_SIZE_TOO_SMALL, pos + 8, size, KB_MIN_ENTRY_SIZE, 0);
+        kb_fault_set(f, KB_RULE_SIZE_TOO_SMALL, pos + KB_AT_SIZE, size, KB_MIN_ENTRY_SIZE, 0);
         return KB_ENTRY_CORRUPT;
     }
     if (left < KB_HEADER_SIZE_UP_TO_MAGIC)
         return KB_ENTRY_TRUNCATED;
-    int magic = (int8_t)buf[pos + 16];
+    int magic = (int8_t)buf[pos + KB_AT_MAGIC];
     int complete = (uint64_t)size + KB_LOG_OVERHEAD <= left;
     e->magic = magic;
     if (magic < 0 || magic > 2) {
-        kb_fault_set(f, KB_RULE_INVALID_MAGIC, pos + 16, magic, 0, 0);
+        kb_fault_set(f, KB_RULE_INVALID_MAGIC, pos + KB_AT_MAGIC, magic, 0, 0);
         if (complete)
             e->size = (size_t)size + KB_LOG_OVERHEAD;
         return KB_ENTRY_CORRUPT;
@@ -49,24 +49,72 @@ kb_entry_status kb_next_entry(const uint8_t *buf, size_t len, size_t pos, kb_ent
 
 void kb_v2_read_header(const uint8_t *p, kb_v2_header *h)
 {
-    h->base_offset = (int64_t)kb_load_be64(p);
-    h->length = (int32_t)kb_load_be32(p + 8);
-    h->partition_leader_epoch = (int32_t)kb_load_be32(p + 12);
-    h->magic = (int8_t)p[16];
-    h->crc = kb_load_be32(p + 17);
-    h->attributes = (int16_t)kb_load_be16(p + 21);
-    h->last_offset_delta = (int32_t)kb_load_be32(p + 23);
-    h->base_timestamp = (int64_t)kb_load_be64(p + 27);
-    h->max_timestamp = (int64_t)kb_load_be64(p + 35);
-    h->producer_id = (int64_t)kb_load_be64(p + 43);
-    h->producer_epoch = (int16_t)kb_load_be16(p + 51);
-    h->base_sequence = (int32_t)kb_load_be32(p + 53);
-    h->record_count = (int32_t)kb_load_be32(p + 57);
+    h->base_offset = (int64_t)kb_load_be64(p + KB_AT_BASE_OFFSET);
+    h->length = (int32_t)kb_load_be32(p + KB_AT_SIZE);
+    h->partition_leader_epoch = (int32_t)kb_load_be32(p + KB_V2_AT_PARTITION_LEADER_EPOCH);
+    h->magic = (int8_t)p[KB_AT_MAGIC];
+    h->crc = kb_load_be32(p + KB_V2_AT_CRC);
+    h->attributes = (int16_t)kb_load_be16(p + KB_V2_AT_ATTRIBUTES);
+    h->last_offset_delta = (int32_t)kb_load_be32(p + KB_V2_AT_LAST_OFFSET_DELTA);
+    h->base_timestamp = (int64_t)kb_load_be64(p + KB_V2_AT_BASE_TIMESTAMP);
+    h->max_timestamp = (int64_t)kb_load_be64(p + KB_V2_AT_MAX_TIMESTAMP);
+    h->producer_id = (int64_t)kb_load_be64(p + KB_V2_AT_PRODUCER_ID);
+    h->producer_epoch = (int16_t)kb_load_be16(p + KB_V2_AT_PRODUCER_EPOCH);
+    h->base_sequence = (int32_t)kb_load_be32(p + KB_V2_AT_BASE_SEQUENCE);
+    h->record_count = (int32_t)kb_load_be32(p + KB_V2_AT_RECORD_COUNT);
 }
 
 uint32_t kb_v2_compute_crc(const uint8_t *entry, size_t size)
 {
     return kb_crc32c(0, entry + KB_V2_CRC_START, size - KB_V2_CRC_START);
+}
+
+int kb_v2_check_size(size_t pos, size_t size, kb_fault *f)
+{
+    if (size >= KB_V2_HEADER_SIZE)
+        return 0;
+    kb_fault_set(f, KB_RULE_BATCH_TOO_SMALL, pos + KB_AT_SIZE, (int64_t)size, KB_V2_HEADER_SIZE, 0);
+    return -1;
+}
+
+int kb_v2_check_crc(const uint8_t *buf, size_t pos, size_t size, const kb_v2_header *h, kb_fault *f)
+{
+    uint32_t computed = kb_v2_compute_crc(buf + pos, size);
+    if (computed == h->crc)
+        return 0;
+    kb_fault_set(f, KB_RULE_CRC_MISMATCH, pos + KB_V2_AT_CRC, h->crc, computed, 0);
+    return -1;
+}
+
+int kb_v2_check_codec(const kb_v2_header *h, size_t pos, kb_fault *f)
+{
+    int codec = h->attributes & KB_ATTR_CODEC_MASK;
+    if (codec < KB_CODEC_COUNT)
+        return 0;
+    kb_fault_set(f, KB_RULE_UNKNOWN_CODEC, pos + KB_V2_AT_ATTRIBUTES, codec, 0, 0);
+    return -1;
+}
+
+int kb_v2_check_count(const kb_v2_header *h, size_t pos, kb_fault *f)
+{
+    if (h->record_count >= 0)
+        return 0;
+    kb_fault_set(f, KB_RULE_NEGATIVE_RECORD_COUNT, pos + KB_V2_AT_RECORD_COUNT, h->record_count, 0, 0);
+    return -1;
+}
+
+int kb_v2_check_entry(const uint8_t *buf, size_t pos, size_t size, int verify_crc, kb_v2_header *h,
+                      kb_fault *f)
+{
+    if (kb_v2_check_size(pos, size, f) != 0)
+        return -1;
+    kb_v2_read_header(buf + pos, h);
+    return verify_crc ? kb_v2_check_crc(buf, pos, size, h, f) : 0;
+}
+
+int kb_v2_check_walkable(const kb_v2_header *h, size_t pos, kb_fault *f)
+{
+    return kb_v2_check_codec(h, pos, f) != 0 || kb_v2_check_count(h, pos, f) != 0 ? -1 : 0;
 }
 
 COLD void varint_fault(kb_fault *f, int n, size_t pos, kb_field field)
@@ -254,6 +302,39 @@ int kb_v2_read_record_partial(const uint8_t *buf, size_t pos, size_t limit, kb_r
         return -1;
     r->end = p; /* the declared length is not used: the next record starts where this one stopped */
     return 0;
+}
+
+int kb_v2_ran_out(const uint8_t *buf, size_t limit, const kb_fault *f, kb_reader reader)
+{
+    int32_t ignored;
+    switch (f->rule) {
+    case KB_RULE_RECORD_PAYLOAD_EOF:
+    case KB_RULE_SKIP_EOF:
+        return 1;
+    case KB_RULE_RECORD_STRUCTURE: /* the partial reader's: a field cut off at the end */
+        return reader == KB_READER_PARTIAL;
+    case KB_RULE_PREMATURE_EOF:    /* a length varint cut off at the end (not one too long) */
+        return f->pos >= limit || kb_read_varint(buf + f->pos, buf + limit, &ignored) == 0;
+    default:
+        return 0;
+    }
+}
+
+int kb_v2_walk_prefix(const uint8_t *buf, size_t limit, int32_t count, kb_reader reader, kb_fault *f)
+{
+    size_t p = 0;
+    for (int32_t i = 0;; i++) {
+        int step = kb_v2_walk_step(p, limit, i, count, f);
+        if (step == 0)
+            return 0; /* checking that nothing remains reads on, into the failure */
+        if (step < 0)
+            return i < count ? 0 : -1; /* ran out: the codec's failure; bytes past the last record */
+        kb_record r;
+        size_t next;
+        if (kb_v2_read_record_by(reader, buf, p, limit, &r, f, &next) != 0)
+            return kb_v2_ran_out(buf, limit, f, reader) ? 0 : -1;
+        p = r.end;
+    }
 }
 
 size_t kb_v2_read_header_kv(const uint8_t *buf, size_t pos, size_t limit, size_t *key, int32_t *key_len,

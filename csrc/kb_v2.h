@@ -17,8 +17,24 @@
 #define KB_HEADER_SIZE_UP_TO_MAGIC 17
 #define KB_MIN_ENTRY_SIZE 14 /* LegacyRecord.RECORD_OVERHEAD_V0 */
 #define KB_V2_HEADER_SIZE 61
-#define KB_V2_PRODUCER_ID_END 51 /* producerId is bytes 43-50 of a batch */
-#define KB_V2_CRC_START 21
+
+/* Where each field of an entry starts (every entry: offset, size, magic at 16; then a v2 batch's
+ * header, DefaultRecordBatch's *_OFFSET constants).  Faults name these positions. */
+#define KB_AT_BASE_OFFSET 0
+#define KB_AT_SIZE 8
+#define KB_AT_MAGIC 16
+#define KB_V2_AT_PARTITION_LEADER_EPOCH 12
+#define KB_V2_AT_CRC 17
+#define KB_V2_AT_ATTRIBUTES 21
+#define KB_V2_AT_LAST_OFFSET_DELTA 23
+#define KB_V2_AT_BASE_TIMESTAMP 27
+#define KB_V2_AT_MAX_TIMESTAMP 35
+#define KB_V2_AT_PRODUCER_ID 43
+#define KB_V2_AT_PRODUCER_EPOCH 51
+#define KB_V2_AT_BASE_SEQUENCE 53
+#define KB_V2_AT_RECORD_COUNT 57
+#define KB_V2_CRC_START KB_V2_AT_ATTRIBUTES /* the CRC-32C covers attributes to the end */
+#define KB_V2_PRODUCER_ID_END KB_V2_AT_PRODUCER_EPOCH /* producerId is bytes 43-50 of a batch */
 
 #define KB_ATTR_CODEC_MASK 0x07
 #define KB_ATTR_LOG_APPEND_TIME 0x08
@@ -74,6 +90,22 @@ void kb_v2_read_header(const uint8_t *p, kb_v2_header *h);
 /* CRC-32C of a whole v2 entry of `size` bytes (from attributes to the end). */
 uint32_t kb_v2_compute_crc(const uint8_t *entry, size_t size);
 
+/* The checks of a v2 entry at buf[pos] of `size` bytes that come before its records, each 0 or -1
+ * with *f: the one code of each, shared by the validator (which reports every fault) and the
+ * readers (which raise the first, in Kafka's order: size, CRC, then codec and count when the
+ * records are read). */
+int kb_v2_check_size(size_t pos, size_t size, kb_fault *f);
+int kb_v2_check_crc(const uint8_t *buf, size_t pos, size_t size, const kb_v2_header *h, kb_fault *f);
+int kb_v2_check_codec(const kb_v2_header *h, size_t pos, kb_fault *f);
+int kb_v2_check_count(const kb_v2_header *h, size_t pos, kb_fault *f); /* the iterator's count >= 0 */
+
+/* size and CRC (when verify_crc): what a reader checks before handing out a batch; fills *h. */
+int kb_v2_check_entry(const uint8_t *buf, size_t pos, size_t size, int verify_crc, kb_v2_header *h,
+                      kb_fault *f);
+
+/* codec and count: whether the records of the batch at `pos` can be walked. */
+int kb_v2_check_walkable(const kb_v2_header *h, size_t pos, kb_fault *f);
+
 typedef struct {
     size_t pos;              /* the length varint */
     int32_t length;          /* declared body length */
@@ -108,6 +140,60 @@ int kb_v2_read_record_stream(const uint8_t *buf, size_t pos, size_t limit, kb_re
  * *next is where the declared length ends the record, or 0. */
 int kb_v2_read_record_partial(const uint8_t *buf, size_t pos, size_t limit, kb_record *r, kb_fault *f,
                               size_t *next);
+
+/* Which of Kafka's readers reads a batch's records: uncompressed records in place; compressed ones
+ * from a decompressing stream (consumers, and the validator when it re-encodes) or partially (the
+ * validator keeping a client's compressed batch as it is). */
+typedef enum {
+    KB_READER_IN_PLACE = 0,
+    KB_READER_STREAM,
+    KB_READER_PARTIAL,
+} kb_reader;
+
+/* The reader a consumer (and iter_batches) uses for a batch of this codec. */
+static inline kb_reader kb_v2_consumer_reader(int codec)
+{
+    return codec == KB_CODEC_NONE ? KB_READER_IN_PLACE : KB_READER_STREAM;
+}
+
+static inline int kb_v2_read_record_by(kb_reader reader, const uint8_t *buf, size_t pos, size_t limit,
+                                       kb_record *r, kb_fault *f, size_t *next)
+{
+    if (reader == KB_READER_IN_PLACE)
+        return kb_v2_read_record(buf, pos, limit, r, f, next);
+    if (reader == KB_READER_STREAM)
+        return kb_v2_read_record_stream(buf, pos, limit, r, f, next);
+    return kb_v2_read_record_partial(buf, pos, limit, r, f, next);
+}
+
+/* The record iterator's own checks, before reading record `index` of `count` at `pos` (records
+ * end at `limit`): 1 read it; 0 the walk is done; -1 with *f: the bytes ended before `count`
+ * records (premature EOF) or bytes follow the last one (records remaining). */
+static inline int kb_v2_walk_step(size_t pos, size_t limit, int32_t index, int32_t count, kb_fault *f)
+{
+    if (index < count) {
+        if (__builtin_expect(pos < limit, 1))
+            return 1;
+        kb_fault_set(f, KB_RULE_PREMATURE_EOF, pos, count, index, 0);
+        return -1;
+    }
+    if (pos < limit) {
+        kb_fault_set(f, KB_RULE_RECORDS_REMAINING, pos, (int64_t)(limit - pos), 0, 0);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether a reader's fault only says that the bytes ran out at `limit` (a stream that failed
+ * there would have given more) rather than that the bytes read are wrong.  The partial reader
+ * takes fields straight from the stream; the stream reader parses a record within its own length,
+ * read whole first. */
+int kb_v2_ran_out(const uint8_t *buf, size_t limit, const kb_fault *f, kb_reader reader);
+
+/* Kafka reads records out of a decompressing stream: given the `limit` bytes a codec produced
+ * before it failed, the fault a reader meets first.  -1 with *f: a record's (or bytes past the
+ * last record); 0: the codec's own failure (the walk ran out, or read on to check the end). */
+int kb_v2_walk_prefix(const uint8_t *buf, size_t limit, int32_t count, kb_reader reader, kb_fault *f);
 
 /* Reads one header of a record that kb_v2_read_record accepted. */
 size_t kb_v2_read_header_kv(const uint8_t *buf, size_t pos, size_t limit, size_t *key, int32_t *key_len,

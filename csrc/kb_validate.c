@@ -146,10 +146,11 @@ static void check_target_magic(ctx_t *c, size_t pos, const kb_v2_header *h, int 
         return;
     if (h->attributes & KB_ATTR_TRANSACTIONAL) {
         int converted = codec == KB_CODEC_NONE && o->target_codec <= 0;
-        report(c, converted ? KB_RULE_CONVERSION_TRANSACTIONAL : KB_RULE_TRANSACTIONAL_FOR_MAGIC, pos + 21, -1,
+        report(c, converted ? KB_RULE_CONVERSION_TRANSACTIONAL : KB_RULE_TRANSACTIONAL_FOR_MAGIC,
+               pos + KB_V2_AT_ATTRIBUTES, -1,
                KB_NO_OFFSET, o->target_magic, 0, 0);
     } else if (h->producer_id >= 0) {
-        report(c, KB_RULE_IDEMPOTENT_FOR_MAGIC, pos + 43, -1, KB_NO_OFFSET, o->target_magic, 0, 0);
+        report(c, KB_RULE_IDEMPOTENT_FOR_MAGIC, pos + KB_V2_AT_PRODUCER_ID, -1, KB_NO_OFFSET, o->target_magic, 0, 0);
     }
 }
 
@@ -157,39 +158,39 @@ static void check_target_magic(ctx_t *c, size_t pos, const kb_v2_header *h, int 
 static int check_header(ctx_t *c, const uint8_t *buf, size_t pos, size_t size, const kb_v2_header *h)
 {
     int client = c->opts->origin == KB_ORIGIN_CLIENT;
-    if (c->opts->verify_crc) {
-        uint32_t computed = kb_v2_compute_crc(buf + pos, size);
-        if (computed != h->crc)
-            report(c, KB_RULE_CRC_MISMATCH, pos + 17, -1, KB_NO_OFFSET, h->crc, computed, 0);
-    }
+    kb_fault f;
+    if (c->opts->verify_crc && kb_v2_check_crc(buf, pos, size, h, &f) != 0)
+        report_fault(c, &f, -1, KB_NO_OFFSET);
     int codec = h->attributes & KB_ATTR_CODEC_MASK;
-    if (codec >= KB_CODEC_COUNT)
-        report(c, KB_RULE_UNKNOWN_CODEC, pos + 21, -1, KB_NO_OFFSET, codec, 0, 0);
+    int walkable = kb_v2_check_codec(h, pos, &f) == 0;
+    if (!walkable)
+        report_fault(c, &f, -1, KB_NO_OFFSET);
 
     int64_t last = kb_wrap_add64(h->base_offset, h->last_offset_delta);
     if (client) {
         if (h->last_offset_delta < 0)
-            report(c, KB_RULE_INVALID_OFFSET_RANGE, pos + 23, -1, KB_NO_OFFSET, h->base_offset, last, 0);
+            report(c, KB_RULE_INVALID_OFFSET_RANGE, pos + KB_V2_AT_LAST_OFFSET_DELTA, -1, KB_NO_OFFSET,
+                   h->base_offset, last, 0);
         if (h->record_count <= 0)
-            report(c, KB_RULE_INVALID_RECORD_COUNT, pos + 57, -1, KB_NO_OFFSET, h->record_count, 0, 0);
+            report(c, KB_RULE_INVALID_RECORD_COUNT, pos + KB_V2_AT_RECORD_COUNT, -1, KB_NO_OFFSET, h->record_count,
+                   0, 0);
         else if ((int64_t)h->last_offset_delta + 1 != h->record_count)
-            report(c, KB_RULE_COUNT_OFFSET_MISMATCH, pos + 57, -1, KB_NO_OFFSET, h->base_offset, last,
-                   h->record_count);
+            report(c, KB_RULE_COUNT_OFFSET_MISMATCH, pos + KB_V2_AT_RECORD_COUNT, -1, KB_NO_OFFSET, h->base_offset,
+                   last, h->record_count);
         if (h->attributes & KB_ATTR_CONTROL)
-            report(c, KB_RULE_CONTROL_FROM_CLIENT, pos + 21, -1, KB_NO_OFFSET, 0, 0, 0);
+            report(c, KB_RULE_CONTROL_FROM_CLIENT, pos + KB_V2_AT_ATTRIBUTES, -1, KB_NO_OFFSET, 0, 0, 0);
         if (h->producer_id >= 0 && h->base_sequence < 0)
-            report(c, KB_RULE_INVALID_SEQUENCE, pos + 53, -1, KB_NO_OFFSET, h->base_sequence, h->producer_id, 0);
+            report(c, KB_RULE_INVALID_SEQUENCE, pos + KB_V2_AT_BASE_SEQUENCE, -1, KB_NO_OFFSET, h->base_sequence,
+                   h->producer_id, 0);
         check_target_magic(c, pos, h, codec);
     } else {
-        if (h->record_count < 0)
-            report(c, KB_RULE_NEGATIVE_RECORD_COUNT, pos + 57, -1, KB_NO_OFFSET, h->record_count, 0, 0);
+        if (kb_v2_check_count(h, pos, &f) != 0)
+            report_fault(c, &f, -1, KB_NO_OFFSET);
         else if ((int64_t)h->record_count > (int64_t)h->last_offset_delta + 1)
-            report(c, KB_RULE_COUNT_OFFSET_MISMATCH, pos + 57, -1, KB_NO_OFFSET, h->base_offset, last,
-                   h->record_count);
+            report(c, KB_RULE_COUNT_OFFSET_MISMATCH, pos + KB_V2_AT_RECORD_COUNT, -1, KB_NO_OFFSET, h->base_offset,
+                   last, h->record_count);
     }
-    if (codec >= KB_CODEC_COUNT || h->record_count < 0)
-        return 0;
-    return 1;
+    return walkable && h->record_count >= 0;
 }
 
 /* Strict: a key, value or header value length below -1, which Kafka reads as null and no writer
@@ -224,26 +225,6 @@ static void check_legacy_null_lengths(ctx_t *c, const kb_legacy_msg *m, int32_t 
         report(c, KB_RULE_NEGATIVE_LENGTH, m->value - 4, index, offset, KB_FIELD_VALUE_LENGTH, m->value_len, 0);
 }
 
-/* Whether a reader's fault only says that the bytes ran out at `limit` (more would have come from
- * a stream that failed there) rather than that the bytes read are wrong.  `partial`: the reader
- * that takes fields straight from the stream; the stream reader parses a record within its own
- * length, read whole first. */
-static int ran_out(const uint8_t *buf, size_t limit, const kb_fault *f, int partial)
-{
-    int32_t ignored;
-    switch (f->rule) {
-    case KB_RULE_RECORD_PAYLOAD_EOF:
-    case KB_RULE_SKIP_EOF:
-        return 1;
-    case KB_RULE_RECORD_STRUCTURE: /* the partial reader's: a field cut off at the end */
-        return partial;
-    case KB_RULE_PREMATURE_EOF:    /* a length varint cut off at the end (not one too long) */
-        return f->pos >= limit || kb_read_varint(buf + f->pos, buf + limit, &ignored) == 0;
-    default:
-        return 0;
-    }
-}
-
 /* Walks the records in buf[start, limit): the batch's own bytes for an uncompressed batch, else
  * its decompressed records.  Returns the largest record timestamp when every record was read
  * (CreateTime), INT64_MIN otherwise.  `prefix`: the bytes a stream gave before its codec failed;
@@ -261,36 +242,36 @@ static int64_t walk_records(ctx_t *c, const uint8_t *buf, size_t start, size_t l
     int codec = h->attributes & KB_ATTR_CODEC_MASK;
     int partial = codec != KB_CODEC_NONE && client && (c->opts->target_codec < 0 || c->opts->target_codec == codec) &&
                   c->opts->target_magic >= 2;
-    int stream = codec != KB_CODEC_NONE && !partial;
+    kb_reader reader = partial ? KB_READER_PARTIAL : kb_v2_consumer_reader(codec);
     size_t p = start;
     int64_t prev = -1, max_ts = INT64_MIN;
-    int all_read = 1;
+    int all_read = 1, remaining = 0;
     size_t rebuild_pos = SIZE_MAX; /* the first record whose offset delta is not its index */
     int32_t rebuild_delta = 0, rebuild_index = 0;
     int32_t i;
     *needs_more = 0;
-    for (i = 0; i < h->record_count; i++) {
-        if (p >= limit) {
-            if (prefix)
-                *needs_more = 1;
-            else
-                report(c, KB_RULE_PREMATURE_EOF, p, i, KB_NO_OFFSET, h->record_count, i, 0);
-            all_read = 0;
+    for (i = 0;; i++) {
+        kb_fault f;
+        int step = kb_v2_walk_step(p, limit, i, h->record_count, &f);
+        if (step == 0)
+            break;
+        if (step < 0) {
+            if (i == h->record_count) { /* bytes follow the last record */
+                report_fault(c, &f, -1, KB_NO_OFFSET);
+                remaining = 1;
+            } else {
+                if (prefix) /* a stream that failed: more bytes were to come */
+                    *needs_more = 1;
+                else
+                    report_fault(c, &f, i, KB_NO_OFFSET);
+                all_read = 0;
+            }
             break;
         }
         kb_record r;
-        kb_fault f;
         size_t next;
-        int failed;
-        if (partial) {
-            failed = kb_v2_read_record_partial(buf, p, limit, &r, &f, &next);
-        } else if (stream) {
-            failed = kb_v2_read_record_stream(buf, p, limit, &r, &f, &next);
-        } else {
-            failed = kb_v2_read_record(buf, p, limit, &r, &f, &next);
-        }
-        if (failed) {
-            if (prefix && ran_out(buf, limit, &f, partial)) {
+        if (kb_v2_read_record_by(reader, buf, p, limit, &r, &f, &next) != 0) {
+            if (prefix && kb_v2_ran_out(buf, limit, &f, reader)) {
                 *needs_more = 1;
                 return INT64_MIN;
             }
@@ -337,9 +318,7 @@ static int64_t walk_records(ctx_t *c, const uint8_t *buf, size_t start, size_t l
                 max_ts = ts;
         }
     }
-    if (i == h->record_count && p < limit)
-        report(c, KB_RULE_RECORDS_REMAINING, p, -1, KB_NO_OFFSET, (int64_t)(limit - p), 0, 0);
-    else if (prefix && i == h->record_count)
+    if (prefix && i == h->record_count && !remaining)
         *needs_more = 1; /* checking that nothing remains reads on, into the failure */
     /* LogValidator keeps such a batch only if its offsets need no change; otherwise it rebuilds
      * it from the records its partial reader skipped the keys and values of, and fails */
@@ -358,18 +337,20 @@ static int64_t check_records(ctx_t *c, const uint8_t *buf, size_t start, size_t 
 static void check_max_timestamp(ctx_t *c, size_t pos, const kb_v2_header *h, int64_t max_ts)
 {
     if (c->opts->strict && c->opts->origin == KB_ORIGIN_CLIENT && max_ts != INT64_MIN && max_ts < h->max_timestamp)
-        report(c, KB_RULE_MAX_TIMESTAMP_MISMATCH, pos + 35, -1, KB_NO_OFFSET, h->max_timestamp, max_ts, 0);
+        report(c, KB_RULE_MAX_TIMESTAMP_MISMATCH, pos + KB_V2_AT_MAX_TIMESTAMP, -1, KB_NO_OFFSET, h->max_timestamp, max_ts, 0);
 }
 
 static void check_v2(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
 {
     /* a produce request's batch is asked for its producer id (bytes 43-50) before it is validated */
     if (size < KB_V2_PRODUCER_ID_END && c->opts->origin == KB_ORIGIN_CLIENT) {
-        report(c, KB_RULE_PRODUCER_ID_UNREADABLE, pos + 8, -1, KB_NO_OFFSET, (int64_t)size, KB_V2_PRODUCER_ID_END, 0);
+        report(c, KB_RULE_PRODUCER_ID_UNREADABLE, pos + KB_AT_SIZE, -1, KB_NO_OFFSET, (int64_t)size,
+               KB_V2_PRODUCER_ID_END, 0);
         return;
     }
-    if (size < KB_V2_HEADER_SIZE) {
-        report(c, KB_RULE_BATCH_TOO_SMALL, pos + 8, -1, KB_NO_OFFSET, (int64_t)size, KB_V2_HEADER_SIZE, 0);
+    kb_fault f;
+    if (kb_v2_check_size(pos, size, &f) != 0) {
+        report_fault(c, &f, -1, KB_NO_OFFSET);
         return;
     }
     kb_v2_header h;
@@ -387,7 +368,6 @@ static void check_v2(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
     }
     const uint8_t *records = NULL;
     size_t n = 0;
-    kb_fault f;
     size_t payload = pos + KB_V2_HEADER_SIZE;
     if (c->opts->decompress(c->opts->decompress_ctx, codec, 2, buf + payload, size - KB_V2_HEADER_SIZE,
                             &records, &n, &f) != 0) {
@@ -450,14 +430,16 @@ static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_l
         }
         last = m.offset;
         /* inner CRCs are always checked, as Kafka's validator does (verify_crc is about the outer one) */
-        uint32_t computed = kb_legacy_compute_crc(inner, &m);
-        if (computed != m.crc)
-            report(c, KB_RULE_INNER_CRC_MISMATCH, m.pos + 12, i, m.offset, m.crc, computed, 0);
-        if (m.attributes & KB_ATTR_CODEC_MASK)
-            report(c, KB_RULE_LEGACY_INNER_COMPRESSED, m.pos + 17, i, m.offset, 0, 0, 0);
+        int crc_ok = kb_legacy_check_crc(inner, &m, &f) == 0;
+        if (!crc_ok) {
+            f.rule = KB_RULE_INNER_CRC_MISMATCH;
+            report_fault(c, &f, i, m.offset);
+        }
+        if (kb_legacy_check_inner(&m, &f) != 0)
+            report_fault(c, &f, i, m.offset);
         if (m.magic != w->magic)
-            report_legacy_record(c, KB_RULE_LEGACY_INNER_MAGIC, m.pos + 16, i, m.offset, &m, w->magic);
-        else if (computed == m.crc)
+            report_legacy_record(c, KB_RULE_LEGACY_INNER_MAGIC, m.pos + KB_AT_MAGIC, i, m.offset, &m, w->magic);
+        else if (crc_ok)
             check_legacy_record_rules(c, &m, i, m.offset, m.magic == 0 ? -1 : log_append ? w->timestamp : m.timestamp,
                                       log_append);
         if (c->opts->strict) {
@@ -470,12 +452,10 @@ static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_l
         prev = m.offset;
         c->s->records++;
     }
-    int64_t payload = c->payload_pos;
     c->payload_pos = -1;
-    if (i == 0)
-        report(c, KB_RULE_LEGACY_NO_INNER, (size_t)payload, -1, KB_NO_OFFSET, 0, 0, 0);
-    else if (w->magic == 1 && w->offset != 0 && w->offset < last)
-        report(c, KB_RULE_LEGACY_WRAPPER_OFFSET, w->pos, -1, KB_NO_OFFSET, w->offset, last, 0);
+    kb_fault f;
+    if (kb_legacy_check_inner_set(w, i, last, &f) != 0)
+        report_fault(c, &f, -1, KB_NO_OFFSET);
     else if (w->magic == 1 && w->offset != 0)
         rebase_inner_offsets(c, first_culprit, kb_wrap_sub64(w->offset, last));
 }
@@ -489,11 +469,8 @@ static void check_legacy(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
         report_fault(c, &f, -1, KB_NO_OFFSET);
         return;
     }
-    if (c->opts->verify_crc) {
-        uint32_t computed = kb_legacy_compute_crc(buf, &m);
-        if (computed != m.crc)
-            report(c, KB_RULE_CRC_MISMATCH, pos + 12, -1, KB_NO_OFFSET, m.crc, computed, 0);
-    }
+    if (c->opts->verify_crc && kb_legacy_check_crc(buf, &m, &f) != 0)
+        report_fault(c, &f, -1, KB_NO_OFFSET);
     int codec = m.attributes & KB_ATTR_CODEC_MASK;
     if (c->opts->strict) /* a wrapper's null value is an error of its own */
         check_legacy_null_lengths(c, &m, codec == KB_CODEC_NONE ? 0 : -1, m.offset, codec == KB_CODEC_NONE);
@@ -502,16 +479,8 @@ static void check_legacy(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
         check_legacy_record_rules(c, &m, 0, m.offset, m.timestamp, m.magic > 0 && (m.attributes & KB_ATTR_LOG_APPEND_TIME));
         return;
     }
-    if (codec >= KB_CODEC_COUNT) {
-        report(c, KB_RULE_UNKNOWN_CODEC, pos + 17, -1, KB_NO_OFFSET, codec, 0, 0);
-        return;
-    }
-    if (codec == KB_CODEC_ZSTD) {
-        report(c, KB_RULE_LEGACY_ZSTD, pos + 17, -1, KB_NO_OFFSET, m.magic, 0, 0);
-        return;
-    }
-    if (m.value_len < 0) {
-        report(c, KB_RULE_LEGACY_NULL_WRAPPER, m.value - 4, -1, KB_NO_OFFSET, m.magic, 0, 0);
+    if (kb_legacy_check_wrapper(&m, &f) != 0) {
+        report_fault(c, &f, -1, KB_NO_OFFSET);
         return;
     }
     if (!c->opts->decompress) {
@@ -536,7 +505,8 @@ static void check_legacy(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
 static void check_entry_in_append(ctx_t *c, const uint8_t *buf, size_t pos, const kb_entry *e)
 {
     const kb_validate_opts *o = c->opts;
-    int codec = buf[pos + (e->magic == 2 ? 22 : 17)] & KB_ATTR_CODEC_MASK;
+    /* the low byte of a v2 batch's int16 attributes, or a message's int8 ones */
+    int codec = buf[pos + (e->magic == 2 ? KB_V2_AT_ATTRIBUTES + 1 : KB_LEGACY_AT_ATTRIBUTES)] & KB_ATTR_CODEC_MASK;
     c->headers_reported = 0;
     if (c->first_magic < 0) {
         c->first_magic = e->magic;
@@ -548,10 +518,10 @@ static void check_entry_in_append(ctx_t *c, const uint8_t *buf, size_t pos, cons
         if (e->magic == 2 && base_offset != 0)
             report(c, KB_RULE_BASE_OFFSET_NOT_ZERO, pos, -1, KB_NO_OFFSET, base_offset, 0, 0);
         if (o->max_batch_bytes >= 0 && (int64_t)e->size > o->max_batch_bytes)
-            report(c, KB_RULE_BATCH_TOO_LARGE, pos + 8, -1, KB_NO_OFFSET, (int64_t)e->size, o->max_batch_bytes, 0);
+            report(c, KB_RULE_BATCH_TOO_LARGE, pos + KB_AT_SIZE, -1, KB_NO_OFFSET, (int64_t)e->size, o->max_batch_bytes, 0);
     }
     if (o->single_append && e->magic != c->first_magic)
-        report(c, KB_RULE_MAGIC_MISMATCH, pos + 16, -1, KB_NO_OFFSET, e->magic, c->first_magic, 0);
+        report(c, KB_RULE_MAGIC_MISMATCH, pos + KB_AT_MAGIC, -1, KB_NO_OFFSET, e->magic, c->first_magic, 0);
 }
 
 /* A culprit against the append's second entry (the one Kafka's one-batch rules refuse). */

@@ -95,13 +95,14 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
                 if codec and h.record_count > 0:
                     payload = e.pos + KB_V2_HEADER_SIZE - row_start[row]
                     try:
-                        src = _View(dec.copy(codec, 2, e.pos + KB_V2_HEADER_SIZE, e.size - KB_V2_HEADER_SIZE))
+                        src = _View(dec.records_of(&h, e.pos + KB_V2_HEADER_SIZE, e.size - KB_V2_HEADER_SIZE))
                     except _errors.KafkaDataError as exc:
                         exc.offset -= row_start[row]
                         raise
                     rstart, rlimit = 0, src.length
                 if h.record_count > 0 and kb_columns_measure(
-                        src.ptr, rstart, rlimit, h.record_count, &rz, &f, &rec_index) != 0:
+                        src.ptr, rstart, rlimit, h.record_count,
+                        kb_v2_consumer_reader(h.attributes & KB_ATTR_CODEC_MASK), &rz, &f, &rec_index) != 0:
                     _raise_fault(&f, 0 if payload >= 0 else -<Py_ssize_t> row_start[row], payload)
                 b_pos.append(e.pos); b_entry.append(entry); b_rel.append(e.pos - row_start[row])
                 b_src.append(src); b_start.append(rstart); b_limit.append(rlimit)

@@ -78,15 +78,20 @@ cdef class Batch:
         """Makes the records readable, decompressing the payload once."""
         if self._rec is not None:
             return 0
-        _check_records_readable(&self.h, self.position)
+        cdef kb_fault f
+        if kb_v2_check_walkable(&self.h, self.position, &f) != 0:
+            _raise_fault(&f, 0)
         cdef int codec = self.h.attributes & KB_ATTR_CODEC_MASK
         if codec == KB_CODEC_NONE:
             self._rec, self._rstart, self._rlimit = self._v, self.position + KB_V2_HEADER_SIZE, self.position + self.size
             self._payload = -1
             return 0
+        if self.h.record_count == 0:  # Kafka's iterator is empty: the payload is never opened
+            self._rec, self._rstart, self._rlimit, self._payload = _View(b""), 0, 0, -1
+            return 0
         if self._dec is None:
             self._dec = _Decompressor(self._v, _codecs.DEFAULT_MAX_DECOMPRESSED)
-        data = self._dec.copy(codec, self.h.magic, self.position + KB_V2_HEADER_SIZE, self.size - KB_V2_HEADER_SIZE)
+        data = self._dec.records_of(&self.h, self.position + KB_V2_HEADER_SIZE, self.size - KB_V2_HEADER_SIZE)
         self._rec, self._rstart, self._rlimit = _View(data), 0, len(data)
         self._payload = self.position + KB_V2_HEADER_SIZE
         return 0
@@ -206,16 +211,11 @@ cdef class _RecordIterator:
         """Reads the next record into *r: 1, or 0 at the end; raises on a fault."""
         cdef kb_fault f
         cdef size_t next_pos
-        f.args[1] = f.args[2] = 0
-        if self.index >= self.b.h.record_count:
-            if self.pos < self.limit:
-                f.rule, f.pos, f.args[0] = KB_RULE_RECORDS_REMAINING, self.pos, self.limit - self.pos
-                _raise_fault(&f, 0, self.b._payload)
+        cdef int step = kb_v2_walk_step(self.pos, self.limit, self.index, self.b.h.record_count, &f)
+        if step == 0:
             return 0
-        if self.pos >= self.limit:
-            f.rule, f.pos, f.args[0], f.args[1] = KB_RULE_PREMATURE_EOF, self.pos, self.b.h.record_count, self.index
-            _raise_fault(&f, 0, self.b._payload)
-        if kb_v2_read_record(self.b._rec.ptr, self.pos, self.limit, r, &f, &next_pos) != 0:
+        if step < 0 or kb_v2_read_record_by(kb_v2_consumer_reader(self.b.h.attributes & KB_ATTR_CODEC_MASK),
+                                            self.b._rec.ptr, self.pos, self.limit, r, &f, &next_pos) != 0:
             _raise_fault(&f, 0, self.b._payload)
         self.pos = r.end
         self.index += 1
@@ -263,32 +263,14 @@ cdef class _Tuples(_RecordIterator):
 cdef _read_v2_entry(_View v, kb_entry *e, bint verify_crc, kb_v2_header *h, int64_t base):
     """Reads the header of a complete v2 entry; raises unless it is well formed (with a matching
     CRC when verify_crc).  Positions in messages are relative to `base` (the start of the row)."""
-    cdef int64_t pos = e.pos - base
-    if e.size < KB_V2_HEADER_SIZE:
-        raise _errors.CorruptRecordError(
-            f"Record batch is corrupt (the size {e.size} is smaller than the minimum allowed overhead "
-            f"{KB_V2_HEADER_SIZE})", pos + 8, "batch.too_small")
-    kb_v2_read_header(v.ptr + e.pos, h)
-    if verify_crc:
-        computed = kb_v2_compute_crc(v.ptr + e.pos, e.size)
-        if computed != h.crc:
-            raise _errors.CorruptRecordError(
-                f"Record is corrupt (stored crc = {h.crc}, computed crc = {computed})", pos + 17,
-                "batch.crc_mismatch")
+    cdef kb_fault f
+    if kb_v2_check_entry(v.ptr, e.pos, e.size, verify_crc, h, &f) != 0:
+        _raise_fault(&f, -base)
 
 
 cdef _check_decodable(_View v, kb_entry *e, bint verify_crc, kb_v2_header *h, int64_t base):
     """_read_v2_entry, and raises unless this version can read the batch's records."""
+    cdef kb_fault f
     _read_v2_entry(v, e, verify_crc, h, base)
-    _check_records_readable(h, e.pos - base)
-
-
-cdef _check_records_readable(const kb_v2_header *h, int64_t pos):
-    """Raises unless this version can walk the records of the batch at `pos`."""
-    cdef int codec = h.attributes & KB_ATTR_CODEC_MASK
-    if codec >= KB_CODEC_COUNT:
-        raise _errors.UnknownServerError(f"Unknown compression type id: {codec}", pos + 21, "batch.unknown_codec")
-    if h.record_count < 0:
-        raise _errors.InvalidRecordError(
-            f"Found invalid record count {h.record_count} in magic v2 batch", pos + 57,
-            "batch.negative_record_count")
+    if kb_v2_check_walkable(h, e.pos, &f) != 0:
+        _raise_fault(&f, -base)

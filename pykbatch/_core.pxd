@@ -85,6 +85,9 @@ cdef extern from "kb_v2.h" nogil:
 
     void kb_v2_read_header(const uint8_t *p, kb_v2_header *h)
     uint32_t kb_v2_compute_crc(const uint8_t *entry, size_t size)
+    int kb_v2_check_entry(const uint8_t *buf, size_t pos, size_t size, int verify_crc, kb_v2_header *h,
+                          kb_fault *f)
+    int kb_v2_check_walkable(const kb_v2_header *h, size_t pos, kb_fault *f)
 
     ctypedef struct kb_record:
         size_t pos
@@ -103,6 +106,16 @@ cdef extern from "kb_v2.h" nogil:
 
     int kb_v2_read_record(const uint8_t *buf, size_t pos, size_t limit, kb_record *r, kb_fault *f,
                           size_t *next)
+
+    ctypedef enum kb_reader:
+        KB_READER_IN_PLACE
+        KB_READER_STREAM
+        KB_READER_PARTIAL
+    kb_reader kb_v2_consumer_reader(int codec)
+    int kb_v2_read_record_by(kb_reader reader, const uint8_t *buf, size_t pos, size_t limit, kb_record *r,
+                             kb_fault *f, size_t *next)
+    int kb_v2_walk_step(size_t pos, size_t limit, int32_t index, int32_t count, kb_fault *f)
+    int kb_v2_walk_prefix(const uint8_t *buf, size_t limit, int32_t count, kb_reader reader, kb_fault *f)
     size_t kb_v2_read_header_kv(const uint8_t *buf, size_t pos, size_t limit, size_t *key,
                                 int32_t *key_len, size_t *value, int32_t *value_len)
 
@@ -129,6 +142,10 @@ cdef extern from "kb_legacy.h" nogil:
 
     int kb_legacy_read(const uint8_t *buf, size_t pos, size_t size, kb_legacy_msg *m, kb_fault *f)
     uint32_t kb_legacy_compute_crc(const uint8_t *buf, const kb_legacy_msg *m)
+    int kb_legacy_check_crc(const uint8_t *buf, const kb_legacy_msg *m, kb_fault *f)
+    int kb_legacy_check_wrapper(const kb_legacy_msg *w, kb_fault *f)
+    int kb_legacy_check_inner(const kb_legacy_msg *m, kb_fault *f)
+    int kb_legacy_check_inner_set(const kb_legacy_msg *w, int32_t count, int64_t last_inner_offset, kb_fault *f)
 
     ctypedef enum kb_inner_status:
         KB_INNER_MSG
@@ -229,7 +246,7 @@ cdef extern from "kb_columns.h" nogil:
         int64_t row
         int64_t header_row
 
-    int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count,
+    int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_reader reader,
                            kb_column_sizes *z, kb_fault *f, int32_t *record_index)
     void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t count,
                          const kb_v2_header *h, int32_t batch_index, kb_columns *c)

@@ -1,12 +1,6 @@
 # Magic 0/1 entries: LegacyBatch and its record iterator (Kafka's deep-iterator rules).
 # Included by _native.pyx: one module, one file per concern.
 
-cdef _legacy_error(kb_rule rule, size_t pos, Py_ssize_t payload, int64_t a0=0, int64_t a1=0):
-    cdef kb_fault f
-    f.rule, f.pos, f.args[0], f.args[1], f.args[2] = rule, pos, a0, a1, 0
-    _raise_fault(&f, 0, payload)
-
-
 cdef class LegacyBatch:
     """A magic 0 or 1 entry: one message, or a compressed wrapper holding a set of inner
     messages.  The field names are Batch's; fields v2 introduced carry Kafka's "none" values
@@ -43,12 +37,8 @@ cdef class LegacyBatch:
             self._rec, self._rstart, self._rlimit = self._v, self.position, self.position + self.size
             self._payload, self._base, self._count, self._first = -1, 0, 1, self.m.offset
             return 0
-        if codec >= KB_CODEC_COUNT:
-            _legacy_error(KB_RULE_UNKNOWN_CODEC, self.position + 17, -1, codec)
-        if codec == KB_CODEC_ZSTD:
-            _legacy_error(KB_RULE_LEGACY_ZSTD, self.position + 17, -1, self.m.magic)
-        if self.m.value_len < 0:
-            _legacy_error(KB_RULE_LEGACY_NULL_WRAPPER, self.m.value - 4, -1, self.m.magic)
+        if kb_legacy_check_wrapper(&self.m, &f) != 0:
+            _raise_fault(&f, 0)
         if self._dec is None:
             self._dec = _Decompressor(self._v, _codecs.DEFAULT_MAX_DECOMPRESSED)
         data = self._dec.copy(codec, self.m.magic, self.m.value, self.m.value_len)
@@ -61,18 +51,16 @@ cdef class LegacyBatch:
                 break
             if st != KB_INNER_MSG:
                 _raise_fault(&f, 0, self._payload)
-            if inner.attributes & KB_ATTR_CODEC_MASK:
-                _legacy_error(KB_RULE_LEGACY_INNER_COMPRESSED, inner.pos + 17, self._payload)
+            if kb_legacy_check_inner(&inner, &f) != 0:
+                _raise_fault(&f, 0, self._payload)
             if self._count == 0:
                 self._first = inner.offset
             last = inner.offset
             self._count += 1
-        if self._count == 0:
-            _legacy_error(KB_RULE_LEGACY_NO_INNER, 0, self._payload)
+        if kb_legacy_check_inner_set(&self.m, self._count, last, &f) != 0:
+            _raise_fault(&f, 0)
         self._base = 0
         if self.m.magic == 1 and self.m.offset != 0:  # relative inner offsets; 0: old librdkafka
-            if self.m.offset < last:
-                _legacy_error(KB_RULE_LEGACY_WRAPPER_OFFSET, self.position, -1, self.m.offset, last)
             self._base = self.m.offset - last
         self._first += self._base
         self._rec, self._rstart, self._rlimit = rec, 0, rec.length

@@ -121,7 +121,7 @@ cdef _raise_fault(const kb_fault *f, Py_ssize_t base, Py_ssize_t payload=-1, str
     with its position in the decompressed records in the message."""
     rule = RULES[f.rule]
     message, detail = _render(rule, (f.args[0], f.args[1], f.args[2]), tp, reader=True)
-    if detail:
+    if detail and not rule.reader_template:  # Kafka's client text already says it all
         message = f"{message} ({detail})"
     offset = <Py_ssize_t> f.pos + base
     if payload >= 0:

@@ -60,12 +60,8 @@ cdef LegacyBatch _legacy_entry(_View v, const kb_entry *e, bint verify_crc, int 
     cdef LegacyBatch b = LegacyBatch.__new__(LegacyBatch)
     if kb_legacy_read(v.ptr, e.pos, e.size, &b.m, &f) != 0:
         _raise_fault(&f, 0)
-    if verify_crc:
-        computed = kb_legacy_compute_crc(v.ptr, &b.m)
-        if computed != b.m.crc:
-            raise _errors.CorruptRecordError(
-                f"Record is corrupt (stored crc = {b.m.crc}, computed crc = {computed})", e.pos + 12,
-                "batch.crc_mismatch")
+    if verify_crc and kb_legacy_check_crc(v.ptr, &b.m, &f) != 0:
+        _raise_fault(&f, 0)
     b._v, b._dec, b.position, b.size, b.entry = v, dec, e.pos, e.size, entry
     return b
 

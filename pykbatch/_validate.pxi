@@ -47,6 +47,23 @@ cdef class _Decompressor:
             raise _errors.error_for(kb_rule_code(<kb_rule> _RULE_INDEX[exc.rule]), exc.message, at + exc.offset,
                                     exc.rule) from None
 
+    cdef bytes records_of(self, const kb_v2_header *h, Py_ssize_t at, Py_ssize_t n):
+        """The decompressed records of the v2 batch whose payload is v[at:at+n].  On a codec error,
+        raises the fault a consumer meets first: reading records out of the stream, a record's
+        fault in what came out before the damage, else the codec's failure."""
+        cdef kb_fault f
+        cdef const uint8_t[::1] prefix
+        try:
+            return bytes(self.scratch.decompress(h.attributes & KB_ATTR_CODEC_MASK, h.magic,
+                                                 memoryview(self.v.mv)[at:at + n]))
+        except _codecs.CodecError as exc:
+            if exc.produced:
+                prefix = self.scratch.produced(exc)
+                if kb_v2_walk_prefix(&prefix[0], len(prefix), h.record_count, KB_READER_STREAM, &f) != 0:
+                    _raise_fault(&f, 0, at)
+            raise _errors.error_for(kb_rule_code(<kb_rule> _RULE_INDEX[exc.rule]), exc.message, at + exc.offset,
+                                    exc.rule) from None
+
     cdef int fail(self, kb_fault *f, str rule, Py_ssize_t offset, str message):
         f.rule = <kb_rule> _RULE_INDEX[rule]
         f.pos = offset
