@@ -8,8 +8,8 @@
 """
 try:
     from pykbatch._native import (  # noqa: F401
-        Batch, BatchReader, LegacyBatch, Record, build_batch, crc32, crc32c, drop_culprits, encode, iter_batches, native_info, to_arrow,
-        validate,
+        Batch, BatchReader, LegacyBatch, Record, build_batch, crc32, crc32c, drop_culprits, encode, entry_is_sound,
+        iter_batches, native_info, next_sound_batch, to_arrow, validate,
     )
 except ImportError as exc:  # pragma: no cover - exercised by test_native_required
     raise ImportError(

@@ -120,6 +120,11 @@ cdef extern from "kb_v2.h" nogil:
                                 int32_t *key_len, size_t *value, int32_t *value_len)
 
 
+cdef extern from "kb_resync.h" nogil:
+    int kb_entry_sound(const uint8_t *buf, size_t len, size_t pos, int v2_only)
+    int64_t kb_next_sound_batch(const uint8_t *buf, size_t len, size_t start)
+
+
 cdef extern from "kb_crc32.h" nogil:
     uint32_t kb_crc32(uint32_t crc, const uint8_t *data, size_t n)
     uint32_t kb_crc32_sw(uint32_t crc, const uint8_t *data, size_t n)

@@ -76,3 +76,23 @@ def iter_batches(buf, *, bint verify_crc=True, size_t max_decompressed_bytes=_co
     never past ``max_decompressed_bytes``.
     """
     return BatchReader(buf, verify_crc, max_decompressed_bytes)
+
+
+def entry_is_sound(buf, Py_ssize_t pos=0, *, bint v2_only=False):
+    """Whether a complete entry with a right checksum starts at ``buf[pos]`` (CRC-32C of a v2
+    batch, CRC-32 of a v0/v1 message; ``v2_only``: batches only): how a reader that lost the
+    framing, or does not trust an index's position, knows it found an entry again."""
+    cdef _View v = _View(buf)
+    return pos >= 0 and kb_entry_sound(v.ptr, v.length, pos, v2_only) != 0
+
+
+def next_sound_batch(buf, Py_ssize_t start=0):
+    """The first position at or after ``start`` where a sound v2 batch starts (see
+    ``entry_is_sound``), or None: how far a repair skips once the framing is lost."""
+    cdef _View v = _View(buf)
+    cdef int64_t found
+    if start < 0:
+        start = 0
+    with nogil:
+        found = kb_next_sound_batch(v.ptr, v.length, start)
+    return None if found < 0 else found

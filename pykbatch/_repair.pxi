@@ -190,6 +190,7 @@ cdef bytes _legacy_message_bytes(LegacyBatch batch, Record r):
     if batch.compression == "none":
         return bytes(memoryview(batch._v.mv)[batch.position:batch.position + batch.size])
     cdef _View inner = batch._rec
-    cdef Py_ssize_t at = r.position
-    size = int.from_bytes(bytes(memoryview(inner.mv)[at + 8:at + 12]), "big")
-    return bytes(memoryview(inner.mv)[at:at + 12 + size])
+    cdef kb_entry e
+    cdef kb_fault f
+    kb_next_entry(inner.ptr, inner.length, r.position, &e, &f)  # the set was walked: entries are whole
+    return bytes(memoryview(inner.mv)[e.pos:e.pos + e.size])

@@ -13,16 +13,13 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-import struct
 from dataclasses import dataclass
 
-from ._native import crc32c, drop_culprits, iter_batches, validate
+from ._native import drop_culprits, iter_batches, next_sound_batch, validate
 from ._result import ValidationConfig
 from .errors import classify
 from .segments import Segment
 
-V2_HEADER = 61
-SCAN_WINDOW = 1 << 16  # bytes searched for a batch's magic at a time while resyncing
 
 
 @dataclass
@@ -42,30 +39,6 @@ def _culprit(c, base: int) -> dict:
     d = c.as_dict()
     d.update(position=c.position + base, entry_position=c.entry_position + base, error_class=classify(c.code))
     return d
-
-
-def next_sound_batch(data, start: int) -> int | None:
-    """The first position at or after ``start`` where a complete v2 batch with a correct CRC-32C
-    begins (how far a repair skips once the framing is lost), or None.  Candidates are the
-    positions whose magic byte (16 bytes in) is 2, found window by window."""
-    n = len(data)
-    window_start = start + 16  # where the magic byte of a batch at `start` would be
-    while window_start < n:
-        window = bytes(data[window_start:window_start + SCAN_WINDOW])
-        i = window.find(b"\x02")
-        while i >= 0:
-            if _sound_batch_at(data, window_start + i - 16, n):
-                return window_start + i - 16
-            i = window.find(b"\x02", i + 1)
-        window_start += len(window)
-    return None
-
-
-def _sound_batch_at(data, p: int, n: int) -> bool:
-    if p + V2_HEADER > n:
-        return False
-    size = struct.unpack_from(">i", data, p + 8)[0] + 12
-    return V2_HEADER <= size <= n - p and crc32c(data[p + 21:p + size]) == struct.unpack_from(">I", data, p + 17)[0]
 
 
 def repair_segment(source, dest: str, dead_letter: str | None = None,

@@ -12,8 +12,7 @@ from typing import NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pykbatch import crc32 as kb_crc32
-from pykbatch import crc32c as kb_crc32c
+from pykbatch import entry_is_sound
 from pykbatch.indexes import CorruptIndexError, OffsetIndex, TimeIndex, base_offset_of
 
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
@@ -162,21 +161,16 @@ def start_position(path: str, ranges: Ranges, index: OffsetIndex | None = None) 
 
 def _entry_starts_at(f, size: int, pos: int, segment_base: int, index_offset: int) -> bool:
     """Whether a log entry starts at ``pos``: offsets between the segment's base and the index
-    entry's, a size inside the file, and its CRC right (CRC-32C of a v2 batch, CRC-32 of a v0/v1
-    message): a stale index's position passes by chance about once in 2**32."""
+    entry's, and a sound entry there (``pykbatch.entry_is_sound``): a stale index's position
+    passes by chance about once in 2**32."""
     f.seek(pos)
-    head = f.read(21)
-    if len(head) < 21:
+    head = f.read(12)
+    if len(head) < 12:
         return False
     entry_base, length = struct.unpack_from(">qi", head)
-    magic = head[16]
-    if not (segment_base <= entry_base <= index_offset and length >= 14 and pos + 12 + length <= size):
+    if not (segment_base <= entry_base <= index_offset and 0 <= length <= size - pos - 12):
         return False
-    if magic == 2:
-        return struct.unpack_from(">I", head, 17)[0] == kb_crc32c(f.read(length - 9))
-    if magic in (0, 1):
-        return struct.unpack_from(">I", head, 12)[0] == kb_crc32(head[16:] + f.read(length - 9))
-    return False
+    return entry_is_sound(head + f.read(length))
 
 
 def split_points(index: OffsetIndex | None, size: int, split_bytes: int) -> list[int]:
