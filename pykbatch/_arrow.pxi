@@ -25,6 +25,7 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
     first failure raises instead."""
     import numpy as np
     import pyarrow as pa
+    from pykbatch import columns
 
     cdef const int64_t[::1] row_start = starts
     cdef const int64_t[::1] row_end = ends
@@ -219,7 +220,7 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
         values = binary(pa.binary(), n_rows, value_valid, value_offsets, value_data)
     hkeys = binary(pa.string(), n_headers, None, hkey_offsets, hkey_data)
     hvalues = binary(pa.binary(), n_headers, hvalue_valid, hvalue_offsets, hvalue_data)
-    header_struct = pa.StructArray.from_arrays([hkeys, hvalues], fields=header_fields())
+    header_struct = pa.StructArray.from_arrays([hkeys, hvalues], fields=list(columns.HEADER))
     header_lists = pa.ListArray.from_arrays(pa.array(header_offsets), header_struct)
 
     per_batch_counts = np.array(b_count, np.int64)
@@ -227,7 +228,7 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
         return np.repeat(np.array(values, dtype), per_batch_counts)
     attrs = np.array(b_attrs, np.int16)
     ts_type = pa.DictionaryArray.from_arrays(per_batch(b_tstype, np.int8),
-                                             pa.array(["CreateTime", "LogAppendTime", "NoTimestampType"]))
+                                             pa.array(columns.TIMESTAMP_TYPES))
     table = pa.table({
         "offset": offset,
         "timestamp": timestamp,
@@ -251,12 +252,6 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
 cdef object _arrow_buffer(_View s):
     import pyarrow as pa
     return pa.py_buffer(s.mv) if s.length else pa.py_buffer(b"")
-
-
-def header_fields():
-    """Arrow fields of one header: key (UTF-8, never null) and value (binary, nullable)."""
-    import pyarrow as pa
-    return [pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())]
 
 
 cdef inline int64_t *_ptr64(arr):

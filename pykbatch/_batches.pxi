@@ -132,7 +132,7 @@ cdef class Batch:
         return _codec_name(codec)
     @property
     def timestamp_type(self):
-        return "LogAppendTime" if self.h.attributes & KB_ATTR_LOG_APPEND_TIME else "CreateTime"
+        return _timestamp_type_name(2, self.h.attributes)
     @property
     def is_transactional(self): return bool(self.h.attributes & KB_ATTR_TRANSACTIONAL)
     @property

@@ -2,6 +2,10 @@ CODEC_NAMES: tuple[str, ...]
 CODEC_IDS: dict[str, int]
 TIMESTAMP_TYPES: tuple[str, str]
 NO_TIMESTAMP_TYPE: str
+CREATE_TIME: str
+LOG_APPEND_TIME: str
+
+def timestamp_type_name(magic: int, attributes: int) -> str: ...
 
 def kafka_errors() -> tuple[tuple[str, int, str, str], ...]: ...
 def rules() -> tuple[tuple[str, int, str, bool, bool, str, str, str], ...]: ...

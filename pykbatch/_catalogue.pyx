@@ -78,7 +78,13 @@ def record_fields():
 CODEC_NAMES = codec_names()
 CODEC_IDS = {name: codec for codec, name in enumerate(CODEC_NAMES)}
 TIMESTAMP_TYPES = timestamp_type_names()[:2]
+CREATE_TIME, LOG_APPEND_TIME = TIMESTAMP_TYPES
 NO_TIMESTAMP_TYPE = timestamp_type_names()[2]
+
+
+def timestamp_type_name(int magic, int attributes) -> str:
+    """The timestamp type of a v1 message or v2 batch by its attributes; magic 0 has none."""
+    return NO_TIMESTAMP_TYPE if magic == 0 else TIMESTAMP_TYPES[(attributes >> 3) & 1]
 
 
 def codec_name(int codec) -> str:

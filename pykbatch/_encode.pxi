@@ -110,7 +110,7 @@ cdef object _field(object rec, str name, object default):
 
 def build_batch(records, *, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
                 int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
-                bint is_transactional=False, bint is_control=False, str timestamp_type="CreateTime",
+                bint is_transactional=False, bint is_control=False, str timestamp_type=CREATE_TIME,
                 max_timestamp=None, str compression="none", int magic=2):
     """Build one record batch, as Kafka's ``MemoryRecordsBuilder`` does.
 
@@ -134,8 +134,8 @@ def build_batch(records, *, int64_t base_offset=0, int32_t partition_leader_epoc
             raise ValueError(f"Idempotent, transactional and control records need magic 2, not {magic}")
         if compression == "zstd":
             raise ValueError(f"ZStandard compression is not supported for magic {magic}")
-    if timestamp_type not in ("CreateTime", "LogAppendTime"):
-        raise ValueError("timestamp_type must be 'CreateTime' or 'LogAppendTime'")
+    if timestamp_type not in _TIMESTAMP_TYPES:
+        raise ValueError(f"timestamp_type must be {' or '.join(map(repr, _TIMESTAMP_TYPES))}")
     if is_transactional and producer_id < 0:
         raise ValueError("transactional batches need a producer_id")
     now = None
@@ -169,14 +169,14 @@ def build_batch(records, *, int64_t base_offset=0, int32_t partition_leader_epoc
     if magic < 2:
         if any(hl for _, _, hl, _, _, _ in rows):
             raise ValueError(f"Magic v{magic} does not support record headers")
-        if timestamp_type == "LogAppendTime" and max_timestamp is None:
+        if timestamp_type == LOG_APPEND_TIME and max_timestamp is None:
             raise ValueError("LogAppendTime batches need max_timestamp (the broker's append time)")
-        stamp = max_timestamp if timestamp_type == "LogAppendTime" else None
+        stamp = max_timestamp if timestamp_type == LOG_APPEND_TIME else None
         return _build_legacy([(k, v, t if stamp is None else stamp) for k, v, _, _, t, _ in rows], magic,
                              _COMPRESSION_IDS[compression], base_offset, stamp)
     rows = [(k, v, hl, a, <int64_t> (t - first_ts), d) for k, v, hl, a, t, d in rows]
     attributes = _COMPRESSION_IDS[compression]
-    if timestamp_type == "LogAppendTime":
+    if timestamp_type == LOG_APPEND_TIME:
         attributes |= KB_ATTR_LOG_APPEND_TIME
         if max_timestamp is None:
             raise ValueError("LogAppendTime batches need max_timestamp (the broker's append time)")

@@ -91,9 +91,7 @@ cdef class LegacyBatch:
         return _codec_name(codec)
     @property
     def timestamp_type(self):
-        if self.m.magic == 0:
-            return "NoTimestampType"
-        return "LogAppendTime" if self.m.attributes & KB_ATTR_LOG_APPEND_TIME else "CreateTime"
+        return _timestamp_type_name(self.m.magic, self.m.attributes)
     @property
     def max_timestamp(self): return self.m.timestamp
     @property

@@ -21,6 +21,7 @@ from pykbatch.control import parse_control as _parse_control
 from pykbatch._result import (Culprit, DroppedRecord, Repair, TruncatedTail, ValidationConfig, ValidationResult,
                               apply_handler)
 from pykbatch._catalogue import CODEC_IDS as _COMPRESSION_IDS, CODEC_NAMES as COMPRESSION_NAMES, codec_name as _codec_name
+from pykbatch._catalogue import CREATE_TIME, LOG_APPEND_TIME, TIMESTAMP_TYPES as _TIMESTAMP_TYPES, timestamp_type_name as _timestamp_type_name
 from pykbatch._rules import INDEX as _RULE_INDEX, RULES, render as _render
 from pykbatch.rebuild import check_rebuilt_size as _check_rebuilt_size
 

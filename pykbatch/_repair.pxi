@@ -178,9 +178,9 @@ cdef object _rebuild_legacy(_View v, kb_entry *e, int entry, list culprits, _Dec
             kept.append({"key": r.key, "value": r.value, "timestamp": r.timestamp})
     if not kept:
         return b""
-    log_append = batch.timestamp_type == "LogAppendTime"
+    log_append = batch.timestamp_type == LOG_APPEND_TIME
     return build_batch(kept, base_offset=batch.base_offset, magic=batch.magic, compression=batch.compression,
-                       timestamp_type="LogAppendTime" if log_append else "CreateTime",
+                       timestamp_type=LOG_APPEND_TIME if log_append else CREATE_TIME,
                        max_timestamp=batch.max_timestamp if log_append else None)
 
 

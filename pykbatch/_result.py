@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from . import errors
-from ._catalogue import CODEC_IDS, CODEC_NAMES, TIMESTAMP_TYPES
+from ._catalogue import CODEC_IDS, CODEC_NAMES, CREATE_TIME, TIMESTAMP_TYPES
 from ._rules import BY_ID as _RULES_BY_ID
 from ._rules import STAGES as _STAGES
 
@@ -95,7 +95,7 @@ class ValidationConfig:
     topic_partition: str = "t-0"
     max_decompressed_bytes: int = 64 * 1024 * 1024
     compacted: bool = False
-    timestamp_type: str = "CreateTime"
+    timestamp_type: str = CREATE_TIME
     timestamp_before_max_ms: int = LONG_MAX
     timestamp_after_max_ms: int = KAFKA4_AFTER_MAX_MS
     now_ms: int | None = None
@@ -139,7 +139,7 @@ class ValidationConfig:
         if self.max_decompressed_bytes < 0:
             raise ValueError("max_decompressed_bytes must be >= 0")
         if self.timestamp_type not in TIMESTAMP_TYPES:
-            raise ValueError(f"timestamp_type must be one of {TIMESTAMP_TYPES}")
+            raise ValueError(f"timestamp_type must be {' or '.join(map(repr, TIMESTAMP_TYPES))}")
         if self.timestamp_before_max_ms < 0 or self.timestamp_after_max_ms < 0 \
                 or (self.timestamp_difference_max_ms or 0) < 0:
             raise ValueError("timestamp windows must be >= 0")

@@ -103,7 +103,7 @@ cdef class _Validator:
         self.opts.verify_crc = 1 if config.verify_crc else 0
         self.opts.strict = 1 if config.strict else 0
         self.opts.compacted = 1 if config.compacted else 0
-        self.opts.topic_log_append_time = 1 if config.timestamp_type == "LogAppendTime" else 0
+        self.opts.topic_log_append_time = 1 if config.timestamp_type == LOG_APPEND_TIME else 0
         self.opts.now_ms = config.now_ms if config.now_ms is not None else int(time.time() * 1000)
         self.opts.before_max_ms, self.opts.after_max_ms = config.timestamp_window
         self.opts.max_batch_bytes = -1 if config.max_message_bytes is None else config.max_message_bytes

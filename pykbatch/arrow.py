@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from . import _native, errors
 from ._result import ValidationConfig
+from .columns import BATCH, HEADER, RECORD as _RECORD_TYPES, fields
 
 ERROR_RECORD = pa.struct([("batch_index", pa.int32()), ("message", pa.string())])
 CULPRIT = pa.struct([
@@ -27,13 +28,9 @@ VALIDATION = pa.struct([
     ("culprits", pa.list_(CULPRIT)), ("culprit_count", pa.int64()), ("records", pa.int64()),
     ("truncated_tail_position", pa.int64()),
 ])
-HEADER = pa.struct(_native.header_fields())
-RECORD = pa.struct([
-    ("offset", pa.int64()), ("timestamp", pa.int64()), ("key", pa.binary()), ("value", pa.binary()),
-    ("headers", pa.list_(HEADER)), ("sequence", pa.int32()), ("batch_index", pa.int32()),
-    ("partition_leader_epoch", pa.int32()), ("producer_id", pa.int64()), ("producer_epoch", pa.int16()),
-    ("is_transactional", pa.bool_()), ("is_control", pa.bool_()), ("timestamp_type", pa.string()),
-])
+RECORD = pa.struct(fields(_RECORD_TYPES, "offset timestamp key value headers sequence batch_index "
+                                          "partition_leader_epoch producer_id producer_epoch is_transactional "
+                                          "is_control timestamp_type"))
 
 
 def _rows(arr):
@@ -152,13 +149,9 @@ def crc32c_array(arr) -> pa.Array:
     return pa.array(out, mask=None if valid is None else ~valid)
 
 
-BATCH_INFO = pa.struct([
-    ("position", pa.int64()), ("size", pa.int64()), ("magic", pa.int8()), ("base_offset", pa.int64()),
-    ("last_offset", pa.int64()), ("record_count", pa.int32()), ("compression", pa.string()),
-    ("timestamp_type", pa.string()), ("max_timestamp", pa.int64()), ("producer_id", pa.int64()),
-    ("producer_epoch", pa.int16()), ("base_sequence", pa.int32()), ("partition_leader_epoch", pa.int32()),
-    ("is_transactional", pa.bool_()), ("is_control", pa.bool_()), ("crc", pa.int64()), ("is_valid", pa.bool_()),
-])
+BATCH_INFO = pa.struct(fields(BATCH, "position size magic base_offset last_offset record_count compression "
+                                     "timestamp_type max_timestamp producer_id producer_epoch base_sequence "
+                                     "partition_leader_epoch is_transactional is_control crc is_valid"))
 DROPPED = pa.struct([
     ("entry", pa.int32()), ("record_index", pa.int32()), ("offset", pa.int64()), ("key", pa.binary()),
     ("value", pa.binary()), ("code", pa.int32()), ("rules", pa.list_(pa.string())), ("message", pa.string()),

@@ -369,6 +369,7 @@ def dump_txn_index(path: str, out: TextIO) -> None:
 
 # -- JSON output (--format json|jsonl; schema: pykbatch/schemas/dump.schema.json) --------------
 
+# a selection of pykbatch.columns.BATCH (names only: the text dump does not load pyarrow)
 BATCH_FIELDS = ("base_offset", "last_offset", "record_count", "base_sequence", "last_sequence", "producer_id",
                 "producer_epoch", "partition_leader_epoch", "is_transactional", "is_control", "delete_horizon_ms",
                 "position", "timestamp_type", "max_timestamp", "size", "magic", "compression", "crc", "is_valid")

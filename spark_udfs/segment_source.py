@@ -32,37 +32,31 @@ import pyarrow.compute as pc
 
 from pykbatch import validate as kb_validate
 from pykbatch._result import ValidationConfig
-from pykbatch.arrow import HEADER, append_headers, decode_entries
+from pykbatch.arrow import append_headers, decode_entries
+from pykbatch.columns import BATCH, LOCATION, RECORD, fields
 from pykbatch.segments import Segment
 
 from .segment_plan import Ranges, _fsspec, _is_local, _local, narrow, plan_splits, read_mode
 
 NAME = "kafka-segment"
 
-BATCH_COLUMNS = [
-    ("topic", pa.string()), ("partition", pa.int32()), ("segment", pa.int64()), ("batch_position", pa.int64()),
-    ("base_offset", pa.int64()), ("last_offset", pa.int64()), ("record_count", pa.int32()),
-    ("magic", pa.int8()), ("compression", pa.string()), ("timestamp_type", pa.string()),
-    ("max_timestamp", pa.int64()), ("producer_id", pa.int64()), ("producer_epoch", pa.int16()),
-    ("base_sequence", pa.int32()), ("partition_leader_epoch", pa.int32()), ("is_transactional", pa.bool_()),
-    ("is_control", pa.bool_()), ("size", pa.int64()),
-]
-RECORD_COLUMNS = [
-    ("topic", pa.string()), ("partition", pa.int32()), ("segment", pa.int64()), ("offset", pa.int64()),
-    ("timestamp", pa.int64()), ("timestamp_type", pa.string()), ("key", pa.binary()), ("value", pa.binary()),
-    ("headers", pa.list_(HEADER)),
-    ("sequence", pa.int32()), ("batch_index", pa.int32()), ("batch_position", pa.int64()),
-    ("base_offset", pa.int64()), ("partition_leader_epoch", pa.int32()), ("producer_id", pa.int64()),
-    ("producer_epoch", pa.int16()), ("is_transactional", pa.bool_()), ("is_control", pa.bool_()),
-]
-VALIDATION_COLUMNS = [("batch_ok", pa.bool_()), ("batch_error", pa.string())]
+# a batch's position is its record's batch_position
+BATCH_COLUMNS = fields({**LOCATION, **BATCH, "batch_position": RECORD["batch_position"]},
+                       "topic partition segment batch_position base_offset last_offset record_count magic "
+                       "compression timestamp_type max_timestamp producer_id producer_epoch base_sequence "
+                       "partition_leader_epoch is_transactional is_control size")
+RECORD_COLUMNS = fields({**LOCATION, **RECORD},
+                        "topic partition segment offset timestamp timestamp_type key value headers sequence "
+                        "batch_index batch_position base_offset partition_leader_epoch producer_id producer_epoch "
+                        "is_transactional is_control")
+VALIDATION_COLUMNS = [pa.field("batch_ok", pa.bool_()), pa.field("batch_error", pa.string())]
 LOG = ValidationConfig(origin="log", max_culprits=2**31 - 1)  # every failing entry is named
 # Log bytes per Arrow batch handed to Spark: batches of 1-16 MiB move fastest through the
 # Python worker (../shared/research/spark-notes.md); measured in benchmarks/segment_source.py.
 WINDOW_BYTES = 8 << 20
 
 
-PATH_COLUMN = [("path", pa.string())]
+PATH_COLUMN = [pa.field("path", pa.string())]
 
 
 def _flag(options, key: str) -> bool:
@@ -166,10 +160,10 @@ def _arrow(data, entries, segment, topic, partition, mode, validate, schema, ran
         cols = {name: table[name].combine_chunks() for name in table.column_names}
         errors = verdicts.take(cols["batch_index"]) if validate else None  # each record gets its batch's
     else:
-        headers = {name: [] for name, _ in BATCH_COLUMNS[4:]}
+        headers = {f.name: [] for f in BATCH_COLUMNS[4:]}
         headers["position"] = []
         append_headers(chunk, headers)
-        cols = {name: pa.array(headers[name], typ) for name, typ in BATCH_COLUMNS[4:]}
+        cols = {f.name: pa.array(headers[f.name], f.type) for f in BATCH_COLUMNS[4:]}
         cols["batch_position"] = pc.add(pa.array(headers["position"], pa.int64()), pa.scalar(lo, pa.int64()))
         errors = verdicts
     n = len(cols["base_offset"])

@@ -91,3 +91,25 @@ def test_names_come_from_the_core():
     assert FIELDS[0] == "length" and FIELDS[-1] == "header value"
     assert {r.id for r in RULES if r.names_field} == {
         "record.invalid_structure", "record.varint_too_long", "record.negative_length"}
+
+
+def test_every_columnar_output_selects_from_the_one_schema():
+    """to_arrow, the Spark structs, the kafka-segment source and the dump's JSON name fields of
+    pykbatch.columns with its types."""
+    from pykbatch import arrow, columns, dump
+    from spark_udfs import segment_source
+    table = kb.to_arrow(kb.build_batch([{"key": b"k", "value": b"v", "headers": [("h", b"1")]}]))
+    for field in table.schema:
+        expected = columns.RECORD[field.name]
+        assert field.type == expected or (field.name == "timestamp_type" and pa_is_dictionary(field.type))
+    for struct, types in ((arrow.RECORD, columns.RECORD), (arrow.BATCH_INFO, columns.BATCH)):
+        assert all(types[f.name] == f.type for f in struct)
+    everything = {**columns.LOCATION, **columns.BATCH, **columns.RECORD}
+    for f in segment_source.RECORD_COLUMNS + segment_source.BATCH_COLUMNS:
+        assert everything[f.name] == f.type, f.name
+    assert set(dump.BATCH_FIELDS) <= set(columns.BATCH)
+
+
+def pa_is_dictionary(t) -> bool:
+    import pyarrow as pa
+    return pa.types.is_dictionary(t) and t.value_type == pa.string()
