@@ -5,6 +5,16 @@
 #include "kb_legacy.h"
 #include "kb_wire.h"
 
+/* One more row with this key and value (lengths < 0: null). */
+static void count_row(kb_column_sizes *z, int32_t key_len, int32_t value_len)
+{
+    z->records++;
+    if (key_len > 0)
+        z->key_bytes += key_len;
+    if (value_len > 0)
+        z->value_bytes += value_len;
+}
+
 int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_reader reader,
                        kb_column_sizes *z, kb_fault *f, int32_t *record_index)
 {
@@ -18,11 +28,7 @@ int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t c
             return step;
         if (kb_v2_read_record_by(reader, buf, p, limit, &r, f, &next) != 0)
             return -1;
-        z->records++;
-        if (r.key_len > 0)
-            z->key_bytes += r.key_len;
-        if (r.value_len > 0)
-            z->value_bytes += r.value_len;
+        count_row(z, r.key_len, r.value_len);
         z->headers += r.header_count;
         size_t h = r.headers;
         for (int32_t k = 0; k < r.header_count; k++) {
@@ -129,11 +135,7 @@ int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb
             return 0;
         if (st != KB_INNER_MSG)
             return -1;
-        z->records++;
-        if (m.key_len > 0)
-            z->key_bytes += m.key_len;
-        if (m.value_len > 0)
-            z->value_bytes += m.value_len;
+        count_row(z, m.key_len, m.value_len);
     }
 }
 

@@ -88,47 +88,9 @@ enum {
     KB_VARINT_TOO_LONG = -1,  /* continuation bit on the 5th (10th) byte */
 };
 
-/* Kafka's zigzag varint (ByteUtils.readVarint).  Like Java, bits 4..6 of a
- * fifth byte are dropped by the 32-bit shift and non-minimal encodings are
+/* Unsigned (non-zigzag) varint (ByteUtils.readUnsignedVarint): five bytes at most.  Like Java,
+ * bits 4..6 of a fifth byte are dropped by the 32-bit shift and non-minimal encodings are
  * accepted. */
-static inline int kb_read_varint(const uint8_t *p, const uint8_t *end, int32_t *out)
-{
-    if (__builtin_expect(end - p >= 2, 1)) { /* most varints are one or two bytes */
-        uint32_t b0 = p[0], b1 = p[1];
-        if (b0 < 0x80) {
-            *out = (int32_t)((b0 >> 1) ^ (0u - (b0 & 1u)));
-            return 1;
-        }
-        if (b1 < 0x80) {
-            uint32_t raw = (b0 & 0x7f) | (b1 << 7);
-            *out = (int32_t)((raw >> 1) ^ (0u - (raw & 1u)));
-            return 2;
-        }
-    }
-    uint32_t raw = 0;
-    for (int i = 0; i < 5; i++) {
-        if (p + i >= end)
-            return KB_VARINT_TRUNCATED;
-        uint32_t b = p[i];
-        if (i == 4) {
-            if (b & 0x80)
-                return KB_VARINT_TOO_LONG;
-            raw |= b << 28;
-        } else {
-            raw |= (b & 0x7f) << (7 * i);
-            if (!(b & 0x80)) {
-                *out = (int32_t)((raw >> 1) ^ (0u - (raw & 1)));
-                return i + 1;
-            }
-            continue;
-        }
-        *out = (int32_t)((raw >> 1) ^ (0u - (raw & 1)));
-        return 5;
-    }
-    return KB_VARINT_TOO_LONG; /* not reached */
-}
-
-/* Unsigned (non-zigzag) varint, same limits. */
 static inline int kb_read_uvarint(const uint8_t *p, const uint8_t *end, uint32_t *out)
 {
     uint32_t raw = 0;
@@ -151,21 +113,55 @@ static inline int kb_read_uvarint(const uint8_t *p, const uint8_t *end, uint32_t
     return KB_VARINT_TOO_LONG; /* not reached */
 }
 
+/* The one- and two-byte encodings most varints of a record have, read without a loop: their
+ * length, or 0 when the varint is longer (or fewer than two bytes are left). */
+static inline int kb_read_short_uvarint(const uint8_t *p, const uint8_t *end, uint32_t *raw)
+{
+    if (__builtin_expect(end - p >= 2, 1)) {
+        uint32_t b0 = p[0], b1 = p[1];
+        if (b0 < 0x80) {
+            *raw = b0;
+            return 1;
+        }
+        if (b1 < 0x80) {
+            *raw = (b0 & 0x7f) | (b1 << 7);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static inline int32_t kb_zigzag32(uint32_t raw)
+{
+    return (int32_t)((raw >> 1) ^ (0u - (raw & 1u)));
+}
+
+static inline int64_t kb_zigzag64(uint64_t raw)
+{
+    return (int64_t)((raw >> 1) ^ (0ull - (raw & 1u)));
+}
+
+/* Kafka's zigzag varint (ByteUtils.readVarint): an unsigned varint, zigzag-decoded. */
+static inline int kb_read_varint(const uint8_t *p, const uint8_t *end, int32_t *out)
+{
+    uint32_t raw;
+    int n = kb_read_short_uvarint(p, end, &raw);
+    if (__builtin_expect(n == 0, 0))
+        n = kb_read_uvarint(p, end, &raw);
+    if (n > 0)
+        *out = kb_zigzag32(raw);
+    return n;
+}
+
 /* Kafka's zigzag varlong (ByteUtils.readVarlong): ten bytes at most; bits of
  * the tenth byte above bit 0 are dropped, as Java's 64-bit shift does. */
 static inline int kb_read_varlong(const uint8_t *p, const uint8_t *end, int64_t *out)
 {
-    if (__builtin_expect(end - p >= 2, 1)) {
-        uint64_t b0 = p[0], b1 = p[1];
-        if (b0 < 0x80) {
-            *out = (int64_t)((b0 >> 1) ^ (0ull - (b0 & 1u)));
-            return 1;
-        }
-        if (b1 < 0x80) {
-            uint64_t raw = (b0 & 0x7f) | (b1 << 7);
-            *out = (int64_t)((raw >> 1) ^ (0ull - (raw & 1u)));
-            return 2;
-        }
+    uint32_t short_raw;
+    int n = kb_read_short_uvarint(p, end, &short_raw);
+    if (__builtin_expect(n > 0, 1)) {
+        *out = kb_zigzag64(short_raw);
+        return n;
     }
     uint64_t raw = 0;
     for (int i = 0; i < 10; i++) {
@@ -174,7 +170,7 @@ static inline int kb_read_varlong(const uint8_t *p, const uint8_t *end, int64_t 
         uint64_t b = p[i];
         if (!(b & 0x80)) {
             raw |= b << (7 * i);
-            *out = (int64_t)((raw >> 1) ^ (0ull - (raw & 1)));
+            *out = kb_zigzag64(raw);
             return i + 1;
         }
         if (i == 9)

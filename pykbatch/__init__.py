@@ -23,7 +23,7 @@ from pykbatch._result import (  # noqa: E402,F401
     Culprit, DroppedRecord, Repair, TruncatedTail, ValidationConfig, ValidationResult,
 )
 from pykbatch.producer_state import ProducerStateTracker, audit_producers  # noqa: E402,F401
-from pykbatch.segments import Partition, Segment, open_partition, read_segment  # noqa: E402,F401
+from pykbatch.log import Partition, Segment, open_partition, read_segment  # noqa: E402,F401
 from pykbatch.errors import (  # noqa: E402,F401
     CorruptRecordError, InvalidRecordError, InvalidTimestampError, KafkaDataError,
     UnrepairableError, UnsupportedCompressionTypeError, UnsupportedForMessageFormatError,

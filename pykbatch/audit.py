@@ -6,15 +6,14 @@ segments, producer state replayed, indexes checked against the log.
 """
 from __future__ import annotations
 
-import io
 import os
 from dataclasses import dataclass, field
 
 from ._native import validate
 from ._result import ValidationConfig, ValidationResult
-from .dump import DumpErrors, dump_offset_index, dump_time_index
+from .dump import DumpErrors
+from .log import OffsetIndex, Partition, Segment, TimeIndex, sibling
 from .producer_state import ProducerAudit, ProducerStateTracker
-from .segments import Partition, Segment
 
 
 @dataclass
@@ -97,22 +96,28 @@ def audit_partition(directory: str, config: ValidationConfig | None = None, *, p
 
 def _check_indexes(part: Partition) -> list[str]:
     """Kafka's --verify-index-only over every segment's .index and .timeindex, plus the broker's
-    start-up sanity checks; one line per problem."""
+    start-up sanity checks; one line per problem, worded as kafka-dump-log words it."""
     problems = []
-    for path in part.segment_paths:
-        stem = path[:-len(".log")]
-        for suffix, check in ((".index", dump_offset_index), (".timeindex", dump_time_index)):
-            if not os.path.exists(stem + suffix):
+    for log_path in part.segment_paths:
+        for kind in (OffsetIndex, TimeIndex):
+            path = sibling(log_path, kind.SUFFIX)
+            if not os.path.exists(path):
                 continue
             errors = DumpErrors()
             try:
-                check(stem + suffix, io.StringIO(), errors, True, True)   # sanity check
-                check(stem + suffix, io.StringIO(), errors, True, False)  # entries against the log
+                index = kind.from_file(path)
+                index.sanity_check()
+                with Segment(log_path, base_offset=index.base_offset) as seg:
+                    found = index.check(seg) if kind is OffsetIndex else index.check(seg, _offset_index(log_path))
+                    for _, entry_problems in found:
+                        errors.add(path, entry_problems)
             except ValueError as exc:
-                problems.append(f"{stem + suffix}: {exc}")
+                problems.append(f"{path}: {exc}")
                 continue
-            report = io.StringIO()
-            errors.write(report)
-            problems += [f"{stem + suffix}: {line.strip()}" for line in report.getvalue().splitlines()
-                         if line.startswith(" ") or line.startswith("Indexed")]
+            problems += [f"{path}: {line}" for line in errors.lines()]
     return problems
+
+
+def _offset_index(log_path: str) -> OffsetIndex | None:
+    path = sibling(log_path, OffsetIndex.SUFFIX)
+    return OffsetIndex.from_file(path) if os.path.exists(path) else None

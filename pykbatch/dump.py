@@ -8,9 +8,9 @@ from typing import Callable, TextIO
 
 from .control import KRAFT_MESSAGES, kraft_control_json, parse_control
 from .errors import KafkaDataError
-from .indexes import CorruptIndexError, OffsetIndex, ProducerSnapshot, TimeIndex, TxnIndex
 from .javautf8 import java_utf8
-from .segments import Segment
+from .log import INDEX_TYPES, LOG, CorruptIndexError, OffsetIndex, ProducerSnapshot, Segment, TimeIndex, TxnIndex, sibling, suffix_of
+from .log.files import KRAFT_SNAPSHOT
 
 Decoder = Callable[[bytes], str]
 
@@ -108,35 +108,52 @@ class DumpErrors:
         self.not_found: dict[str, list] = {}
         self.non_consecutive: dict[str, list] = {}
 
+    def add(self, path: str, problems) -> None:
+        """Problems an index check found in the file at ``path`` (``OffsetIndex.check`` /
+        ``TimeIndex.check``), filed where the report prints them."""
+        where = {"mismatch": self.index_mismatches if path.endswith(OffsetIndex.SUFFIX) else self.time_mismatches,
+                 "not_found": self.not_found, "out_of_order": self.out_of_order}
+        for kind, pair in problems:
+            where[kind].setdefault(os.path.abspath(path), []).append(pair)
+
     @property
     def count(self) -> int:
         return sum(len(v) for d in (self.index_mismatches, self.time_mismatches, self.out_of_order,
                                     self.not_found) for v in d.values())
 
-    def write(self, err: TextIO) -> None:
+    def _report(self):
+        """(line, is a problem's own line) of the report, in the tool's order."""
         for path, pairs in self.index_mismatches.items():
-            err.write(f"Mismatches in :{path}\n")
+            yield f"Mismatches in :{path}", False
             if self.style.index_mismatches_descending:
                 pairs = sorted(dict(pairs).items(), reverse=True)
             for index_offset, log_offset in pairs:
-                err.write(f"  Index offset: {index_offset}, log offset: {log_offset}\n")
+                yield f"  Index offset: {index_offset}, log offset: {log_offset}", True
         for path, pairs in self.time_mismatches.items():
-            err.write(f"Found timestamp mismatch in :{path}\n")
+            yield f"Found timestamp mismatch in :{path}", False
             for index_ts, log_ts in pairs:
-                err.write(f"  Index timestamp: {index_ts}, log timestamp: {log_ts}\n")
+                yield f"  Index timestamp: {index_ts}, log timestamp: {log_ts}", True
         for path, pairs in self.out_of_order.items():
-            err.write(f"Found out of order timestamp in :{path}\n")
+            yield f"Found out of order timestamp in :{path}", False
             for index_ts, prev in pairs:
-                err.write(f"  Index timestamp: {index_ts}, Previously indexed timestamp: {prev}\n")
+                yield f"  Index timestamp: {index_ts}, Previously indexed timestamp: {prev}", True
         for pairs in self.not_found.values():
-            err.write("The following indexed offsets are not found in the log.\n")
+            yield "The following indexed offsets are not found in the log.", False
             for indexed, found in pairs:
-                err.write(f"Indexed offset: {indexed}, found log offset: {found}\n")
+                yield f"Indexed offset: {indexed}, found log offset: {found}", True
         for path, pairs in self.non_consecutive.items():
-            err.write(f"Non-consecutive offsets in {path}\n")
+            yield f"Non-consecutive offsets in {path}", False
             pairs = sorted(dict(pairs).items()) if self.style.gaps_from_minus_one else reversed(pairs)
             for a, b in pairs:
-                err.write(f"  {a} is followed by {b}\n")
+                yield f"  {a} is followed by {b}", True
+
+    def write(self, err: TextIO) -> None:
+        for line, _ in self._report():
+            err.write(line + "\n")
+
+    def lines(self) -> list[str]:
+        """One line per problem, without the report's headings."""
+        return [line.strip() for line, own in self._report() if own]
 
 
 def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, deep: bool = False,
@@ -152,26 +169,24 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
     errors = DumpErrors(STYLES[style])
     problems = 0
     for path in paths:
-        suffix = path.rsplit(".", 1)[-1] if "." in os.path.basename(path) else ""
-        if suffix not in ("log", "checkpoint", "index", "timeindex", "snapshot", "txnindex"):
+        suffix = suffix_of(path)
+        if suffix not in (LOG, KRAFT_SNAPSHOT) + tuple(kind.SUFFIX for kind in INDEX_TYPES):
             err.write(f"Ignoring unknown file {path}\n")
             continue
         out.write(f"Dumping {path}\n")
         try:
-            if suffix in ("log", "checkpoint"):
+            if suffix in (LOG, KRAFT_SNAPSHOT):
                 problems += dump_log(path, out, err, deep=deep, print_data=print_data, skip_metadata=skip_metadata,
                                      max_bytes=max_bytes, key_decoder=key_decoder, value_decoder=value_decoder,
                                      header=False, progress=progress, errors=errors)
-            elif suffix == "index":
+            elif suffix == OffsetIndex.SUFFIX:
                 dump_offset_index(path, out, errors, verify_index_only, index_sanity_check, max_message_size)
-            elif suffix == "timeindex":
+            elif suffix == TimeIndex.SUFFIX:
                 dump_time_index(path, out, errors, verify_index_only, index_sanity_check)
-            elif suffix == "snapshot":
-                dump_snapshot(path, out, errors.style)
             else:
-                dump_txn_index(path, out)
+                _DUMPERS[suffix](path, out, errors.style)
         except CorruptIndexError as exc:
-            err.write(f"{exc}\n" if suffix == "snapshot" else f"Error while dumping {path}: {exc}\n")
+            err.write(f"{exc}\n" if suffix == ProducerSnapshot.SUFFIX else f"Error while dumping {path}: {exc}\n")
             problems += 1
         except (ValueError, OSError) as exc:  # KafkaDataError and CorruptIndexError are ValueErrors
             err.write(f"Error while dumping {path}: {exc}\n")
@@ -194,7 +209,7 @@ def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *,
     name = os.path.basename(path)
     if header:
         out.write(f"Dumping {path}\n")
-    if name.endswith(".checkpoint"):
+    if name.endswith(KRAFT_SNAPSHOT):
         out.write(_snapshot_header(name))
     else:
         stem = name.split(".")[0]
@@ -216,7 +231,7 @@ def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *,
 def _snapshot_header(name: str) -> str:
     if name == "bootstrap.checkpoint":
         return "KRaft bootstrap snapshot\n"
-    offset, _, epoch = name[:-len(".checkpoint")].partition("-")
+    offset, _, epoch = name[:-len(KRAFT_SNAPSHOT)].partition("-")
     if offset.isdigit() and epoch.isdigit():
         return f"Snapshot end offset: {int(offset)}, epoch: {int(epoch)}\n"
     return ""
@@ -283,10 +298,6 @@ def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key
     return problems
 
 
-def _sibling(path: str, suffix: str) -> str:
-    return os.path.join(os.path.dirname(path), os.path.basename(path).split(".")[0] + suffix)
-
-
 def dump_offset_index(path: str, out: TextIO, errors: DumpErrors, verify_only: bool = False,
                       sanity_only: bool = False, max_message_size: int = 5 * 1024 * 1024) -> None:
     """DumpLogSegments.dumpIndex: each entry checked against the first batch at its position."""
@@ -298,25 +309,11 @@ def dump_offset_index(path: str, out: TextIO, errors: DumpErrors, verify_only: b
         index.sanity_check()
         out.write(f"{path} passed sanity check.\n")
         return
-    with Segment(_sibling(path, ".log"), base_offset=index.base_offset) as seg:
-        for entry in index.entries:
-            log_offset = _last_offset_at(seg, entry.position, max_message_size)
-            if log_offset != entry.offset:
-                errors.index_mismatches.setdefault(os.path.abspath(path), []).append((entry.offset, log_offset))
+    with Segment(sibling(path, LOG), base_offset=index.base_offset) as seg:
+        for entry, problems in index.check(seg, max_message_size):
+            errors.add(path, problems)
             if not verify_only:
                 out.write(f"offset: {entry.offset} position: {entry.position}\n")
-
-
-def _last_offset_at(seg, position: int, max_message_size: int) -> int:
-    """The last offset of the batch at ``position``, or -1 when no batch starts there (Kafka's
-    tool dies on such an entry; reporting it as a mismatch lets the check go on)."""
-    if not 0 <= position < seg.size:
-        return -1
-    try:
-        first = next(seg.batches(start=position, max_bytes=position + max_message_size), None)
-    except KafkaDataError:
-        return -1
-    return first.last_offset if first is not None else -1
 
 
 def dump_time_index(path: str, out: TextIO, errors: DumpErrors, verify_only: bool = False,
@@ -328,29 +325,13 @@ def dump_time_index(path: str, out: TextIO, errors: DumpErrors, verify_only: boo
         tindex.sanity_check()
         out.write(f"{path} passed sanity check.\n")
         return
-    index_path = _sibling(path, ".index")
+    index_path = sibling(path, OffsetIndex.SUFFIX)
     index = OffsetIndex.from_file(index_path) if os.path.exists(index_path) else None
-    abspath = os.path.abspath(path)
-    prev = -1
-    with Segment(_sibling(path, ".log"), base_offset=tindex.base_offset) as seg:
-        for entry in tindex.entries:
-            start = index.lookup(entry.offset).position if index else 0
-            batch = next((b for b in seg.batches(start=start if 0 <= start < seg.size else 0)
-                          if b.last_offset >= entry.offset), None)
-            if batch is None:
-                errors.not_found.setdefault(abspath, []).append((entry.offset, -1))
-            elif batch.last_offset != entry.offset:
-                errors.not_found.setdefault(abspath, []).append((entry.offset, batch.last_offset))
-            else:
-                max_ts = max((r.timestamp for r in batch), default=-1)
-                if max_ts != entry.timestamp:
-                    errors.time_mismatches.setdefault(abspath, []).append((entry.timestamp, max_ts))
-                if prev >= entry.timestamp:
-                    errors.out_of_order.setdefault(abspath, []).append((entry.timestamp, prev))
-            del batch
+    with Segment(sibling(path, LOG), base_offset=tindex.base_offset) as seg:
+        for entry, problems in tindex.check(seg, index):
+            errors.add(path, problems)
             if not verify_only:
                 out.write(f"timestamp: {entry.timestamp} offset: {entry.offset}\n")
-            prev = entry.timestamp
 
 
 def dump_snapshot(path: str, out: TextIO, style: Style = STYLES["java"]) -> None:
@@ -362,9 +343,13 @@ def dump_snapshot(path: str, out: TextIO, style: Style = STYLES["java"]) -> None
         out.write(line + "\n")
 
 
-def dump_txn_index(path: str, out: TextIO) -> None:
+def dump_txn_index(path: str, out: TextIO, style: Style = STYLES["java"]) -> None:
     for txn in TxnIndex.from_file(path).entries:
         out.write(txn.dump_line() + "\n")
+
+
+# the printers of the files that need only their own bytes (the indexes are checked against their log)
+_DUMPERS = {ProducerSnapshot.SUFFIX: dump_snapshot, TxnIndex.SUFFIX: dump_txn_index}
 
 
 # -- JSON output (--format json|jsonl; schema: pykbatch/schemas/dump.schema.json) --------------
@@ -407,7 +392,7 @@ def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, li
     problems = 0
     files = []
     for path in paths:
-        if not path.endswith((".log", ".checkpoint")):
+        if not path.endswith((LOG, KRAFT_SNAPSHOT)):
             err.write(f"Ignoring unknown file {path}\n")
             continue
         doc = {"file": path, "batches": []}

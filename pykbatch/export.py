@@ -11,7 +11,7 @@ import pyarrow as pa
 from ._native import to_arrow
 from .arrow import decode_entries
 from .errors import KafkaDataError
-from .segments import Segment
+from .log import Segment, entry_windows
 
 WINDOW_BYTES = 32 * 1024 * 1024
 FORMATS = ("parquet", "arrow")
@@ -31,19 +31,12 @@ class ExportReport:
         return not self.damaged and self.stopped is None
 
 
-def _windows(seg: Segment, window_bytes: int, report: ExportReport):
-    """Runs of whole entries about ``window_bytes`` long, each a list of (position, size)."""
-    run: list[tuple[int, int]] = []
+def _readable(seg: Segment, report: ExportReport):
+    """The segment's batches up to a framing error, which ends the walk (kept in the report)."""
     try:
-        for b in seg.batches():
-            run.append((b.position, b.size))
-            if run[-1][0] + run[-1][1] - run[0][0] >= window_bytes:
-                yield run
-                run = []
+        yield from seg.batches()
     except KafkaDataError as exc:
         report.stopped = exc
-    if run:
-        yield run
 
 
 def export_segment(source, dest: str, format: str = "parquet", *,
@@ -58,7 +51,7 @@ def export_segment(source, dest: str, format: str = "parquet", *,
     with Segment(source) as seg:
         view = seg.view()
         try:
-            for run in _windows(seg, window_bytes, report):
+            for run in entry_windows(_readable(seg, report), window_bytes):
                 table, damaged = decode_entries(view, run, first_entry=entries)
                 report.damaged += damaged
                 entries += len(run)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ._native import drop_culprits, iter_batches, next_sound_batch, validate
 from ._result import ValidationConfig
 from .errors import classify
-from .segments import Segment
+from .log import Segment
 
 
 

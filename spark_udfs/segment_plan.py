@@ -6,14 +6,12 @@ from __future__ import annotations
 import bisect
 import os
 import re
-import struct
 from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pykbatch import entry_is_sound
-from pykbatch.indexes import CorruptIndexError, OffsetIndex, TimeIndex, base_offset_of
+from pykbatch.log import LOG, CorruptIndexError, OffsetIndex, Segment, TimeIndex, base_offset_of, is_segment_file, sibling
 
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
@@ -46,7 +44,7 @@ def find_segments(path: str) -> list[tuple[str, str, int]]:
         files = [fs.unstrip_protocol(f) for f in (fs.find(root) if fs.isdir(root) else [root])]
     for f in sorted(files):
         name = f.rstrip("/").rsplit("/", 1)[-1]
-        if name.endswith(".log") and name[:-4].isdigit():
+        if is_segment_file(name, LOG):
             parent = f.rstrip("/").rsplit("/", 2)[-2] if "/" in f else ""
             m = _PARTITION_DIR.match(parent)
             out.append((f, m["topic"] if m else parent, int(m["partition"]) if m else -1))
@@ -119,7 +117,7 @@ def next_base_offsets(segments: list) -> dict:
 def load_index(path: str, kind):
     """A local segment's ``OffsetIndex`` or ``TimeIndex`` (``kind``), or None when it is missing,
     unreadable or corrupt: then nothing is split or pruned by it."""
-    index_path = _local(path)[:-4] + kind.SUFFIX
+    index_path = sibling(_local(path), kind.SUFFIX)
     if not _is_local(path) or not os.path.exists(index_path):
         return None
     try:
@@ -149,28 +147,8 @@ def start_position(path: str, ranges: Ranges, index: OffsetIndex | None = None) 
         index = load_index(path, OffsetIndex)
     if index is None:
         return 0
-    best = 0
-    with open(_local(path), "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        for target in targets:
-            entry = index.lookup(max(target, base))
-            if entry.position > best and _entry_starts_at(f, size, entry.position, base, entry.offset):
-                best = entry.position
-    return best
-
-
-def _entry_starts_at(f, size: int, pos: int, segment_base: int, index_offset: int) -> bool:
-    """Whether a log entry starts at ``pos``: offsets between the segment's base and the index
-    entry's, and a sound entry there (``pykbatch.entry_is_sound``): a stale index's position
-    passes by chance about once in 2**32."""
-    f.seek(pos)
-    head = f.read(12)
-    if len(head) < 12:
-        return False
-    entry_base, length = struct.unpack_from(">qi", head)
-    if not (segment_base <= entry_base <= index_offset and 0 <= length <= size - pos - 12):
-        return False
-    return entry_is_sound(head + f.read(length))
+    with Segment(_local(path)) as seg:
+        return max(seg.trusted_start(index.lookup(max(target, base))) for target in targets)
 
 
 def split_points(index: OffsetIndex | None, size: int, split_bytes: int) -> list[int]:

@@ -27,6 +27,8 @@ Local paths are read through mmap; other URLs (s3://, hdfs://...) through fsspec
 """
 from __future__ import annotations
 
+import itertools
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -34,7 +36,7 @@ from pykbatch import validate as kb_validate
 from pykbatch._result import ValidationConfig
 from pykbatch.arrow import append_headers, decode_entries
 from pykbatch.columns import BATCH, LOCATION, RECORD, fields
-from pykbatch.segments import Segment
+from pykbatch.log import Segment, entry_windows
 
 from .segment_plan import Ranges, _fsspec, _is_local, _local, narrow, plan_splits, read_mode
 
@@ -117,22 +119,10 @@ def _read_split(path, topic, partition, start, end, mode, validate, ranges, wind
     schema = arrow_schema(mode, validate)
     with _open(path) as seg:
         data = seg.view()
-        pending = []  # (position, size) of the entries of the next Arrow batch
-        for b in seg.batches(start=start):
-            if end is not None and b.position >= end:
-                break
-            if not ranges.keeps_batch(b, mode):
-                if pending:  # a window is a contiguous run of entries: its entry indexes are its own
-                    yield _arrow(data, pending, seg.base_offset, topic, partition, mode, validate, schema, ranges)
-                    pending = []
-                continue
-            pending.append((b.position, b.size))
-            del b
-            if pending[-1][0] + pending[-1][1] - pending[0][0] >= window_bytes:
-                yield _arrow(data, pending, seg.base_offset, topic, partition, mode, validate, schema, ranges)
-                pending = []
-        if pending:
-            yield _arrow(data, pending, seg.base_offset, topic, partition, mode, validate, schema, ranges)
+        in_split = itertools.takewhile(lambda b: end is None or b.position < end, seg.batches(start=start))
+        # a window is a contiguous run of entries: its entry indexes are its own
+        for run in entry_windows(in_split, window_bytes, lambda b: ranges.keeps_batch(b, mode)):
+            yield _arrow(data, run, seg.base_offset, topic, partition, mode, validate, schema, ranges)
         del data
 
 

@@ -3,7 +3,7 @@ import random
 import struct
 
 import pykbatch as kb
-from pykbatch.indexes import segment_file_name
+from pykbatch.log import segment_file_name
 
 
 def batch(n=3, base_offset=0, value=b"value", headers=(), **fields) -> bytes:

@@ -27,13 +27,14 @@ import pytest
 
 import pykbatch as kb
 from pykbatch.cli import EXIT_CODES, main
+from pykbatch.log import INDEX_TYPES, LOG
 from tests.conftest import CONFORMANCE, ROOT
 from tests.samples import write_partition
 
 RUNS = int(os.environ.get("PYKBATCH_CLI_FUZZ_RUNS", "120"))
 SEED = int(os.environ.get("PYKBATCH_CLI_FUZZ_SEED", "20261122"))
 BROKER_FILES = ROOT / "tests" / "kafka" / "broker-files"
-SUFFIXES = (".log", ".index", ".timeindex", ".snapshot", ".txnindex")
+SUFFIXES = (LOG,) + tuple(kind.SUFFIX for kind in INDEX_TYPES)  # every file type pykbatch.log reads
 
 
 def partitions(tmp: Path) -> list[Path]:

@@ -7,10 +7,10 @@ import pytest
 
 import pykbatch as kb
 from pykbatch.cli import main
-from pykbatch.indexes import (
-    Checkpoint, CorruptIndexError, OffsetIndex, ProducerSnapshot, TimeIndex, TxnIndex, segment_file_name,
+from pykbatch.log import (
+    Checkpoint, CorruptIndexError, OffsetIndex, ProducerSnapshot, TimeIndex, TxnIndex, open_partition, read_segment,
+    segment_file_name,
 )
-from pykbatch.segments import open_partition, read_segment
 from tests.conftest import CONFORMANCE, kafka_vector as vector, shared_params
 
 

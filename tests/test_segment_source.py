@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import pykbatch as kb
-from pykbatch.indexes import segment_file_name
+from pykbatch.log import segment_file_name
 from spark_udfs.segment_plan import Ranges, find_segments, plan_splits, read_mode, start_position
 from spark_udfs.segment_source import arrow_schema, read_split
 from tests.conftest import CONFORMANCE, shared_file

@@ -187,7 +187,7 @@ def test_segment_source_reads_the_real_segments(spark):
 def test_segment_source_splits_validates_and_filters(spark, tmp_path):
     """A partition directory with an index: several splits, identical rows to to_arrow, the
     validator's verdict per batch, offset ranges."""
-    from pykbatch.indexes import segment_file_name
+    from pykbatch.log import segment_file_name
     part = tmp_path / "orders-3"
     part.mkdir()
     batches = [kb.build_batch([{"key": b"k%d" % i, "value": b"v" * 200, "timestamp": 1000 + i}] * 5,

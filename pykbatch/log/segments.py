@@ -18,10 +18,9 @@ import shutil
 import tempfile
 from typing import Iterator
 
-from . import _native
-from .indexes import (
-    Checkpoint, OffsetIndex, ProducerSnapshot, TimeIndex, TxnIndex, base_offset_of, segment_file_name,
-)
+from .. import _native
+from .files import LEADER_EPOCH_CHECKPOINT, LOG, base_offset_of, is_segment_file, sibling
+from .indexes import Checkpoint, IndexEntry, OffsetIndex, ProducerSnapshot, TimeIndex, TxnIndex
 
 SPOOL_CHUNK = 8 * 1024 * 1024
 RELEASE_BYTES = 64 * 1024 * 1024  # read pages handed back to the kernel every so often
@@ -104,35 +103,38 @@ class Segment:
         return self.size - self.valid_bytes
 
     # -- the segment's index files -----------------------------------------------------------
-    def _sibling(self, suffix: str) -> str | None:
+    def _sibling(self, kind):
+        """The segment's file read by ``kind`` (an index or state reader), None if absent."""
         if not self.path or self.base_offset is None:
             return None
-        path = os.path.join(os.path.dirname(self.path), segment_file_name(self.base_offset, suffix))
-        return path if os.path.exists(path) else None
+        path = sibling(self.path, kind.SUFFIX)
+        return kind.from_file(path) if os.path.exists(path) else None
 
     @property
     def offset_index(self) -> OffsetIndex | None:
-        path = self._sibling(".index")
-        return OffsetIndex.from_file(path) if path else None
+        return self._sibling(OffsetIndex)
 
     @property
     def time_index(self) -> TimeIndex | None:
-        path = self._sibling(".timeindex")
-        return TimeIndex.from_file(path) if path else None
+        return self._sibling(TimeIndex)
 
     @property
     def txn_index(self) -> TxnIndex | None:
-        path = self._sibling(".txnindex")
-        return TxnIndex.from_file(path) if path else None
+        return self._sibling(TxnIndex)
+
+    def trusted_start(self, entry: IndexEntry) -> int:
+        """Where to start reading for the offsets up to ``entry.offset``: the offset index entry's
+        position when a sound entry starts there (``pykbatch.entry_is_sound``) with offsets from
+        the segment's base to the entry's; 0 otherwise (indexes can be stale or damaged)."""
+        return entry.position if index_entry_trusted(
+            self.view(), entry, self.base_offset if self.base_offset is not None else 0) else 0
 
     # -- lookups -----------------------------------------------------------------------------
     def find_offset(self, offset: int):
         """The batch holding ``offset`` (the first batch ending at or after it, as Kafka's fetch
         answers), starting from the offset index's position; None past the end."""
         index = self.offset_index
-        start = index.lookup(offset).position if index else 0
-        if start > self.size:
-            start = 0  # an index pointing past the log: do not trust it
+        start = self.trusted_start(index.lookup(offset)) if index else 0
         return next((b for b in self.batches(start=start) if b.last_offset >= offset), None)
 
     def find_timestamp(self, timestamp: int):
@@ -141,9 +143,7 @@ class Segment:
         start = 0
         tindex, index = self.time_index, self.offset_index
         if tindex and index:
-            start = index.lookup(tindex.lookup(timestamp).offset).position
-            if start > self.size:
-                start = 0
+            start = self.trusted_start(index.lookup(tindex.lookup(timestamp).offset))
         return next((b for b in self.batches(start=start) if b.max_timestamp >= timestamp), None)
 
     # -- lifetime ------------------------------------------------------------------------------
@@ -180,11 +180,11 @@ class Partition:
     def __init__(self, directory: str):
         self.directory = os.fspath(directory)
         names = sorted(os.listdir(self.directory))
-        self.segment_paths = sorted((os.path.join(self.directory, n) for n in names if _is_segment(n, ".log")),
+        self.segment_paths = sorted((os.path.join(self.directory, n) for n in names if is_segment_file(n, LOG)),
                                     key=base_offset_of)
         self.snapshot_paths = sorted((os.path.join(self.directory, n) for n in names
-                                      if _is_segment(n, ".snapshot")), key=base_offset_of)
-        epoch_file = os.path.join(self.directory, "leader-epoch-checkpoint")
+                                      if is_segment_file(n, ProducerSnapshot.SUFFIX)), key=base_offset_of)
+        epoch_file = os.path.join(self.directory, LEADER_EPOCH_CHECKPOINT)
         self.leader_epochs = Checkpoint.from_file(epoch_file) if os.path.exists(epoch_file) else None
 
     @property
@@ -237,5 +237,11 @@ def _all_zero(view: memoryview, chunk: int = 1 << 20) -> bool:
     return all(view[i:i + chunk] == zeros[:len(view[i:i + chunk])] for i in range(0, len(view), chunk))
 
 
-def _is_segment(name: str, suffix: str) -> bool:
-    return name.endswith(suffix) and name[:-len(suffix)].isdigit()
+def index_entry_trusted(data, entry: IndexEntry, segment_base: int) -> bool:
+    """Whether an offset index entry can be followed in ``data`` (the segment's bytes): position 0, or a sound entry at its position whose base offset lies
+    between the segment's base and the entry's offset (the last offset of the batch it indexes)."""
+    if entry.position == 0:
+        return True
+    head = bytes(data[entry.position:entry.position + 8])
+    return len(head) == 8 and segment_base <= int.from_bytes(head, "big", signed=True) <= entry.offset \
+        and _native.entry_is_sound(data, entry.position)

@@ -1,5 +1,6 @@
-"""A partition's index and state files (SPEC.md section 12): readers, Kafka's sanity checks and
-lookups.  Each reader takes the file's bytes (``from_file`` reads a path); index files are small
+"""A partition's index and state files (SPEC.md section 12): readers, Kafka's sanity checks, the
+checks of an index against its log (what ``kafka-dump-log --verify-index-only`` reports, as data)
+and lookups.  Each reader takes the file's bytes (``from_file`` reads a path); index files are small
 (``segment.index.bytes``, 10 MiB by default), so they are read whole.
 
 - ``OffsetIndex`` (``.index``): 8-byte entries {int32 relativeOffset, int32 position}.
@@ -19,25 +20,14 @@ import struct
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ._native import crc32c
+from .._native import crc32c
+from ..errors import KafkaDataError
+from .files import base_offset_of
 
 
 class CorruptIndexError(ValueError):
     """An index or state file Kafka would refuse (its ``CorruptIndexException`` /
     ``CorruptSnapshotException``), with Kafka's message."""
-
-
-def base_offset_of(path: str) -> int:
-    """The base offset in a segment file's name (``00000000000000001000.index`` -> 1000)."""
-    stem = os.path.basename(path).split(".")[0].split("-")[0]
-    if not stem.isdigit():
-        raise ValueError(f"{path}: not a segment file name (20 digits, then a suffix)")
-    return int(stem)
-
-
-def segment_file_name(base_offset: int, suffix: str) -> str:
-    """Kafka's file name for a segment's file: at least 20 digits, zero-padded."""
-    return f"{base_offset:020d}{suffix}"
 
 
 def _read(path) -> bytes:
@@ -121,6 +111,15 @@ class OffsetIndex(_SparseIndex):
         i = bisect.bisect_right([e.offset for e in self.entries], offset)
         return self.entries[i - 1] if i else IndexEntry(self.base_offset, 0)
 
+    def check(self, segment, max_message_size: int = 5 * 1024 * 1024):
+        """DumpLogSegments.dumpIndex's check against the log, entry by entry: yields (entry,
+        problems), problems a list of ("mismatch", (index offset, log offset)) when the entry's
+        position does not start a batch ending at its offset (log offset -1: no batch starts
+        there)."""
+        for entry in self.entries:
+            log_offset = _last_offset_at(segment, entry.position, max_message_size)
+            yield entry, [] if log_offset == entry.offset else [("mismatch", (entry.offset, log_offset))]
+
 
 class TimeIndex(_SparseIndex):
     """``.timeindex``: the largest timestamp seen up to a batch's last offset."""
@@ -153,6 +152,41 @@ class TimeIndex(_SparseIndex):
         i = bisect.bisect_right([e.timestamp for e in self.entries], timestamp)
         return self.entries[i - 1] if i else TimeIndexEntry(-1, self.base_offset)
 
+    def check(self, segment, index: OffsetIndex | None = None):
+        """DumpLogSegments.dumpTimeIndex's check against the log, entry by entry: yields (entry,
+        problems), each problem ("not_found", (indexed offset, the last offset of the batch found,
+        or -1)), ("mismatch", (index timestamp, the batch's largest record timestamp)) or
+        ("out_of_order", (index timestamp, the previous entry's)).  ``index``: the segment's
+        offset index, where each search starts when its entry is trusted."""
+        prev = -1
+        for entry in self.entries:
+            start = segment.trusted_start(index.lookup(entry.offset)) if index else 0
+            batch = next((b for b in segment.batches(start=start) if b.last_offset >= entry.offset), None)
+            problems = []
+            if batch is None or batch.last_offset != entry.offset:
+                problems.append(("not_found", (entry.offset, -1 if batch is None else batch.last_offset)))
+            else:
+                max_ts = max((r.timestamp for r in batch), default=-1)
+                if max_ts != entry.timestamp:
+                    problems.append(("mismatch", (entry.timestamp, max_ts)))
+                if prev >= entry.timestamp:
+                    problems.append(("out_of_order", (entry.timestamp, prev)))
+            del batch
+            yield entry, problems
+            prev = entry.timestamp
+
+
+def _last_offset_at(segment, position: int, max_message_size: int) -> int:
+    """The last offset of the batch at ``position``, or -1 when no batch starts there (Kafka's
+    tool dies on such an entry; reporting it as a mismatch lets the check go on)."""
+    if not 0 <= position < segment.size:
+        return -1
+    try:
+        first = next(segment.batches(start=position, max_bytes=position + max_message_size), None)
+    except KafkaDataError:
+        return -1
+    return first.last_offset if first is not None else -1
+
 
 class AbortedTxn(NamedTuple):
     version: int
@@ -169,6 +203,7 @@ class AbortedTxn(NamedTuple):
 class TxnIndex:
     """``.txnindex``: the transactions aborted in a segment."""
     ENTRY = 34
+    SUFFIX = ".txnindex"
 
     def __init__(self, data: bytes, path: str | None = None):
         self.path = path
@@ -222,6 +257,7 @@ class SnapshotEntry:
 class ProducerSnapshot:
     """``.snapshot`` (ProducerSnapshot.json v1): version, CRC-32C over the rest, entries."""
     ENTRY = 46
+    SUFFIX = ".snapshot"
 
     def __init__(self, data: bytes, path: str | None = None):
         self.path = path

@@ -1,0 +1,21 @@
+"""A partition's files on disk or in object storage (SPEC.md section 12): their names
+(``files``), the index and state readers with Kafka's checks (``indexes``), segments and
+partition directories (``segments``) and the windows a segment is decoded in (``windows``).
+The dump prints what these return; the audit and the Spark source check with them.
+"""
+from .files import LOG, base_offset_of, is_segment_file, segment_file_name, sibling, suffix_of
+from .indexes import (
+    Checkpoint, CorruptIndexError, IndexEntry, OffsetIndex, ProducerSnapshot, TimeIndex, TimeIndexEntry, TxnIndex,
+)
+from .segments import Partition, Segment, index_entry_trusted, open_partition, read_segment
+from .windows import entry_windows
+
+INDEX_TYPES = (OffsetIndex, TimeIndex, TxnIndex, ProducerSnapshot)
+"""The readers of a segment's other files, each declaring its ``SUFFIX``."""
+
+__all__ = [
+    "LOG", "INDEX_TYPES", "Checkpoint", "CorruptIndexError", "IndexEntry", "OffsetIndex", "Partition",
+    "ProducerSnapshot", "Segment", "TimeIndex", "TimeIndexEntry", "TxnIndex", "base_offset_of", "entry_windows",
+    "index_entry_trusted", "is_segment_file", "open_partition", "read_segment", "segment_file_name", "sibling",
+    "suffix_of",
+]

@@ -1,0 +1,45 @@
+"""The names of a partition directory's files (SPEC.md section 12), each rule once.
+
+A segment's files share its base offset, written as at least 20 zero-padded digits, and differ by
+suffix: ``00000000000000001000.log`` and its ``.index``, ``.timeindex``, ``.txnindex``; producer
+snapshots are ``<offset>.snapshot``; KRaft snapshots ``<offset>-<epoch>.checkpoint``.  The index
+and state readers (``pykbatch.log.indexes``) declare their own suffix.
+"""
+from __future__ import annotations
+
+import os
+
+LOG = ".log"
+KRAFT_SNAPSHOT = ".checkpoint"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+
+
+def base_offset_of(path: str) -> int:
+    """The base offset in a segment file's name (``00000000000000001000.index`` -> 1000)."""
+    stem = os.path.basename(path).split(".")[0].split("-")[0]
+    if not stem.isdigit():
+        raise ValueError(f"{path}: not a segment file name (20 digits, then a suffix)")
+    return int(stem)
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    """Kafka's file name for a segment's file: at least 20 digits, zero-padded."""
+    return f"{base_offset:020d}{suffix}"
+
+
+def is_segment_file(name: str, suffix: str = LOG) -> bool:
+    """Whether a file name is a segment's file with this suffix (digits, then the suffix)."""
+    return name.endswith(suffix) and name[:-len(suffix)].isdigit()
+
+
+def suffix_of(path: str) -> str:
+    """The file name's last suffix, dot included ("" when it has none)."""
+    name = os.path.basename(path.rstrip("/"))
+    return "." + name.rsplit(".", 1)[1] if "." in name else ""
+
+
+def sibling(path: str, suffix: str) -> str:
+    """The path of the same segment's file with another suffix (a local path or a URL)."""
+    head, _, name = path.rpartition("/") if "/" in path else ("", "", path)
+    stem = os.path.basename(name).split(".")[0]
+    return f"{head}/{stem}{suffix}" if head or path.startswith("/") else stem + suffix
