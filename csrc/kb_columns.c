@@ -78,49 +78,17 @@ static void put_view(uint8_t *views, uint8_t *valid, int64_t row, const uint8_t 
 }
 
 /* A record's key and value, copied or as views, at `row`. */
-static void put_key_value(kb_columns *c, int64_t row, const uint8_t *buf, size_t key, int32_t key_len,
-                          size_t value, int32_t value_len)
+static void put_key_value(kb_columns *c, int64_t row, int32_t buffer, const uint8_t *buf, size_t key,
+                          int32_t key_len, size_t value, int32_t value_len)
 {
     if (c->key_views)
-        put_view(c->key_views, c->key_valid, row, buf, key, key_len, c->view_buffer);
+        put_view(c->key_views, c->key_valid, row, buf, key, key_len, buffer);
     else
         put_binary(c->key_offsets, c->key_data, c->key_valid, row, buf + key, key_len);
     if (c->value_views)
-        put_view(c->value_views, c->value_valid, row, buf, value, value_len, c->view_buffer);
+        put_view(c->value_views, c->value_valid, row, buf, value, value_len, buffer);
     else
         put_binary(c->value_offsets, c->value_data, c->value_valid, row, buf + value, value_len);
-}
-
-void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t count, const kb_v2_header *h,
-                     int32_t batch_index, kb_columns *c)
-{
-    int log_append = (h->attributes & KB_ATTR_LOG_APPEND_TIME) != 0;
-    size_t p = start;
-    for (int32_t i = 0; i < count; i++) {
-        kb_record r;
-        kb_fault f;
-        size_t next;
-        kb_v2_read_record(buf, p, limit, &r, &f, &next);
-        int64_t row = c->row++;
-        c->offset[row] = kb_wrap_add64(h->base_offset, r.offset_delta);
-        c->timestamp[row] =
-            log_append ? h->max_timestamp : kb_wrap_add64(h->base_timestamp, r.timestamp_delta);
-        c->sequence[row] = kb_increment_sequence(h->base_sequence, r.offset_delta);
-        c->batch_index[row] = batch_index;
-        put_key_value(c, row, buf, r.key, r.key_len, r.value, r.value_len);
-        size_t hp = r.headers;
-        for (int32_t k = 0; k < r.header_count; k++) {
-            size_t kp, vp;
-            int32_t kl, vl;
-            hp = kb_v2_read_header_kv(buf, hp, r.end, &kp, &kl, &vp, &vl);
-            int64_t hrow = c->header_row++;
-            c->hkey_offsets[hrow + 1] = c->hkey_offsets[hrow] + kl;
-            memcpy(c->hkey_data + c->hkey_offsets[hrow], buf + kp, (size_t)kl);
-            put_binary(c->hvalue_offsets, c->hvalue_data, c->hvalue_valid, hrow, buf + vp, vl);
-        }
-        c->header_offsets[row + 1] = (int32_t)c->header_row;
-        p = r.end;
-    }
 }
 
 int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb_column_sizes *z, kb_fault *f,
@@ -139,19 +107,76 @@ int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb
     }
 }
 
-void kb_legacy_columns_fill(const uint8_t *buf, size_t start, size_t limit, int64_t offset_base,
-                            int64_t timestamp, int32_t batch_index, kb_columns *c)
+/* A record's batch columns at `row`. */
+static void put_batch(kb_columns *c, int64_t row, const kb_column_batch *b, int64_t base_offset, int32_t epoch,
+                      int64_t producer_id, int16_t producer_epoch, int attributes, int timestamp_type)
 {
-    size_t p = start;
+    c->batch_index[row] = b->entry;
+    c->batch_position[row] = b->position;
+    c->base_offset[row] = base_offset;
+    c->partition_leader_epoch[row] = epoch;
+    c->producer_id[row] = producer_id;
+    c->producer_epoch[row] = producer_epoch;
+    c->is_transactional[row] = (attributes & KB_ATTR_TRANSACTIONAL) != 0;
+    c->is_control[row] = (attributes & KB_ATTR_CONTROL) != 0;
+    c->timestamp_type[row] = (int8_t)timestamp_type;
+}
+
+static void fill_v2(const kb_column_batch *b, kb_columns *c)
+{
+    const uint8_t *buf = b->records;
+    const kb_v2_header *h = &b->h;
+    int timestamp_type = kb_timestamp_type(2, h->attributes);
+    size_t p = b->start;
+    for (int32_t i = 0; i < b->count; i++) {
+        kb_record r;
+        kb_fault f;
+        size_t next;
+        kb_v2_read_record(buf, p, b->limit, &r, &f, &next);
+        int64_t row = c->row++;
+        c->offset[row] = kb_wrap_add64(h->base_offset, r.offset_delta);
+        c->timestamp[row] = kb_v2_record_timestamp(h, r.timestamp_delta);
+        c->sequence[row] = kb_increment_sequence(h->base_sequence, r.offset_delta);
+        put_batch(c, row, b, h->base_offset, h->partition_leader_epoch, h->producer_id, h->producer_epoch,
+                  h->attributes, timestamp_type);
+        put_key_value(c, row, b->buffer, buf, r.key, r.key_len, r.value, r.value_len);
+        size_t hp = r.headers;
+        for (int32_t k = 0; k < r.header_count; k++) {
+            size_t kp, vp;
+            int32_t kl, vl;
+            hp = kb_v2_read_header_kv(buf, hp, r.end, &kp, &kl, &vp, &vl);
+            int64_t hrow = c->header_row++;
+            c->hkey_offsets[hrow + 1] = c->hkey_offsets[hrow] + kl;
+            memcpy(c->hkey_data + c->hkey_offsets[hrow], buf + kp, (size_t)kl);
+            put_binary(c->hvalue_offsets, c->hvalue_data, c->hvalue_valid, hrow, buf + vp, vl);
+        }
+        c->header_offsets[row + 1] = (int32_t)c->header_row;
+        p = r.end;
+    }
+}
+
+/* v0/v1 messages carry Kafka's "none" values in the v2 fields (no epoch, producer, flags). */
+static void fill_legacy(const kb_column_batch *b, kb_columns *c)
+{
+    size_t p = b->start;
     kb_legacy_msg m;
     kb_fault f;
-    while (kb_legacy_next(buf, limit, &p, &m, &f) == KB_INNER_MSG) {
+    int timestamp_type = kb_timestamp_type(b->m.magic, b->m.attributes);
+    while (kb_legacy_next(b->records, b->limit, &p, &m, &f) == KB_INNER_MSG) {
         int64_t row = c->row++;
-        c->offset[row] = kb_wrap_add64(offset_base, m.offset);
-        c->timestamp[row] = timestamp != INT64_MIN ? timestamp : m.timestamp;
+        c->offset[row] = kb_wrap_add64(b->offset_base, m.offset);
+        c->timestamp[row] = kb_legacy_timestamp(&b->m, &m);
         c->sequence[row] = -1;
-        c->batch_index[row] = batch_index;
-        put_key_value(c, row, buf, m.key, m.key_len, m.value, m.value_len);
+        put_batch(c, row, b, b->first_offset, -1, -1, -1, 0, timestamp_type);
+        put_key_value(c, row, b->buffer, b->records, m.key, m.key_len, m.value, m.value_len);
         c->header_offsets[row + 1] = (int32_t)c->header_row;
     }
+}
+
+void kb_columns_fill(const kb_column_batch *b, kb_columns *c)
+{
+    if (b->magic < 2)
+        fill_legacy(b, c);
+    else
+        fill_v2(b, c);
 }

@@ -1,12 +1,13 @@
-/* Columnar decoding: v2 records into Arrow-layout arrays, in two passes
- * (measure, then fill) so every array is allocated once at its exact size
- * and no per-record object is ever made. */
+/* Columnar decoding: records of every magic into Arrow-layout arrays, in two passes (measure each
+ * batch, noting it in an entry table; then fill every column from that table) so every array is
+ * allocated once at its exact size and no per-record object is ever made. */
 #ifndef KB_COLUMNS_H
 #define KB_COLUMNS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kb_legacy.h"
 #include "kb_v2.h"
 
 typedef struct {
@@ -18,19 +19,42 @@ typedef struct {
     int64_t header_value_bytes;
 } kb_column_sizes;
 
+/* One batch of the entry table: what the measuring pass learned of it, all the fill needs. */
+typedef struct {
+    const uint8_t *records; /* where its records are: the input, or the payload decompressed */
+    size_t start, limit;    /* the records' bytes in `records` */
+    int32_t count;          /* v2: records to fill (v0/v1: the set is walked to its end) */
+    int32_t buffer;         /* the Arrow data buffer that binary views of `records` point into */
+    int32_t entry;          /* the entry's number in its row (the batch_index column) */
+    int64_t position;       /* the entry's byte position in its row (batch_position) */
+    int magic;
+    kb_v2_header h;         /* magic 2: its header */
+    kb_legacy_msg m;        /* magic 0/1: the message, or the compressed wrapper of the set */
+    int64_t offset_base;    /* magic 0/1: added to offset fields (a v1 wrapper's relative offsets) */
+    int64_t first_offset;   /* magic 0/1: the first record's offset (the base_offset column) */
+} kb_column_batch;
+
 /* Arrow buffers (offsets arrays have one more slot than rows, validity
  * bitmaps start zeroed) and the fill cursors.  When key_views / value_views
  * are set, keys / values are written as Arrow binary views (16 bytes each)
- * pointing into the input buffer instead of being copied; positions must
- * then fit an int32. */
+ * pointing into the batch's `records` (data buffer `buffer`) instead of being
+ * copied; positions must then fit an int32.  The batch columns hold each
+ * record's batch's value. */
 typedef struct {
     uint8_t *key_views;
     uint8_t *value_views;
-    int32_t view_buffer; /* Arrow data buffer index the views of the current batch refer to */
     int64_t *offset;
     int64_t *timestamp;
     int32_t *sequence;
     int32_t *batch_index;
+    int64_t *batch_position;
+    int64_t *base_offset;
+    int32_t *partition_leader_epoch;
+    int64_t *producer_id;
+    int16_t *producer_epoch;
+    uint8_t *is_transactional;
+    uint8_t *is_control;
+    int8_t *timestamp_type;  /* kb_timestamp_type: an index into kb_timestamp_type_names */
     int32_t *key_offsets;
     uint8_t *key_data;
     uint8_t *key_valid;
@@ -52,18 +76,13 @@ typedef struct {
 int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_reader reader,
                        kb_column_sizes *z, kb_fault *f, int32_t *record_index);
 
-/* Appends those records (already measured, so known to be well formed). */
-void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t count, const kb_v2_header *h,
-                     int32_t batch_index, kb_columns *c);
-
 /* The same for magic 0/1: the messages of buf[start, limit), an inner message set or one
  * uncompressed entry (a truncated tail is dropped, as Kafka does). */
 int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb_column_sizes *z, kb_fault *f,
                               int32_t *record_index);
 
-/* offset_base is added to each offset field (v1 wrappers' relative offsets); a timestamp
- * other than INT64_MIN replaces every message's (a LogAppendTime wrapper's). */
-void kb_legacy_columns_fill(const uint8_t *buf, size_t start, size_t limit, int64_t offset_base,
-                            int64_t timestamp, int32_t batch_index, kb_columns *c);
+/* Appends the records of a batch of the entry table (already measured, so known to be well
+ * formed), each with its batch's columns. */
+void kb_columns_fill(const kb_column_batch *b, kb_columns *c);
 
 #endif

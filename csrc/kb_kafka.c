@@ -14,5 +14,4 @@ const char *const kb_codec_names[KB_CODEC_COUNT] = {
 #undef KB_CODEC_NAME
 };
 
-const char *const kb_timestamp_type_names[2] = {"CreateTime", "LogAppendTime"};
-const char *const kb_no_timestamp_type_name = "NoTimestampType";
+const char *const kb_timestamp_type_names[3] = {"CreateTime", "LogAppendTime", "NoTimestampType"};

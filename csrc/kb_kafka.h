@@ -42,8 +42,12 @@ typedef enum {
 
 extern const char *const kb_codec_names[KB_CODEC_COUNT];
 
-/* Timestamp types: attribute bit 3 (v1 messages and v2 batches); v0 has none. */
-extern const char *const kb_timestamp_type_names[2];
-extern const char *const kb_no_timestamp_type_name;
+/* Timestamp types: attribute bit 3 of v1 messages and v2 batches; v0 has none (the third name). */
+extern const char *const kb_timestamp_type_names[3];
+
+static inline int kb_timestamp_type(int magic, int attributes)
+{
+    return magic == 0 ? 2 : (attributes >> 3) & 1;
+}
 
 #endif

@@ -37,6 +37,13 @@ int kb_legacy_read(const uint8_t *buf, size_t pos, size_t size, kb_legacy_msg *m
 /* CRC-32 of the message as stored (magic to the end of the entry). */
 uint32_t kb_legacy_compute_crc(const uint8_t *buf, const kb_legacy_msg *m);
 
+/* An inner message's timestamp as Kafka reports it: a v1 LogAppendTime wrapper `w` stamps its
+ * inner messages with its own (a message outside a wrapper is its own wrapper); v0 has none. */
+static inline int64_t kb_legacy_timestamp(const kb_legacy_msg *w, const kb_legacy_msg *m)
+{
+    return w->magic > 0 && (w->attributes & KB_ATTR_LOG_APPEND_TIME) ? w->timestamp : m->timestamp;
+}
+
 /* The checks of one message and of a compressed wrapper's inner set, each 0 or -1 with *f: shared
  * by the validator (every fault) and the readers (the first, in Kafka's order). */
 int kb_legacy_check_crc(const uint8_t *buf, const kb_legacy_msg *m, kb_fault *f);

@@ -84,6 +84,15 @@ typedef struct {
     int32_t record_count;
 } kb_v2_header;
 
+/* A record's timestamp as Kafka reports it: a LogAppendTime batch stamps every record with its
+ * maxTimestamp (the broker's append time). */
+static inline int64_t kb_v2_record_timestamp(const kb_v2_header *h, int64_t timestamp_delta)
+{
+    if (h->attributes & KB_ATTR_LOG_APPEND_TIME)
+        return h->max_timestamp;
+    return (int64_t)((uint64_t)h->base_timestamp + (uint64_t)timestamp_delta); /* Java's wrapping add */
+}
+
 /* Reads the 61-byte header at p (the caller checked there are 61 bytes). */
 void kb_v2_read_header(const uint8_t *p, kb_v2_header *h);
 

@@ -291,7 +291,7 @@ static int64_t walk_records(ctx_t *c, const uint8_t *buf, size_t start, size_t l
             report(c, KB_RULE_CONVERSION_HEADERS, r.pos, i, r.offset_delta, c->opts->target_magic, 0, 0);
         }
         check_record_rules(c, r.pos, i, kb_wrap_add64(h->base_offset, r.offset_delta),
-                           create_time ? kb_wrap_add64(h->base_timestamp, r.timestamp_delta) : h->max_timestamp,
+                           kb_v2_record_timestamp(h, r.timestamp_delta),
                            r.key_len, r.value_len, !create_time, partial);
         if (partial && r.offset_delta != i && rebuild_pos == SIZE_MAX) {
             rebuild_pos = r.pos;
@@ -440,7 +440,7 @@ static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_l
         if (m.magic != w->magic)
             report_legacy_record(c, KB_RULE_LEGACY_INNER_MAGIC, m.pos + KB_AT_MAGIC, i, m.offset, &m, w->magic);
         else if (crc_ok)
-            check_legacy_record_rules(c, &m, i, m.offset, m.magic == 0 ? -1 : log_append ? w->timestamp : m.timestamp,
+            check_legacy_record_rules(c, &m, i, m.offset, kb_legacy_timestamp(w, &m),
                                       log_append);
         if (c->opts->strict) {
             check_legacy_null_lengths(c, &m, i, m.offset, 1);

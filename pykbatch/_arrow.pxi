@@ -16,6 +16,41 @@ def to_arrow(buf, *, bint verify_crc=True, bint zero_copy=False):
     return table
 
 
+cdef class _EntryTable:
+    """The batches a decode measured, in order: one ``kb_column_batch`` each (all the fill needs),
+    and the ``_View`` its records are in (the input, or its payload decompressed once), kept
+    alive until the columns are filled."""
+    cdef kb_column_batch *b
+    cdef Py_ssize_t n, cap
+    cdef list sources
+
+    def __cinit__(self):
+        self.sources = []
+
+    def __dealloc__(self):
+        free(self.b)
+
+    cdef kb_column_batch *add(self, _View records, size_t start, size_t limit, int entry,
+                              int64_t position) except NULL:
+        cdef kb_column_batch *grown
+        if self.n == self.cap:
+            grown = <kb_column_batch *> realloc(self.b, max(16, 2 * self.cap) * sizeof(kb_column_batch))
+            if grown == NULL:
+                raise MemoryError()
+            self.b, self.cap = grown, max(16, 2 * self.cap)
+        cdef kb_column_batch *b = &self.b[self.n]
+        memset(b, 0, sizeof(kb_column_batch))
+        b.records, b.start, b.limit, b.entry, b.position = records.ptr, start, limit, entry, position
+        self.sources.append(records)
+        self.n += 1
+        return b
+
+    cdef void truncate(self, Py_ssize_t n):
+        """Forgets the batches from the n-th on (a row that failed adds none)."""
+        self.n = n
+        del self.sources[n:]
+
+
 def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_errors, bint zero_copy=False,
                  size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED):
     """Decode the records of every row v[starts[i]:ends[i]] (rows with valid[i] == 0 are null).
@@ -29,7 +64,7 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
 
     cdef const int64_t[::1] row_start = starts
     cdef const int64_t[::1] row_end = ends
-    cdef Py_ssize_t n_input = row_start.shape[0], row
+    cdef Py_ssize_t n_input = row_start.shape[0], row, row_first
     cdef kb_entry e
     cdef kb_fault f
     cdef kb_entry_status st
@@ -37,31 +72,22 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
     cdef kb_v2_header h
     cdef int32_t rec_index
     cdef size_t pos, end
-    cdef int entry
-    cdef Py_ssize_t row_batches
+    cdef int entry, codec
     cdef _View src
-    cdef size_t rstart, rlimit
-    cdef int codec
+    cdef Py_ssize_t payload
+    cdef LegacyBatch lb
+    cdef kb_column_batch *b
+    cdef _EntryTable table = _EntryTable()
     cdef _Decompressor dec = _Decompressor(v, max_decompressed_bytes)
     memset(&z, 0, sizeof(z))
     counts = np.zeros(n_input, np.int32)
     failed = np.zeros(n_input, np.bool_)
     cdef int32_t[::1] count_view = counts
-    # one entry per decodable batch, in order; b_src: where its records are (the input, or
-    # its payload decompressed once, kept for the fill pass)
-    b_pos, b_entry, b_rel, b_count, b_src, b_start, b_limit = [], [], [], [], [], [], []
-    b_base, b_epoch, b_pid, b_pepoch, b_attrs = [], [], [], [], []
-    # magic 0/1: b_legacy_base is added to offset fields, b_legacy_ts overrides timestamps (or INT64_MIN)
-    b_legacy, b_legacy_base, b_legacy_ts, b_tstype = [], [], [], []
-    batch_lists = (b_pos, b_entry, b_rel, b_count, b_src, b_start, b_limit, b_base, b_epoch, b_pid, b_pepoch,
-                   b_attrs, b_legacy, b_legacy_base, b_legacy_ts, b_tstype)
-    cdef LegacyBatch lb
-    cdef int64_t before
     for row in range(n_input):
         if valid is not None and not valid[row]:
             continue
         memset(&rz, 0, sizeof(rz))
-        row_batches = 0
+        row_first = table.n
         pos = <size_t> row_start[row]
         end = <size_t> row_end[row]
         entry = 0
@@ -75,52 +101,34 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
                 if e.magic < 2:
                     lb = _legacy_entry(v, &e, verify_crc, entry, dec)
                     lb._load()
-                    before = rz.records
                     if kb_legacy_columns_measure(lb._rec.ptr, lb._rstart, lb._rlimit, &rz, &f, &rec_index) != 0:
                         _raise_fault(&f, 0, lb._payload)
-                    stamped = lb.m.magic > 0 and lb._payload >= 0 and lb.m.attributes & KB_ATTR_LOG_APPEND_TIME
-                    b_pos.append(e.pos); b_entry.append(entry); b_rel.append(e.pos - row_start[row])
-                    b_src.append(lb._rec); b_start.append(lb._rstart); b_limit.append(lb._rlimit)
-                    b_count.append(rz.records - before); b_base.append(lb._first)
-                    b_epoch.append(-1); b_pid.append(-1); b_pepoch.append(-1); b_attrs.append(0)
-                    b_legacy.append(1); b_legacy_base.append(lb._base)
-                    b_legacy_ts.append(lb.m.timestamp if stamped else INT64_MIN)
-                    b_tstype.append(2 if lb.m.magic == 0 else (1 if lb.m.attributes & KB_ATTR_LOG_APPEND_TIME else 0))
-                    row_batches += 1
-                    pos = e.pos + e.size
-                    entry += 1
-                    continue
-                _check_decodable(v, &e, verify_crc, &h, row_start[row])
-                codec = h.attributes & KB_ATTR_CODEC_MASK
-                src, rstart, rlimit, payload = v, e.pos + KB_V2_HEADER_SIZE, e.pos + e.size, -1
-                if codec and h.record_count > 0:
-                    payload = e.pos + KB_V2_HEADER_SIZE - row_start[row]
-                    try:
-                        src = _View(dec.records_of(&h, e.pos + KB_V2_HEADER_SIZE, e.size - KB_V2_HEADER_SIZE))
-                    except _errors.KafkaDataError as exc:
-                        exc.offset -= row_start[row]
-                        raise
-                    rstart, rlimit = 0, src.length
-                if h.record_count > 0 and kb_columns_measure(
-                        src.ptr, rstart, rlimit, h.record_count,
-                        kb_v2_consumer_reader(h.attributes & KB_ATTR_CODEC_MASK), &rz, &f, &rec_index) != 0:
-                    _raise_fault(&f, 0 if payload >= 0 else -<Py_ssize_t> row_start[row], payload)
-                b_pos.append(e.pos); b_entry.append(entry); b_rel.append(e.pos - row_start[row])
-                b_src.append(src); b_start.append(rstart); b_limit.append(rlimit)
-                b_count.append(max(h.record_count, 0)); b_base.append(h.base_offset)
-                b_epoch.append(h.partition_leader_epoch); b_pid.append(h.producer_id)
-                b_pepoch.append(h.producer_epoch); b_attrs.append(h.attributes)
-                b_legacy.append(0); b_legacy_base.append(0); b_legacy_ts.append(INT64_MIN)
-                b_tstype.append(1 if h.attributes & KB_ATTR_LOG_APPEND_TIME else 0)
-                row_batches += 1
+                    b = table.add(lb._rec, lb._rstart, lb._rlimit, entry, e.pos - row_start[row])
+                    b.magic, b.m, b.offset_base, b.first_offset = lb.m.magic, lb.m, lb._base, lb._first
+                else:
+                    _check_decodable(v, &e, verify_crc, &h, row_start[row])
+                    codec = h.attributes & KB_ATTR_CODEC_MASK
+                    src, payload = v, -1
+                    if codec != KB_CODEC_NONE and h.record_count > 0:
+                        payload = e.pos + KB_V2_HEADER_SIZE - row_start[row]
+                        try:
+                            src = _View(dec.records_of(&h, e.pos + KB_V2_HEADER_SIZE, e.size - KB_V2_HEADER_SIZE))
+                        except _errors.KafkaDataError as exc:
+                            exc.offset -= row_start[row]
+                            raise
+                    b = table.add(src, 0 if payload >= 0 else e.pos + KB_V2_HEADER_SIZE,
+                                  src.length if payload >= 0 else e.pos + e.size, entry, e.pos - row_start[row])
+                    b.magic, b.h, b.count = 2, h, max(h.record_count, 0)
+                    if b.count and kb_columns_measure(src.ptr, b.start, b.limit, b.count,
+                                                      kb_v2_consumer_reader(codec), &rz, &f, &rec_index) != 0:
+                        _raise_fault(&f, 0 if payload >= 0 else -<Py_ssize_t> row_start[row], payload)
                 pos = e.pos + e.size
                 entry += 1
         except _errors.KafkaDataError:
             if raise_errors:
                 raise
             failed[row] = True
-            for lst in batch_lists:
-                del lst[len(lst) - row_batches:]
+            table.truncate(row_first)
             continue
         count_view[row] = <int32_t> rz.records
         z.records += rz.records
@@ -130,7 +138,7 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
         z.header_key_bytes += rz.header_key_bytes
         z.header_value_bytes += rz.header_value_bytes
     # views point into the input (buffer 0) or into a decompressed payload (buffers 1..)
-    views = zero_copy and v.length <= INT32_MAX and all(s.length <= INT32_MAX for s in b_src)
+    views = zero_copy and v.length <= INT32_MAX and all((<_View> s).length <= INT32_MAX for s in table.sources)
     if views:
         z.key_bytes = z.value_bytes = 0
     for name, n in (("key", z.key_bytes), ("value", z.value_bytes), ("header key", z.header_key_bytes),
@@ -139,10 +147,11 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
             raise OverflowError(f"{name} bytes ({n}) exceed one Arrow binary column; decode in smaller parts")
 
     n_rows, n_headers = z.records, z.headers
-    offset = np.empty(n_rows, np.int64)
-    timestamp = np.empty(n_rows, np.int64)
-    sequence = np.empty(n_rows, np.int32)
-    batch_index = np.empty(n_rows, np.int32)
+    cols = {name: np.empty(n_rows, dtype) for name, dtype in (
+        ("offset", np.int64), ("timestamp", np.int64), ("sequence", np.int32), ("batch_index", np.int32),
+        ("batch_position", np.int64), ("base_offset", np.int64), ("partition_leader_epoch", np.int32),
+        ("producer_id", np.int64), ("producer_epoch", np.int16), ("is_transactional", np.uint8),
+        ("is_control", np.uint8), ("timestamp_type", np.int8))}
     header_offsets = np.zeros(n_rows + 1, np.int32)
     hkey_offsets = np.zeros(n_headers + 1, np.int32)
     hvalue_offsets = np.zeros(n_headers + 1, np.int32)
@@ -162,8 +171,13 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
 
     cdef kb_columns c
     memset(&c, 0, sizeof(c))
-    c.offset = _ptr64(offset); c.timestamp = _ptr64(timestamp)
-    c.sequence = _ptr32(sequence); c.batch_index = _ptr32(batch_index)
+    c.offset = _ptr64(cols["offset"]); c.timestamp = _ptr64(cols["timestamp"])
+    c.sequence = _ptr32(cols["sequence"]); c.batch_index = _ptr32(cols["batch_index"])
+    c.batch_position = _ptr64(cols["batch_position"]); c.base_offset = _ptr64(cols["base_offset"])
+    c.partition_leader_epoch = _ptr32(cols["partition_leader_epoch"]); c.producer_id = _ptr64(cols["producer_id"])
+    c.producer_epoch = _ptr16(cols["producer_epoch"])
+    c.is_transactional = _ptr8(cols["is_transactional"]); c.is_control = _ptr8(cols["is_control"])
+    c.timestamp_type = <int8_t *> _ptr8(cols["timestamp_type"].view(np.uint8))
     c.key_valid = _ptr8(key_valid); c.value_valid = _ptr8(value_valid)
     if views:
         c.key_views = _ptr8(key_views); c.value_views = _ptr8(value_views)
@@ -176,33 +190,15 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
     c.hvalue_valid = _ptr8(hvalue_valid)
     # the Arrow data buffers views point into: the input first, then each decompressed payload once
     view_sources, index_of = [v], {id(v): 0}
-    for s in b_src:
+    cdef Py_ssize_t k
+    for k, s in enumerate(table.sources):
         if id(s) not in index_of:
             index_of[id(s)] = len(view_sources)
             view_sources.append(s)
-    buffers = np.array([index_of[id(s)] for s in b_src], np.int32)
-    addresses = np.array([<uintptr_t> (<_View> s).ptr for s in b_src], np.uint64)
-    cdef const int32_t[::1] batch_buffer = buffers
-    cdef const uint64_t[::1] batch_addr = addresses
-    cdef const int64_t[::1] batch_start = np.array(b_start, np.int64)
-    cdef const int64_t[::1] batch_limit = np.array(b_limit, np.int64)
-    cdef const int64_t[::1] batch_pos = np.array(b_pos, np.int64)
-    cdef const int8_t[::1] batch_legacy = np.array(b_legacy, np.int8)
-    cdef const int64_t[::1] legacy_base = np.array(b_legacy_base, np.int64)
-    cdef const int64_t[::1] legacy_ts = np.array(b_legacy_ts, np.int64)
-    cdef Py_ssize_t k, n_batches = batch_pos.shape[0]
-    cdef const uint8_t *records
+        table.b[k].buffer = index_of[id(s)]
     with nogil:  # pure C from here: other threads run while the columns fill
-        for k in range(n_batches):
-            c.view_buffer = batch_buffer[k]
-            records = <const uint8_t *> <uintptr_t> batch_addr[k]
-            if batch_legacy[k]:
-                kb_legacy_columns_fill(records, batch_start[k], batch_limit[k], legacy_base[k], legacy_ts[k],
-                                       <int32_t> k, &c)
-                continue
-            kb_v2_read_header(v.ptr + batch_pos[k], &h)
-            kb_columns_fill(records, batch_start[k], batch_limit[k],
-                            h.record_count if h.record_count > 0 else 0, &h, <int32_t> k, &c)
+        for k in range(table.n):
+            kb_columns_fill(&table.b[k], &c)
 
     def binary(typ, n, valid, offs, data):
         return pa.Array.from_buffers(typ, n, [pa.py_buffer(valid) if valid is not None else None,
@@ -221,32 +217,18 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
     hkeys = binary(pa.string(), n_headers, None, hkey_offsets, hkey_data)
     hvalues = binary(pa.binary(), n_headers, hvalue_valid, hvalue_offsets, hvalue_data)
     header_struct = pa.StructArray.from_arrays([hkeys, hvalues], fields=list(columns.HEADER))
-    header_lists = pa.ListArray.from_arrays(pa.array(header_offsets), header_struct)
+    cols.update(key=keys, value=values, headers=pa.ListArray.from_arrays(pa.array(header_offsets), header_struct))
+    cols["is_transactional"] = cols["is_transactional"].view(np.bool_)
+    cols["is_control"] = cols["is_control"].view(np.bool_)
+    cols["timestamp_type"] = pa.DictionaryArray.from_arrays(cols["timestamp_type"], pa.array(columns.TIMESTAMP_TYPES))
+    table_out = pa.table({name: cols[name] for name in _TABLE_COLUMNS})
+    return table_out, counts, failed
 
-    per_batch_counts = np.array(b_count, np.int64)
-    def per_batch(values, dtype):  # one value per batch -> one per record
-        return np.repeat(np.array(values, dtype), per_batch_counts)
-    attrs = np.array(b_attrs, np.int16)
-    ts_type = pa.DictionaryArray.from_arrays(per_batch(b_tstype, np.int8),
-                                             pa.array(columns.TIMESTAMP_TYPES))
-    table = pa.table({
-        "offset": offset,
-        "timestamp": timestamp,
-        "key": keys,
-        "value": values,
-        "headers": header_lists,
-        "sequence": sequence,
-        "batch_index": per_batch(b_entry, np.int32),
-        "batch_position": per_batch(b_rel, np.int64),
-        "base_offset": per_batch(b_base, np.int64),
-        "partition_leader_epoch": per_batch(b_epoch, np.int32),
-        "producer_id": per_batch(b_pid, np.int64),
-        "producer_epoch": per_batch(b_pepoch, np.int16),
-        "is_transactional": np.repeat((attrs & KB_ATTR_TRANSACTIONAL) != 0, per_batch_counts),
-        "is_control": np.repeat((attrs & KB_ATTR_CONTROL) != 0, per_batch_counts),
-        "timestamp_type": ts_type,
-    })
-    return table, counts, failed
+
+# to_arrow's columns, in order (types: pykbatch.columns.RECORD; timestamp_type dictionary-encoded)
+_TABLE_COLUMNS = ("offset", "timestamp", "key", "value", "headers", "sequence", "batch_index", "batch_position",
+                  "base_offset", "partition_leader_epoch", "producer_id", "producer_epoch", "is_transactional",
+                  "is_control", "timestamp_type")
 
 
 cdef object _arrow_buffer(_View s):
@@ -256,6 +238,10 @@ cdef object _arrow_buffer(_View s):
 
 cdef inline int64_t *_ptr64(arr):
     cdef int64_t[::1] m = arr
+    return &m[0] if m.shape[0] else NULL
+
+cdef inline int16_t *_ptr16(arr):
+    cdef int16_t[::1] m = arr
     return &m[0] if m.shape[0] else NULL
 
 cdef inline int32_t *_ptr32(arr):

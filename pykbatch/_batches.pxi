@@ -222,9 +222,7 @@ cdef class _RecordIterator:
         return 1
 
     cdef inline int64_t timestamp_of(self, const kb_record *r):
-        if self.b.h.attributes & KB_ATTR_LOG_APPEND_TIME:
-            return self.b.h.max_timestamp
-        return kb_wrap_add64(self.b.h.base_timestamp, r.timestamp_delta)
+        return kb_v2_record_timestamp(&self.b.h, r.timestamp_delta)
 
 
 cdef class _Records(_RecordIterator):

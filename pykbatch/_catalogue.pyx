@@ -17,8 +17,8 @@ cdef extern from "kb_kafka.h":
     const size_t kb_kafka_error_count
     int KB_CODEC_COUNT
     const char *const kb_codec_names[]
-    const char *const kb_timestamp_type_names[2]
-    const char *const kb_no_timestamp_type_name
+    const char *const kb_timestamp_type_names[3]
+    int kb_timestamp_type(int magic, int attributes)
 
 
 cdef extern from "kb_rules.h":
@@ -66,8 +66,7 @@ def codec_names():
 
 def timestamp_type_names():
     """Kafka's timestamp type names: by attribute bit 3, then the name for magic 0 (none)."""
-    return (kb_timestamp_type_names[0].decode(), kb_timestamp_type_names[1].decode(),
-            kb_no_timestamp_type_name.decode())
+    return tuple(kb_timestamp_type_names[i].decode() for i in range(3))
 
 
 def record_fields():
@@ -77,14 +76,15 @@ def record_fields():
 
 CODEC_NAMES = codec_names()
 CODEC_IDS = {name: codec for codec, name in enumerate(CODEC_NAMES)}
-TIMESTAMP_TYPES = timestamp_type_names()[:2]
+_ALL_TIMESTAMP_TYPES = timestamp_type_names()
+TIMESTAMP_TYPES = _ALL_TIMESTAMP_TYPES[:2]
 CREATE_TIME, LOG_APPEND_TIME = TIMESTAMP_TYPES
-NO_TIMESTAMP_TYPE = timestamp_type_names()[2]
+NO_TIMESTAMP_TYPE = _ALL_TIMESTAMP_TYPES[2]
 
 
 def timestamp_type_name(int magic, int attributes) -> str:
     """The timestamp type of a v1 message or v2 batch by its attributes; magic 0 has none."""
-    return NO_TIMESTAMP_TYPE if magic == 0 else TIMESTAMP_TYPES[(attributes >> 3) & 1]
+    return _ALL_TIMESTAMP_TYPES[kb_timestamp_type(magic, attributes)]
 
 
 def codec_name(int codec) -> str:

@@ -88,6 +88,7 @@ cdef extern from "kb_v2.h" nogil:
     int kb_v2_check_entry(const uint8_t *buf, size_t pos, size_t size, int verify_crc, kb_v2_header *h,
                           kb_fault *f)
     int kb_v2_check_walkable(const kb_v2_header *h, size_t pos, kb_fault *f)
+    int64_t kb_v2_record_timestamp(const kb_v2_header *h, int64_t timestamp_delta)
 
     ctypedef struct kb_record:
         size_t pos
@@ -147,6 +148,7 @@ cdef extern from "kb_legacy.h" nogil:
 
     int kb_legacy_read(const uint8_t *buf, size_t pos, size_t size, kb_legacy_msg *m, kb_fault *f)
     uint32_t kb_legacy_compute_crc(const uint8_t *buf, const kb_legacy_msg *m)
+    int64_t kb_legacy_timestamp(const kb_legacy_msg *w, const kb_legacy_msg *m)
     int kb_legacy_check_crc(const uint8_t *buf, const kb_legacy_msg *m, kb_fault *f)
     int kb_legacy_check_wrapper(const kb_legacy_msg *w, kb_fault *f)
     int kb_legacy_check_inner(const kb_legacy_msg *m, kb_fault *f)
@@ -228,14 +230,35 @@ cdef extern from "kb_columns.h" nogil:
         int64_t header_key_bytes
         int64_t header_value_bytes
 
+    ctypedef struct kb_column_batch:
+        const uint8_t *records
+        size_t start
+        size_t limit
+        int32_t count
+        int32_t buffer
+        int32_t entry
+        int64_t position
+        int magic
+        kb_v2_header h
+        kb_legacy_msg m
+        int64_t offset_base
+        int64_t first_offset
+
     ctypedef struct kb_columns:
         uint8_t *key_views
         uint8_t *value_views
-        int32_t view_buffer
         int64_t *offset
         int64_t *timestamp
         int32_t *sequence
         int32_t *batch_index
+        int64_t *batch_position
+        int64_t *base_offset
+        int32_t *partition_leader_epoch
+        int64_t *producer_id
+        int16_t *producer_epoch
+        uint8_t *is_transactional
+        uint8_t *is_control
+        int8_t *timestamp_type
         int32_t *key_offsets
         uint8_t *key_data
         uint8_t *key_valid
@@ -253,12 +276,9 @@ cdef extern from "kb_columns.h" nogil:
 
     int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_reader reader,
                            kb_column_sizes *z, kb_fault *f, int32_t *record_index)
-    void kb_columns_fill(const uint8_t *buf, size_t start, size_t limit, int32_t count,
-                         const kb_v2_header *h, int32_t batch_index, kb_columns *c)
     int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb_column_sizes *z,
                                   kb_fault *f, int32_t *record_index)
-    void kb_legacy_columns_fill(const uint8_t *buf, size_t start, size_t limit, int64_t offset_base,
-                                int64_t timestamp, int32_t batch_index, kb_columns *c)
+    void kb_columns_fill(const kb_column_batch *b, kb_columns *c)
 
 
 cdef extern from "kb_encode.h" nogil:

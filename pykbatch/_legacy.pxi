@@ -166,10 +166,7 @@ cdef class _LegacyRecords:
         cdef const kb_legacy_msg *w = &self.b.m
         cdef Record rec = Record.__new__(Record)
         rec.offset = self.b._base + m.offset
-        if w.magic > 0 and w.attributes & KB_ATTR_LOG_APPEND_TIME:
-            rec.timestamp = w.timestamp  # a LogAppendTime wrapper stamps its inner messages
-        else:
-            rec.timestamp = m.timestamp
+        rec.timestamp = kb_legacy_timestamp(w, &m)
         rec.key = _bytes_or_none(buf, m.key, m.key_len)
         rec.value = _bytes_or_none(buf, m.value, m.value_len)
         rec.headers = _EMPTY_HEADERS

@@ -8,7 +8,7 @@ cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t, INT32_MAX, INT64_MIN
-from libc.stdlib cimport free, malloc, calloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memset
 
 from pykbatch._core cimport *

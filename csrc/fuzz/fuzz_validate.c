@@ -51,6 +51,14 @@ static void alloc_columns(kb_columns *c, const kb_column_sizes *z)
     c->timestamp = malloc(sizeof(int64_t) * (size_t)(n + 1));
     c->sequence = malloc(sizeof(int32_t) * (size_t)(n + 1));
     c->batch_index = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    c->batch_position = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    c->base_offset = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    c->partition_leader_epoch = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    c->producer_id = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    c->producer_epoch = malloc(sizeof(int16_t) * (size_t)(n + 1));
+    c->is_transactional = malloc((size_t)n + 1);
+    c->is_control = malloc((size_t)n + 1);
+    c->timestamp_type = malloc((size_t)n + 1);
     c->key_offsets = calloc((size_t)n + 1, sizeof(int32_t));
     c->value_offsets = calloc((size_t)n + 1, sizeof(int32_t));
     c->header_offsets = calloc((size_t)n + 1, sizeof(int32_t));
@@ -68,6 +76,8 @@ static void alloc_columns(kb_columns *c, const kb_column_sizes *z)
 static void free_columns(kb_columns *c)
 {
     free(c->offset); free(c->timestamp); free(c->sequence); free(c->batch_index);
+    free(c->batch_position); free(c->base_offset); free(c->partition_leader_epoch); free(c->producer_id);
+    free(c->producer_epoch); free(c->is_transactional); free(c->is_control); free(c->timestamp_type);
     free(c->key_offsets); free(c->value_offsets); free(c->header_offsets);
     free(c->key_valid); free(c->value_valid); free(c->key_data); free(c->value_data);
     free(c->hkey_offsets); free(c->hvalue_offsets); free(c->hvalue_valid);
@@ -84,7 +94,10 @@ static void walk_legacy_columns(const uint8_t *buf, size_t start, size_t limit)
         return;
     kb_columns c;
     alloc_columns(&c, &z);
-    kb_legacy_columns_fill(buf, start, limit, 5, INT64_MIN, 0, &c);
+    kb_column_batch b = {.records = buf, .start = start, .limit = limit, .magic = 1, .offset_base = 5};
+    if (kb_legacy_read(buf, start, limit - start, &b.m, &f) != 0)
+        b.m.magic = 1; /* the fill walks the set whatever its wrapper */
+    kb_columns_fill(&b, &c);
     if (c.row != z.records)
         abort();
     free_columns(&c);
@@ -117,7 +130,9 @@ static void walk_columns(const uint8_t *buf, size_t len)
         kb_columns c;
         alloc_columns(&c, &z);
         int64_t n = z.records, nh = z.headers;
-        kb_columns_fill(buf, start, limit, h.record_count, &h, 0, &c);
+        kb_column_batch b = {.records = buf, .start = start, .limit = limit, .count = h.record_count, .magic = 2,
+                             .h = h};
+        kb_columns_fill(&b, &c);
         if (c.row != n || c.header_row != nh)
             abort();
 
