@@ -1,27 +1,14 @@
 """What the Spark benchmarks share: a local[2] session whose Python workers run this interpreter,
 and cases timed interleaved (one warm-up each, then every case once per repeat, so the machine's
 noise falls on all of them alike)."""
-import os
-import sys
 import time
 
 
 def local_session(**conf):
     """A quiet local[2] SparkSession with pykbatch's functions registered; ``conf``: further Spark
     settings by their full names."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    import spark_udfs
-    builder = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false"))
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    spark_udfs.register(spark)
-    return spark
+    from spark_udfs.session import quiet_session
+    return quiet_session("local[2]", "pykbatch-bench", **conf)
 
 
 def time_cases(cases: dict, repeats: int) -> dict:

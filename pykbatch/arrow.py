@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from . import _native, errors
 from ._result import ValidationConfig
-from .columns import BATCH, HEADER, RECORD as _RECORD_TYPES, fields
+from .columns import BATCH, RECORD as _RECORD_TYPES, fields
 
 ERROR_RECORD = pa.struct([("batch_index", pa.int32()), ("message", pa.string())])
 CULPRIT = pa.struct([

@@ -112,7 +112,7 @@ def split_dead_letters(df, col: str, policy: ErrorPolicy = ErrorPolicy(), *, top
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    from spark_udfs import kbatch_validate
+    from spark_udfs.functions import kbatch_validate
     v = "__kbatch_validation"
     checked = df.withColumn(v, kbatch_validate(col, policy.config))
     failed = F.col(v).isNotNull() & ~F.col(f"{v}.ok")

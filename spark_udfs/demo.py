@@ -17,7 +17,6 @@ Rows hold one batch each.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 
@@ -126,15 +125,8 @@ def main(argv=None) -> int:
     ap.add_argument("--master", default="local[2]")
     args = ap.parse_args(argv)
 
-    # workers must run this interpreter (and see pykbatch), not whatever python3 is on PATH
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    spark = (SparkSession.builder.master(args.master).appName("pykbatch-demo")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    from spark_udfs.session import quiet_session  # workers run this interpreter (and see pykbatch)
+    spark = quiet_session(args.master, "pykbatch-demo", **{"spark.sql.shuffle.partitions": "2"})
     try:
         ledger = run(spark, args.batches)
     finally:

@@ -27,14 +27,9 @@ def start(spark, input_dir: str, output_dir: str, *, available_now: bool = True)
 
 
 def main(argv=None):
-    import os
+    from spark_udfs.session import quiet_session
     argv = argv or sys.argv[1:]
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    import spark_udfs
-    spark = SparkSession.builder.master("local[2]").appName("pykbatch-streaming").getOrCreate()
-    spark_udfs.register(spark)
+    spark = quiet_session("local[2]", "pykbatch-streaming")
     start(spark, argv[0], argv[1]).awaitTermination()
     spark.stop()
 

@@ -13,18 +13,10 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SCRIPT = textwrap.dedent('''
     import os, sys
-    import pyspark
-    os.environ.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))
-    from pyspark.sql import SparkSession
     import pykbatch as kb, spark_udfs
     from spark_udfs.dead_letters import ErrorPolicy, split_dead_letters
-    spark = (SparkSession.builder.master("local-cluster[2,1,1024]").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
-    # local-cluster executors work in $SPARK_HOME/work/<app id> (unpacked archives too): not left behind
-    import atexit, shutil
-    atexit.register(shutil.rmtree, os.path.join(os.environ["SPARK_HOME"], "work", spark.sparkContext.applicationId), True)
-    spark.sparkContext.setLogLevel("ERROR")
-    spark_udfs.register(spark)
+    from spark_udfs.session import quiet_session
+    spark = quiet_session("local-cluster[2,1,1024]")
     executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
     rows = []
     for i in range(200):

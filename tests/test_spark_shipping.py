@@ -21,21 +21,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 DRIVER = textwrap.dedent('''
     import json, os, sys
-    import pyspark
-    os.environ.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))
-    from pyspark.sql import SparkSession
     import pyarrow as pa
     from pyspark.sql.functions import arrow_udf
     import pykbatch as kb, spark_udfs
+    from spark_udfs.session import quiet_session
     archive = sys.argv[1]
-    spark = (SparkSession.builder.master("local-cluster[2,1,1024]").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.archives", archive + "#environment").getOrCreate())
-    # local-cluster executors work in $SPARK_HOME/work/<app id> (unpacked archives too): not left behind
-    import atexit, shutil
-    atexit.register(shutil.rmtree, os.path.join(os.environ["SPARK_HOME"], "work", spark.sparkContext.applicationId), True)
-    spark.sparkContext.setLogLevel("ERROR")
-    spark_udfs.register(spark)
+    spark = quiet_session("local-cluster[2,1,1024]", **{"spark.archives": archive + "#environment"})
 
     @arrow_udf("string")
     def where_from(value: pa.Array) -> pa.Array:

@@ -1,6 +1,7 @@
 """Varint/varlong readers and CRC-32C against Kafka's ByteUtilsTest / Crc32CTest vectors,
 the crc32c package, and the portable path."""
 import os
+import platform
 import random
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from hypothesis import given, strategies as st
 
 import pykbatch
 from pykbatch import _native
-from tests.conftest import kafka_vectors
+from tests.conftest import ROOT, kafka_vectors
 
 
 @pytest.mark.parametrize("v", kafka_vectors(lambda v: v["expected"].get("type") in
@@ -97,8 +98,73 @@ def test_crc32c_accepts_buffers():
     assert pykbatch.crc32c(data) == pykbatch.crc32c(memoryview(data)) == 3808858755
 
 
+def _cpu_flags() -> set:
+    """The CPU's feature flags as Linux lists them (x86 "flags", arm "Features")."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+    except OSError:
+        return set()
+    return {flag for line in text.splitlines() if line.split(":")[0].strip() in ("flags", "Features")
+            for flag in line.split(":", 1)[1].split()}
+
+
 def test_native_info_names_the_live_path():
-    assert pykbatch.native_info()["crc32c"] in ("sse4.2+pclmul", "armv8-crc", "software")
+    """The hardware CRC paths are live wherever the CPU has the instructions: a build or a probe
+    that silently fell back to software fails here."""
+    flags = _cpu_flags()
+    if not flags:
+        pytest.skip("no /proc/cpuinfo to say what the CPU can do")
+    forced = os.environ.get("PYKBATCH_CRC32C_SW", "0") not in ("", "0")
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64"):
+        hardware = {"sse4_2", "pclmulqdq"} <= flags
+        expected = ("sse4.2+pclmul" if hardware else "software", "pclmul" if hardware else "software")
+    elif machine in ("aarch64", "arm64"):
+        expected = ("armv8-crc" if "crc32" in flags else "software", "software")
+    else:
+        expected = ("software", "software")
+    if forced:
+        expected = ("software", "software")
+    info = pykbatch.native_info()
+    assert (info["crc32c"], info["crc32"]) == expected
+
+
+PORTABLE_RUN = """
+import json, sys
+import pykbatch as kb
+from tests.test_reader_and_validator import reader_fault
+from tests.conftest import KAFKA_VECTORS, load_json
+out = {"impl": [kb.native_info()["crc32c"], kb.native_info()["crc32"]], "cases": []}
+for data in [bytes.fromhex(v.get("hex") or "") for v in load_json(KAFKA_VECTORS)] + [bytes.fromhex(h) for h in sys.argv[1:]]:
+    r = kb.validate(data)
+    out["cases"].append([kb.crc32c(data), kb.crc32(data), [(c.rule, c.position, c.message) for c in r.culprits],
+                         reader_fault(data), r.records])
+print(json.dumps(out))
+"""
+
+
+def test_portable_crc_path_end_to_end():
+    """The whole suite's kind of work (validation of Kafka's vectors and of damaged batches of
+    every magic and codec, the readers, CRC-32C and CRC-32 of whole inputs) run again with
+    PYKBATCH_CRC32C_SW=1: the portable CRCs give every answer the hardware ones give."""
+    import json
+    import random
+
+    from tests.kafka_cases import damage, random_batch
+    rng = random.Random(7)
+    extra = [random_batch(rng, magic) for magic in (0, 1, 2) for _ in range(20)]
+    extra += [damage(rng, random_batch(rng, 2)) for _ in range(40)]
+    extra.append(bytes(range(256)) * 97)  # long input: the hardware paths' bulk loops
+    runs = {}
+    for sw in ("0", "1"):
+        env = dict(os.environ, PYKBATCH_CRC32C_SW=sw, PYTHONPATH=str(ROOT))
+        proc = subprocess.run([sys.executable, "-c", PORTABLE_RUN, *(d.hex() for d in extra)], env=env,
+                              capture_output=True, text=True, check=True, cwd=ROOT)
+        runs[sw] = json.loads(proc.stdout)
+    assert runs["1"]["impl"] == ["software", "software"]
+    assert runs["0"]["cases"] == runs["1"]["cases"]
+    assert any(case[2] for case in runs["1"]["cases"])  # the damage reached the checks
 
 
 def test_env_var_forces_software_crc():

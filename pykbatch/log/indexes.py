@@ -15,7 +15,6 @@ entries end at the first one after the start whose offset is the base offset.
 from __future__ import annotations
 
 import bisect
-import os
 import struct
 from dataclasses import dataclass
 from typing import NamedTuple

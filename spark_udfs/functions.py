@@ -1,0 +1,231 @@
+"""The Spark functions: each a vectorised Arrow UDF over a column function of ``pykbatch.arrow``
+(``_functions`` pairs them), its DataFrame form (``kbatch_validate(col)``, ...), their SQL
+registration, and ``explode_records`` / ``kbatch_records`` for one row per record."""
+# No `from __future__ import annotations` here: PySpark reads the UDFs' type hints as objects.
+from functools import lru_cache
+
+__all__ = ["register", "kbatch_validate", "kbatch_decode", "kbatch_crc32c", "kbatch_batch_info", "kbatch_repair",
+           "explode_records", "config_from_map", "CONFIG_KEYS"]
+
+def _config_fields():
+    import dataclasses
+
+    from pykbatch import ValidationConfig
+    return {f.name: f for f in dataclasses.fields(ValidationConfig)}
+
+
+# every ValidationConfig field, by its name (map('compacted', 'true', 'max_message_bytes', '2000'))
+CONFIG_KEYS = tuple(_config_fields())
+
+
+def _parse_option(value, default):
+    """A map value (SQL passes strings) as the field's type: booleans, integers (or 'null'), strings."""
+    if isinstance(default, bool):
+        return str(value).lower() in ("true", "1", "yes")
+    if default is None or isinstance(default, int):
+        if value is None or str(value).lower() in ("", "null", "none"):
+            return None
+        return int(value)
+    return value
+
+
+def config_from_map(items):
+    """A ``pykbatch.ValidationConfig`` from map entries (string keys and values), as SQL passes them:
+    ``map('origin', 'log', 'strict', 'false', 'compacted', 'true')``; keys are ``CONFIG_KEYS``."""
+    from pykbatch import ValidationConfig
+    fields = _config_fields()
+    kwargs = {}
+    for key, value in dict(items or {}).items():
+        if key not in fields:
+            raise ValueError(f"unknown kbatch_validate option {key!r}; expected one of {CONFIG_KEYS}")
+        kwargs[key] = _parse_option(value, fields[key].default)
+    return ValidationConfig(**kwargs)
+
+
+def _per_config(values, configs, fn):
+    """``fn(values, config)`` with each row's config (rows grouped by config, usually one group)."""
+    import numpy as np
+    import pyarrow as pa
+    if configs is None:
+        return fn(values)
+    groups = {}
+    for row, items in enumerate(configs.to_pylist()):
+        groups.setdefault(tuple(sorted(items or [])), []).append(row)
+    if len(groups) == 1:
+        return fn(values, config_from_map(next(iter(groups))))
+    parts, order = [], []
+    for items, rows in groups.items():
+        parts.append(fn(values.take(pa.array(rows)), config_from_map(items)))
+        order.extend(rows)
+    inverse = np.empty(len(order), np.int64)
+    inverse[np.array(order)] = np.arange(len(order))
+    return pa.concat_arrays(parts).take(pa.array(inverse))
+
+
+def _functions():
+    """Every column function of ``pykbatch.arrow`` with its Spark function: name -> (the column
+    function, its Arrow result type, whether it takes a per-row config)."""
+    import pyarrow as pa
+
+    from pykbatch import arrow
+    return {
+        "kbatch_validate": (arrow.validate_array, arrow.VALIDATION, True),
+        "kbatch_decode": (arrow.decode_array, pa.list_(arrow.RECORD), False),
+        "kbatch_crc32c": (arrow.crc32c_array, pa.int64(), False),
+        "kbatch_batch_info": (arrow.batch_info_array, pa.list_(arrow.BATCH_INFO), False),
+        "kbatch_repair": (arrow.repair_array, arrow.REPAIR, True),
+    }
+
+
+@lru_cache(maxsize=None)
+def _udfs():
+    """The UDF objects, made on first use (on the driver: a worker importing a module that
+    declares UDFs at import time fails without a SparkContext)."""
+    from pyspark.sql.functions import arrow_udf
+    from pyspark.sql.pandas.types import from_arrow_type
+    return {name: arrow_udf(from_arrow_type(result))(_arrow_function(name, fn, configured))
+            for name, (fn, result, configured) in _functions().items()}
+
+
+def _arrow_function(name: str, fn, configured: bool):
+    """The function an arrow_udf runs: Arrow in, Arrow out (its type hints tell PySpark so)."""
+    import pyarrow as pa
+    if configured:
+        def run(value: pa.Array, config: pa.Array = None) -> pa.Array:
+            return _per_config(value, config, fn)
+    else:
+        def run(value: pa.Array) -> pa.Array:
+            return fn(value)
+    run.__name__ = run.__qualname__ = name  # Spark names result columns after it
+    return run
+
+
+def _column(col):
+    from pyspark.sql.functions import col as to_col
+    return to_col(col) if isinstance(col, str) else col
+
+
+def _config_column(config):
+    from pyspark.sql.functions import create_map, lit
+    if config is None:
+        return None
+    if hasattr(config, "origin"):  # a ValidationConfig
+        config = {k: getattr(config, k) for k in CONFIG_KEYS}
+    if isinstance(config, dict):
+        pairs = []
+        for k, v in config.items():
+            pairs += [lit(str(k)), lit(str(v).lower() if isinstance(v, bool) else str(v))]
+        return create_map(*pairs)
+    return _column(config)
+
+
+def kbatch_validate(col, config=None):
+    """Validate a binary column of record batches.
+
+    ``config``: None, a ``pykbatch.ValidationConfig``, a dict of its options, or a
+    ``map<string,string>`` Column (keys: origin, verify_crc, strict, max_culprits,
+    topic_partition).
+
+    Spark type: ``struct<ok: boolean, error_code: int, error_name: string, error_message: string,
+    error_records: array<struct<batch_index: int, message: string>>, culprits: array<struct<entry:
+    int, record_index: int, relative_offset: bigint, code: int, name: string, rule: string,
+    position: bigint, entry_position: bigint, message: string, detail: string, kafka: boolean>>,
+    culprit_count: bigint, records: bigint, truncated_tail_position: bigint>``.
+    """
+    udf = _udfs()["kbatch_validate"]
+    cfg = _config_column(config)
+    return udf(_column(col)) if cfg is None else udf(_column(col), cfg)
+
+
+def kbatch_decode(col):
+    """Decode a binary column of record batches into its records (explode it for one row per
+    record).  Null for null input and for input that does not decode cleanly (see
+    ``kbatch_validate``).
+
+    Spark type: ``array<struct<offset: bigint, timestamp: bigint, key: binary, value: binary,
+    headers: array<struct<key: string, value: binary>>, sequence: int, batch_index: int,
+    partition_leader_epoch: int, producer_id: bigint, producer_epoch: smallint,
+    is_transactional: boolean, is_control: boolean, timestamp_type: string>>``.
+    """
+    return _udfs()["kbatch_decode"](_column(col))
+
+
+def kbatch_crc32c(col):
+    """CRC-32C of each value. Spark type: ``bigint``."""
+    return _udfs()["kbatch_crc32c"](_column(col))
+
+
+def kbatch_batch_info(col):
+    """The header of every batch of each value (explodable).
+
+    Spark type: ``array<struct<position: bigint, size: bigint, magic: tinyint, base_offset: bigint,
+    last_offset: bigint, record_count: int, compression: string, timestamp_type: string,
+    max_timestamp: bigint, producer_id: bigint, producer_epoch: smallint, base_sequence: int,
+    partition_leader_epoch: int, is_transactional: boolean, is_control: boolean, crc: bigint,
+    is_valid: boolean>>``.
+    """
+    return _udfs()["kbatch_batch_info"](_column(col))
+
+
+def kbatch_repair(col, config=None):
+    """Each value rebuilt without its culprit records (KIP-467 client side / KIP-1059): clean
+    values come back unchanged; batches damaged as a whole are dropped and counted.  ``config`` as
+    for ``kbatch_validate``.
+
+    Spark type: ``struct<data: binary, dropped: array<struct<entry: int, record_index: int, offset:
+    bigint, key: binary, value: binary, code: int, rules: array<string>, message: string>>,
+    unrepairable_batches: int>``.
+    """
+    udf = _udfs()["kbatch_repair"]
+    cfg = _config_column(config)
+    return udf(_column(col)) if cfg is None else udf(_column(col), cfg)
+
+
+def explode_records(df, col: str, keep=None):
+    """One row per record of the batches in ``col`` (Arrow all the way: ``mapInArrow``, no
+    Python object per record), with the ``keep`` columns (default: all others but ``col``)
+    repeated beside the record fields of ``kbatch_decode``.  Rows that are null or do not decode
+    give no records: ``kbatch_validate`` says why."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+    from pykbatch.arrow import explode_batch, exploded_schema
+    keep = [c for c in df.columns if c != col] if keep is None else list(keep)
+    schema = exploded_schema(to_arrow_schema(df.schema), keep)
+
+    def explode(batches):
+        for batch in batches:
+            out = explode_batch(batch, col, keep)
+            yield pa.RecordBatch.from_arrays(out.columns, schema=schema)
+    return df.select(*keep, col).mapInArrow(explode, from_arrow_schema(schema))
+
+
+@lru_cache(maxsize=None)
+def _records_udtf():
+    """``kbatch_records``: the SQL form of ``explode_records`` (an Arrow UDTF over a TABLE argument
+    with columns ``id`` and ``value``)."""
+    import pyarrow as pa
+    from pyspark.sql.functions import arrow_udtf
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from pykbatch.arrow import RECORD, explode_batch
+    schema = pa.schema([("id", pa.int64())] + list(RECORD))
+
+    @arrow_udtf(returnType=from_arrow_schema(schema))
+    class KbatchRecords:
+        def eval(self, batch: pa.RecordBatch):
+            out = explode_batch(batch, "value", keep=["id"])
+            columns = [out.column(0).cast(pa.int64())] + out.columns[1:]
+            yield pa.RecordBatch.from_arrays(columns, schema=schema)
+    return KbatchRecords
+
+
+def register(spark) -> None:
+    """Make the kbatch_* functions callable from SQL (``kbatch_records(TABLE(SELECT id, value
+    FROM t))`` for one row per record) and the ``kafka-segment`` data source readable
+    (``spark.read.format("kafka-segment").load(path)``, see ``spark_udfs.segment_source``)."""
+    from spark_udfs.segment_source import data_source_class
+    for name, udf in _udfs().items():
+        spark.udf.register(name, udf)
+    spark.udtf.register("kbatch_records", _records_udtf())
+    spark.dataSource.register(data_source_class())
