@@ -1,7 +1,7 @@
 """Kafka's vocabulary and pykbatch's rules as the C core defines them (csrc/kb_kafka_errors.def,
 csrc/kb_rules.def, csrc/kb_kafka.h, csrc/kb_rules.h), for the Python modules that name them.
 
-A module of its own, with no Python imports, so that ``pykbatch.errors`` and ``pykbatch._rules``
+A module of its own, with no Python imports, so that ``pykbatch.errors`` and ``pykbatch.rules``
 can read it while ``pykbatch._native`` (which imports them) is still loading.
 """
 from libc.stdint cimport int16_t

@@ -18,12 +18,13 @@ import time
 from pykbatch import codecs as _codecs
 from pykbatch import errors as _errors
 from pykbatch.control import parse_control as _parse_control
-from pykbatch._result import (Culprit, DroppedRecord, Repair, TruncatedTail, ValidationConfig, ValidationResult,
-                              apply_handler)
+from pykbatch.config import ValidationConfig
+from pykbatch.errors import apply_handler
+from pykbatch.result import Culprit, DroppedRecord, Repair, TruncatedTail, ValidationResult
 from pykbatch._catalogue import CODEC_IDS as _COMPRESSION_IDS, CODEC_NAMES as COMPRESSION_NAMES, codec_name as _codec_name
 from pykbatch._catalogue import CREATE_TIME, LOG_APPEND_TIME, TIMESTAMP_TYPES as _TIMESTAMP_TYPES, timestamp_type_name as _timestamp_type_name
-from pykbatch._rules import INDEX as _RULE_INDEX, RULES, render as _render
-from pykbatch.rebuild import check_rebuilt_size as _check_rebuilt_size
+from pykbatch.rules import INDEX as _RULE_INDEX, RULES, render as _render
+from pykbatch.broker_rebuild import check_rebuilt_size as _check_rebuilt_size
 
 kb_crc32c_init()
 
@@ -135,9 +136,9 @@ include "_batches.pxi"
 include "_legacy.pxi"
 include "_reader.pxi"
 include "_validate.pxi"
-include "_arrow.pxi"
+include "_to_arrow.pxi"
 include "_encode.pxi"
-include "_repair.pxi"
+include "_drop_culprits.pxi"
 
 
 # ---------------------------------------------------------------------------------------------

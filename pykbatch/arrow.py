@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _native, errors
-from ._result import ValidationConfig
+from .config import ValidationConfig
 from .columns import BATCH, RECORD as _RECORD_TYPES, fields
 
 ERROR_RECORD = pa.struct([("batch_index", pa.int32()), ("message", pa.string())])

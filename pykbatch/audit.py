@@ -10,7 +10,8 @@ import os
 from dataclasses import dataclass, field
 
 from ._native import validate
-from ._result import ValidationConfig, ValidationResult
+from .config import ValidationConfig
+from .result import ValidationResult
 from .dump import DumpErrors
 from .log import OffsetIndex, Partition, Segment, TimeIndex, sibling
 from .producer_state import ProducerAudit, ProducerStateTracker

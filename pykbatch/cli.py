@@ -13,7 +13,7 @@ import os
 import sys
 
 from . import _native
-from ._result import ValidationConfig
+from .config import ValidationConfig
 from .dump import dump_files, dump_json
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from . import _catalogue
-from ._rules import BY_ID as _RULES
+from .rules import BY_ID as _RULES
 
 RETRIABLE = "retriable"
 ABORTABLE = "abortable"
@@ -215,3 +215,21 @@ def error_for(code: int, message: str, offset: int | None = None, rule: str | No
     if cls is None:
         return CulpritsError(code, message, offset, rule, culprits)
     return cls(message, offset, rule, culprits)
+
+
+def apply_handler(result, handler):
+    """KIP-210: ask ``handler(culprit)`` about each culprit in order; it answers CONTINUE or
+    FAIL.  Fatal culprits never reach it (they fail at once), and after a FAIL it is not asked
+    again: ``HandlerFailed`` carries every culprit seen so far.  CONTINUEs are logged at debug
+    level, so nothing is swallowed without a trace."""
+    import logging
+    log = logging.getLogger("pykbatch")
+    seen = []
+    for c in result.culprits:
+        seen.append(c)
+        why = ask_handler(handler, c, c.code)
+        if why:
+            log.error("%s: %r", why, c)
+            raise HandlerFailed(c.code, c.message, c.position, c.rule, seen)
+        log.debug("handler answered CONTINUE for %r", c)
+    return result

@@ -17,8 +17,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
 
-from ._result import Culprit
-from ._rules import BY_ID
+from .result import Culprit
+from .rules import BY_ID
 from .errors import KafkaDataError
 
 INT32_MAX = 2**31 - 1

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 
 from ._native import drop_culprits, iter_batches, next_sound_batch, validate
-from ._result import ValidationConfig
+from .config import ValidationConfig
 from .errors import classify
 from .log import Segment
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from pykbatch import errors as kb_errors
-from pykbatch._result import ValidationConfig
+from pykbatch.config import ValidationConfig
 
 log = logging.getLogger("pykbatch.errors")
 

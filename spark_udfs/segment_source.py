@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pykbatch import validate as kb_validate
-from pykbatch._result import ValidationConfig
+from pykbatch.config import ValidationConfig
 from pykbatch.arrow import append_headers, decode_entries
 from pykbatch.columns import BATCH, LOCATION, RECORD, fields
 from pykbatch.log import Segment, entry_windows

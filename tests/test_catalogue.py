@@ -7,8 +7,9 @@ import pytest
 
 import pykbatch as kb
 from pykbatch import _catalogue, _native, errors
-from pykbatch._result import Culprit, ValidationConfig, _verdict_key
-from pykbatch._rules import BY_ID, FIELDS, RULES, STAGES
+from pykbatch.config import ValidationConfig
+from pykbatch.result import Culprit, _verdict_key
+from pykbatch.rules import BY_ID, FIELDS, RULES, STAGES
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # a rule id as the code writes one: group.name, the group one of the catalogue's
@@ -18,7 +19,7 @@ RULE_ID = re.compile(r"""["'](?:%s)\.[a-z0-9_{}]+["']""" % "|".join(GROUPS))
 
 def _sources():
     for folder in ("pykbatch", "spark_udfs"):
-        for path in sorted((ROOT / folder).iterdir()):
+        for path in sorted((ROOT / folder).rglob("*")):
             if path.suffix in (".py", ".pyx", ".pxi"):
                 yield path
 

@@ -12,9 +12,10 @@ differential tests met, though a codec library's output is no contract.
 """
 from __future__ import annotations
 
-from ._result import Culprit, ValidationConfig, ValidationResult
+from .config import ValidationConfig
+from .result import Culprit, ValidationResult
 from ._catalogue import CODEC_NAMES
-from ._rules import BY_ID, render
+from .rules import BY_ID, render
 from .errors import KafkaDataError
 
 RULE = BY_ID["append.rebuilt_too_large"]
