@@ -13,7 +13,7 @@ from ._native import validate
 from .config import ValidationConfig
 from .result import ValidationResult
 from .dump import DumpErrors
-from .log import OffsetIndex, Partition, Segment, TimeIndex, sibling
+from .log import INDEX_TYPES, Partition, Segment, sibling
 from .producer_state import ProducerAudit, ProducerStateTracker
 
 
@@ -96,29 +96,24 @@ def audit_partition(directory: str, config: ValidationConfig | None = None, *, p
 
 
 def _check_indexes(part: Partition) -> list[str]:
-    """Kafka's --verify-index-only over every segment's .index and .timeindex, plus the broker's
-    start-up sanity checks; one line per problem, worded as kafka-dump-log words it."""
+    """Kafka's --verify-index-only over every segment's files that can be checked against the log
+    (.index, .timeindex), plus the broker's start-up sanity checks; one line per problem, worded
+    as kafka-dump-log words it."""
     problems = []
     for log_path in part.segment_paths:
-        for kind in (OffsetIndex, TimeIndex):
+        for kind in INDEX_TYPES:
             path = sibling(log_path, kind.SUFFIX)
-            if not os.path.exists(path):
+            if not hasattr(kind, "check") or not os.path.exists(path):
                 continue
             errors = DumpErrors()
             try:
                 index = kind.from_file(path)
                 index.sanity_check()
                 with Segment(log_path, base_offset=index.base_offset) as seg:
-                    found = index.check(seg) if kind is OffsetIndex else index.check(seg, _offset_index(log_path))
-                    for _, entry_problems in found:
+                    for _, entry_problems in index.check(seg):
                         errors.add(path, entry_problems)
             except ValueError as exc:
                 problems.append(f"{path}: {exc}")
                 continue
             problems += [f"{path}: {line}" for line in errors.lines()]
     return problems
-
-
-def _offset_index(log_path: str) -> OffsetIndex | None:
-    path = sibling(log_path, OffsetIndex.SUFFIX)
-    return OffsetIndex.from_file(path) if os.path.exists(path) else None

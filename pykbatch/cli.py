@@ -235,6 +235,23 @@ def _sample(args) -> int:
     return 0
 
 
+def _rules(args) -> int:
+    """The catalogue of rules (csrc/kb_rules.def): every rule pykbatch reports."""
+    from . import errors
+    from .rules import RULES
+    rows = [{"rule": r.id, "code": r.code, "name": errors.error_name(r.code), "stage": r.stage, "kafka": r.kafka,
+             "per_record": r.record_error, "message": r.template, "detail": r.detail} for r in RULES[1:]
+            if not args.prefix or r.id.startswith(args.prefix)]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        flags = ("" if row["kafka"] else " strict") + (" per-record" if row["per_record"] else "")
+        print(f"{row['rule']}  {row['name']}({row['code']}) {row['stage']}{flags}")
+        print(f"    {row['message']}" + (f" ({row['detail']})" if row["detail"] else ""))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pykbatch", description="Read, check and repair Kafka record batches.",
@@ -296,6 +313,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, metavar="FILE")
     s.add_argument("--batches", type=int, default=20)
     s.set_defaults(run=_sample)
+
+    rl = sub.add_parser("rules", help="list every rule pykbatch checks: id, Kafka's code, stage, message")
+    rl.add_argument("prefix", nargs="?", default="", help="only the rules whose id starts so (e.g. record.)")
+    rl.add_argument("--json", action="store_true", help="a JSON array")
+    rl.set_defaults(run=_rules)
     return p
 
 

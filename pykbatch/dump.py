@@ -325,10 +325,8 @@ def dump_time_index(path: str, out: TextIO, errors: DumpErrors, verify_only: boo
         tindex.sanity_check()
         out.write(f"{path} passed sanity check.\n")
         return
-    index_path = sibling(path, OffsetIndex.SUFFIX)
-    index = OffsetIndex.from_file(index_path) if os.path.exists(index_path) else None
     with Segment(sibling(path, LOG), base_offset=tindex.base_offset) as seg:
-        for entry, problems in tindex.check(seg, index):
+        for entry, problems in tindex.check(seg):
             errors.add(path, problems)
             if not verify_only:
                 out.write(f"timestamp: {entry.timestamp} offset: {entry.offset}\n")

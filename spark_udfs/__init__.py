@@ -9,13 +9,10 @@ Arrow buffers; null in gives null out, and corrupt input gives a result row, nev
 task.  PySpark is imported lazily: importing this package does not need it.
 """
 # No `from __future__ import annotations` here: PySpark reads the UDFs' type hints as objects.
-from spark_udfs.functions import (  # noqa: F401
-    CONFIG_KEYS, config_from_map, explode_records, kbatch_batch_info, kbatch_crc32c, kbatch_decode, kbatch_repair,
-    kbatch_validate, register,
-)
+from spark_udfs import functions as _functions
+from spark_udfs.functions import *  # noqa: F401,F403 (every Spark function, by functions.__all__)
 
-__all__ = ["register", "kbatch_validate", "kbatch_decode", "kbatch_crc32c", "kbatch_batch_info", "kbatch_repair",
-           "explode_records", "split_dead_letters", "ErrorPolicy", "config_from_map", "CONFIG_KEYS"]
+__all__ = list(_functions.__all__) + ["split_dead_letters", "ErrorPolicy"]
 
 
 def __getattr__(name):  # the dead-letter API without importing pyspark at package import

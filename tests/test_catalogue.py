@@ -114,3 +114,32 @@ def test_every_columnar_output_selects_from_the_one_schema():
 def pa_is_dictionary(t) -> bool:
     import pyarrow as pa
     return pa.types.is_dictionary(t) and t.value_type == pa.string()
+
+
+def test_rules_command_lists_the_catalogue(capsys):
+    import json
+
+    from pykbatch.cli import main
+    assert main(["rules", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["rule"] for r in listed] == [r.id for r in RULES[1:]]
+    assert main(["rules", "legacy."]) == 0
+    text = capsys.readouterr().out
+    assert "legacy.inner_magic" in text and "batch.crc_mismatch" not in text
+
+
+def test_the_readme_names_only_rules_that_exist():
+    rows = [line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `")]
+    named = {m.group()[1:-1] for row in rows for m in re.finditer(r"`(?:%s)\.[a-z0-9_]+`" % "|".join(GROUPS), row)}
+    assert named and named <= set(BY_ID), named - set(BY_ID)
+
+
+def test_every_log_file_type_is_dumped_and_fuzzed():
+    """A reader added to pykbatch.log.INDEX_TYPES is dispatched by the dump (by its SUFFIX) and
+    reached by the CLI fuzz (tests/test_cli_fuzz.py takes its suffixes from the same tuple)."""
+    from pykbatch import dump
+    from pykbatch.log import INDEX_TYPES, OffsetIndex, TimeIndex
+    from tests.test_cli_fuzz import SUFFIXES
+    suffixes = {kind.SUFFIX for kind in INDEX_TYPES}
+    assert suffixes <= {OffsetIndex.SUFFIX, TimeIndex.SUFFIX} | set(dump._DUMPERS)
+    assert suffixes < set(SUFFIXES)

@@ -5,13 +5,11 @@ The dump prints what these return; the audit and the Spark source check with the
 """
 from .files import LOG, base_offset_of, is_segment_file, segment_file_name, sibling, suffix_of
 from .indexes import (
-    Checkpoint, CorruptIndexError, IndexEntry, OffsetIndex, ProducerSnapshot, TimeIndex, TimeIndexEntry, TxnIndex,
+    INDEX_TYPES, Checkpoint, CorruptIndexError, IndexEntry, OffsetIndex, ProducerSnapshot, TimeIndex, TimeIndexEntry,
+    TxnIndex,
 )
 from .segments import Partition, Segment, index_entry_trusted, open_partition, read_segment
 from .windows import entry_windows
-
-INDEX_TYPES = (OffsetIndex, TimeIndex, TxnIndex, ProducerSnapshot)
-"""The readers of a segment's other files, each declaring its ``SUFFIX``."""
 
 __all__ = [
     "LOG", "INDEX_TYPES", "Checkpoint", "CorruptIndexError", "IndexEntry", "OffsetIndex", "Partition",

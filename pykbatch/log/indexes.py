@@ -151,12 +151,13 @@ class TimeIndex(_SparseIndex):
         i = bisect.bisect_right([e.timestamp for e in self.entries], timestamp)
         return self.entries[i - 1] if i else TimeIndexEntry(-1, self.base_offset)
 
-    def check(self, segment, index: OffsetIndex | None = None):
+    def check(self, segment):
         """DumpLogSegments.dumpTimeIndex's check against the log, entry by entry: yields (entry,
         problems), each problem ("not_found", (indexed offset, the last offset of the batch found,
         or -1)), ("mismatch", (index timestamp, the batch's largest record timestamp)) or
-        ("out_of_order", (index timestamp, the previous entry's)).  ``index``: the segment's
-        offset index, where each search starts when its entry is trusted."""
+        ("out_of_order", (index timestamp, the previous entry's)).  Each search starts where the
+        segment's offset index says, when its entry is trusted."""
+        index = segment.offset_index
         prev = -1
         for entry in self.entries:
             start = segment.trusted_start(index.lookup(entry.offset)) if index else 0
@@ -306,3 +307,8 @@ class Checkpoint(NamedTuple):
     def from_file(cls, path: str) -> "Checkpoint":
         with open(path, encoding="utf-8") as f:
             return cls.parse(f.read(), path)
+
+
+INDEX_TYPES = (OffsetIndex, TimeIndex, TxnIndex, ProducerSnapshot)
+"""The readers of a segment's other files, each declaring its ``SUFFIX``; those with a ``check``
+method are checked against their segment's log (the dump's --verify-index-only, the audit)."""
