@@ -24,8 +24,9 @@ SEGMENT_RULE = BY_ID["append.too_large"]
 
 def rebuilt(batches, config: ValidationConfig) -> bool:
     """Whether Kafka re-encodes these batches (LogValidator's in-place conditions fail)."""
+    codec = config.target_codec
     for b in batches:
-        target = b.compression if config.target_codec < 0 else CODEC_NAMES[config.target_codec]
+        target = b.compression if codec < 0 else CODEC_NAMES[codec]
         if target != b.compression or b.magic != config.target_magic:
             return True
     return False
