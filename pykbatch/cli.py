@@ -47,7 +47,7 @@ def _dump(args) -> int:
         decoders["key_decoder"] = _callable(args.key_decoder)
     if args.value_decoder:
         decoders["value_decoder"] = _callable(args.value_decoder)
-    print_data = args.print_data_log or bool(decoders)
+    print_data = args.print_data_log or bool(decoders) or bool(args.structured)
     if args.to:
         return _export(files, *args.to)
     if args.format == "text":
@@ -55,7 +55,7 @@ def _dump(args) -> int:
                               skip_metadata=args.skip_record_metadata, max_bytes=args.max_bytes,
                               verify_index_only=args.verify_index_only, index_sanity_check=args.index_sanity_check,
                               max_message_size=args.max_message_size, progress=not args.no_progress,
-                              style=args.style, **decoders)
+                              style=args.style, decoder=args.structured, **decoders)
     else:
         problems = dump_json(files, lines=args.format == "jsonl", deep=args.deep_iteration, print_data=print_data,
                              max_bytes=args.max_bytes, **decoders)
@@ -282,6 +282,9 @@ def parser() -> argparse.ArgumentParser:
                    help="a Python callable bytes -> str for keys (implies --print-data-log)")
     d.add_argument("--value-decoder", "--value-decoder-class", metavar="MODULE:FUNCTION", default=None,
                    help="a Python callable bytes -> str for values (implies --print-data-log)")
+    d.add_argument("--remote-log-metadata-decoder", dest="structured", action="store_const",
+                   const="remote-log-metadata", default=None,
+                   help="print __remote_log_metadata values as Kafka's tool does (implies --print-data-log)")
     d.set_defaults(run=_dump)
 
     v = sub.add_parser("validate", help="check files of record batches and print every culprit")

@@ -70,8 +70,8 @@ def _control_part(r, style: Style) -> str:
     return f" controlType: {ctl.type_name}({ctl.type})"
 
 
-def record_line(b, r, *, print_data: bool, skip_metadata: bool, key_decoder: Decoder,
-                value_decoder: Decoder, style: Style = STYLES["java"]) -> str:
+def record_line(b, r, *, print_data: bool, skip_metadata: bool, parser: "RecordParser",
+                style: Style = STYLES["java"]) -> str:
     parts = []
     if not skip_metadata:
         key_size = -1 if r.key is None else len(r.key)
@@ -86,13 +86,46 @@ def record_line(b, r, *, print_data: bool, skip_metadata: bool, key_decoder: Dec
         if b.is_control:
             parts.append(_control_part(r, style))
     if print_data and not b.is_control:
+        key, payload = parser(r)
         prefix = "| " if skip_metadata else " "
-        if r.key is not None:
-            parts.append(f"{prefix}key: {key_decoder(r.key)}")
+        if key is not None:
+            parts.append(f"{prefix}key: {key}")
             prefix = " "
-        if r.value is not None:
-            parts.append(f"{prefix}payload: {value_decoder(r.value)}")
+        if payload is not None:
+            parts.append(f"{prefix}payload: {payload}")
     return "".join(parts)
+
+
+# A record's key and payload as the dump prints them (None: not printed), like Kafka's MessageParser.
+RecordParser = Callable[[object], "tuple[str | None, str | None]"]
+
+
+def decoders_parser(key_decoder: Decoder = utf8, value_decoder: Decoder = utf8) -> RecordParser:
+    """The parser of --key-decoder / --value-decoder: each side decoded when present."""
+    return lambda r: (None if r.key is None else key_decoder(r.key),
+                      None if r.value is None else value_decoder(r.value))
+
+
+def structured_parser(decode: Callable[[bytes], object]) -> RecordParser:
+    """The parser of a structured decoder flag (--remote-log-metadata-decoder ...): no key, the
+    value's decoded form, or Kafka's line for a value that does not decode."""
+    def parse(r):
+        try:
+            return None, decode(r.value)
+        except (ValueError, TypeError) as exc:
+            message = exc.message if isinstance(exc, KafkaDataError) else str(exc)
+            return None, f"Error at offset {r.offset}, skipping. {message}"
+    return parse
+
+
+def _structured() -> dict[str, RecordParser]:
+    """Structured decoders by flag name, in Kafka's order of precedence."""
+    from .tiered.metadata import dump_payload
+    return {"remote-log-metadata": structured_parser(dump_payload)}
+
+
+def parser_for(decoder: str | None = None, key_decoder: Decoder = utf8, value_decoder: Decoder = utf8) -> RecordParser:
+    return _structured()[decoder] if decoder else decoders_parser(key_decoder, value_decoder)
 
 
 class DumpErrors:
@@ -160,11 +193,14 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
                print_data: bool = False, skip_metadata: bool = False, max_bytes: int | None = None,
                verify_index_only: bool = False, index_sanity_check: bool = False,
                max_message_size: int = 5 * 1024 * 1024, key_decoder: Decoder = utf8,
-               value_decoder: Decoder = utf8, progress: bool = False, style: str = "java") -> int:
+               value_decoder: Decoder = utf8, progress: bool = False, style: str = "java",
+               decoder: str | None = None) -> int:
     """kafka-dump-log.sh over several files, dispatched by the suffix after the last dot; returns
     the number of problems met (errors, index mismatches).  ``style``: the output of Kafka 4.3+'s
-    tool ("java") or of the Scala tool of earlier releases ("scala"); see ``Style``."""
+    tool ("java") or of the Scala tool of earlier releases ("scala"); see ``Style``.  ``decoder``:
+    a structured decoder's name (``remote-log-metadata``), which then prints every payload."""
     out = out or sys.stdout
+    parser = parser_for(decoder, key_decoder, value_decoder)
     err = err or sys.stderr
     errors = DumpErrors(STYLES[style])
     problems = 0
@@ -177,8 +213,8 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
         try:
             if suffix in (LOG, KRAFT_SNAPSHOT):
                 problems += dump_log(path, out, err, deep=deep, print_data=print_data, skip_metadata=skip_metadata,
-                                     max_bytes=max_bytes, key_decoder=key_decoder, value_decoder=value_decoder,
-                                     header=False, progress=progress, errors=errors)
+                                     max_bytes=max_bytes, parser=parser, header=False, progress=progress,
+                                     errors=errors)
             elif suffix == OffsetIndex.SUFFIX:
                 dump_offset_index(path, out, errors, verify_index_only, index_sanity_check, max_message_size)
             elif suffix == TimeIndex.SUFFIX:
@@ -198,7 +234,7 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
 def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *, deep: bool = False,
              print_data: bool = False, skip_metadata: bool = False, max_bytes: int | None = None,
              key_decoder: Decoder = utf8, value_decoder: Decoder = utf8, header: bool = True,
-             progress: bool = False, errors: DumpErrors | None = None) -> int:
+             progress: bool = False, errors: DumpErrors | None = None, parser: RecordParser | None = None) -> int:
     """Print one ``.log`` (or KRaft ``.checkpoint``) file as kafka-dump-log does; returns the
     number of problems met.  ``progress``: a percentage line on stderr when it is a terminal
     and the file is large (never when piped).  ``errors``: where a multi-file dump collects what
@@ -221,8 +257,8 @@ def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *,
         meter = Progress(err, seg.size) if progress else None
         own = errors is None
         errors = errors or DumpErrors()
-        problems = _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key_decoder,
-                                 value_decoder, meter, errors)
+        problems = _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes,
+                                 parser or decoders_parser(key_decoder, value_decoder), meter, errors)
         if own:
             errors.write(err)
         return problems
@@ -262,7 +298,7 @@ def damaged_batch_line(exc: KafkaDataError) -> str:
     return f"| damaged batch: records not readable {exc.line()}"
 
 
-def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key_decoder, value_decoder,
+def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, parser: RecordParser,
                   meter, errors: DumpErrors) -> int:
     problems = 0
     pairs = []
@@ -280,8 +316,7 @@ def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, key
                             pairs.append((last_offset, r.offset))
                         last_offset = r.offset
                         out.write(record_line(b, r, print_data=print_data, skip_metadata=skip_metadata,
-                                              key_decoder=key_decoder, value_decoder=value_decoder,
-                                              style=style) + "\n")
+                                              parser=parser, style=style) + "\n")
                 except KafkaDataError as exc:  # this batch's records only: its framing holds, go on
                     out.write(damaged_batch_line(exc) + "\n")
                     problems += 1

@@ -53,6 +53,9 @@ class Broker:
     def __init__(self, directory: Path):
         self.directory = directory
         self.data = directory / "data"
+        # Tiered storage (KIP-405) is on for the broker; topics opt in with remote.storage.enable.
+        # The remote store is Kafka's own LocalTieredStorage, which writes under <dir>/kafka-tiered-storage.
+        self.remote = directory / "remote" / "kafka-tiered-storage"
         self.port, self.controller_port = free_port(), free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.process = None
@@ -77,6 +80,14 @@ class Broker:
             "group.initial.rebalance.delay.ms=0",
             "log.cleaner.backoff.ms=200",
             "log.retention.check.interval.ms=1000",
+            "remote.log.storage.system.enable=true",
+            "remote.log.storage.manager.class.name=org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+            f"rsm.config.dir={self.remote.parent}",
+            "rsm.config.delete.on.close=false",
+            "remote.log.metadata.manager.listener.name=PLAINTEXT",
+            "rlmm.config.remote.log.metadata.topic.replication.factor=1",
+            "rlmm.config.remote.log.metadata.topic.num.partitions=1",
+            "remote.log.manager.task.interval.ms=500",
         ]) + "\n")
         return path
 

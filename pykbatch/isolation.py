@@ -1,0 +1,79 @@
+"""``isolation.level`` for offline readers: what a Kafka consumer would be handed.
+
+``read_uncommitted``: every record of every non-control batch.  ``read_committed`` follows the
+consumer (``CompletedFetch``): the broker hands it the aborted transactions of the range (from
+the ``.txnindex`` files: producer id and first offset); before each batch of a producer the
+consumer moves the aborted transactions that began at or before the batch's last offset into a
+set of aborted producers; a transactional batch of an aborted producer is dropped; that
+producer's ABORT marker takes it out of the set again.  And the broker hands it nothing at or
+after the last stable offset: the first offset of the earliest transaction still open.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Iterable
+
+from .control import ABORT, control_type
+from .log.indexes import AbortedTxn, SnapshotEntry
+
+READ_UNCOMMITTED = "read_uncommitted"
+READ_COMMITTED = "read_committed"
+ISOLATION_LEVELS = (READ_UNCOMMITTED, READ_COMMITTED)
+
+
+def check_level(level: str) -> str:
+    if level not in ISOLATION_LEVELS:
+        raise ValueError(f"isolation level is one of {', '.join(ISOLATION_LEVELS)}, not {level!r}")
+    return level
+
+
+def _is_abort_marker(batch) -> bool:
+    if not batch.is_control:
+        return False
+    for record in batch:
+        return control_type(record.key) == ABORT
+    return False
+
+
+class Isolation:
+    """Decides, batch by batch in offset order, what a consumer at ``level`` receives."""
+
+    def __init__(self, level: str = READ_UNCOMMITTED, aborted: Iterable[AbortedTxn] = (),
+                 last_stable_offset: int | None = None):
+        self.level = check_level(level)
+        self.committed = level == READ_COMMITTED
+        self._pending = sorted((t.first_offset, t.producer_id) for t in aborted) if self.committed else []
+        self._aborted: set[int] = set()
+        self.last_stable_offset = last_stable_offset if self.committed else None
+
+    def past_end(self, batch) -> bool:
+        """Whether ``batch`` and everything after it lie at or beyond the last stable offset."""
+        return self.last_stable_offset is not None and batch.base_offset >= self.last_stable_offset
+
+    def keeps(self, batch) -> bool:
+        """Whether the consumer receives ``batch``'s records (call for every batch, in order)."""
+        if self.committed and batch.producer_id >= 0:
+            while self._pending and self._pending[0][0] <= batch.last_offset:
+                self._aborted.add(heapq.heappop(self._pending)[1])
+            if _is_abort_marker(batch):
+                self._aborted.discard(batch.producer_id)
+            elif batch.is_transactional and batch.producer_id in self._aborted:
+                return False
+        return not batch.is_control
+
+    def keeps_offset(self, offset: int) -> bool:
+        return self.last_stable_offset is None or offset < self.last_stable_offset
+
+
+def open_transactions(snapshot: Iterable[SnapshotEntry], batches_after: Iterable) -> dict[int, int]:
+    """Producer id -> first offset of its transaction still open at the end of ``batches_after``
+    (the batches after a producer snapshot, in order), starting from the snapshot's entries."""
+    ongoing = {e.producer_id: e.current_txn_first_offset for e in snapshot if e.current_txn_first_offset >= 0}
+    for b in batches_after:
+        if b.magic < 2 or not b.is_transactional:
+            continue
+        if b.is_control:
+            ongoing.pop(b.producer_id, None)
+        else:
+            ongoing.setdefault(b.producer_id, b.base_offset)
+    return ongoing

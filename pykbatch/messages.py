@@ -1,0 +1,242 @@
+"""Kafka's versioned message definitions, interpreted (``pykbatch/schemas/messages/*.json``).
+
+Internal topics (``__remote_log_metadata`` here; offsets, transactions, cluster metadata next)
+store records whose bytes are one of Kafka's generated messages.  Rather than hand-write a
+reader per record type and version, this module reads the very JSON definitions Kafka's code
+generator reads and decodes any version of them:
+
+    schema = messages.load("RemoteLogSegmentMetadataRecord")
+    fields, end = schema.decode(value, pos, version)   # {"RemoteLogSegmentId": {...}, ...}
+
+Encoding rules (Kafka's generator): in a *flexible* version strings, bytes and arrays carry an
+unsigned-varint length plus one (0 = null), and each struct ends with tagged fields; otherwise
+lengths are int16 (strings) or int32 (bytes, arrays), -1 = null.  A field absent from a version
+takes its default.  Every failure names the byte where it happened.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import struct
+import uuid
+from dataclasses import dataclass, field
+from importlib import resources
+
+from pykbatch.errors import CorruptRecordError
+
+_FIXED = {"bool": (1, "?"), "int8": (1, "b"), "int16": (2, ">h"), "uint16": (2, ">H"), "int32": (4, ">i"),
+          "uint32": (4, ">I"), "int64": (8, ">q"), "float64": (8, ">d")}
+_NUMBER_DEFAULT = {"bool": False, "float64": 0.0}
+
+
+class MessageFormatError(CorruptRecordError):
+    """Bytes that are not the message they claim to be; ``offset`` is the byte where it failed."""
+
+
+@dataclass(frozen=True)
+class Versions:
+    """A version range as Kafka writes it: ``"0+"``, ``"1-3"``, ``"2"``, ``"none"``."""
+    low: int
+    high: int  # inclusive; a huge number for "N+"
+
+    @classmethod
+    def parse(cls, text: str | None) -> "Versions":
+        if text is None or text == "none":
+            return cls(1, 0)
+        if text.endswith("+"):
+            return cls(int(text[:-1]), 1 << 15)
+        low, _, high = text.partition("-")
+        return cls(int(low), int(high or low))
+
+    def __contains__(self, version: int) -> bool:
+        return self.low <= version <= self.high
+
+
+@dataclass
+class Field:
+    name: str
+    type: str
+    versions: Versions
+    nullable: Versions
+    tagged: Versions
+    tag: int | None
+    default: object
+    fields: list["Field"] = field(default_factory=list)  # an inline struct's, or the common struct's
+
+    @property
+    def element(self) -> str:
+        return self.type[2:] if self.type.startswith("[]") else self.type
+
+
+@dataclass
+class MessageSchema:
+    name: str
+    api_key: int | None
+    valid: Versions
+    flexible: Versions
+    fields: list[Field]
+
+    def decode(self, data, pos: int, version: int, end: int | None = None) -> tuple[dict, int]:
+        """The message at ``data[pos:end]`` as a dict of field name -> value (structs as dicts,
+        arrays as lists, uuids as ``uuid.UUID``, bytes as ``bytes``), and where it ended."""
+        if version not in self.valid:
+            raise MessageFormatError(f"{self.name} has no version {version} (valid: {self.valid.low}-"
+                                     f"{min(self.valid.high, 32767)})", pos)
+        reader = Reader(memoryview(data), pos, len(data) if end is None else end, version in self.flexible)
+        return reader.struct(self.fields, version, self.name), reader.pos
+
+
+def _load_fields(raw: list, structs: dict) -> list[Field]:
+    out = []
+    for f in raw:
+        sub = f.get("fields")
+        typ = f["type"]
+        element = typ[2:] if typ.startswith("[]") else typ
+        if sub is None and element in structs:
+            sub = structs[element]
+        out.append(Field(
+            name=f["name"], type=typ, versions=Versions.parse(f.get("versions")),
+            nullable=Versions.parse(f.get("nullableVersions")), tagged=Versions.parse(f.get("taggedVersions")),
+            tag=f.get("tag"), default=f.get("default"), fields=_load_fields(sub, structs) if sub else []))
+    return out
+
+
+def parse_definition(text: str) -> MessageSchema:
+    """A definition file's text (Kafka's JSON with ``//`` comment lines) as a schema."""
+    doc = json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
+    structs = {s["name"]: s["fields"] for s in doc.get("commonStructs", [])}
+    return MessageSchema(name=doc["name"], api_key=doc.get("apiKey"), valid=Versions.parse(doc["validVersions"]),
+                         flexible=Versions.parse(doc.get("flexibleVersions")),
+                         fields=_load_fields(doc["fields"], structs))
+
+
+@functools.cache
+def load(name: str) -> MessageSchema:
+    """Kafka's definition ``name`` (the file name without ``.json``) from pykbatch/schemas/messages."""
+    text = resources.files("pykbatch").joinpath("schemas", "messages", f"{name}.json").read_text("utf-8")
+    return parse_definition(text)
+
+
+def default_of(f: Field):
+    if f.type.startswith("[]"):
+        return []
+    if f.fields:
+        return None
+    if f.default == "null":
+        return None
+    if f.type in _FIXED:
+        if f.default is None:
+            return _NUMBER_DEFAULT.get(f.type, 0)
+        if f.type == "bool":
+            return f.default in (True, "true")
+        if isinstance(f.default, str) and f.default.lower().startswith("0x"):
+            return int(f.default, 16)
+        return type(_NUMBER_DEFAULT.get(f.type, 0))(f.default)
+    if f.type == "string":
+        return f.default or ""
+    if f.type == "uuid":
+        return uuid.UUID(int=0)
+    return b""
+
+
+class Reader:
+    def __init__(self, view: memoryview, pos: int, end: int, flexible: bool):
+        self.view, self.pos, self.end, self.flexible = view, pos, end, flexible
+
+    def fail(self, what: str, at: int | None = None):
+        raise MessageFormatError(what, self.pos if at is None else at)
+
+    def take(self, n: int, what: str) -> memoryview:
+        if n < 0 or self.pos + n > self.end:
+            self.fail(f"{what} needs {n} bytes, {self.end - self.pos} remain")
+        out = self.view[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def uvarint(self, what: str) -> int:
+        start, value, shift = self.pos, 0, 0
+        while True:
+            if self.pos >= self.end:
+                self.fail(f"{what}: unsigned varint runs past the end", start)
+            b = self.view[self.pos]
+            self.pos += 1
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+            if shift > 28:
+                self.fail(f"{what}: unsigned varint longer than 5 bytes", start)
+
+    def fixed(self, typ: str, what: str):
+        size, fmt = _FIXED[typ]
+        return struct.unpack(fmt, self.take(size, what))[0]
+
+    def length(self, wide: bool, what: str) -> int:
+        """A length prefix: -1 for null."""
+        if self.flexible:
+            return self.uvarint(what) - 1
+        return self.fixed("int32" if wide else "int16", what)
+
+    def value(self, f: Field, version: int, where: str):
+        typ, what = f.type, f"{where}.{f.name}"
+        if typ.startswith("[]"):
+            start = self.pos
+            n = self.length(True, what)
+            if n < 0:
+                if version not in f.nullable:
+                    self.fail(f"{what}: null array in a version where it is not nullable", start)
+                return None
+            if n > self.end - self.pos:  # every element takes at least a byte: no huge allocation
+                self.fail(f"{what}: array of {n} elements in {self.end - self.pos} bytes", start)
+            element = Field(f.name, f.element, f.versions, Versions(1, 0), Versions(1, 0), None, None, f.fields)
+            return [self.value(element, version, what) for _ in range(n)]
+        if f.fields:
+            return self.struct(f.fields, version, what)
+        if typ in _FIXED:
+            return self.fixed(typ, what)
+        if typ == "uuid":
+            return uuid.UUID(bytes=bytes(self.take(16, what)))
+        if typ in ("string", "bytes", "records"):
+            start = self.pos
+            n = self.length(typ != "string", what)
+            if n < 0:
+                if version not in f.nullable:
+                    self.fail(f"{what}: null {typ} in a version where it is not nullable", start)
+                return None
+            raw = bytes(self.take(n, what))
+            if typ != "string":
+                return raw
+            try:
+                return raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                self.fail(f"{what}: string is not UTF-8 ({exc.reason})", start)
+        self.fail(f"{what}: type {typ!r} is not one this interpreter knows")
+
+    def struct(self, fields: list[Field], version: int, where: str) -> dict:
+        out = {}
+        tagged = {}
+        for f in fields:
+            if version not in f.versions:
+                out[f.name] = default_of(f)
+            elif self.flexible and version in f.tagged:
+                tagged[f.tag] = f
+                out[f.name] = default_of(f)
+            else:
+                out[f.name] = self.value(f, version, where)
+        if self.flexible:
+            unknown = {}
+            for _ in range(self.uvarint(f"{where} tagged field count")):
+                tag = self.uvarint(f"{where} tag")
+                size = self.uvarint(f"{where} tag {tag} size")
+                start = self.pos
+                if size > self.end - start:
+                    self.fail(f"{where} tag {tag}: {size} bytes, {self.end - start} remain")
+                if tag in tagged:
+                    inner = Reader(self.view, start, start + size, True)
+                    out[tagged[tag].name] = inner.value(tagged[tag], version, where)
+                else:
+                    unknown[tag] = bytes(self.view[start:start + size])
+                self.pos = start + size
+            if unknown:
+                out["_unknown_tagged_fields"] = unknown
+        return out

@@ -1,0 +1,160 @@
+"""How a remote store lays out a partition's uploaded segments: one small interface per store.
+
+A *layout* answers three questions over an fsspec filesystem (local disk, s3://, gs://...):
+which partitions the store holds, which uploaded copies (``RemoteObject``: the files of one
+upload, keyed by Kafka's suffixes) each partition has, and how to open a file (ranged reads on
+object stores).  A store plugs in by subclassing ``Layout`` and adding itself to ``LAYOUTS``.
+
+``LocalTieredStorage`` is Apache Kafka's own file-system store (its integration tests' RSM,
+``org.apache.kafka.server.log.remote.storage.LocalTieredStorage``), as a broker writes it:
+
+    <root>/<topic>-<partition>-<topicId>/<20-digit start offset>-<segment uuid>.<suffix>
+
+with suffixes ``.log .index .timeindex .txnindex .snapshot .leader_epoch_checkpoint`` (topic id
+and segment uuid in Kafka's 22-character form).  Aiven's store (``<prefix>/<topic>-<topicId>/
+<partition>/<offset>-<uuid>.{log,indexes,rsm-manifest}``, chunked, optionally compressed and
+encrypted) is not implemented: no fixture its real plugin wrote could be had here.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from .metadata import TopicIdPartition, parse_kafka_uuid
+
+LOG = ".log"
+INDEX = ".index"
+TIME_INDEX = ".timeindex"
+TXN_INDEX = ".txnindex"
+SNAPSHOT = ".snapshot"
+EPOCHS = ".leader_epoch_checkpoint"
+
+
+@dataclass(frozen=True)
+class RemoteObject:
+    """The files of one upload of one segment."""
+    partition: TopicIdPartition
+    start_offset: int
+    segment_uuid: uuid.UUID
+    files: dict[str, str] = field(hash=False)  # suffix -> path in the store
+    sizes: dict[str, int] = field(hash=False)  # suffix -> bytes
+
+    @property
+    def log(self) -> str | None:
+        return self.files.get(LOG)
+
+
+class Layout:
+    """A remote store's layout.  ``fs`` is an fsspec filesystem, ``root`` a path in it."""
+    name = "?"
+
+    def __init__(self, fs, root: str):
+        self.fs, self.root = fs, root.rstrip("/")
+
+    @classmethod
+    def detect(cls, fs, root: str) -> bool:
+        """Whether ``root`` looks like this layout."""
+        raise NotImplementedError
+
+    def partitions(self) -> dict[TopicIdPartition, str]:
+        """Each partition the store holds -> its location."""
+        raise NotImplementedError
+
+    def objects(self, partition: TopicIdPartition) -> list[RemoteObject]:
+        """Every upload the store holds for ``partition`` (whatever the metadata says of it)."""
+        raise NotImplementedError
+
+    def open(self, path: str, block_size: int | None = None):
+        """A seekable binary file; on an object store, reads become ranged requests."""
+        if block_size is not None and "block_size" in _open_kwargs(self.fs):
+            return self.fs.open(path, "rb", block_size=block_size)
+        return self.fs.open(path, "rb")
+
+    def read(self, path: str, start: int = 0, end: int | None = None) -> bytes:
+        """Bytes [start, end) of a (small) file."""
+        with self.fs.open(path, "rb") as f:
+            f.seek(start)
+            return f.read() if end is None else f.read(end - start)
+
+    def local_path(self, path: str) -> str | None:
+        """The path on this machine's disk, when the store is local (read through mmap)."""
+        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        return path if protocol in ("file", "local") else None
+
+    def describe(self) -> str:
+        return f"{self.name} at {self.fs.unstrip_protocol(self.root)}"
+
+
+def _open_kwargs(fs) -> tuple:
+    import inspect
+    try:
+        return tuple(inspect.signature(fs._open).parameters)
+    except (TypeError, ValueError, AttributeError):
+        return ()
+
+
+_TP_DIR = re.compile(r"^(?P<topic>[a-zA-Z0-9._-]+)-(?P<partition>\d+)-(?P<id>[a-zA-Z0-9_-]{22})$")
+_FILE = re.compile(r"^(?P<offset>\d+)-(?P<uuid>[a-zA-Z0-9_-]{22})(?P<suffix>\.[a-z_]+)$")
+
+
+class LocalTieredStorage(Layout):
+    name = "local-tiered-storage"
+
+    @classmethod
+    def detect(cls, fs, root: str) -> bool:
+        return any(_TP_DIR.match(_name(p)) for p in _dirs(fs, root))
+
+    def partitions(self) -> dict[TopicIdPartition, str]:
+        out = {}
+        for path in _dirs(self.fs, self.root):
+            m = _TP_DIR.match(_name(path))
+            if m:
+                out[TopicIdPartition(m["topic"], int(m["partition"]), parse_kafka_uuid(m["id"]))] = path
+        return out
+
+    def objects(self, partition: TopicIdPartition) -> list[RemoteObject]:
+        location = self.partitions().get(partition)
+        if location is None:
+            return []
+        uploads: dict[uuid.UUID, tuple[int, dict, dict]] = {}
+        for info in self.fs.ls(location, detail=True):
+            m = _FILE.match(_name(info["name"]))
+            if not m or info.get("type") == "directory":
+                continue
+            seg = parse_kafka_uuid(m["uuid"])
+            _, files, sizes = uploads.setdefault(seg, (int(m["offset"]), {}, {}))
+            files[m["suffix"]] = info["name"]
+            sizes[m["suffix"]] = int(info.get("size") or 0)
+        return sorted((RemoteObject(partition, start, seg, files, sizes) for seg, (start, files, sizes) in uploads.items()),
+                      key=lambda o: (o.start_offset, str(o.segment_uuid)))
+
+
+def _name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _dirs(fs, root: str) -> list[str]:
+    try:
+        return [i["name"] for i in fs.ls(root, detail=True) if i.get("type") == "directory"]
+    except FileNotFoundError:
+        return []
+
+
+LAYOUTS: dict[str, type[Layout]] = {LocalTieredStorage.name: LocalTieredStorage}
+
+
+def open_store(url: str, layout: str | None = None, **storage_options) -> Layout:
+    """The remote store at ``url`` (a local path, ``file://``, ``s3://bucket/prefix`` ...), its
+    layout named or detected."""
+    import fsspec
+    fs, root = fsspec.core.url_to_fs(url, **storage_options)
+    if layout is not None:
+        if layout not in LAYOUTS:
+            raise ValueError(f"unknown remote store layout {layout!r}; known: {', '.join(LAYOUTS)}")
+        return LAYOUTS[layout](fs, root)
+    for cls in LAYOUTS.values():
+        if cls.detect(fs, root):
+            return cls(fs, root)
+    raise ValueError(f"{url}: no known remote store layout found (known: {', '.join(LAYOUTS)}; "
+                     f"LocalTieredStorage keeps <topic>-<partition>-<topicId> folders at its root)")

@@ -1,0 +1,269 @@
+"""The records of Kafka's ``__remote_log_metadata`` topic (KIP-405's topic-based metadata manager).
+
+A record's value is a framed message (Kafka's ``AbstractApiMessageSerde``): unsigned varints
+frame version (1), api key and version, then the message of that key, decoded from Kafka's own
+definitions (``pykbatch/messages.py``).  Keys are null.
+
+    for event in metadata.events_of_segments(["__remote_log_metadata-0/00000000000000000000.log"]):
+        event.partition, event.state ...
+    metadata.decode_value(record.value)          # one value
+    event.java_str()                             # as kafka-dump-log --remote-log-metadata-decoder prints it
+"""
+from __future__ import annotations
+
+import base64
+import enum
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from pykbatch import messages
+from pykbatch.messages import MessageFormatError
+
+TOPIC = "__remote_log_metadata"
+FRAME_VERSION = 1
+DEFINITIONS = ("RemoteLogSegmentMetadataRecord", "RemoteLogSegmentMetadataUpdateRecord",
+               "RemotePartitionDeleteMetadataRecord", "RemoteLogSegmentMetadataSnapshotRecord")
+
+
+class SegmentState(enum.IntEnum):
+    """``RemoteLogSegmentState``: a remote copy's life."""
+    COPY_SEGMENT_STARTED = 0
+    COPY_SEGMENT_FINISHED = 1
+    DELETE_SEGMENT_STARTED = 2
+    DELETE_SEGMENT_FINISHED = 3
+
+
+class PartitionDeleteState(enum.IntEnum):
+    """``RemotePartitionDeleteState``."""
+    DELETE_PARTITION_MARKED = 0
+    DELETE_PARTITION_STARTED = 1
+    DELETE_PARTITION_FINISHED = 2
+
+
+def kafka_uuid(u: uuid.UUID) -> str:
+    """Kafka's text form of a Uuid: URL-safe base64 of its 16 bytes, unpadded (22 characters)."""
+    return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
+
+
+def parse_kafka_uuid(text: str) -> uuid.UUID:
+    if len(text) != 22:
+        raise ValueError(f"a Kafka Uuid has 22 characters: {text!r}")
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+
+
+@dataclass(frozen=True, order=True)
+class TopicIdPartition:
+    topic: str
+    partition: int
+    topic_id: uuid.UUID
+
+    def __str__(self) -> str:  # Kafka's TopicIdPartition.toString
+        return f"{kafka_uuid(self.topic_id)}:{self.topic}-{self.partition}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True)
+class SegmentId:
+    """``RemoteLogSegmentId``: a partition and the copy's own Uuid (one per upload)."""
+    partition: TopicIdPartition
+    id: uuid.UUID
+
+    def __str__(self) -> str:
+        return f"RemoteLogSegmentId{{topicIdPartition={self.partition}, id={kafka_uuid(self.id)}}}"
+
+
+def _state_str(enum_type, value: int) -> str:
+    try:
+        return enum_type(value).name
+    except ValueError:
+        return "null"  # Kafka's forId answers null for an unknown id
+
+
+def _custom_str(custom: bytes | None) -> str:
+    return "Optional.empty" if custom is None else f"Optional[CustomMetadata{{{len(custom)} bytes}}]"
+
+
+def _epochs_str(epochs: dict[int, int]) -> str:  # a Java TreeMap
+    return "{" + ", ".join(f"{e}={o}" for e, o in sorted(epochs.items())) + "}"
+
+
+@dataclass(frozen=True)
+class SegmentMetadata:
+    """A remote copy announced (``RemoteLogSegmentMetadataRecord``; its state is normally
+    COPY_SEGMENT_STARTED)."""
+    segment_id: SegmentId
+    start_offset: int
+    end_offset: int
+    broker_id: int
+    max_timestamp_ms: int
+    event_timestamp_ms: int
+    leader_epochs: dict[int, int]  # leader epoch -> its first offset in the segment
+    size_in_bytes: int
+    custom_metadata: bytes | None
+    state: int
+    txn_index_empty: bool
+
+    @property
+    def partition(self) -> TopicIdPartition:
+        return self.segment_id.partition
+
+    def java_str(self) -> str:
+        return (f"RemoteLogSegmentMetadata{{remoteLogSegmentId={self.segment_id}, startOffset={self.start_offset}, "
+                f"endOffset={self.end_offset}, brokerId={self.broker_id}, maxTimestampMs={self.max_timestamp_ms}, "
+                f"eventTimestampMs={self.event_timestamp_ms}, segmentLeaderEpochs={_epochs_str(self.leader_epochs)}, "
+                f"segmentSizeInBytes={self.size_in_bytes}, customMetadata={_custom_str(self.custom_metadata)}, "
+                f"state={_state_str(SegmentState, self.state)}, txnIdxEmpty={str(self.txn_index_empty).lower()}}}")
+
+
+@dataclass(frozen=True)
+class SegmentUpdate:
+    """A copy's state moved on (``RemoteLogSegmentMetadataUpdateRecord``)."""
+    segment_id: SegmentId
+    broker_id: int
+    event_timestamp_ms: int
+    custom_metadata: bytes | None
+    state: int
+
+    @property
+    def partition(self) -> TopicIdPartition:
+        return self.segment_id.partition
+
+    def java_str(self) -> str:
+        return (f"RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId={self.segment_id}, "
+                f"customMetadata={_custom_str(self.custom_metadata)}, state={_state_str(SegmentState, self.state)}, "
+                f"eventTimestampMs={self.event_timestamp_ms}, brokerId={self.broker_id}}}")
+
+
+@dataclass(frozen=True)
+class PartitionDelete:
+    """A partition's remote data is being deleted (``RemotePartitionDeleteMetadataRecord``)."""
+    partition: TopicIdPartition
+    broker_id: int
+    event_timestamp_ms: int
+    state: int
+
+    def java_str(self) -> str:
+        return (f"RemotePartitionDeleteMetadata{{topicPartition={self.partition}, "
+                f"state={_state_str(PartitionDeleteState, self.state)}, eventTimestampMs={self.event_timestamp_ms}, "
+                f"brokerId={self.broker_id}}}")
+
+
+@dataclass(frozen=True)
+class SegmentSnapshot:
+    """A segment's metadata as a snapshot holds it (``RemoteLogSegmentMetadataSnapshotRecord``:
+    the copy's Uuid without its partition)."""
+    segment_uuid: uuid.UUID
+    start_offset: int
+    end_offset: int
+    broker_id: int
+    max_timestamp_ms: int
+    event_timestamp_ms: int
+    leader_epochs: dict[int, int]
+    size_in_bytes: int
+    custom_metadata: bytes | None
+    state: int
+    txn_index_empty: bool
+
+    partition = None
+
+    def java_str(self) -> str:
+        return (f"RemoteLogSegmentMetadataSnapshot{{segmentId={kafka_uuid(self.segment_uuid)}, "
+                f"startOffset={self.start_offset}, endOffset={self.end_offset}, "
+                f"maxTimestampMs={self.max_timestamp_ms}, segmentLeaderEpochs={_epochs_str(self.leader_epochs)}, "
+                f"segmentSizeInBytes={self.size_in_bytes}, customMetadata={_custom_str(self.custom_metadata)}, "
+                f"state={_state_str(SegmentState, self.state)}, txnIdxEmpty={str(self.txn_index_empty).lower()}}}")
+
+
+Event = SegmentMetadata | SegmentUpdate | PartitionDelete | SegmentSnapshot
+
+
+def _tip(d: dict) -> TopicIdPartition:
+    return TopicIdPartition(d["Name"], d["Partition"], d["Id"])
+
+
+def _sid(d: dict) -> SegmentId:
+    return SegmentId(_tip(d["TopicIdPartition"]), d["Id"])
+
+
+def _epochs(entries) -> dict[int, int]:
+    return {e["LeaderEpoch"]: e["Offset"] for e in entries or ()}
+
+
+def _segment(m: dict):
+    return dict(start_offset=m["StartOffset"], end_offset=m["EndOffset"], broker_id=m["BrokerId"],
+                max_timestamp_ms=m["MaxTimestampMs"], event_timestamp_ms=m["EventTimestampMs"],
+                leader_epochs=_epochs(m["SegmentLeaderEpochs"]), size_in_bytes=m["SegmentSizeInBytes"],
+                custom_metadata=m["CustomMetadata"], state=m["RemoteLogSegmentState"],
+                txn_index_empty=m["TxnIndexEmpty"])
+
+
+_BUILD = {
+    "RemoteLogSegmentMetadataRecord": lambda m: SegmentMetadata(segment_id=_sid(m["RemoteLogSegmentId"]), **_segment(m)),
+    "RemoteLogSegmentMetadataUpdateRecord": lambda m: SegmentUpdate(
+        _sid(m["RemoteLogSegmentId"]), m["BrokerId"], m["EventTimestampMs"], m["CustomMetadata"],
+        m["RemoteLogSegmentState"]),
+    "RemotePartitionDeleteMetadataRecord": lambda m: PartitionDelete(
+        _tip(m["TopicIdPartition"]), m["BrokerId"], m["EventTimestampMs"], m["RemotePartitionDeleteState"]),
+    "RemoteLogSegmentMetadataSnapshotRecord": lambda m: SegmentSnapshot(segment_uuid=m["SegmentId"], **_segment(m)),
+}
+
+
+def _by_api_key() -> dict[int, messages.MessageSchema]:
+    return {s.api_key: s for s in map(messages.load, DEFINITIONS)}
+
+
+def decode_value(value: bytes) -> Event:
+    """One record value of ``__remote_log_metadata``; ``MessageFormatError`` names the byte and
+    what was wrong (frame version, unknown type, a field, trailing bytes)."""
+    reader = messages.Reader(memoryview(value), 0, len(value), True)
+    frame = reader.uvarint("frame version")
+    if frame == 0:
+        raise MessageFormatError("Could not deserialize metadata record with frame version 0", 0)
+    if frame != FRAME_VERSION:
+        raise MessageFormatError(f"unknown frame version {frame} (only frame version {FRAME_VERSION} is supported)", 0)
+    at = reader.pos
+    api_key = reader.uvarint("type")
+    version = reader.uvarint("version")
+    schema = _by_api_key().get(api_key)
+    if schema is None:
+        raise MessageFormatError(f"unknown remote log metadata type {api_key}", at)
+    fields, end = schema.decode(value, reader.pos, version)
+    if end != len(value):
+        raise MessageFormatError(f"Found {len(value) - end} byte(s) of garbage after {api_key}", end)
+    return _BUILD[schema.name](fields)
+
+
+def dump_payload(value: bytes | None) -> str:
+    """A value as ``kafka-dump-log --remote-log-metadata-decoder`` prints it."""
+    if value is None:
+        raise MessageFormatError("a remote log metadata record has a value; this one is null", 0)
+    return decode_value(value).java_str()
+
+
+@dataclass(frozen=True)
+class MetadataRecord:
+    """An event with where it was read: the metadata topic's partition and offset."""
+    offset: int
+    event: Event | None
+    error: MessageFormatError | None = None
+    path: str | None = None
+
+
+def records_of_segments(paths: Iterable[str]) -> Iterator[MetadataRecord]:
+    """Every record of the given ``__remote_log_metadata`` segment files, in log order; a
+    record that does not decode is yielded with its error (never skipped silently)."""
+    from pykbatch.log import read_segment
+    for path in paths:
+        with read_segment(path) as seg:
+            for batch in seg.batches():
+                if batch.is_control:
+                    continue
+                for rec in batch:
+                    try:
+                        yield MetadataRecord(rec.offset, decode_value(rec.value or b""), None, path)
+                    except MessageFormatError as exc:
+                        yield MetadataRecord(rec.offset, None, exc, path)

@@ -1,0 +1,427 @@
+"""A partition as the broker serves it: its remote copies (the ones the metadata makes
+authoritative) and, when given, the broker's local segments, stitched by offset.
+
+    store = tiered.open_store("s3://bucket/tiered")             # or a local path
+    topic = tiered.TieredTopicStore(store, metadata_dir="/kafka/logs/__remote_log_metadata-0")
+    for part in topic.partitions(local_dirs=["/kafka/logs"]):
+        for batch, record in part.records(isolation="read_committed"):
+            ...
+        part.reports            # holes, missing or truncated objects, unfinished uploads ...
+
+Nothing is skipped silently: what the plan leaves out or cannot read becomes a ``Report`` with
+its offsets, and reading goes on with the rest.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from pykbatch.errors import KafkaDataError
+from pykbatch.isolation import READ_UNCOMMITTED, Isolation, open_transactions
+from pykbatch.log import Partition, Segment
+from pykbatch.log.indexes import Checkpoint, CorruptIndexError, OffsetIndex, ProducerSnapshot, TxnIndex
+from pykbatch.log.segments import index_entry_trusted
+
+from . import layouts
+from .layouts import Layout, RemoteObject
+from .metadata import TopicIdPartition, kafka_uuid
+from .remote_log import Copy, Lineage, RemotePartition, replay
+
+RANGE_BLOCK = 1 << 20  # bytes per ranged read of a remote object
+
+
+class NoMetadataWarning(UserWarning):
+    """A remote store read without ``__remote_log_metadata``: the listing is trusted."""
+
+
+@dataclass(frozen=True)
+class Report:
+    """Something the reader met and did not hand out as records: ``kind`` is one of
+    ``hole`` (no copy serves the offsets: the broker would not serve them either),
+    ``missing_object`` (the metadata says the copy is finished; the store has no such object),
+    ``truncated_object`` (the object ends before the copy's last offset), ``damaged`` (bytes that
+    do not parse), ``copy_unfinished`` / ``copy_deleting`` (an upload not finished, or being deleted:
+    not served), ``superseded`` (a duplicate upload the metadata replaced), ``outside_lineage``,
+    ``unknown_object`` (an upload the metadata does not know), ``deleted_object_present``,
+    ``txn_index_missing``."""
+    kind: str
+    partition: str
+    start: int | None = None
+    end: int | None = None
+    detail: str = ""
+    path: str | None = None
+
+    def line(self) -> str:
+        where = "" if self.start is None else f" offsets {self.start}-{'' if self.end is None else self.end}"
+        return f"{self.partition}{where}: {self.kind}: {self.detail}" + (f" ({self.path})" if self.path else "")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Offsets [start, end] (end None: to the end of the data) read from one segment file."""
+    start: int
+    end: int | None
+    source: str  # "remote" or "local"
+    path: str
+    base_offset: int
+    obj: RemoteObject | None = None
+    copy: Copy | None = None
+    leader_epochs: tuple = ()
+
+
+def _lineage_from_checkpoint(text: str) -> Lineage:
+    return Lineage((int(e), int(o)) for e, o in Checkpoint.parse(text).entries)
+
+
+class TieredPartition:
+    """One partition: a plan of pieces (remote copies, then local segments) and its reports."""
+
+    def __init__(self, partition: TopicIdPartition, store: Layout | None, remote: RemotePartition | None,
+                 local_dir: str | None = None, log_start_offset: int | None = None):
+        self.partition = partition
+        self.store = store
+        self.remote = remote
+        self.local = Partition(local_dir) if local_dir else None
+        self.log_start_offset = log_start_offset
+        self.reports: list[Report] = []
+        self.pieces: list[Piece] = []
+        self._objects = {o.segment_uuid: o for o in store.objects(partition)} if store else {}
+        self._plan()
+
+    @property
+    def name(self) -> str:
+        return self.partition.name
+
+    def _report(self, kind, start=None, end=None, detail="", path=None):
+        self.reports.append(Report(kind, self.name, start, end, detail, path))
+
+    # -- planning -----------------------------------------------------------------------------
+    def lineage(self) -> Lineage | None:
+        """The leader-epoch lineage: the local ``leader-epoch-checkpoint`` when a local directory
+        is given, else the checkpoint uploaded with the newest finished copy, else None (the
+        metadata's own, see ``RemotePartition.default_lineage``)."""
+        if self.local and self.local.leader_epochs:
+            return Lineage((int(e), int(o)) for e, o in self.local.leader_epochs.entries)
+        if self.remote:
+            for copy in sorted(self.remote.referenced(), key=lambda c: c.end, reverse=True):
+                obj = self._objects.get(copy.id.id)
+                if obj and layouts.EPOCHS in obj.files:
+                    try:
+                        return _lineage_from_checkpoint(self.store.read(obj.files[layouts.EPOCHS]).decode())
+                    except (CorruptIndexError, UnicodeDecodeError, OSError):
+                        continue
+        return None
+
+    def _plan(self) -> None:
+        local_start = None
+        if self.local and self.local.segment_paths:
+            local_start = self.local.base_offsets[0]
+        remote_pieces = self._remote_pieces() if self.store else []
+        pieces = [p for p in remote_pieces if local_start is None or p.start < local_start]
+        if local_start is not None:
+            pieces = [p if p.end is None or p.end < local_start else
+                      Piece(p.start, local_start - 1, p.source, p.path, p.base_offset, p.obj, p.copy, p.leader_epochs)
+                      for p in pieces]
+            reached = max((p.end for p in pieces), default=None)
+            if reached is not None and reached + 1 < local_start:
+                self._report("hole", reached + 1, local_start - 1, "between the remote log's end and the first local segment")
+            first = local_start if reached is None else max(local_start, reached + 1)
+            bases = self.local.base_offsets
+            for i, path in enumerate(self.local.segment_paths):
+                end = bases[i + 1] - 1 if i + 1 < len(bases) else None
+                if end is not None and end < first:
+                    continue
+                pieces.append(Piece(max(first, bases[i]), end, "local", path, bases[i]))
+        if self.log_start_offset is not None:
+            pieces = [p if p.start >= self.log_start_offset else
+                      Piece(self.log_start_offset, p.end, p.source, p.path, p.base_offset, p.obj, p.copy, p.leader_epochs)
+                      for p in pieces if p.end is None or p.end >= self.log_start_offset]
+        self.pieces = pieces
+
+    def _remote_pieces(self) -> list[Piece]:
+        if self.remote is None:
+            return self._listing_pieces()
+        spans, rejected = self.remote.plan(self.lineage())
+        pieces = []
+        for span in spans:
+            if span.copy is None:
+                self._report("hole", span.start, span.end, "no remote copy in the leader-epoch lineage serves these offsets")
+                continue
+            obj = self._objects.get(span.copy.id.id)
+            if obj is None or obj.log is None:
+                self._report("missing_object", span.start, span.end,
+                             f"the metadata says copy {kafka_uuid(span.copy.id.id)} is finished; the store has no "
+                             f"{'object' if obj is None else '.log'} for it")
+                continue
+            pieces.append(Piece(span.start, span.end, "remote", obj.log, obj.start_offset, obj, span.copy,
+                                tuple(sorted(span.copy.metadata.leader_epochs.items()))))
+        kinds = {"COPY_SEGMENT_STARTED": "copy_unfinished", "DELETE_SEGMENT_STARTED": "copy_deleting",
+                 "outside the leader-epoch lineage": "outside_lineage"}
+        for r in rejected:
+            self._report(kinds.get(r.reason, "superseded"), r.copy.start, r.copy.end,
+                         f"copy {kafka_uuid(r.copy.id.id)}: {r.reason}; not read",
+                         self._objects[r.copy.id.id].log if r.copy.id.id in self._objects else None)
+        known = {c.id.id for c in self.remote.copies.values()}
+        deleted = {d.id for d in self.remote.deleted}
+        for u, obj in self._objects.items():
+            if u in deleted:
+                self._report("deleted_object_present", obj.start_offset, None,
+                             f"copy {kafka_uuid(u)} was deleted per the metadata; its objects remain", obj.log)
+            elif u not in known:
+                self._report("unknown_object", obj.start_offset, None,
+                             f"upload {kafka_uuid(u)} is not in the remote log metadata; not read", obj.log)
+        return pieces
+
+    def _listing_pieces(self) -> list[Piece]:
+        """Without metadata: every upload with a .log, ordered by start offset; of uploads that
+        start at the same offset, the one with the highest leader epoch (then the largest) wins."""
+        best: dict[int, RemoteObject] = {}
+        for obj in self._objects.values():
+            if obj.log is None:
+                self._report("missing_object", obj.start_offset, None, f"upload {kafka_uuid(obj.segment_uuid)} has no .log")
+                continue
+            cur = best.get(obj.start_offset)
+            if cur is None or self._rank(obj) > self._rank(cur):
+                if cur is not None:
+                    self._report("superseded", cur.start_offset, None, "another upload of the same offsets", cur.log)
+                best[obj.start_offset] = obj
+            else:
+                self._report("superseded", obj.start_offset, None, "another upload of the same offsets", obj.log)
+        starts = sorted(best)
+        return [Piece(s, starts[i + 1] - 1 if i + 1 < len(starts) else None, "remote", best[s].log, s, best[s])
+                for i, s in enumerate(starts)]
+
+    def _rank(self, obj: RemoteObject):
+        epoch = -1
+        if layouts.EPOCHS in obj.files:
+            try:
+                entries = Checkpoint.parse(self.store.read(obj.files[layouts.EPOCHS]).decode()).entries
+                epoch = max((int(e) for e, _ in entries), default=-1)
+            except (CorruptIndexError, UnicodeDecodeError, OSError):
+                pass
+        return epoch, obj.sizes.get(layouts.LOG, 0)
+
+    # -- reading ------------------------------------------------------------------------------
+    def _open_piece(self, piece: Piece, start: int, end: int | None) -> Segment:
+        """The piece's segment, from the index position of ``start`` (a remote object: only the
+        byte range holding [start, end] is fetched)."""
+        if piece.source == "local":
+            seg = Segment(piece.path, base_offset=piece.base_offset)
+            seg.start_position = _index_start(seg.offset_index, seg, start)
+            return seg
+        local = self.store.local_path(piece.path)
+        index = self._remote_index(piece)
+        if local is not None:
+            seg = Segment(local, base_offset=piece.base_offset)
+            seg.start_position = _index_start(index, seg, start)
+            return seg
+        lo = index.lookup(start).position if index else 0
+        hi = None
+        if index is not None and end is not None:
+            after = [e for e in index._entries() if e.offset > end]
+            hi = after[0].position if after else None
+        spool = tempfile.NamedTemporaryFile(suffix=".spool")  # bounded memory; deleted on close
+        with self.store.open(piece.path, block_size=RANGE_BLOCK) as f:
+            f.seek(lo)
+            remaining = None if hi is None else hi - lo
+            while remaining is None or remaining > 0:
+                chunk = f.read(RANGE_BLOCK if remaining is None else min(RANGE_BLOCK, remaining))
+                if not chunk:
+                    break
+                spool.write(chunk)
+                if remaining is not None:
+                    remaining -= len(chunk)
+        spool.flush()
+        spool.seek(0)
+        seg = Segment(spool, base_offset=piece.base_offset)
+        seg.start_position = 0
+        seg.byte_offset = lo
+        return seg
+
+    def _remote_index(self, piece: Piece) -> OffsetIndex | None:
+        path = piece.obj.files.get(layouts.INDEX) if piece.obj else None
+        if not path:
+            return None
+        try:
+            return OffsetIndex(self.store.read(path), piece.base_offset, path)
+        except (CorruptIndexError, OSError):
+            return None
+
+    def batches(self, start: int | None = None, end: int | None = None) -> Iterator[tuple[Piece, object]]:
+        """(piece, batch) for every batch holding offsets in [start, end] (inclusive; None: open),
+        in offset order.  A piece that ends early or does not parse is reported and skipped over."""
+        for piece in self.pieces:
+            lo = piece.start if start is None else max(start, piece.start)
+            hi = piece.end if end is None else (end if piece.end is None else min(end, piece.end))
+            if hi is not None and lo > hi:
+                continue
+            yield from self._piece_batches(piece, lo, hi)
+
+    def _piece_batches(self, piece: Piece, lo: int, hi: int | None):
+        try:
+            seg = self._open_piece(piece, lo, hi)
+        except OSError as exc:
+            self._report("missing_object", piece.start, piece.end, f"cannot be read: {exc}", piece.path)
+            return
+        reached = lo - 1
+        with seg:
+            try:
+                for b in seg.batches(start=getattr(seg, "start_position", 0)):
+                    last = b.last_offset
+                    if last < lo:
+                        continue
+                    if hi is not None and b.base_offset > hi:
+                        break
+                    reached = last
+                    yield piece, b
+            except KafkaDataError as exc:
+                self._report("damaged", reached + 1, piece.end, f"from byte {exc.offset}: {exc.message}", piece.path)
+                return
+            if seg.invalid_tail_bytes:
+                self._report("truncated_object", reached + 1, piece.end,
+                             f"{seg.invalid_tail_bytes} bytes at the end do not hold a whole batch", piece.path)
+            elif piece.end is not None and reached < (piece.end if hi is None else hi) and piece.copy is not None \
+                    and reached < piece.copy.end and (hi is None or reached < hi):
+                self._report("truncated_object", reached + 1, piece.end,
+                             f"the object ends at offset {reached}; the metadata says the copy ends at {piece.copy.end}",
+                             piece.path)
+
+    def isolation(self, level: str = READ_UNCOMMITTED) -> Isolation:
+        """What a consumer at ``level`` receives: aborted transactions from every piece's
+        ``.txnindex``, the last stable offset from the newest producer snapshot and the batches after it."""
+        if level == READ_UNCOMMITTED:
+            return Isolation(level)
+        aborted = []
+        for piece in self.pieces:
+            aborted += self._txn_entries(piece)
+        return Isolation(level, aborted, self._last_stable_offset())
+
+    def _txn_entries(self, piece: Piece):
+        if piece.source == "local":
+            path = os.path.splitext(piece.path)[0] + TxnIndex.SUFFIX
+            return TxnIndex.from_file(path).entries if os.path.exists(path) else []
+        path = piece.obj.files.get(layouts.TXN_INDEX) if piece.obj else None
+        if path:
+            return TxnIndex(self.store.read(path), path).entries
+        if piece.copy is not None and not piece.copy.metadata.txn_index_empty:
+            self._report("txn_index_missing", piece.start, piece.end,
+                         "the metadata says this copy has aborted transactions; its .txnindex is missing", piece.path)
+        return []
+
+    def _last_stable_offset(self) -> int | None:
+        if self.local and self.local.snapshot_paths:
+            snap_path = self.local.snapshot_paths[-1]
+            snap_offset = int(os.path.basename(snap_path).split(".")[0])
+            entries = ProducerSnapshot.from_file(snap_path).entries
+            after = (b for _, b in self.batches(start=snap_offset) if b.base_offset >= snap_offset)
+            ongoing = open_transactions(entries, after)
+        else:
+            remote = [p for p in self.pieces if p.source == "remote" and p.obj and layouts.SNAPSHOT in p.obj.files]
+            if not remote:
+                return None
+            last = remote[-1]
+            entries = ProducerSnapshot(self.store.read(last.obj.files[layouts.SNAPSHOT])).entries
+            ongoing = open_transactions(entries, ())
+        return min(ongoing.values()) if ongoing else None
+
+    def records(self, isolation: str = READ_UNCOMMITTED, start: int | None = None,
+                end: int | None = None) -> Iterator[tuple[object, object]]:
+        """(batch, record) for the records a consumer at ``isolation`` would receive, offsets in
+        [start, end]."""
+        iso = self.isolation(isolation)
+        for _, b in self.batches(start, end):
+            if iso.past_end(b):
+                return
+            if not iso.keeps(b):
+                continue
+            for r in b:
+                if (start is None or r.offset >= start) and (end is None or r.offset <= end) and iso.keeps_offset(r.offset):
+                    yield b, r
+
+
+def _index_start(index: OffsetIndex | None, seg: Segment, offset: int) -> int:
+    """The byte position to start reading for ``offset``: the index entry at or below it when it
+    points at a whole batch (a stale index is not trusted), else the segment's start."""
+    if index is None:
+        return 0
+    try:
+        entry = index.lookup(offset)
+    except (CorruptIndexError, ValueError, IndexError):
+        return 0
+    if entry.position and not index_entry_trusted(seg.view(), entry, seg.base_offset):
+        return 0
+    return entry.position
+
+
+class TieredTopicStore:
+    """A remote store plus its metadata: the partitions it holds, each planned as the broker
+    would serve it.  ``metadata``: paths of ``__remote_log_metadata`` segment files or partition
+    directories; without it the listing is trusted (``NoMetadataWarning``)."""
+
+    def __init__(self, store: Layout, metadata: Iterable[str] = ()):
+        from .metadata import records_of_segments
+        self.store = store
+        self.metadata_errors: list = []
+        paths = _segment_files(metadata)
+        self.has_metadata = bool(paths)
+        events = []
+        for rec in records_of_segments(paths):
+            if rec.error is not None:
+                self.metadata_errors.append(rec)
+            else:
+                events.append(rec.event)
+        self.remote = replay(events)
+
+    def partitions(self, local_dirs: Iterable[str] = (), topics: Iterable[str] | None = None) -> list[TieredPartition]:
+        """Every partition the store or the metadata knows (of ``topics`` when given), with its
+        local directory from ``local_dirs`` (broker log directories) when there is one."""
+        if not self.has_metadata:
+            warnings.warn(f"{self.store.describe()}: no __remote_log_metadata given: the store's listing is trusted "
+                          "(duplicate uploads resolved by leader epoch; unfinished or deleted uploads cannot be told "
+                          "apart)", NoMetadataWarning, stacklevel=2)
+        known = set(self.store.partitions()) | set(self.remote)
+        wanted = set(topics) if topics is not None else None
+        locals_ = _local_partition_dirs(local_dirs)
+        starts = _log_start_offsets(local_dirs)
+        out = []
+        for tip in sorted(known):
+            if wanted is not None and tip.topic not in wanted:
+                continue
+            remote = self.remote.get(tip) if self.has_metadata else None
+            if self.has_metadata and remote is None:
+                remote = RemotePartition(tip)
+            out.append(TieredPartition(tip, self.store, remote, locals_.get(tip.name), starts.get(tip.name)))
+        return out
+
+
+def _segment_files(paths: Iterable[str]) -> list[str]:
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            out += sorted(os.path.join(p, n) for n in os.listdir(p) if n.endswith(".log"))
+        else:
+            out.append(p)
+    return out
+
+
+def _local_partition_dirs(log_dirs: Iterable[str]) -> dict[str, str]:
+    out = {}
+    for d in log_dirs:
+        for name in os.listdir(d):
+            if os.path.isdir(os.path.join(d, name)) and "-" in name:
+                out[name] = os.path.join(d, name)
+    return out
+
+
+def _log_start_offsets(log_dirs: Iterable[str]) -> dict[str, int]:
+    """The broker's ``log-start-offset-checkpoint`` (deleteRecords and retention move it)."""
+    out = {}
+    for d in log_dirs:
+        path = os.path.join(d, "log-start-offset-checkpoint")
+        if os.path.exists(path):
+            for topic, partition, offset in Checkpoint.from_file(path).entries:
+                out[f"{topic}-{partition}"] = int(offset)
+    return out
