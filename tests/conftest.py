@@ -99,3 +99,16 @@ def kafka_broker(tmp_path_factory):
     broker.start()
     yield broker
     broker.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """The test session's one S3-compatible endpoint on 127.0.0.1 (moto's server mode)."""
+    from tests import s3_server as s3
+    why = s3.unavailable()
+    if why:
+        pytest.skip(why)
+    server = s3.S3Server()
+    server.start()
+    yield server
+    server.stop()

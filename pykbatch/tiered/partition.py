@@ -375,6 +375,14 @@ class TieredTopicStore:
                 events.append(rec.event)
         self.remote = replay(events)
 
+    @classmethod
+    def from_events(cls, store: Layout, events: Iterable) -> "TieredTopicStore":
+        """A store with metadata given as decoded events (in the metadata topic's order)."""
+        self = cls(store)
+        self.has_metadata = True
+        self.remote = replay(events)
+        return self
+
     def partitions(self, local_dirs: Iterable[str] = (), topics: Iterable[str] | None = None) -> list[TieredPartition]:
         """Every partition the store or the metadata knows (of ``topics`` when given), with its
         local directory from ``local_dirs`` (broker log directories) when there is one."""

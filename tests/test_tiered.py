@@ -1,0 +1,366 @@
+"""Tiered storage read offline, against the real thing: the session's Kafka broker (4.3.1, tiered
+storage on, Kafka's own LocalTieredStorage as the remote store, the topic-based metadata
+manager) moves a topic's segments to the remote store and off its disk; real producers write
+every codec, idempotent and transactional batches (commits, aborts, one transaction left open);
+the broker restarts (leader epochs move on) and remote retention deletes copies.  At each stage
+the records pykbatch reads offline — remote store plus local segments, remote store alone, the
+same store in S3 (moto's server on loopback) — equal what a real consumer reads from the broker
+from the earliest offset, read_uncommitted and read_committed.  Damaged stores give their
+reports and the rest is still read."""
+from __future__ import annotations
+
+import shutil
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pykbatch import tiered
+from pykbatch.cli import main
+from pykbatch.tiered.metadata import SegmentState, SegmentUpdate, records_of_segments
+from tests import kafka_tools
+
+pytestmark = pytest.mark.skipif(kafka_tools.unavailable() is not None, reason=str(kafka_tools.unavailable()))
+
+TOPIC = "tiered"
+PARTITIONS = 2
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+TOPIC_CONFIG = {"remote.storage.enable": "true", "internal.segment.bytes": "1200", "local.retention.ms": "500",
+                "retention.ms": "-1", "segment.index.bytes": "4096", "index.interval.bytes": "300"}
+ISOLATIONS = ("read_uncommitted", "read_committed")
+# reports a sound store can give: uploads the broker itself does not serve
+INFORMATIONAL = ("superseded", "copy_unfinished", "outside_lineage")
+QUIET = {"logger": __import__("logging").getLogger("librdkafka")}  # their reconnect chatter during restarts
+
+
+@dataclass
+class Stage:
+    """What the broker held at one moment: its log dirs, its remote store, and what a consumer
+    read from it (per isolation level: (partition, offset, timestamp, key, value, headers) rows)."""
+    name: str
+    data: Path
+    remote: Path
+    consumed: dict
+
+
+def produce_round(bootstrap: str, round_: int, txn) -> None:
+    from confluent_kafka import Producer
+    from kafka import KafkaProducer
+    for codec in CODECS:
+        p = KafkaProducer(bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec, linger_ms=5)
+        for i in range(30):
+            p.send(TOPIC, partition=i % PARTITIONS, key=None if i % 7 == 3 else b"k%d-%d" % (round_, i),
+                   value=None if i % 11 == 0 else ("välue-%d-%s" % (i, codec)).encode() * (1 + i % 4),
+                   headers=[("h", b"x"), ("n", b"")] if i % 5 == 0 else None)
+            if i % 6 == 5:
+                p.flush()
+        p.close()
+    idem = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "compression.type": "zstd", **QUIET})
+    for i in range(40):
+        idem.produce(TOPIC, partition=i % PARTITIONS, key=b"idem-%d" % i, value=b"i" * (i % 9))
+        if i % 10 == 9:
+            idem.flush(30)
+    idem.flush(30)
+    for commit in (True, False, True, False):
+        txn.begin_transaction()
+        for i in range(12):
+            txn.produce(TOPIC, partition=i % PARTITIONS, key=b"t%d-%d" % (round_, i), value=b"committed" if commit else b"aborted")
+        txn.flush(30)  # sent before the outcome: an abort leaves records, markers and .txnindex entries
+        (txn.commit_transaction if commit else txn.abort_transaction)(30)
+
+
+def consume(bootstrap: str, isolation: str) -> list[tuple]:
+    """Everything a consumer reads from the earliest offset until the end (the high watermark,
+    or the last stable offset for read_committed), as rows."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{isolation}-{time.monotonic_ns()}",
+                  "isolation.level": isolation, "enable.partition.eof": True, "enable.auto.commit": False,
+                  **QUIET})
+    c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    rows, done, deadline = [], set(), time.monotonic() + 90
+    while len(done) < PARTITIONS and time.monotonic() < deadline:
+        m = c.poll(1.0)
+        if m is None:
+            continue
+        if m.error():
+            if m.error().code() == KafkaError._PARTITION_EOF:
+                done.add(m.partition())
+                continue
+            raise RuntimeError(str(m.error()))
+        done.discard(m.partition())
+        rows.append((m.partition(), m.offset(), m.timestamp()[1], m.key(), m.value(),
+                     tuple((k, v) for k, v in (m.headers() or []))))
+    c.close()
+    assert len(done) == PARTITIONS, "the consumer did not reach the end in time"
+    return sorted(rows)
+
+
+def offline(store, metadata, local=None, isolation="read_uncommitted", topic=TOPIC):
+    """The same rows, read offline; and every report."""
+    topic_store = tiered.TieredTopicStore(store, metadata)
+    rows, reports = [], []
+    for part in topic_store.partitions(local_dirs=[local] if local else [], topics=[topic]):
+        for b, r in part.records(isolation):
+            rows.append((part.partition.partition, r.offset, r.timestamp, r.key, r.value, tuple(r.headers)))
+        reports += part.reports
+    return sorted(rows), reports
+
+
+def wait_until(condition, what: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting until {what}")
+
+
+def tiered_off_disk(broker, uploads: int) -> bool:
+    """Each partition has at least ``uploads`` remote copies and its first local segment is gone."""
+    for p in range(PARTITIONS):
+        local = sorted((broker.data / f"{TOPIC}-{p}").glob("*.log"))
+        remote = list(broker.remote.glob(f"{TOPIC}-{p}-*/*.log"))
+        if len(remote) < uploads or not local or local[0].name == "00000000000000000000.log":
+            return False
+    return True
+
+
+def live_events(broker) -> list:
+    files = sorted(str(p) for p in (broker.data / "__remote_log_metadata-0").glob("*.log"))
+    return [r.event for r in records_of_segments(files) if r.event is not None]
+
+
+def deleted_copies(broker, partition: int) -> bool:
+    return any(isinstance(e, SegmentUpdate) and e.partition.partition == partition and e.partition.topic == TOPIC
+               and e.state == SegmentState.DELETE_SEGMENT_FINISHED for e in live_events(broker))
+
+
+def metadata_settled(broker, quiet: float = 3.0) -> bool:
+    """No deletion of the topic's copies is half-way and the metadata has not changed for
+    ``quiet`` seconds.  (An upload a restart interrupted stays COPY_SEGMENT_STARTED for good:
+    a real half-finished upload, which the readers must leave out.)"""
+    count = len(live_events(broker))
+    time.sleep(quiet)
+    events = live_events(broker)
+    state = {e.segment_id: e.state for e in events
+             if hasattr(e, "segment_id") and e.partition.topic == TOPIC}
+    return len(events) == count and SegmentState.DELETE_SEGMENT_STARTED not in state.values()
+
+
+def set_retention_bytes(admin, value: int) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    entry = ConfigEntry("retention.bytes", str(value), incremental_operation=AlterConfigOpType.SET)
+    for f in admin.incremental_alter_configs([ConfigResource("topic", TOPIC, incremental_configs=[entry])]).values():
+        f.result(60)
+
+
+def capture(broker, into: Path, name: str) -> Stage:
+    """The broker's files as a clean shutdown leaves them, copied; then what consumers read
+    (the restart in between moves every leader epoch on)."""
+    broker.stop()
+    try:
+        shutil.copytree(broker.data, into / name / "data")
+        shutil.copytree(broker.remote, into / name / "remote")
+    finally:
+        broker.start()
+    consumed = {iso: consume(broker.bootstrap, iso) for iso in ISOLATIONS}
+    return Stage(name, into / name / "data", into / name / "remote", consumed)
+
+
+@pytest.fixture(scope="module")
+def stages(kafka_broker, tmp_path_factory):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    bootstrap = kafka_broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1, config=TOPIC_CONFIG)]).values():
+        f.result(60)
+    txn = Producer({"bootstrap.servers": bootstrap, "transactional.id": "tiered-txn", "compression.type": "lz4", **QUIET})
+    txn.init_transactions(30)
+    into = tmp_path_factory.mktemp("tiered")
+    out = {}
+    produce_round(bootstrap, 0, txn)
+    wait_until(lambda: tiered_off_disk(kafka_broker, 3), "segments moved to the remote store")
+    out["tiered"] = capture(kafka_broker, into, "tiered")  # restarts: leader epoch 1
+    produce_round(bootstrap, 1, txn)
+    wait_until(lambda: tiered_off_disk(kafka_broker, 6), "the new epoch's segments moved too")
+    out["restarted"] = capture(kafka_broker, into, "restarted")
+    total = sum(p.stat().st_size for p in kafka_broker.remote.glob(f"{TOPIC}-0-*/*.log"))
+    set_retention_bytes(admin, total // 2)
+    wait_until(lambda: all(deleted_copies(kafka_broker, p) for p in range(PARTITIONS)), "remote retention deleted copies")
+    set_retention_bytes(admin, -1)  # no more deletions: what is captured is what consumers read
+    wait_until(lambda: metadata_settled(kafka_broker), "the remote log metadata settled")
+    # a transaction left open at the end: read_committed stops at its first offset
+    txn.begin_transaction()
+    for i in range(4):
+        txn.produce(TOPIC, partition=1, key=b"open-%d" % i, value=b"not yet")
+    txn.flush(30)
+    out["retained"] = capture(kafka_broker, into, "retained")
+    txn.abort_transaction(30)
+    return out
+
+
+def metadata_of(stage: Stage) -> list[str]:
+    return [str(stage.data / "__remote_log_metadata-0")]
+
+
+def local_store(stage: Stage):
+    return tiered.open_store(str(stage.remote))
+
+
+STAGES = ("tiered", "restarted", "retained")
+
+
+@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_remote_and_local_read_like_a_consumer(stages, stage, isolation):
+    s = stages[stage]
+    rows, reports = offline(local_store(s), metadata_of(s), str(s.data), isolation)
+    assert rows == s.consumed[isolation]
+    assert [r for r in reports if r.kind not in INFORMATIONAL] == []
+
+
+@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_remote_store_alone_reads_like_a_consumer_up_to_its_end(stages, stage, isolation):
+    """Without the broker's disk: the remote copies' records are the consumer's, up to the
+    last offset uploaded (read_committed: where the uploaded producer state leaves it)."""
+    s = stages[stage]
+    rows, reports = offline(local_store(s), metadata_of(s), None, isolation)
+    assert rows, "nothing was read from the remote store"
+    last = {p: max(r[1] for r in rows if r[0] == p) for p in range(PARTITIONS)}
+    want = [r for r in s.consumed[isolation] if r[1] <= last[r[0]]]
+    assert rows == want
+    assert not [r for r in reports if r.kind in ("hole", "missing_object", "truncated_object", "damaged")]
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_the_store_in_s3_reads_the_same(stages, s3_server, isolation):
+    s = stages["retained"]
+    url = s3_server.upload(s.remote, "tiered-store", f"retained-{isolation}")
+    store = tiered.open_store(url, **s3_server.storage_options())
+    rows, _ = offline(store, metadata_of(s), str(s.data), isolation)
+    assert rows == s.consumed[isolation]
+
+
+def test_the_stages_cover_what_they_should(stages):
+    s = stages["retained"]
+    events = [r.event for r in records_of_segments(
+        sorted(str(p) for p in (s.data / "__remote_log_metadata-0").glob("*.log")))]
+    states = {e.state for e in events if isinstance(e, SegmentUpdate)}
+    assert {SegmentState.COPY_SEGMENT_FINISHED, SegmentState.DELETE_SEGMENT_STARTED,
+            SegmentState.DELETE_SEGMENT_FINISHED} <= states
+    epochs = {e for ev in events if hasattr(ev, "leader_epochs") for e in ev.leader_epochs}
+    assert len(epochs) >= 2, f"the remote copies span one leader epoch only: {epochs}"
+    assert list(stages["restarted"].remote.rglob("*.txnindex")), "no aborted transaction reached the remote store"
+    committed, uncommitted = s.consumed["read_committed"], s.consumed["read_uncommitted"]
+    assert any(r[4] == b"aborted" for r in uncommitted) and not any(r[4] == b"aborted" for r in committed)
+    assert any(r[4] == b"not yet" for r in uncommitted) and not any(r[4] == b"not yet" for r in committed)
+    first = {p: min(r[1] for r in uncommitted if r[0] == p) for p in range(PARTITIONS)}
+    assert all(o > 0 for o in first.values()), "remote retention moved no log start offset"
+
+
+def test_remote_log_metadata_dumps_like_kafka(stages, capsys):
+    s = stages["retained"]
+    files = sorted(str(p) for p in (s.data / "__remote_log_metadata-0").glob("*.log"))
+    theirs, _ = kafka_tools.dump(files, "--remote-log-metadata-decoder")
+    main(["dump", "--files", ",".join(files), "--remote-log-metadata-decoder", "--no-progress"])
+    ours = capsys.readouterr().out
+    assert ours.splitlines() == theirs.splitlines()
+    assert "state=DELETE_SEGMENT_FINISHED" in ours and "RemoteLogSegmentMetadata{" in ours
+
+
+# -- damaged stores -----------------------------------------------------------------------------
+
+def damaged_copy(stage: Stage, tmp_path: Path) -> Path:
+    root = tmp_path / "store"
+    shutil.copytree(stage.remote, root)
+    return root
+
+
+def uploads(root: Path, partition: int) -> list[Path]:
+    return sorted(root.glob(f"{TOPIC}-{partition}-*/*.log"))
+
+
+def rows_outside(rows, partition, start, end):
+    return [r for r in rows if not (r[0] == partition and start <= r[1] <= end)]
+
+
+def _span(log: Path) -> tuple[int, int]:
+    import pykbatch as kb
+    with kb.read_segment(str(log)) as seg:
+        offsets = [b.last_offset for b in seg.batches()]
+    return int(log.name.split("-")[0]), offsets[-1]
+
+
+def test_a_deleted_object_is_reported_and_the_rest_read(stages, tmp_path):
+    s = stages["restarted"]
+    root = damaged_copy(s, tmp_path)
+    victim = uploads(root, 0)[1]
+    start, end = _span(victim)
+    victim.unlink()
+    rows, reports = offline(tiered.open_store(str(root)), metadata_of(s), None)
+    missing = [r for r in reports if r.kind == "missing_object"]
+    assert [(r.partition, r.start, r.end) for r in missing] == [(f"{TOPIC}-0", start, end)]
+    whole, _ = offline(local_store(s), metadata_of(s), None)
+    assert rows == rows_outside(whole, 0, start, end)
+
+
+def test_a_duplicated_upload_is_reported_not_read_twice(stages, tmp_path):
+    s = stages["restarted"]
+    root = damaged_copy(s, tmp_path)
+    original = uploads(root, 1)[0]
+    stem = original.name.split(".")[0]
+    offset, _ = stem.split("-", 1)
+    for f in original.parent.glob(stem + ".*"):
+        shutil.copy(f, f.with_name(f"{offset}-AAAAAAAAAAAAAAAAAAAAAA{f.suffix}"))
+    rows, reports = offline(tiered.open_store(str(root)), metadata_of(s), None)
+    whole, _ = offline(local_store(s), metadata_of(s), None)
+    assert rows == whole
+    assert [r.kind for r in reports if r.path and "AAAAAAAAAAAAAAAAAAAAAA" in r.path] == ["unknown_object"]
+
+
+def test_a_truncated_object_is_reported_and_the_rest_read(stages, tmp_path):
+    s = stages["restarted"]
+    root = damaged_copy(s, tmp_path)
+    victim = uploads(root, 1)[1]
+    start, end = _span(victim)
+    data = victim.read_bytes()
+    victim.write_bytes(data[:len(data) // 2])
+    rows, reports = offline(tiered.open_store(str(root)), metadata_of(s), None)
+    truncated = [r for r in reports if r.kind == "truncated_object"]
+    assert len(truncated) == 1 and truncated[0].end == end and start < truncated[0].start <= end
+    whole, _ = offline(local_store(s), metadata_of(s), None)
+    assert rows == rows_outside(whole, 1, truncated[0].start, end)
+    assert any(r[0] == 1 and start <= r[1] < truncated[0].start for r in rows), "the whole part was lost too"
+
+
+def test_a_half_finished_upload_is_reported_and_not_read(stages, tmp_path):
+    """Metadata that announced a copy and never finished it (the broker died mid-upload): the
+    copy is not served, the offsets only it held are a hole, both reported."""
+    s = stages["tiered"]
+    files = sorted(str(p) for p in (s.data / "__remote_log_metadata-0").glob("*.log"))
+    events = [r.event for r in records_of_segments(files)]
+    finish = [e for e in events if isinstance(e, SegmentUpdate) and e.state == SegmentState.COPY_SEGMENT_FINISHED
+              and e.partition.partition == 0]
+    dropped = finish[1]
+    store = tiered.TieredTopicStore.from_events(local_store(s), [e for e in events if e is not dropped])
+    copy = store.remote[dropped.partition].copies[dropped.segment_id]
+    (part,) = [p for p in store.partitions(topics=[TOPIC]) if p.partition.partition == 0]
+    rows = [r.offset for _, r in part.records()]
+    kinds = {(r.kind, r.start, r.end) for r in part.reports}
+    assert ("copy_unfinished", copy.start, copy.end) in kinds
+    assert ("hole", copy.start, copy.end) in kinds
+    assert rows and not [o for o in rows if copy.start <= o <= copy.end]
+
+
+def test_without_metadata_the_listing_is_trusted_with_a_warning(stages):
+    s = stages["restarted"]
+    with pytest.warns(tiered.NoMetadataWarning):
+        rows, reports = offline(local_store(s), [], None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        whole, _ = offline(local_store(s), metadata_of(s), None)
+    assert rows == whole
