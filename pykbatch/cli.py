@@ -1,4 +1,5 @@
-"""Command line: ``pykbatch dump`` (kafka-dump-log compatible), ``validate``, ``repair``, ``sample``.
+"""Command line: ``pykbatch dump`` (kafka-dump-log compatible), ``validate``, ``repair``, ``sample``,
+``rules``, ``tiered plan|export`` (a tiered-storage remote store read as the broker serves it).
 
 Exit status (``EXIT_CODES``): 0 nothing wrong found; 1 damage found in the data (culprits,
 damaged batches, index mismatches; everything readable was still printed); 2 the command could
@@ -321,6 +322,9 @@ def parser() -> argparse.ArgumentParser:
     rl.add_argument("prefix", nargs="?", default="", help="only the rules whose id starts so (e.g. record.)")
     rl.add_argument("--json", action="store_true", help="a JSON array")
     rl.set_defaults(run=_rules)
+
+    from .tiered.commands import add_parser as add_tiered
+    add_tiered(sub)
     return p
 
 

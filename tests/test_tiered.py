@@ -32,7 +32,8 @@ TOPIC_CONFIG = {"remote.storage.enable": "true", "internal.segment.bytes": "1200
 ISOLATIONS = ("read_uncommitted", "read_committed")
 # reports a sound store can give: uploads the broker itself does not serve
 INFORMATIONAL = ("superseded", "copy_unfinished", "outside_lineage")
-QUIET = {"logger": __import__("logging").getLogger("librdkafka")}  # their reconnect chatter during restarts
+QUIET = {"logger": __import__("logging").getLogger("librdkafka.tiered")}  # reconnect chatter during restarts
+QUIET["logger"].setLevel(__import__("logging").CRITICAL)
 
 
 @dataclass
@@ -364,3 +365,45 @@ def test_without_metadata_the_listing_is_trusted_with_a_warning(stages):
         warnings.simplefilter("ignore")
         whole, _ = offline(local_store(s), metadata_of(s), None)
     assert rows == whole
+
+
+# -- Arrow tables and the command line ----------------------------------------------------------
+
+def table_rows(table) -> list[tuple]:
+    cols = [table[c].to_pylist() for c in ("partition", "offset", "timestamp", "key", "value", "headers")]
+    return sorted((p, o, t, k, v, tuple((x["key"], x["value"]) for x in h)) for p, o, t, k, v, h in zip(*cols))
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_cli_export_writes_what_a_consumer_reads(stages, tmp_path, isolation, capsys):
+    import pyarrow.parquet as pq
+    s = stages["retained"]
+    out = tmp_path / "out.parquet"
+    code = main(["tiered", "export", str(s.remote), "--metadata", metadata_of(s)[0], "--local-dir", str(s.data),
+                 "--topic", TOPIC, "--isolation-level", isolation, "--to", "parquet", str(out)])
+    assert code == 0, capsys.readouterr()
+    table = pq.read_table(out)
+    assert table_rows(table) == s.consumed[isolation]
+    # the lineage's epoch is the one the leader stamped on the batch
+    assert table["leader_epoch"].to_pylist() == table["partition_leader_epoch"].to_pylist()
+
+
+def test_cli_plan_names_the_damage_and_exits_1(stages, tmp_path, capsys):
+    s = stages["restarted"]
+    root = damaged_copy(s, tmp_path)
+    victim = uploads(root, 0)[1]
+    start, end = _span(victim)
+    victim.unlink()
+    code = main(["tiered", "plan", str(root), "--metadata", metadata_of(s)[0], "--json"])
+    doc = __import__("json").loads(capsys.readouterr().out)
+    assert code == 1
+    (p0,) = [d for d in doc if d["partition"] == f"{TOPIC}-0"]
+    assert {"kind": "missing_object", "start": start, "end": end} in [
+        {k: r[k] for k in ("kind", "start", "end")} for r in p0["reports"]]
+
+
+def test_cli_tiered_refuses_what_it_cannot_open(tmp_path, capsys):
+    assert main(["tiered", "plan", str(tmp_path)]) == 2
+    assert "no known remote store layout" in capsys.readouterr().err
+    assert main(["tiered", "plan", str(tmp_path), "--layout", "nope"]) == 2
+    assert main(["tiered", "plan", str(tmp_path), "--storage-option", "nokeyvalue"]) == 2

@@ -261,33 +261,46 @@ class TieredPartition:
             yield from self._piece_batches(piece, lo, hi)
 
     def _piece_batches(self, piece: Piece, lo: int, hi: int | None):
+        seg = self.open_piece(piece, lo, hi)
+        if seg is None:
+            return
+        with seg:
+            for b in self.piece_batches(piece, seg, lo, hi):
+                yield piece, b
+
+    def open_piece(self, piece: Piece, lo: int, hi: int | None) -> Segment | None:
+        """The piece's segment positioned for offsets [lo, hi], or None (reported) when its
+        object cannot be read."""
         try:
-            seg = self._open_piece(piece, lo, hi)
+            return self._open_piece(piece, lo, hi)
         except OSError as exc:
             self._report("missing_object", piece.start, piece.end, f"cannot be read: {exc}", piece.path)
-            return
+            return None
+
+    def piece_batches(self, piece: Piece, seg: Segment, lo: int, hi: int | None):
+        """The batches of ``seg`` holding offsets in [lo, hi]; a framing error or an object that
+        ends before the copy does is reported, and the walk ends there."""
         reached = lo - 1
-        with seg:
-            try:
-                for b in seg.batches(start=getattr(seg, "start_position", 0)):
-                    last = b.last_offset
-                    if last < lo:
-                        continue
-                    if hi is not None and b.base_offset > hi:
-                        break
-                    reached = last
-                    yield piece, b
-            except KafkaDataError as exc:
-                self._report("damaged", reached + 1, piece.end, f"from byte {exc.offset}: {exc.message}", piece.path)
-                return
-            if seg.invalid_tail_bytes:
-                self._report("truncated_object", reached + 1, piece.end,
-                             f"{seg.invalid_tail_bytes} bytes at the end do not hold a whole batch", piece.path)
-            elif piece.end is not None and reached < (piece.end if hi is None else hi) and piece.copy is not None \
-                    and reached < piece.copy.end and (hi is None or reached < hi):
-                self._report("truncated_object", reached + 1, piece.end,
-                             f"the object ends at offset {reached}; the metadata says the copy ends at {piece.copy.end}",
-                             piece.path)
+        try:
+            for b in seg.batches(start=getattr(seg, "start_position", 0)):
+                last = b.last_offset
+                if last < lo:
+                    continue
+                if hi is not None and b.base_offset > hi:
+                    return
+                reached = last
+                yield b
+        except KafkaDataError as exc:
+            self._report("damaged", reached + 1, piece.end, f"from byte {exc.offset}: {exc.message}", piece.path)
+            return
+        want = hi if hi is not None else piece.end
+        if seg.invalid_tail_bytes:
+            self._report("truncated_object", reached + 1, piece.end,
+                         f"{seg.invalid_tail_bytes} bytes at the end do not hold a whole batch", piece.path)
+        elif want is not None and reached < want and piece.copy is not None and reached < piece.copy.end:
+            self._report("truncated_object", reached + 1, piece.end,
+                         f"the object ends at offset {reached}; the metadata says the copy ends at {piece.copy.end}",
+                         piece.path)
 
     def isolation(self, level: str = READ_UNCOMMITTED) -> Isolation:
         """What a consumer at ``level`` receives: aborted transactions from every piece's
