@@ -38,6 +38,7 @@ from pykbatch.arrow import append_headers, decode_entries
 from pykbatch.columns import BATCH, LOCATION, RECORD, fields
 from pykbatch.log import Segment, entry_windows
 
+from . import tiered_source
 from .segment_plan import Ranges, _fsspec, _is_local, _local, narrow, plan_splits, read_mode
 
 NAME = "kafka-segment"
@@ -176,11 +177,18 @@ def data_source_class():
             super().__init__((path, start))
             self.path, self.topic, self.partition, self.start, self.end = path, topic, partition, start, end
 
+    class TieredInput(InputPartition):
+        def __init__(self, split):
+            super().__init__((split.piece.path, split.lo))
+            self.split = split
+
     class KafkaSegmentReader(DataSourceReader):
         def __init__(self, options):
             self.path = options.get("path")
             if not self.path:
                 raise ValueError("kafka-segment: give a path (load(path))")
+            self.options = options
+            self.tiered = tiered_source.is_tiered(self.options)
             self.mode = read_mode(options)
             self.validate = _flag(options, "validate")
             self.include_path = _flag(options, "includePath")
@@ -189,10 +197,16 @@ def data_source_class():
             self.window_bytes = int(options.get("windowBytes", WINDOW_BYTES))
 
         def partitions(self):
+            if self.tiered:
+                splits = [TieredInput(s) for s in tiered_source.plan(self.options, self.ranges, self.split_bytes)]
+                return splits or [SegmentSplit(None, "", -1, 0, 0)]
             splits = [SegmentSplit(*split) for split in plan_splits(self.path, self.split_bytes, self.ranges)]
             return splits or [SegmentSplit(None, "", -1, 0, 0)]
 
         def read(self, split):
+            if isinstance(split, TieredInput):
+                return tiered_source.read_split(split.split, self.mode, self.validate, self.ranges, self.window_bytes,
+                                                self.include_path)
             if split.path is None:
                 return iter(())
             return read_split(split.path, split.topic, split.partition, split.start, split.end, self.mode,
@@ -213,8 +227,10 @@ def data_source_class():
 
         def schema(self):
             mode = read_mode(self.options)
-            return from_arrow_schema(arrow_schema(mode, _flag(self.options, "validate"),
-                                                  _flag(self.options, "includePath")))
+            schema = arrow_schema(mode, _flag(self.options, "validate"), _flag(self.options, "includePath"))
+            if tiered_source.is_tiered(self.options):
+                schema = schema.append(tiered_source.EPOCH_COLUMN)
+            return from_arrow_schema(schema)
 
         def reader(self, schema):
             if _flag(self.options, "pushFilters"):

@@ -112,3 +112,21 @@ def s3_server():
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The test session's one local Spark (2 cores), pykbatch registered; skipped without pyspark or Java."""
+    import shutil
+    import sys
+    pytest.importorskip("pyspark", reason="pyspark is the [spark] extra")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs Java (JAVA_HOME or java on PATH)")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from spark_udfs.session import quiet_session
+    session = quiet_session("local[2]", "pykbatch-tests", **{
+        "spark.sql.shuffle.partitions": "2",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "3"})  # several Arrow batches
+    yield session
+    session.stop()

@@ -25,6 +25,8 @@ class S3Server:
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        import logging
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
 
     def start(self) -> None:
         self._server.start()

@@ -1,7 +1,5 @@
 """The Spark UDFs in a real local Spark: output equals the direct core call on the same bytes,
 from the DataFrame API and from SQL; nulls and corrupt rows never fail the task."""
-import os
-import sys
 
 import pytest
 
@@ -12,21 +10,6 @@ from pykbatch.arrow import decode_array, validate_array  # noqa: E402
 from tests.samples import batch, batch_of_records, record  # noqa: E402
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="session")
-def spark():
-    import shutil
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("Spark needs Java (JAVA_HOME or java on PATH)")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from spark_udfs.session import quiet_session
-    session = quiet_session("local[2]", "pykbatch-tests", **{
-        "spark.sql.shuffle.partitions": "2",
-        "spark.sql.execution.arrow.maxRecordsPerBatch": "3"})  # several Arrow batches
-    yield session
-    session.stop()
 
 
 def sample_rows():

@@ -407,3 +407,57 @@ def test_cli_tiered_refuses_what_it_cannot_open(tmp_path, capsys):
     assert "no known remote store layout" in capsys.readouterr().err
     assert main(["tiered", "plan", str(tmp_path), "--layout", "nope"]) == 2
     assert main(["tiered", "plan", str(tmp_path), "--storage-option", "nokeyvalue"]) == 2
+
+
+# -- Spark: kafka-segment over the remote store ------------------------------------------------
+
+def spark_source_rows(stage: Stage, isolation: str, **extra) -> list[tuple]:
+    """kafka-segment's tiered reader without Spark: every split the driver plans, read as the tasks would."""
+    from spark_udfs import tiered_source
+    from spark_udfs.segment_plan import Ranges
+    options = {"path": str(stage.remote), "remoteLogMetadata": metadata_of(stage)[0], "localDirs": str(stage.data),
+               "isolationLevel": isolation, **extra}
+    ranges = Ranges.from_options(options)
+    rows = []
+    for split in tiered_source.plan(options, ranges, split_bytes=700):
+        for rb in tiered_source.read_split(split, "records", False, ranges, 4096, False):
+            t = rb.to_pydict()
+            rows += [(p, o, ts, k, v, tuple((x["key"], x["value"]) for x in h)) for p, o, ts, k, v, h in
+                     zip(t["partition"], t["offset"], t["timestamp"], t["key"], t["value"], t["headers"])]
+    return sorted(rows)
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_the_spark_reader_splits_and_reads_like_a_consumer(stages, isolation):
+    s = stages["retained"]
+    assert spark_source_rows(s, isolation) == s.consumed[isolation]
+
+
+def test_the_spark_reader_keeps_an_offset_range(stages):
+    s = stages["retained"]
+    rows = spark_source_rows(s, "read_committed", startingOffset="150", endingOffset="200")
+    assert rows == [r for r in s.consumed["read_committed"] if 150 <= r[1] < 200]
+
+
+@pytest.mark.spark
+def test_spark_reads_the_tiered_topic_in_s3(stages, s3_server, spark):
+    s = stages["retained"]
+    url = s3_server.upload(s.remote, "tiered-store", "spark")
+    reader = (spark.read.format("kafka-segment").option("remoteLogMetadata", metadata_of(s)[0])
+              .option("localDirs", str(s.data)).option("isolationLevel", "read_committed")
+              .option("splitBytes", "700"))
+    for key, value in s3_server.storage_options().items():
+        if isinstance(value, dict):
+            for k, v in value.items():
+                reader = reader.option(f"fs.{key}.{k}", v)
+        else:
+            reader = reader.option(f"fs.{key}", value)
+    df = reader.load(url)
+    assert "leader_epoch" in df.columns
+    got = sorted((r.partition, r.offset, r.timestamp, r.key, r.value, tuple((h.key, h.value) for h in r.headers))
+                 for r in df.where(f"topic = '{TOPIC}'").collect())
+    got = [(p, o, t, bytes(k) if k is not None else None, bytes(v) if v is not None else None,
+            tuple((hk, bytes(hv) if hv is not None else None) for hk, hv in h)) for p, o, t, k, v, h in got]
+    assert got == s.consumed["read_committed"]
+    epochs = spark.sql("select 1").count()  # the session stays usable
+    assert epochs == 1

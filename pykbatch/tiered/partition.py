@@ -89,6 +89,7 @@ class TieredPartition:
         self.reports: list[Report] = []
         self.pieces: list[Piece] = []
         self._objects = {o.segment_uuid: o for o in store.objects(partition)} if store else {}
+        self._lineage = self._find_lineage()
         self._plan()
 
     @property
@@ -100,6 +101,18 @@ class TieredPartition:
 
     # -- planning -----------------------------------------------------------------------------
     def lineage(self) -> Lineage | None:
+        return self._lineage
+
+    def detached(self, pieces: list[Piece]) -> "TieredPartition":
+        """A copy that reads ``pieces`` only, without the metadata and listings it was planned
+        from: small to ship to a Spark executor (the store's filesystem travels with it)."""
+        other = object.__new__(TieredPartition)
+        other.__dict__.update(partition=self.partition, store=self.store, remote=None, local=None,
+                              log_start_offset=self.log_start_offset, reports=[], pieces=list(pieces),
+                              _objects={}, _lineage=self._lineage)
+        return other
+
+    def _find_lineage(self) -> Lineage | None:
         """The leader-epoch lineage: the local ``leader-epoch-checkpoint`` when a local directory
         is given, else the checkpoint uploaded with the newest finished copy, else None (the
         metadata's own, see ``RemotePartition.default_lineage``)."""
@@ -156,6 +169,11 @@ class TieredPartition:
                              f"the metadata says copy {kafka_uuid(span.copy.id.id)} is finished; the store has no "
                              f"{'object' if obj is None else '.log'} for it")
                 continue
+            size = obj.sizes.get(layouts.LOG)
+            if size is not None and size < span.copy.metadata.size_in_bytes:
+                self._report("truncated_object", span.start, span.end,
+                             f"the object holds {size} bytes; the metadata says the copy has "
+                             f"{span.copy.metadata.size_in_bytes} (what is whole is read)", obj.log)
             pieces.append(Piece(span.start, span.end, "remote", obj.log, obj.start_offset, obj, span.copy,
                                 tuple(sorted(span.copy.metadata.leader_epochs.items()))))
         kinds = {"COPY_SEGMENT_STARTED": "copy_unfinished", "DELETE_SEGMENT_STARTED": "copy_deleting",
@@ -221,8 +239,10 @@ class TieredPartition:
         lo = index.lookup(start).position if index else 0
         hi = None
         if index is not None and end is not None:
+            # an entry names the last offset of the batch at its position: the batch at the first
+            # entry past ``end`` can still hold ``end``; the one at the entry after it cannot
             after = [e for e in index._entries() if e.offset > end]
-            hi = after[0].position if after else None
+            hi = after[1].position if len(after) > 1 else None
         spool = tempfile.NamedTemporaryFile(suffix=".spool")  # bounded memory; deleted on close
         with self.store.open(piece.path, block_size=RANGE_BLOCK) as f:
             f.seek(lo)
@@ -295,12 +315,15 @@ class TieredPartition:
             return
         want = hi if hi is not None else piece.end
         if seg.invalid_tail_bytes:
-            self._report("truncated_object", reached + 1, piece.end,
-                         f"{seg.invalid_tail_bytes} bytes at the end do not hold a whole batch", piece.path)
+            self._truncated(piece, reached + 1, f"{seg.invalid_tail_bytes} bytes at the end do not hold a whole batch")
         elif want is not None and reached < want and piece.copy is not None and reached < piece.copy.end:
-            self._report("truncated_object", reached + 1, piece.end,
-                         f"the object ends at offset {reached}; the metadata says the copy ends at {piece.copy.end}",
-                         piece.path)
+            self._truncated(piece, reached + 1,
+                            f"the object ends at offset {reached}; the metadata says the copy ends at {piece.copy.end}")
+
+    def _truncated(self, piece: Piece, first_missing: int, detail: str) -> None:
+        """The read's precise report replaces the plan's (made from the object's size)."""
+        self.reports = [r for r in self.reports if not (r.kind == "truncated_object" and r.path == piece.path)]
+        self._report("truncated_object", first_missing, piece.end, detail, piece.path)
 
     def isolation(self, level: str = READ_UNCOMMITTED) -> Isolation:
         """What a consumer at ``level`` receives: aborted transactions from every piece's

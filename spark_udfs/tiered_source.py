@@ -1,0 +1,217 @@
+"""``kafka-segment`` over a tiered-storage remote store (KIP-405): the partitions as the broker
+serves them, planned on the driver from ``__remote_log_metadata`` (pykbatch.tiered), read on
+the executors piece by piece.
+
+    spark.read.format("kafka-segment")
+        .option("remoteLogMetadata", "/kafka/logs/__remote_log_metadata-0")   # comma-separated paths
+        .option("localDirs", "/kafka/logs")            # optional: the broker's log dirs continue the log
+        .option("isolationLevel", "read_committed")    # default read_uncommitted
+        .option("fs.client_kwargs.endpoint_url", "http://127.0.0.1:9000")   # fsspec options, "fs." prefix
+        .load("s3://bucket/tiered")                    # layout detected, or .option("layout", ...)
+
+The columns are kafka-segment's plus ``leader_epoch`` (the lineage's epoch for the record's
+offset).  Ranges, pushdown, ``validate`` and ``splitBytes`` work as on broker directories; over
+an object store each split fetches only the byte range its offsets need (the copy's offset
+index gives the positions).  What the plan cannot serve (holes, missing or unfinished uploads...)
+is logged by the driver as warnings and listed by ``tiered_reports``.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pykbatch.isolation import READ_UNCOMMITTED, Isolation, check_level
+from pykbatch.log import entry_windows
+from pykbatch.log.indexes import AbortedTxn
+from pykbatch.tiered import TieredPartition, TieredTopicStore, open_store
+from pykbatch.tiered.layouts import INDEX, LAYOUTS
+from pykbatch.tiered.partition import Piece
+
+from .segment_plan import Ranges
+
+LOG = logging.getLogger("pykbatch.tiered")
+EPOCH_COLUMN = pa.field("leader_epoch", pa.int32())
+
+
+def _opt(options, key: str, default=None):
+    """An option by its documented name; Spark hands them over lower-cased."""
+    value = options.get(key)
+    if value is None:
+        value = options.get(key.lower())
+    return default if value is None else value
+
+
+def is_tiered(options) -> bool:
+    """Whether a read names a remote store: a ``layout`` or ``remoteLogMetadata`` option, or a
+    path whose layout is detected."""
+    if _opt(options, "layout") or _opt(options, "remoteLogMetadata"):
+        return True
+    path = options.get("path")
+    if not path:
+        return False
+    try:
+        import fsspec
+        fs, root = fsspec.core.url_to_fs(path, **storage_options(options))
+        return any(cls.detect(fs, root) for cls in LAYOUTS.values())
+    except (ImportError, OSError, ValueError):
+        return False
+
+
+def storage_options(options) -> dict:
+    """Options ``fs.<key>`` as fsspec storage options (dotted keys nest)."""
+    from pykbatch.tiered.commands import storage_options as parse
+    return parse(f"{k[3:]}={v}" for k, v in options.items() if k.startswith("fs."))
+
+
+def _paths(options, key: str) -> list[str]:
+    return [p for p in str(_opt(options, key) or "").split(",") if p]
+
+
+def open_topic_store(options) -> TieredTopicStore:
+    store = open_store(options["path"], _opt(options, "layout"), **storage_options(options))
+    return TieredTopicStore(store, _paths(options, "remoteLogMetadata"))
+
+
+@dataclass
+class TieredSplit:
+    """One piece of one partition, offsets [lo, hi], and the isolation state at its start."""
+    part: TieredPartition  # detached: this piece only
+    piece: Piece
+    lo: int
+    hi: int | None
+    level: str
+    aborted: list
+    last_stable_offset: int | None
+
+
+def _piece_in_range(piece: Piece, ranges: Ranges) -> bool:
+    if ranges.first_offset is not None and piece.end is not None and piece.end < ranges.first_offset:
+        return False
+    if ranges.end_offset is not None and piece.start >= ranges.end_offset:
+        return False
+    if ranges.first_timestamp is not None and piece.copy is not None \
+            and piece.copy.metadata.max_timestamp_ms < ranges.first_timestamp:
+        return False
+    return True
+
+
+def _offset_splits(part: TieredPartition, piece: Piece, lo: int, hi: int | None, split_bytes: int) -> list:
+    """[lo, hi] cut at offset-index entries about ``split_bytes`` apart (a remote copy's index)."""
+    path = piece.obj.files.get(INDEX) if piece.obj else None
+    if not path:
+        return [(lo, hi)]
+    from pykbatch.log.indexes import CorruptIndexError, OffsetIndex
+    try:
+        entries = OffsetIndex(part.store.read(path), piece.base_offset, path).entries
+    except (CorruptIndexError, OSError):
+        return [(lo, hi)]
+    cuts, last_pos = [], 0
+    for e in entries:
+        if e.offset > lo and (hi is None or e.offset <= hi) and e.position - last_pos >= split_bytes:
+            cuts.append(e.offset)
+            last_pos = e.position
+    bounds = [lo] + cuts
+    return [(a, (b - 1) if b is not None else hi) for a, b in zip(bounds, cuts + [None])]
+
+
+def plan(options, ranges: Ranges, split_bytes: int) -> list[TieredSplit]:
+    level = check_level(_opt(options, "isolationLevel", READ_UNCOMMITTED))
+    topic_store = open_topic_store(options)
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parts = topic_store.partitions(_paths(options, "localDirs"))
+    for w in caught:
+        LOG.warning("%s", w.message)
+    splits = []
+    for part in parts:
+        tip = part.partition
+        if (ranges.topics is not None and tip.topic not in ranges.topics) \
+                or (ranges.partitions is not None and tip.partition not in ranges.partitions):
+            continue
+        iso = part.isolation(level)
+        aborted = [tuple(t) for t in _aborted_of(part, level)]
+        for r in part.reports:
+            LOG.warning("kafka-segment (tiered): %s", r.line())
+        for piece in part.pieces:
+            if not _piece_in_range(piece, ranges):
+                continue
+            lo = piece.start if ranges.first_offset is None else max(piece.start, ranges.first_offset)
+            hi = piece.end
+            if ranges.end_offset is not None:
+                hi = ranges.end_offset - 1 if hi is None else min(hi, ranges.end_offset - 1)
+            detached = part.detached([piece])
+            for a, b in _offset_splits(part, piece, lo, hi, split_bytes):
+                # the aborted transactions still open at a split's start, or starting after it
+                still = [t for t in aborted if t[3] >= a]
+                splits.append(TieredSplit(detached, piece, a, b, level, still, iso.last_stable_offset))
+    return splits
+
+
+def _aborted_of(part: TieredPartition, level: str) -> list:
+    if level == READ_UNCOMMITTED:
+        return []
+    out = []
+    for piece in part.pieces:
+        out += part._txn_entries(piece)
+    return out
+
+
+def tiered_reports(path: str, **options) -> list:
+    """What the plan of a tiered read would report (holes, missing objects, unfinished uploads...),
+    with the same options as the read; no Spark needed."""
+    options = {"path": path, **{k: str(v) for k, v in options.items()}}
+    parts = open_topic_store(options).partitions(_paths(options, "localDirs"))
+    return [r for part in parts for r in part.reports]
+
+
+def read_split(split: TieredSplit, mode: str, validate: bool, ranges: Ranges, window_bytes: int,
+               include_path: bool):
+    """Arrow record batches of one split: kafka-segment's columns, then ``leader_epoch``."""
+    import numpy as np
+
+    from .segment_source import _arrow, arrow_schema
+    part, piece = split.part, split.piece
+    iso = Isolation(split.level, [AbortedTxn(*t) for t in split.aborted], split.last_stable_offset)
+    base_schema = arrow_schema(mode, validate)
+    out_schema = pa.schema(([pa.field("path", pa.string())] if include_path else []) + list(base_schema)
+                           + [EPOCH_COLUMN])
+    entries = list(part.lineage().entries) if part.lineage() else []
+    entries = sorted(piece.leader_epochs or entries, key=lambda e: e[1])
+    starts = np.array([o for _, o in entries], np.int64)
+    epochs = np.array([e for e, _ in entries], np.int32)
+    seg = part.open_piece(piece, split.lo, split.hi)
+    if seg is None:
+        return
+    with seg:
+        data = seg.view()
+
+        def keep(b):
+            received = not iso.past_end(b) and iso.keeps(b)  # the isolation sees every batch
+            return received and ranges.keeps_batch(b, mode)
+
+        batches = part.piece_batches(piece, seg, split.lo, split.hi)
+        for run in entry_windows(batches, window_bytes, keep):
+            rb = _arrow(data, run, piece.base_offset, part.partition.topic, part.partition.partition, mode, validate,
+                        base_schema, ranges)
+            first = rb.column(rb.schema.get_field_index("offset" if mode == "records" else "base_offset"))
+            mask = pc.greater_equal(first, split.lo)
+            if split.hi is not None:
+                mask = pc.and_(mask, pc.less_equal(first, split.hi))
+            if iso.last_stable_offset is not None:
+                mask = pc.and_(mask, pc.less(first, iso.last_stable_offset))
+            rb = rb.filter(mask)
+            offsets = rb.column(rb.schema.get_field_index("offset" if mode == "records" else "base_offset"))
+            at = np.searchsorted(starts, offsets.to_numpy(zero_copy_only=False), side="right") - 1
+            epoch = epochs[np.clip(at, 0, None)] if len(starts) else np.full(rb.num_rows, -1, np.int32)
+            epoch = np.where(at >= 0, epoch, -1).astype(np.int32)
+            columns = list(rb.columns) + [pa.array(epoch, pa.int32())]
+            if include_path:
+                columns = [pa.repeat(pa.scalar(piece.path, pa.string()), rb.num_rows)] + columns
+            yield pa.RecordBatch.from_arrays(columns, schema=out_schema)
+        del data
+    for r in part.reports:
+        LOG.warning("kafka-segment (tiered): %s", r.line())
