@@ -113,7 +113,8 @@ def structured_parser(decode: Callable[[bytes], object]) -> RecordParser:
         try:
             return None, decode(r.value)
         except (ValueError, TypeError) as exc:
-            message = exc.message if isinstance(exc, KafkaDataError) else str(exc)
+            message = getattr(exc, "kafka_message", None) or (exc.message if isinstance(exc, KafkaDataError)
+                                                              else str(exc))
             return None, f"Error at offset {r.offset}, skipping. {message}"
     return parse
 

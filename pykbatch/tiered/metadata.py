@@ -77,10 +77,7 @@ class SegmentId:
 
 
 def _state_str(enum_type, value: int) -> str:
-    try:
-        return enum_type(value).name
-    except ValueError:
-        return "null"  # Kafka's forId answers null for an unknown id
+    return enum_type(value).name  # decode_value refuses unknown ids, as Kafka's constructors do
 
 
 def _custom_str(custom: bytes | None) -> str:
@@ -216,31 +213,69 @@ def _by_api_key() -> dict[int, messages.MessageSchema]:
     return {s.api_key: s for s in map(messages.load, DEFINITIONS)}
 
 
+# Kafka's texts for the same failures (AbstractApiMessageSerde, MetadataRecordType, the metadata
+# classes' constructors), which the dump prints
+_NULL_VALUE = ('Cannot invoke "java.nio.ByteBuffer.remaining()" because the return value of '
+               '"org.apache.kafka.common.record.internal.Record.value()" is null')
+
+
+def _header(reader, entity: str) -> int:
+    at = reader.pos
+    try:
+        value = reader.uvarint(entity)
+    except MessageFormatError as exc:
+        raise MessageFormatError(exc.message, exc.offset, f"Error while reading {entity}") from None
+    if value > 0x7FFF:
+        raise MessageFormatError(f"{entity} {value} does not fit a short", at, f"Value for {entity} was too large.")
+    return value
+
+
 def decode_value(value: bytes) -> Event:
     """One record value of ``__remote_log_metadata``; ``MessageFormatError`` names the byte and
     what was wrong (frame version, unknown type, a field, trailing bytes)."""
+    if value is None:
+        raise MessageFormatError("a remote log metadata record has a value; this one is null", 0, _NULL_VALUE)
     reader = messages.Reader(memoryview(value), 0, len(value), True)
-    frame = reader.uvarint("frame version")
+    frame = _header(reader, "frame version")
     if frame == 0:
-        raise MessageFormatError("Could not deserialize metadata record with frame version 0", 0)
+        raise MessageFormatError("frame version 0 (KRaft's 2.8 preview) is not readable", 0,
+                                 "Could not deserialize metadata record with frame version 0. Note that upgrades "
+                                 "from the preview release of KRaft in 2.8 to newer versions are not supported.")
     if frame != FRAME_VERSION:
-        raise MessageFormatError(f"unknown frame version {frame} (only frame version {FRAME_VERSION} is supported)", 0)
+        raise MessageFormatError(f"unknown frame version {frame}", 0,
+                                 f"Could not deserialize metadata record due to unknown frame version {frame}"
+                                 f"(only frame version {FRAME_VERSION} is supported)")
     at = reader.pos
-    api_key = reader.uvarint("type")
-    version = reader.uvarint("version")
+    api_key = _header(reader, "type")
+    version = _header(reader, "version")
     schema = _by_api_key().get(api_key)
     if schema is None:
-        raise MessageFormatError(f"unknown remote log metadata type {api_key}", at)
-    fields, end = schema.decode(value, reader.pos, version)
+        raise MessageFormatError(f"unknown remote log metadata type {api_key}", at,
+                                 f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id {api_key}")
+    try:
+        fields, end = schema.decode(value, reader.pos, version)
+    except MessageFormatError as exc:
+        raise MessageFormatError(exc.message, exc.offset, f"Failed to deserialize record with type {api_key}") from None
     if end != len(value):
-        raise MessageFormatError(f"Found {len(value) - end} byte(s) of garbage after {api_key}", end)
+        text = f"Found {len(value) - end} byte(s) of garbage after {api_key}"
+        raise MessageFormatError(text, end, text)
+    state = fields.get("RemoteLogSegmentState", fields.get("RemotePartitionDeleteState"))
+    states = PartitionDeleteState if "RemotePartitionDeleteState" in fields else SegmentState
+    if state not in set(states):
+        raise MessageFormatError(f"unknown {states.__name__} id {state}", None, "state can not be null")
     return _BUILD[schema.name](fields)
+
+
+def encode_value(definition: str, fields: dict, version: int = 0) -> bytes:
+    """A record value of ``__remote_log_metadata``: the frame, then the message ``definition``
+    (one of ``DEFINITIONS``) with ``fields`` (for tests and tools that write metadata)."""
+    schema = messages.load(definition)
+    return (messages._uvarint(FRAME_VERSION) + messages._uvarint(schema.api_key) + messages._uvarint(version)
+            + schema.encode(fields, version))
 
 
 def dump_payload(value: bytes | None) -> str:
     """A value as ``kafka-dump-log --remote-log-metadata-decoder`` prints it."""
-    if value is None:
-        raise MessageFormatError("a remote log metadata record has a value; this one is null", 0)
     return decode_value(value).java_str()
 
 
