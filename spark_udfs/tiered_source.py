@@ -21,7 +21,6 @@ import logging
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pykbatch.isolation import READ_UNCOMMITTED, Isolation, check_level
 from pykbatch.log import entry_windows
@@ -171,7 +170,7 @@ def tiered_reports(path: str, **options) -> list:
 def read_split(split: TieredSplit, mode: str, validate: bool, ranges: Ranges, window_bytes: int,
                include_path: bool):
     """Arrow record batches of one split: kafka-segment's columns, then ``leader_epoch``."""
-    import numpy as np
+    from pykbatch.tiered.tables import edge_mask, epoch_column, lineage_arrays
 
     from .segment_source import _arrow, arrow_schema
     part, piece = split.part, split.piece
@@ -179,36 +178,27 @@ def read_split(split: TieredSplit, mode: str, validate: bool, ranges: Ranges, wi
     base_schema = arrow_schema(mode, validate)
     out_schema = pa.schema(([pa.field("path", pa.string())] if include_path else []) + list(base_schema)
                            + [EPOCH_COLUMN])
-    entries = list(part.lineage().entries) if part.lineage() else []
-    entries = sorted(piece.leader_epochs or entries, key=lambda e: e[1])
-    starts = np.array([o for _, o in entries], np.int64)
-    epochs = np.array([e for e, _ in entries], np.int32)
+    starts, epochs = lineage_arrays(part, piece)
     seg = part.open_piece(piece, split.lo, split.hi)
     if seg is None:
         return
     with seg:
         data = seg.view()
 
-        def keep(b):
-            received = not iso.past_end(b) and iso.keeps(b)  # the isolation sees every batch
-            return received and ranges.keeps_batch(b, mode)
+        def received(b):
+            consumer_gets = not iso.past_end(b) and iso.keeps(b)  # the isolation sees every batch
+            return consumer_gets and ranges.keeps_batch(b, mode)
 
         batches = part.piece_batches(piece, seg, split.lo, split.hi)
-        for run in entry_windows(batches, window_bytes, keep):
+        for run in entry_windows(batches, window_bytes, received):
             rb = _arrow(data, run, piece.base_offset, part.partition.topic, part.partition.partition, mode, validate,
                         base_schema, ranges)
-            first = rb.column(rb.schema.get_field_index("offset" if mode == "records" else "base_offset"))
-            mask = pc.greater_equal(first, split.lo)
-            if split.hi is not None:
-                mask = pc.and_(mask, pc.less_equal(first, split.hi))
-            if iso.last_stable_offset is not None:
-                mask = pc.and_(mask, pc.less(first, iso.last_stable_offset))
-            rb = rb.filter(mask)
             offsets = rb.column(rb.schema.get_field_index("offset" if mode == "records" else "base_offset"))
-            at = np.searchsorted(starts, offsets.to_numpy(zero_copy_only=False), side="right") - 1
-            epoch = epochs[np.clip(at, 0, None)] if len(starts) else np.full(rb.num_rows, -1, np.int32)
-            epoch = np.where(at >= 0, epoch, -1).astype(np.int32)
-            columns = list(rb.columns) + [pa.array(epoch, pa.int32())]
+            inside = edge_mask(offsets, split.lo, split.hi, iso.last_stable_offset)
+            if inside is not None:
+                rb = rb.filter(inside)
+                offsets = rb.column(rb.schema.get_field_index("offset" if mode == "records" else "base_offset"))
+            columns = list(rb.columns) + [epoch_column(offsets, starts, epochs)]
             if include_path:
                 columns = [pa.repeat(pa.scalar(piece.path, pa.string()), rb.num_rows)] + columns
             yield pa.RecordBatch.from_arrays(columns, schema=out_schema)

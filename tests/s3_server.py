@@ -20,19 +20,38 @@ def unavailable() -> str | None:
 
 
 class S3Server:
+    """moto's S3 server in its own process (as a real endpoint is: it does not share this
+    interpreter's GIL with the reader under test), on a free loopback port."""
+
     def __init__(self):
-        from moto.server import ThreadedMotoServer
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
-        import logging
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+        self.process = None
 
-    def start(self) -> None:
-        self._server.start()
+    def start(self, timeout: float = 30) -> None:
+        import socket
+        import subprocess
+        import sys
+        import time
+        self.process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError("moto's S3 server exited at start")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("moto's S3 server did not open its port in time")
 
     def stop(self) -> None:
-        self._server.stop()
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(30)
+            self.process = None
 
     def client(self):
         import boto3

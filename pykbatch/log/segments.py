@@ -46,6 +46,18 @@ class Segment:
         self.valid_bytes = 0
         self.error: Exception | None = None
 
+    @classmethod
+    def in_memory(cls, data, base_offset: int | None = None, path: str | None = None) -> "Segment":
+        """A segment over bytes already in memory (a byte range fetched from object storage)."""
+        self = object.__new__(cls)
+        self.path, self._file, self._spool = path, None, None
+        self.size = len(data)
+        self._map = data if self.size else None
+        self.base_offset = base_offset
+        self.valid_bytes = 0
+        self.error = None
+        return self
+
     @staticmethod
     def _open(source):
         if isinstance(source, (str, os.PathLike)):
@@ -148,13 +160,13 @@ class Segment:
 
     # -- lifetime ------------------------------------------------------------------------------
     def close(self) -> None:
-        if self._map is not None:
+        if isinstance(self._map, mmap.mmap):
             try:
                 self._map.close()
             except BufferError:  # batches still alive hold views; the map goes with them
                 pass
             self._map = None
-        if isinstance(self.path, str) or self._spool is not None:
+        if self._file is not None and (isinstance(self.path, str) or self._spool is not None):
             self._file.close()
 
     def __enter__(self):

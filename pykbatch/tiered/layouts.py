@@ -65,17 +65,22 @@ class Layout:
         """Every upload the store holds for ``partition`` (whatever the metadata says of it)."""
         raise NotImplementedError
 
-    def open(self, path: str, block_size: int | None = None):
-        """A seekable binary file; on an object store, reads become ranged requests."""
+    def open(self, path: str, block_size: int | None = None, exact: bool = False):
+        """A seekable binary file; on an object store, reads become ranged requests (``exact``:
+        of exactly the bytes asked for, no read-ahead: the caller reads the ranges it needs)."""
+        kwargs = {}
         if block_size is not None and "block_size" in _open_kwargs(self.fs):
-            return self.fs.open(path, "rb", block_size=block_size)
-        return self.fs.open(path, "rb")
+            kwargs["block_size"] = block_size
+        if exact and self.local_path(path) is None:
+            kwargs["cache_type"] = "none"
+        return self.fs.open(path, "rb", **kwargs)
 
     def read(self, path: str, start: int = 0, end: int | None = None) -> bytes:
-        """Bytes [start, end) of a (small) file."""
-        with self.fs.open(path, "rb") as f:
-            f.seek(start)
-            return f.read() if end is None else f.read(end - start)
+        """Bytes [start, end) of a file: one ranged request on an object store (no read-ahead,
+        no metadata request first)."""
+        if end is not None and end <= start:
+            return b""
+        return self.fs.cat_file(path, start=start or None, end=end)
 
     def local_path(self, path: str) -> str | None:
         """The path on this machine's disk, when the store is local (read through mmap)."""

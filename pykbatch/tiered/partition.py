@@ -30,7 +30,23 @@ from .layouts import Layout, RemoteObject
 from .metadata import TopicIdPartition, kafka_uuid
 from .remote_log import Copy, Lineage, RemotePartition, replay
 
-RANGE_BLOCK = 1 << 20  # bytes per ranged read of a remote object
+RANGE_BLOCK = 16 << 20  # bytes per ranged request of a remote object: few requests, bounded memory
+
+
+IN_MEMORY_BYTES = 64 << 20  # a fetched range up to this size stays in memory; larger ones spool to disk
+
+
+def _batch_if_needed(read, path: str, position: int, end: int, next_position: int | None) -> bytes:
+    """The batch at ``position`` when it can hold offsets up to ``end``: a v2 header's base offset
+    says where it starts (a v0/v1 entry's offset is its last, so that one is always taken)."""
+    head = read(path, position, position + 17)
+    if len(head) < 17:
+        return head
+    base, length, magic = int.from_bytes(head[:8], "big", signed=True), int.from_bytes(head[8:12], "big"), head[16]
+    if magic >= 2 and base > end:
+        return b""
+    stop = position + 12 + length
+    return head + read(path, position + 17, stop if next_position is None else min(stop, next_position))
 
 
 class NoMetadataWarning(UserWarning):
@@ -236,27 +252,34 @@ class TieredPartition:
             seg = Segment(local, base_offset=piece.base_offset)
             seg.start_position = _index_start(index, seg, start)
             return seg
-        lo = index.lookup(start).position if index else 0
-        hi = None
-        if index is not None and end is not None:
-            # an entry names the last offset of the batch at its position: the batch at the first
-            # entry past ``end`` can still hold ``end``; the one at the entry after it cannot
-            after = [e for e in index._entries() if e.offset > end]
-            hi = after[1].position if len(after) > 1 else None
-        spool = tempfile.NamedTemporaryFile(suffix=".spool")  # bounded memory; deleted on close
-        with self.store.open(piece.path, block_size=RANGE_BLOCK) as f:
-            f.seek(lo)
-            remaining = None if hi is None else hi - lo
-            while remaining is None or remaining > 0:
-                chunk = f.read(RANGE_BLOCK if remaining is None else min(RANGE_BLOCK, remaining))
-                if not chunk:
-                    break
-                spool.write(chunk)
-                if remaining is not None:
-                    remaining -= len(chunk)
-        spool.flush()
-        spool.seek(0)
-        seg = Segment(spool, base_offset=piece.base_offset)
+        entries = index._entries() if index is not None else []
+        before = [e for e in entries if e.offset <= start]
+        after = [e for e in entries if end is not None and e.offset > end]
+        size = piece.obj.sizes.get(layouts.LOG) if piece.obj else None
+        # an index entry names the last offset of the batch at its position: the range up to the
+        # first entry past ``end`` holds every batch before that one, which may still hold ``end``;
+        # and the batch at the last entry before ``start`` is skipped when it ends before ``start``
+        hi = after[0].position if after else size
+        read = self.store.read
+        lo = before[-1].position if before else 0
+        if before and before[-1].offset < start:
+            head = read(piece.path, lo, lo + 12)
+            if len(head) == 12:
+                lo += 12 + int.from_bytes(head[8:12], "big")
+        if hi is not None and hi - lo <= IN_MEMORY_BYTES:
+            data = read(piece.path, lo, hi)
+            if after:
+                data += _batch_if_needed(read, piece.path, after[0].position, end,
+                                         after[1].position if len(after) > 1 else size)
+            seg = Segment.in_memory(data, piece.base_offset, piece.path)
+        else:
+            spool = tempfile.NamedTemporaryFile(suffix=".spool")  # bounded memory; deleted on close
+            with self.store.open(piece.path, block_size=RANGE_BLOCK, exact=True) as f:
+                f.seek(lo)
+                for chunk in iter(lambda: f.read(RANGE_BLOCK), b""):
+                    spool.write(chunk)
+            spool.flush()
+            seg = Segment(spool, base_offset=piece.base_offset)
         seg.start_position = 0
         seg.byte_offset = lo
         return seg

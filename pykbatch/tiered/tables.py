@@ -20,6 +20,7 @@ from pykbatch.log import entry_windows
 from .partition import Piece, TieredPartition
 
 WINDOW_BYTES = 8 << 20
+AHEAD = 3  # pieces fetched ahead of the one decoding (object stores: requests overlap decoding)
 LEADING = [pa.field("topic", pa.string()), pa.field("partition", pa.int32()), pa.field("leader_epoch", pa.int32())]
 
 
@@ -28,7 +29,9 @@ def schema() -> pa.Schema:
     return pa.schema(LEADING + list(to_arrow(b"").schema))
 
 
-def _epochs(part: TieredPartition, piece: Piece) -> tuple[np.ndarray, np.ndarray]:
+def lineage_arrays(part: TieredPartition, piece: Piece) -> tuple[np.ndarray, np.ndarray]:
+    """(start offsets, epochs) ascending: the piece's own segment leader epochs, else the
+    partition's lineage."""
     entries = list(piece.leader_epochs)
     if not entries:
         lineage = part.lineage()
@@ -37,25 +40,64 @@ def _epochs(part: TieredPartition, piece: Piece) -> tuple[np.ndarray, np.ndarray
     return (np.array([o for _, o in entries], dtype=np.int64), np.array([e for e, _ in entries], dtype=np.int32))
 
 
+def edge_mask(offsets, lo: int, hi: int | None, last_stable_offset: int | None):
+    """The rows of a window (ascending offsets) inside [lo, hi] and below the last stable offset,
+    or None when all are: only the windows at a range's edges pay for a filter."""
+    if not len(offsets):
+        return None
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    top = hi if hi is not None else last
+    if last_stable_offset is not None:
+        top = min(top, last_stable_offset - 1)
+    if first >= lo and last <= top:
+        return None
+    return pc.and_(pc.greater_equal(offsets, lo), pc.less_equal(offsets, top))
+
+
+def epoch_column(offsets, starts: np.ndarray, epochs: np.ndarray) -> pa.Array:
+    """The lineage's leader epoch of each offset (ascending): one value repeated when a window
+    lies in one epoch, as it almost always does; -1 before the lineage's first entry."""
+    n = len(offsets)
+    if not len(starts):
+        return pa.repeat(pa.scalar(-1, pa.int32()), n)
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    at_first = np.searchsorted(starts, first, "right") - 1
+    if at_first == np.searchsorted(starts, last, "right") - 1:
+        return pa.repeat(pa.scalar(int(epochs[at_first]) if at_first >= 0 else -1, pa.int32()), n)
+    at = np.searchsorted(starts, offsets.to_numpy(), side="right") - 1
+    return pa.array(np.where(at >= 0, epochs[np.clip(at, 0, None)], -1).astype(np.int32), pa.int32())
+
+
 def partition_tables(part: TieredPartition, isolation: str | Isolation = READ_UNCOMMITTED, start: int | None = None,
                      end: int | None = None, window_bytes: int = WINDOW_BYTES) -> Iterator[pa.Table]:
-    """The records a consumer at ``isolation`` would receive, offsets in [start, end]."""
+    """The records a consumer at ``isolation`` would receive, offsets in [start, end].  The next
+    piece's bytes are fetched while this one decodes (decoding runs without the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
     iso = part.isolation(isolation) if isinstance(isolation, str) else isolation
+    todo = []
     for piece in part.pieces:
         lo = piece.start if start is None else max(start, piece.start)
         hi = piece.end if end is None else (end if piece.end is None else min(end, piece.end))
-        if hi is not None and lo > hi:
-            continue
-        yield from piece_tables(part, piece, iso, lo, hi, window_bytes)
+        if hi is None or lo <= hi:
+            todo.append((piece, lo, hi))
+    with ThreadPoolExecutor(max_workers=AHEAD, thread_name_prefix="pykbatch-fetch") as fetcher:
+        opened = [fetcher.submit(part.open_piece, *todo[i]) for i in range(min(AHEAD, len(todo)))]
+        for i, (piece, lo, hi) in enumerate(todo):
+            seg = opened[i].result()
+            if i + AHEAD < len(todo):
+                opened.append(fetcher.submit(part.open_piece, *todo[i + AHEAD]))
+            opened[i] = None
+            yield from piece_tables(part, piece, iso, lo, hi, window_bytes, seg)
 
 
 def piece_tables(part: TieredPartition, piece: Piece, iso: Isolation, lo: int, hi: int | None,
-                 window_bytes: int = WINDOW_BYTES) -> Iterator[pa.Table]:
-    """One piece's records in [lo, hi] under ``iso`` (which sees every batch, in order)."""
-    seg = part.open_piece(piece, lo, hi)
+                 window_bytes: int = WINDOW_BYTES, seg=None) -> Iterator[pa.Table]:
+    """One piece's records in [lo, hi] under ``iso`` (which sees every batch, in order);
+    ``seg``: the piece already opened."""
+    seg = seg or part.open_piece(piece, lo, hi)
     if seg is None:
         return
-    starts, epochs = _epochs(part, piece)
+    starts, epochs = lineage_arrays(part, piece)
     with seg:
         view = seg.view()
         batches = part.piece_batches(piece, seg, lo, hi)
@@ -63,21 +105,18 @@ def piece_tables(part: TieredPartition, piece: Piece, iso: Isolation, lo: int, h
             table, damaged = decode_entries(view, run, verify_crc=False)
             for position, _, exc in damaged:
                 part._report("damaged", None, None, f"batch at byte {position}: {exc.message}", piece.path)
-            offsets = table["offset"]
-            keep = pc.greater_equal(offsets, lo)
-            if hi is not None:
-                keep = pc.and_(keep, pc.less_equal(offsets, hi))
-            if iso.last_stable_offset is not None:
-                keep = pc.and_(keep, pc.less(offsets, iso.last_stable_offset))
-            table = table.filter(keep)
+            if not table.num_rows:
+                continue
+            keep = edge_mask(table["offset"], lo, hi, iso.last_stable_offset)
+            if keep is not None:
+                table = table.filter(keep)
             n = table.num_rows
             if not n:
                 continue
-            at = np.searchsorted(starts, table["offset"].to_numpy(), side="right") - 1
-            epoch = np.where(at >= 0, epochs[np.clip(at, 0, None)], -1) if len(starts) else np.full(n, -1, np.int32)
+            epoch = epoch_column(table["offset"], starts, epochs)
             yield pa.Table.from_arrays(
                 [pa.repeat(pa.scalar(part.partition.topic, pa.string()), n),
                  pa.repeat(pa.scalar(part.partition.partition, pa.int32()), n),
-                 pa.array(epoch, pa.int32())] + table.columns,
+                 epoch] + table.columns,
                 schema=pa.schema(LEADING + list(table.schema)))
         del view
