@@ -247,7 +247,8 @@ class TieredPartition:
             seg.start_position = _index_start(seg.offset_index, seg, start)
             return seg
         local = self.store.local_path(piece.path)
-        index = self._remote_index(piece)
+        whole = start <= piece.base_offset and (end is None or (piece.copy is not None and end >= piece.copy.end))
+        index = None if whole and local is None else self._remote_index(piece)  # a whole object needs no index
         if local is not None:
             seg = Segment(local, base_offset=piece.base_offset)
             seg.start_position = _index_start(index, seg, start)
