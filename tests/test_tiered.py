@@ -461,3 +461,33 @@ def test_spark_reads_the_tiered_topic_in_s3(stages, s3_server, spark):
     assert got == s.consumed["read_committed"]
     epochs = spark.sql("select 1").count()  # the session stays usable
     assert epochs == 1
+
+
+@pytest.mark.spark
+def test_the_backfill_job_is_idempotent_and_dead_letters_damaged_batches(stages, spark, tmp_path):
+    """A tiered topic into a Parquet table twice: the second run adds nothing; a batch whose CRC
+    no longer holds goes to the dead letters (once), its records never into the table."""
+    import pyarrow.parquet as pq
+
+    import pykbatch as kb
+    from spark_udfs.backfill import backfill
+    s = stages["restarted"]
+    root = damaged_copy(s, tmp_path)
+    victim = uploads(root, 0)[2]
+    data = bytearray(victim.read_bytes())
+    bad = list(kb.iter_batches(bytes(data)))[1]
+    data[bad.position + bad.size - 1] ^= 0xFF  # inside the records: the CRC fails, the framing holds
+    victim.write_bytes(bytes(data))
+    table, dead = str(tmp_path / "table"), str(tmp_path / "dead")
+    options = {"remoteLogMetadata": metadata_of(s)[0]}
+    first = backfill(spark, str(root), table, dead, topics=[TOPIC], **options)
+    second = backfill(spark, str(root), table, dead, topics=[TOPIC], **options)
+    assert (second.appended, second.dead_batches, second.already_there) == (0, 0, first.appended)
+    assert first.dead_batches == 1
+    rows = table_rows(pq.read_table(table, columns=["partition", "offset", "timestamp", "key", "value", "headers"]))
+    remote_rows, _ = offline(local_store(s), metadata_of(s), None, "read_committed")
+    lost = range(bad.base_offset, bad.last_offset + 1)
+    assert rows == [r for r in remote_rows if not (r[0] == 0 and r[1] in lost)]
+    dead_rows = pq.read_table(dead).to_pylist()
+    assert [(d["base_offset"], d["batch_ok"]) for d in dead_rows] == [(bad.base_offset, False)]
+    assert "crc" in dead_rows[0]["batch_error"].lower()
