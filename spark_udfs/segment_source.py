@@ -37,6 +37,7 @@ from pykbatch.config import ValidationConfig
 from pykbatch.arrow import append_headers, decode_entries
 from pykbatch.columns import BATCH, LOCATION, RECORD, fields
 from pykbatch.log import Segment, entry_windows
+from pykbatch.retry import retry_io  # noqa: F401  (kafka-segment's remote reads; tests import it from here)
 
 from . import tiered_source
 from .segment_plan import Ranges, _fsspec, _is_local, _local, narrow, plan_splits, read_mode
@@ -70,28 +71,6 @@ def _flag(options, key: str) -> bool:
 def arrow_schema(mode: str, validate: bool, include_path: bool = False) -> pa.Schema:
     cols = RECORD_COLUMNS if mode == "records" else BATCH_COLUMNS
     return pa.schema((PATH_COLUMN if include_path else []) + cols + (VALIDATION_COLUMNS if validate else []))
-
-
-def retry_io(fn, *, attempts: int = 6, base_delay: float = 0.2, max_delay: float = 5.0, timeout: float = 60.0,
-             sleep=None):
-    """``fn()`` retried on transient I/O errors (``OSError``: object-storage timeouts, resets)
-    with exponential backoff and full jitter, within ``timeout`` seconds in all.  Data errors
-    (``ValueError``, pykbatch's KafkaDataError) are never retried: reading the bytes again
-    cannot fix them."""
-    import random
-    import time
-    sleep = sleep or time.sleep
-    deadline = time.monotonic() + timeout
-    for attempt in range(attempts):
-        try:
-            return fn()
-        except ValueError:
-            raise
-        except OSError:
-            delay = random.uniform(0, min(max_delay, base_delay * 2 ** attempt))
-            if attempt == attempts - 1 or time.monotonic() + delay > deadline:
-                raise
-            sleep(delay)
 
 
 def _open(path: str):

@@ -408,3 +408,15 @@ def test_the_demo_pipeline_keeps_the_good_records_of_damaged_batches(spark):
         "dead-lettered records (in batches damaged as a whole)": 10 + 12,
         "skipped records": 0,
     }
+
+
+def test_a_missing_object_is_not_retried():
+    from pykbatch.retry import retry_io
+    calls = []
+
+    def gone():
+        calls.append(1)
+        raise FileNotFoundError("s3://bucket/key")
+    with pytest.raises(FileNotFoundError):
+        retry_io(gone, sleep=lambda s: None)
+    assert len(calls) == 1

@@ -21,6 +21,8 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
+from pykbatch.retry import retry_io
+
 from .metadata import TopicIdPartition, parse_kafka_uuid
 
 LOG = ".log"
@@ -73,14 +75,14 @@ class Layout:
             kwargs["block_size"] = block_size
         if exact and self.local_path(path) is None:
             kwargs["cache_type"] = "none"
-        return self.fs.open(path, "rb", **kwargs)
+        return retry_io(lambda: self.fs.open(path, "rb", **kwargs))
 
     def read(self, path: str, start: int = 0, end: int | None = None) -> bytes:
         """Bytes [start, end) of a file: one ranged request on an object store (no read-ahead,
         no metadata request first)."""
         if end is not None and end <= start:
             return b""
-        return self.fs.cat_file(path, start=start or None, end=end)
+        return retry_io(lambda: self.fs.cat_file(path, start=start or None, end=end))
 
     def local_path(self, path: str) -> str | None:
         """The path on this machine's disk, when the store is local (read through mmap)."""
@@ -123,7 +125,7 @@ class LocalTieredStorage(Layout):
         if location is None:
             return []
         uploads: dict[uuid.UUID, tuple[int, dict, dict]] = {}
-        for info in self.fs.ls(location, detail=True):
+        for info in retry_io(lambda: self.fs.ls(location, detail=True)):
             m = _FILE.match(_name(info["name"]))
             if not m or info.get("type") == "directory":
                 continue
