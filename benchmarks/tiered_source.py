@@ -16,7 +16,6 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -26,15 +25,9 @@ from tiered_store import TOPIC, write_store  # noqa: E402
 
 
 def timed(cases: dict, repeats: int) -> dict:
-    for run in cases.values():  # warm-up
-        run()
-    times = {name: [] for name in cases}
-    for _ in range(repeats):
-        for name, run in cases.items():
-            t0 = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    """name -> median wall time (sparkbench's interleaved runs after a warm-up)."""
+    from sparkbench import time_cases
+    return {name: statistics.median(ts) for name, ts in time_cases(cases, repeats).items()}
 
 
 def spark_rates(store, meta, broker, repeats: int, total: int) -> None:

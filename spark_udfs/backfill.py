@@ -57,27 +57,23 @@ def backfill(spark, store: str, table: str, dead_letters: str, *, isolation: str
         df = r.load(store)
         return df.where(F.col("topic").isin(list(topics))) if topics else df
 
-    batches = reader("batches").where(~F.col("batch_ok"))
-    if _exists(spark, dead_letters):
-        batches = batches.join(spark.read.parquet(dead_letters).select(*DEAD_KEY), list(DEAD_KEY), "left_anti")
-    batches = batches.cache()
-    dead = batches.count()
-    if dead:
-        batches.write.mode("append").partitionBy("topic", "partition").parquet(dead_letters)
-    batches.unpersist()
-
+    dead = _append_new(spark, reader("batches").where(~F.col("batch_ok")), dead_letters, DEAD_KEY)
     records = reader("records").where(F.col("batch_ok")).drop("batch_ok", "batch_error")
-    total = None
-    if _exists(spark, table):
-        records = records.cache()
-        total = records.count()
-        records = records.join(spark.read.parquet(table).select(*KEY), list(KEY), "left_anti")
-    records = records.cache()
-    appended = records.count()
-    if appended:
-        records.write.mode("append").partitionBy("topic", "partition").parquet(table)
-    records.unpersist()
+    total = records.count() if _exists(spark, table) else None
+    appended = _append_new(spark, records, table, KEY)
     return BackfillReport(appended, 0 if total is None else total - appended, dead)
+
+
+def _append_new(spark, rows, path: str, key) -> int:
+    """Appends the rows whose ``key`` the Parquet table at ``path`` lacks; returns how many."""
+    if _exists(spark, path):
+        rows = rows.join(spark.read.parquet(path).select(*key), list(key), "left_anti")
+    rows = rows.cache()
+    n = rows.count()
+    if n:
+        rows.write.mode("append").partitionBy("topic", "partition").parquet(path)
+    rows.unpersist()
+    return n
 
 
 def key_merge_sql(target: str, source_view: str) -> str:

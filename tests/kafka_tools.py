@@ -47,6 +47,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_port(process: subprocess.Popen, port: int, timeout: float) -> bool:
+    """Whether ``process`` opened ``port`` on 127.0.0.1 within ``timeout`` s (False: it exited, or time ran out)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.3)
+    return False
+
+
 class Broker:
     """A single-node KRaft Kafka (4.3.1) on 127.0.0.1, its data in ``directory``/data."""
 
@@ -103,17 +115,11 @@ class Broker:
         log = open(self.directory / "broker.log", "a")
         self.process = subprocess.Popen(["java", "-Xmx512m", "-cp", classpath(), "kafka.Kafka", str(config)],
                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        if not wait_for_port(self.process, self.port, timeout):
             if self.process.poll() is not None:
                 raise RuntimeError(f"the broker exited:\n{(self.directory / 'broker.log').read_text()[-4000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.5)
-        self.stop()
-        raise RuntimeError("the broker did not open its port in time")
+            self.stop()
+            raise RuntimeError("the broker did not open its port in time")
 
     def stop(self, timeout: float = 60) -> None:
         """A clean shutdown (SIGTERM): segments closed, indexes trimmed, snapshots written."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.kafka_tools import free_port
+from tests.kafka_tools import free_port, wait_for_port
 
 KEY = SECRET = "testing"  # moto accepts any credentials; these never leave loopback
 
@@ -29,23 +29,13 @@ class S3Server:
         self.process = None
 
     def start(self, timeout: float = 30) -> None:
-        import socket
         import subprocess
         import sys
-        import time
         self.process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError("moto's S3 server exited at start")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError("moto's S3 server did not open its port in time")
+        if not wait_for_port(self.process, self.port, timeout):
+            self.stop()
+            raise RuntimeError("moto's S3 server did not start (or exited)")
 
     def stop(self) -> None:
         if self.process is not None:
