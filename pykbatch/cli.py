@@ -43,6 +43,8 @@ def _callable(spec: str):
 
 def _dump(args) -> int:
     files = [f for spec in args.files for f in spec.split(",") if f]
+    from .dump import STRUCTURED_DECODERS
+    args.structured = next((n for n in STRUCTURED_DECODERS if getattr(args, f"decoder_{n.replace('-', '_')}")), None)
     decoders = {}
     if args.key_decoder:
         decoders["key_decoder"] = _callable(args.key_decoder)
@@ -283,9 +285,10 @@ def parser() -> argparse.ArgumentParser:
                    help="a Python callable bytes -> str for keys (implies --print-data-log)")
     d.add_argument("--value-decoder", "--value-decoder-class", metavar="MODULE:FUNCTION", default=None,
                    help="a Python callable bytes -> str for values (implies --print-data-log)")
-    d.add_argument("--remote-log-metadata-decoder", dest="structured", action="store_const",
-                   const="remote-log-metadata", default=None,
-                   help="print __remote_log_metadata values as Kafka's tool does (implies --print-data-log)")
+    from .dump import STRUCTURED_DECODERS
+    for name in STRUCTURED_DECODERS:  # with several, the first in Kafka's order wins, as in its tool
+        d.add_argument(f"--{name}-decoder", dest=f"decoder_{name.replace('-', '_')}", action="store_true",
+                       help=f"decode {name} records as kafka-dump-log does (implies --print-data-log)")
     d.set_defaults(run=_dump)
 
     v = sub.add_parser("validate", help="check files of record batches and print every culprit")

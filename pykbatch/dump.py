@@ -106,23 +106,35 @@ def decoders_parser(key_decoder: Decoder = utf8, value_decoder: Decoder = utf8) 
                       None if r.value is None else value_decoder(r.value))
 
 
-def structured_parser(decode: Callable[[bytes], object]) -> RecordParser:
-    """The parser of a structured decoder flag (--remote-log-metadata-decoder ...): no key, the
-    value's decoded form, or Kafka's line for a value that does not decode."""
+def structured_parser(decode: Callable[[bytes], object], error_at: str = "Error at offset") -> RecordParser:
+    """The parser of a structured decoder flag for key-less records (--remote-log-metadata-decoder,
+    --cluster-metadata-decoder): no key, the value's decoded form, or Kafka's line for a value
+    that does not decode (``error_at``: how that decoder's line begins)."""
     def parse(r):
         try:
             return None, decode(r.value)
         except (ValueError, TypeError) as exc:
             message = getattr(exc, "kafka_message", None) or (exc.message if isinstance(exc, KafkaDataError)
                                                               else str(exc))
-            return None, f"Error at offset {r.offset}, skipping. {message}"
+            return None, f"{error_at} {r.offset}, skipping. {message}"
     return parse
 
 
 def _structured() -> dict[str, RecordParser]:
-    """Structured decoders by flag name, in Kafka's order of precedence."""
-    from .tiered.metadata import dump_payload
-    return {"remote-log-metadata": structured_parser(dump_payload)}
+    """Structured decoders by flag name (kafka-dump-log's --<name>-decoder), in Kafka's order of
+    precedence."""
+    from .internal import cluster_metadata, coordinator
+    from .tiered.metadata import dump_payload as remote_payload
+    return {
+        "offsets": lambda r: coordinator.dump_parts(coordinator.OFFSETS, r),
+        "transaction-log": lambda r: coordinator.dump_parts(coordinator.TRANSACTIONS, r),
+        "cluster-metadata": structured_parser(cluster_metadata.dump_payload, "Error at"),
+        "remote-log-metadata": structured_parser(remote_payload),
+        "share-group-state": lambda r: coordinator.dump_parts(coordinator.SHARE_STATE, r),
+    }
+
+
+STRUCTURED_DECODERS = ("offsets", "transaction-log", "cluster-metadata", "remote-log-metadata", "share-group-state")
 
 
 def parser_for(decoder: str | None = None, key_decoder: Decoder = utf8, value_decoder: Decoder = utf8) -> RecordParser:
@@ -199,7 +211,7 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
     """kafka-dump-log.sh over several files, dispatched by the suffix after the last dot; returns
     the number of problems met (errors, index mismatches).  ``style``: the output of Kafka 4.3+'s
     tool ("java") or of the Scala tool of earlier releases ("scala"); see ``Style``.  ``decoder``:
-    a structured decoder's name (``remote-log-metadata``), which then prints every payload."""
+    a structured decoder's name (``STRUCTURED_DECODERS``), which then prints every payload."""
     out = out or sys.stdout
     parser = parser_for(decoder, key_decoder, value_decoder)
     err = err or sys.stderr

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from pykbatch.errors import CorruptRecordError
+from pykbatch.javautf8 import java_utf8
 
 _FIXED = {"bool": (1, "?"), "int8": (1, "b"), "int16": (2, ">h"), "uint16": (2, ">H"), "int32": (4, ">i"),
           "uint32": (4, ">I"), "int64": (8, ">q"), "float64": (8, ">d")}
@@ -77,6 +78,7 @@ class Field:
 @dataclass
 class MessageSchema:
     name: str
+    kind: str  # Kafka's "type": metadata, coordinator-key, coordinator-value, data ...
     api_key: int | None
     valid: Versions
     flexible: Versions
@@ -92,12 +94,173 @@ class MessageSchema:
         return reader.struct(self.fields, version, self.name), reader.pos
 
 
+    def to_json(self, fields: dict, version: int) -> dict:
+        """The message as Kafka's generated ``JsonConverter.write`` builds it: camelCase names,
+        fields of this version in definition order, tagged ones only when not at their default,
+        uuids in Kafka's text form, bytes as base64 (``jackson`` writes it as Kafka's tools print)."""
+        return _json_struct(self.fields, fields, version)
+
     def encode(self, fields: dict, version: int) -> bytes:
         """The bytes of a message with these field values (as ``decode`` returns them; a field
         left out takes its default): for tests and tools that write internal-topic records."""
         out = bytearray()
         _Writer(out, version in self.flexible).struct(self.fields, fields, version)
         return bytes(out)
+
+
+def camel(name: str) -> str:
+    """Kafka's camelCaseName: the field name with its first letter lower-cased."""
+    return name[:1].lower() + name[1:]
+
+
+def _json_value(f: Field, v, version: int):
+    if v is None:
+        return None
+    if f.type.startswith("[]"):
+        element = Field(f.name, f.element, f.versions, Versions(1, 0), Versions(1, 0), None, None, f.fields)
+        return [_json_value(element, x, version) for x in v]
+    if f.fields:
+        return _json_struct(f.fields, v, version)
+    if f.type == "uuid":
+        from pykbatch.tiered.metadata import kafka_uuid
+        return kafka_uuid(v)
+    if f.type in ("bytes", "records"):
+        return JsonBytes(v)
+    if f.type == "float64":
+        return JsonDouble(v)
+    return v
+
+
+def _json_struct(fields: list[Field], values: dict, version: int) -> dict:
+    out = {}
+    for f in fields:
+        if version not in f.versions:
+            continue
+        v = values.get(f.name, default_of(f))
+        if version in f.tagged and v == default_of(f):
+            continue
+        out[camel(f.name)] = _json_value(f, v, version)
+    return out
+
+
+class JsonBytes(bytes):
+    """A bytes value in JSON: Jackson writes a BinaryNode as base64 (standard alphabet, padded)."""
+
+
+class JsonDouble(float):
+    """A float64 in JSON, written as Java's Double.toString."""
+
+
+def jackson(obj) -> str:
+    """``obj`` as Jackson's ``JsonNode.toString()`` writes it (Kafka's tools print that): compact,
+    non-ASCII as is, control characters escaped with upper-case hex."""
+    if obj is None:
+        return "null"
+    if obj is True:
+        return "true"
+    if obj is False:
+        return "false"
+    if isinstance(obj, JsonBytes):
+        import base64
+        return '"' + base64.b64encode(obj).decode() + '"'
+    if isinstance(obj, JsonDouble):
+        return _java_double(float(obj))
+    if isinstance(obj, int):
+        return str(obj)
+    if isinstance(obj, float):
+        return _java_double(obj)
+    if isinstance(obj, str):
+        return _jackson_string(obj)
+    if isinstance(obj, dict):
+        return "{" + ",".join(f"{_jackson_string(k)}:{jackson(v)}" for k, v in obj.items()) + "}"
+    if isinstance(obj, (list, tuple)):
+        return "[" + ",".join(jackson(v) for v in obj) + "]"
+    raise TypeError(f"not JSON: {type(obj).__name__}")
+
+
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+
+
+def _jackson_string(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
+        elif ch < " ":
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _java_double(x: float) -> str:
+    """Java's Double.toString: decimal between 1e-3 and 1e7, else d.dddE±n; shortest digits."""
+    import math
+    from decimal import Decimal
+    if x != x or x in (math.inf, -math.inf):
+        return {True: '"NaN"'}.get(x != x) or ('"Infinity"' if x > 0 else '"-Infinity"')
+    if x == 0:
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    if 1e-3 <= abs(x) < 1e7:
+        text = repr(x)
+        return text if "." in text else text + ".0"
+    sign, digits, exp = Decimal(repr(x)).normalize().as_tuple()
+    digits = "".join(map(str, digits))
+    return f"{'-' if sign else ''}{digits[0]}.{digits[1:] or '0'}E{exp + len(digits) - 1}"
+
+
+# Records framed as Kafka's AbstractApiMessageSerde frames them (the KRaft metadata log, remote
+# log metadata): unsigned varints frame version (1), api key, version; then the message.  The
+# failures carry Kafka's own texts, which its dump tool prints.
+FRAME_VERSION = 1
+_NULL_VALUE = ('Cannot invoke "java.nio.ByteBuffer.remaining()" because the return value of '
+               '"org.apache.kafka.common.record.internal.Record.value()" is null')
+
+
+def _frame_field(reader: "Reader", entity: str) -> int:
+    at = reader.pos
+    try:
+        value = reader.uvarint(entity)
+    except MessageFormatError as exc:
+        raise MessageFormatError(exc.message, exc.offset, f"Error while reading {entity}") from None
+    if value > 0x7FFF:
+        raise MessageFormatError(f"{entity} {value} does not fit a short", at, f"Value for {entity} was too large.")
+    return value
+
+
+def decode_framed(value: bytes | None, topic: str) -> tuple[MessageSchema, int, dict]:
+    """A framed record value of an internal topic: (its definition, version, fields)."""
+    if value is None:
+        raise MessageFormatError("a framed record has a value; this one is null", 0, _NULL_VALUE)
+    reader = Reader(memoryview(value), 0, len(value), True)
+    frame = _frame_field(reader, "frame version")
+    if frame == 0:
+        raise MessageFormatError("frame version 0 (KRaft's 2.8 preview) is not readable", 0,
+                                 "Could not deserialize metadata record with frame version 0. Note that upgrades "
+                                 "from the preview release of KRaft in 2.8 to newer versions are not supported.")
+    if frame != FRAME_VERSION:
+        raise MessageFormatError(f"unknown frame version {frame}", 0,
+                                 f"Could not deserialize metadata record due to unknown frame version {frame}"
+                                 f"(only frame version {FRAME_VERSION} is supported)")
+    at = reader.pos
+    api_key = _frame_field(reader, "type")
+    version = _frame_field(reader, "version")
+    schema = by_api_key(topic).get(api_key)
+    if schema is None:
+        raise MessageFormatError(f"unknown {topic} record type {api_key}", at,
+                                 f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id {api_key}")
+    try:
+        fields, end = schema.decode(value, reader.pos, version)
+    except MessageFormatError as exc:
+        raise MessageFormatError(exc.message, exc.offset, f"Failed to deserialize record with type {api_key}") from None
+    if end != len(value):
+        text = f"Found {len(value) - end} byte(s) of garbage after {api_key}"
+        raise MessageFormatError(text, end, text)
+    return schema, version, fields
+
+
+def encode_framed(schema: MessageSchema, fields: dict, version: int = 0) -> bytes:
+    return _uvarint(FRAME_VERSION) + _uvarint(schema.api_key) + _uvarint(version) + schema.encode(fields, version)
 
 
 def _uvarint(n: int) -> bytes:
@@ -180,7 +343,7 @@ def parse_definition(text: str) -> MessageSchema:
     """A definition file's text (Kafka's JSON with ``//`` comment lines) as a schema."""
     doc = json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
     structs = {s["name"]: s["fields"] for s in doc.get("commonStructs", [])}
-    return MessageSchema(name=doc["name"], api_key=doc.get("apiKey"), valid=Versions.parse(doc["validVersions"]),
+    return MessageSchema(name=doc["name"], kind=doc.get("type", ""), api_key=doc.get("apiKey"), valid=Versions.parse(doc["validVersions"]),
                          flexible=Versions.parse(doc.get("flexibleVersions")),
                          fields=_load_fields(doc["fields"], structs))
 
@@ -192,9 +355,27 @@ def load(name: str) -> MessageSchema:
     return parse_definition(text)
 
 
+@functools.cache
+def _index() -> dict:
+    text = resources.files("pykbatch").joinpath("schemas", "messages", "index.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def topic_definitions(topic: str) -> tuple[str, ...]:
+    """The definitions an internal topic's records use (``schemas/messages/index.json``)."""
+    return tuple(_index()["topics"][topic]["definitions"])
+
+
+@functools.cache
+def by_api_key(topic: str, kind: str | None = None) -> dict[int, MessageSchema]:
+    """An internal topic's definitions of one kind (e.g. coordinator-key) by api key."""
+    schemas = (load(n) for n in topic_definitions(topic))
+    return {s.api_key: s for s in schemas if kind is None or s.kind == kind}
+
+
 def default_of(f: Field):
     if f.type.startswith("[]"):
-        return []
+        return None if f.default == "null" else []
     if f.fields:
         return None
     if f.default == "null":
@@ -279,12 +460,7 @@ class Reader:
                     self.fail(f"{what}: null {typ} in a version where it is not nullable", start)
                 return None
             raw = bytes(self.take(n, what))
-            if typ != "string":
-                return raw
-            try:
-                return raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                self.fail(f"{what}: string is not UTF-8 ({exc.reason})", start)
+            return raw if typ != "string" else java_utf8(raw)  # as Kafka's readString: malformed -> U+FFFD
         self.fail(f"{what}: type {typ!r} is not one this interpreter knows")
 
     def struct(self, fields: list[Field], version: int, where: str) -> dict:

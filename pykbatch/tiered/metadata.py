@@ -21,9 +21,7 @@ from pykbatch import messages
 from pykbatch.messages import MessageFormatError
 
 TOPIC = "__remote_log_metadata"
-FRAME_VERSION = 1
-DEFINITIONS = ("RemoteLogSegmentMetadataRecord", "RemoteLogSegmentMetadataUpdateRecord",
-               "RemotePartitionDeleteMetadataRecord", "RemoteLogSegmentMetadataSnapshotRecord")
+DEFINITIONS = messages.topic_definitions(TOPIC)
 
 
 class SegmentState(enum.IntEnum):
@@ -209,59 +207,13 @@ _BUILD = {
 }
 
 
-def _by_api_key() -> dict[int, messages.MessageSchema]:
-    return {s.api_key: s for s in map(messages.load, DEFINITIONS)}
-
-
-# Kafka's texts for the same failures (AbstractApiMessageSerde, MetadataRecordType, the metadata
-# classes' constructors), which the dump prints
-_NULL_VALUE = ('Cannot invoke "java.nio.ByteBuffer.remaining()" because the return value of '
-               '"org.apache.kafka.common.record.internal.Record.value()" is null')
-
-
-def _header(reader, entity: str) -> int:
-    at = reader.pos
-    try:
-        value = reader.uvarint(entity)
-    except MessageFormatError as exc:
-        raise MessageFormatError(exc.message, exc.offset, f"Error while reading {entity}") from None
-    if value > 0x7FFF:
-        raise MessageFormatError(f"{entity} {value} does not fit a short", at, f"Value for {entity} was too large.")
-    return value
-
-
 def decode_value(value: bytes) -> Event:
     """One record value of ``__remote_log_metadata``; ``MessageFormatError`` names the byte and
     what was wrong (frame version, unknown type, a field, trailing bytes)."""
-    if value is None:
-        raise MessageFormatError("a remote log metadata record has a value; this one is null", 0, _NULL_VALUE)
-    reader = messages.Reader(memoryview(value), 0, len(value), True)
-    frame = _header(reader, "frame version")
-    if frame == 0:
-        raise MessageFormatError("frame version 0 (KRaft's 2.8 preview) is not readable", 0,
-                                 "Could not deserialize metadata record with frame version 0. Note that upgrades "
-                                 "from the preview release of KRaft in 2.8 to newer versions are not supported.")
-    if frame != FRAME_VERSION:
-        raise MessageFormatError(f"unknown frame version {frame}", 0,
-                                 f"Could not deserialize metadata record due to unknown frame version {frame}"
-                                 f"(only frame version {FRAME_VERSION} is supported)")
-    at = reader.pos
-    api_key = _header(reader, "type")
-    version = _header(reader, "version")
-    schema = _by_api_key().get(api_key)
-    if schema is None:
-        raise MessageFormatError(f"unknown remote log metadata type {api_key}", at,
-                                 f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id {api_key}")
-    try:
-        fields, end = schema.decode(value, reader.pos, version)
-    except MessageFormatError as exc:
-        raise MessageFormatError(exc.message, exc.offset, f"Failed to deserialize record with type {api_key}") from None
-    if end != len(value):
-        text = f"Found {len(value) - end} byte(s) of garbage after {api_key}"
-        raise MessageFormatError(text, end, text)
+    schema, _, fields = messages.decode_framed(value, TOPIC)
     state = fields.get("RemoteLogSegmentState", fields.get("RemotePartitionDeleteState"))
     states = PartitionDeleteState if "RemotePartitionDeleteState" in fields else SegmentState
-    if state not in set(states):
+    if state not in set(states):  # Kafka's constructors refuse a null state
         raise MessageFormatError(f"unknown {states.__name__} id {state}", None, "state can not be null")
     return _BUILD[schema.name](fields)
 
@@ -269,9 +221,7 @@ def decode_value(value: bytes) -> Event:
 def encode_value(definition: str, fields: dict, version: int = 0) -> bytes:
     """A record value of ``__remote_log_metadata``: the frame, then the message ``definition``
     (one of ``DEFINITIONS``) with ``fields`` (for tests and tools that write metadata)."""
-    schema = messages.load(definition)
-    return (messages._uvarint(FRAME_VERSION) + messages._uvarint(schema.api_key) + messages._uvarint(version)
-            + schema.encode(fields, version))
+    return messages.encode_framed(messages.load(definition), fields, version)
 
 
 def dump_payload(value: bytes | None) -> str:

@@ -1,0 +1,121 @@
+"""Coordinator records: the keys and values of ``__consumer_offsets`` (classic groups, KIP-848
+consumer groups, share and streams groups), ``__transaction_state`` and ``__share_group_state``.
+
+A key is an int16 record type (the api key of a ``coordinator-key`` definition) and that key
+message (version 0); a value is an int16 version and the ``coordinator-value`` message of the same
+type at that version; a null value is a tombstone.  ``dump_parts`` prints them as kafka-dump-log's
+decoders do: ``{"type":"1","data":{...}}`` / ``{"version":"4","data":{...}}`` / ``<DELETE>``.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from pykbatch import messages
+from pykbatch.messages import MessageFormatError, jackson
+
+OFFSETS, TRANSACTIONS, SHARE_STATE = "__consumer_offsets", "__transaction_state", "__share_group_state"
+
+
+class UnknownRecordType(MessageFormatError):
+    """A key whose record type is not one of this topic's."""
+
+
+@dataclass(frozen=True)
+class CoordinatorRecord:
+    topic: str
+    record_type: int
+    key_name: str
+    key: dict
+    value_version: int | None  # None: a tombstone
+    value_name: str | None
+    value: dict | None
+
+    @property
+    def tombstone(self) -> bool:
+        return self.value is None
+
+
+def _version(data: bytes, what: str) -> int:
+    if len(data) < 2:
+        raise MessageFormatError(f"no {what} version: {len(data)} byte(s)", 0,
+                                 f"Could not read version from {what}'s buffer.")
+    return struct.unpack_from(">h", data)[0]
+
+
+def _read(schema: messages.MessageSchema, data: bytes, version: int, what: str, named: int | None = None) -> dict:
+    """The message after the int16 prefix; ``named``: the version Kafka's message names (a key's
+    record type)."""
+    try:
+        fields, end = schema.decode(data, 2, version)
+    except MessageFormatError as exc:
+        # the JVM's reader runs out of buffer with a BufferUnderflowException, whose message is null
+        cause = "null" if "remain" in exc.message or "past the end" in exc.message else exc.message
+        raise MessageFormatError(exc.message, exc.offset,
+                                 f"Could not read record with version {version if named is None else named} "
+                                 f"from {what}'s buffer due to: {cause}.") from None
+    return fields
+
+
+def decode_coordinator(topic: str, key: bytes | None, value: bytes | None) -> CoordinatorRecord:
+    """One record of ``topic`` (OFFSETS, TRANSACTIONS or SHARE_STATE)."""
+    if key is None:  # Kafka's tool dies here (RuntimeException); the dump goes on
+        raise MessageFormatError("a coordinator record has a key; this one is null", 0,
+                                 "the record has no key (Kafka's tool stops here: \"message had a missing key\")")
+    record_type = _version(key, "key")
+    keys = messages.by_api_key(topic, "coordinator-key")
+    if record_type not in keys:
+        raise UnknownRecordType(f"record type {record_type} is not one of {topic}'s", 0,
+                                f"Unknown record type {record_type}")
+    key_schema = keys[record_type]
+    key_fields = _read(key_schema, key, 0, "key", named=record_type)
+    if value is None:
+        return CoordinatorRecord(topic, record_type, key_schema.name, key_fields, None, None, None)
+    value_schema = messages.by_api_key(topic, "coordinator-value")[record_type]
+    version = _version(value, "value")
+    return CoordinatorRecord(topic, record_type, key_schema.name, key_fields, version, value_schema.name,
+                             _read(value_schema, value, version, "value"))
+
+
+def key_json(record: CoordinatorRecord) -> dict:
+    schema = messages.by_api_key(record.topic, "coordinator-key")[record.record_type]
+    return {"type": str(record.record_type), "data": schema.to_json(record.key, 0)}
+
+
+def value_json(record: CoordinatorRecord) -> dict | None:
+    if record.value is None:
+        return None
+    schema = messages.by_api_key(record.topic, "coordinator-value")[record.record_type]
+    data = schema.to_json(record.value, record.value_version)
+    if record.value_name == "GroupMetadataValue" and data.get("protocolType") == "consumer":
+        for member in data.get("members") or ():
+            _embedded(member, "subscription", "ConsumerProtocolSubscription")
+            _embedded(member, "assignment", "ConsumerProtocolAssignment")
+    return {"version": str(record.value_version), "data": data}
+
+
+def _embedded(member: dict, field: str, definition: str) -> None:
+    """A consumer-protocol member's subscription / assignment bytes replaced by their decoded
+    form (int16 version, then the message), as Kafka's tool does; kept as bytes if they do not decode."""
+    raw = member.get(field)
+    if raw is None:
+        return
+    try:
+        version = _version(raw, field)
+        schema = messages.load(definition)
+        fields, _ = schema.decode(raw, 2, version)
+        member[field] = schema.to_json(fields, version)
+    except (MessageFormatError, ValueError):
+        pass
+
+
+def dump_parts(topic: str, record) -> tuple[str | None, str | None]:
+    """(key, payload) as kafka-dump-log's decoder of ``topic`` prints a record."""
+    try:
+        decoded = decode_coordinator(topic, record.key, record.value)
+    except UnknownRecordType as exc:
+        return f"{exc.kafka_message} at offset {record.offset}, skipping.", None
+    except MessageFormatError as exc:
+        return f"Error at offset {record.offset}, skipping. {exc.kafka_message or exc.message}", None
+    value = value_json(decoded)
+    return jackson(key_json(decoded)), "<DELETE>" if value is None else jackson(value)
