@@ -282,7 +282,7 @@ class _Writer:
         else:
             self.out += struct.pack(">i" if wide else ">h", n)
 
-    def value(self, f: Field, v, version: int) -> None:
+    def value(self, f: Field, v, version: int, tagged: bool = False) -> None:
         if f.type.startswith("[]"):
             if v is None:
                 self.length(-1, True)
@@ -292,6 +292,10 @@ class _Writer:
             for item in v:
                 self.value(element, item, version)
         elif f.fields:
+            if version in f.nullable:
+                self.out += (_uvarint(0 if v is None else 1) if tagged else struct.pack("b", -1 if v is None else 1))
+                if v is None:
+                    return
             self.struct(f.fields, v or {}, version)
         elif f.type in _FIXED:
             self.out += struct.pack(_FIXED[f.type][1], v)
@@ -320,7 +324,7 @@ class _Writer:
             self.out += _uvarint(len(tagged))
             for tag, f, v in sorted(tagged, key=lambda t: t[0]):
                 inner = bytearray()
-                _Writer(inner, True).value(f, v, version)
+                _Writer(inner, True).value(f, v, version, tagged=True)
                 self.out += _uvarint(tag) + _uvarint(len(inner)) + inner
 
 
@@ -333,7 +337,7 @@ def _load_fields(raw: list, structs: dict) -> list[Field]:
         if sub is None and element in structs:
             sub = structs[element]
         out.append(Field(
-            name=f["name"], type=typ, versions=Versions.parse(f.get("versions")),
+            name=f["name"], type=typ, versions=Versions.parse(f.get("versions") or f.get("taggedVersions")),
             nullable=Versions.parse(f.get("nullableVersions")), tagged=Versions.parse(f.get("taggedVersions")),
             tag=f.get("tag"), default=f.get("default"), fields=_load_fields(sub, structs) if sub else []))
     return out
@@ -376,8 +380,8 @@ def by_api_key(topic: str, kind: str | None = None) -> dict[int, MessageSchema]:
 def default_of(f: Field):
     if f.type.startswith("[]"):
         return None if f.default == "null" else []
-    if f.fields:
-        return None
+    if f.fields:  # Kafka's default for a struct is a default-built one, unless it says "null"
+        return None if f.default == "null" else {sub.name: default_of(sub) for sub in f.fields}
     if f.default == "null":
         return None
     if f.type in _FIXED:
@@ -433,7 +437,7 @@ class Reader:
             return self.uvarint(what) - 1
         return self.fixed("int32" if wide else "int16", what)
 
-    def value(self, f: Field, version: int, where: str):
+    def value(self, f: Field, version: int, where: str, tagged: bool = False):
         typ, what = f.type, f"{where}.{f.name}"
         if typ.startswith("[]"):
             start = self.pos
@@ -447,6 +451,9 @@ class Reader:
             element = Field(f.name, f.element, f.versions, Versions(1, 0), Versions(1, 0), None, None, f.fields)
             return [self.value(element, version, what) for _ in range(n)]
         if f.fields:
+            # a nullable struct: int8 -1 null / 1 present; inside a tagged field, uvarint 0 null / 1 present
+            if version in f.nullable and (self.uvarint(what) <= 0 if tagged else self.fixed("int8", what) < 0):
+                return None
             return self.struct(f.fields, version, what)
         if typ in _FIXED:
             return self.fixed(typ, what)
@@ -484,7 +491,7 @@ class Reader:
                     self.fail(f"{where} tag {tag}: {size} bytes, {self.end - start} remain")
                 if tag in tagged:
                     inner = Reader(self.view, start, start + size, True)
-                    out[tagged[tag].name] = inner.value(tagged[tag], version, where)
+                    out[tagged[tag].name] = inner.value(tagged[tag], version, where, tagged=True)
                 else:
                     unknown[tag] = bytes(self.view[start:start + size])
                 self.pos = start + size
