@@ -230,3 +230,14 @@ def test_where_kafkas_decoder_dies_the_dump_goes_on(broker_files, capsys):
     assert our_lines[:len(theirs_lines) - 1] == theirs_lines[:-1]
     assert our_lines[len(theirs_lines) - 1].startswith(theirs_lines[-1]) and "no key" in our_lines[len(theirs_lines) - 1]
     assert len(our_lines) > len(theirs_lines)
+
+
+@pytest.mark.parametrize("flag", ["--offsets-decoder", "--cluster-metadata-decoder"])
+def test_corpus_internal_topics_decode_like_kafka(flag, capsys):
+    """The corpus's real __consumer_offsets (42 files, older group formats) and KRaft metadata
+    logs (ZooKeeper-migration records included)."""
+    files = [f for f in corpus_files() if DECODERS[flag] in f and f.endswith(".log")]
+    assert files
+    theirs_out, _ = kafka_tools.dump(files, flag)
+    our_out, _ = ours(files, (flag,), capsys)
+    assert our_out.splitlines() == theirs_out.splitlines()

@@ -17,7 +17,7 @@ class MetadataRecord:
     type_name: str  # Kafka's MetadataRecordType name, e.g. TOPIC_RECORD
     version: int
     fields: dict
-    definition: str
+    schema: messages.MessageSchema  # its file can be named otherwise (ZkMigrationRecord.json)
 
 
 def type_name(definition: str) -> str:
@@ -27,10 +27,10 @@ def type_name(definition: str) -> str:
 
 def decode_metadata(value: bytes) -> MetadataRecord:
     schema, version, fields = messages.decode_framed(value, TOPIC)
-    return MetadataRecord(type_name(schema.name), version, fields, schema.name)
+    return MetadataRecord(type_name(schema.name), version, fields, schema)
 
 
 def dump_payload(value: bytes | None) -> str:
     record = decode_metadata(value)
-    data = messages.load(record.definition).to_json(record.fields, record.version)
+    data = record.schema.to_json(record.fields, record.version)
     return messages.jackson({"type": record.type_name, "version": record.version, "data": data})
