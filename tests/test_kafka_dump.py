@@ -241,3 +241,52 @@ def test_corpus_internal_topics_decode_like_kafka(flag, capsys):
     theirs_out, _ = kafka_tools.dump(files, flag)
     our_out, _ = ours(files, (flag,), capsys)
     assert our_out.splitlines() == theirs_out.splitlines()
+
+
+def snaked(value):
+    """Kafka's JSON with nested field names as the Arrow struct fields name them."""
+    from pykbatch.internal.tables import snake
+    if isinstance(value, dict):
+        return {snake(k): snaked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [snaked(v) for v in value]
+    return value
+
+
+TABLE_TYPES = {"OffsetCommit": "__consumer_offsets-", "ConsumerGroupMetadata": "__consumer_offsets-",
+               "ConsumerGroupMemberMetadata": "__consumer_offsets-", "TransactionLog": "__transaction_state-",
+               "ShareGroupMetadata": "__consumer_offsets-", "TopicRecord": "__cluster_metadata-",
+               "PartitionRecord": "__cluster_metadata-", "ConfigRecord": "__cluster_metadata-"}
+
+
+@pytest.mark.parametrize("name", TABLE_TYPES)
+def test_arrow_columns_equal_the_json_kafkas_tool_prints(broker_files, name, capsys):
+    """One column per field, each row equal to the key and payload JSON kafka-dump-log prints for
+    that record (camelCase names in snake_case; uuids as Kafka's text)."""
+    import json
+
+    from pykbatch.internal import tables
+    files = [f for f in broker_files if TABLE_TYPES[name] in f and f.endswith(".log")]
+    flag = next(k for k, v in DECODERS.items() if v == TABLE_TYPES[name])
+    printed = {}
+    for line in kafka_tools.dump(files, flag)[0].splitlines():
+        if line.startswith("| offset: ") and (" payload: {" in line or " payload: <DELETE>" in line):
+            offset = int(line.split()[2])
+            key = json.loads(line.split(" key: ", 1)[1].split(" payload: ", 1)[0]) if " key: " in line else {}
+            payload = line.split(" payload: ", 1)[1]
+            tombstone = payload == "<DELETE>"
+            printed[offset] = {**key.get("data", {}), **({} if tombstone else json.loads(payload)["data"]),
+                               "__tombstone": tombstone}
+    rows = []
+    for f in files:
+        table, errors = tables.record_table(open(f, "rb").read(), name)
+        assert errors == []
+        rows += table.to_pylist()
+    assert rows, f"no {name} record in the broker's files"
+    for row in rows:
+        want = dict(printed[row["log_offset"]])
+        assert row["tombstone"] == want.pop("__tombstone")
+        for field, value in want.items():
+            column = tables.snake(field)
+            column = column if column in row and column not in ("log_offset",) else f"value_{column}"
+            assert row[column] == snaked(value), (name, row["log_offset"], field)
