@@ -14,6 +14,9 @@ there is one) into input partitions of about ``splitBytes`` (default 64 MiB).  O
 ``startingOffset`` / ``endingOffset`` (inclusive/exclusive record offsets),
 ``startingTimestamp`` / ``endingTimestamp`` (inclusive/exclusive record timestamps, epoch ms),
 ``splitBytes``, ``windowBytes`` (log bytes per Arrow batch handed to Spark, default 8 MiB),
+``decode`` (an internal topic's record type: ``offsets`` / ``OffsetCommit``, ``group-metadata``,
+``transactions``, ``TopicRecord``...: one row per such record, one column per field, tombstones
+marked, undecodable records as rows with ``decode_error``; pykbatch.internal.tables),
 ``pushFilters`` (true: WHERE clauses on offset, timestamp, topic and partition prune too; needs
 ``spark.sql.python.filterPushdown.enabled=true``, off by default in Spark 4.3).
 Ranges prune before reading: whole segments by the base offsets in their names
@@ -82,6 +85,35 @@ def _open(path: str):
         with fsspec.open(path, "rb") as f:
             return Segment(f)  # spooled to a local temporary file: bounded memory
     return retry_io(fetch)
+
+
+# the log's own topic, partition and segment: "log_" names, as the records' fields may be called topic/partition
+DECODED_LOCATION = [pa.field(f"log_{f.name}", f.type) for f in fields(LOCATION, "topic partition segment")]
+
+
+def decoded_schema(decode: str) -> pa.Schema:
+    """``decode`` (an internal record type or alias, pykbatch.internal.tables): its columns."""
+    from pykbatch.internal.tables import ERROR_COLUMN, ALIASES, kind
+    return pa.schema(DECODED_LOCATION + list(kind(ALIASES.get(decode, decode)).schema()) + [ERROR_COLUMN])
+
+
+def read_decoded_split(path: str, topic: str, partition: int, start: int, end: int | None, decode: str,
+                       window_bytes: int = WINDOW_BYTES):
+    """An internal topic's split decoded: one row per record of type ``decode``, one column per
+    field; records that do not decode are rows with ``decode_error`` set."""
+    from pykbatch.internal.tables import record_table
+    schema = decoded_schema(decode)
+    with _open(path) as seg:
+        data = seg.view()
+        in_split = itertools.takewhile(lambda b: end is None or b.position < end, seg.batches(start=start))
+        for run in entry_windows(in_split, window_bytes):
+            table, _ = record_table(data[run[0][0]:run[-1][0] + run[-1][1]], decode, error_rows=True)
+            n = table.num_rows
+            location = [pa.repeat(pa.scalar(topic, pa.string()), n), pa.repeat(pa.scalar(partition, pa.int32()), n),
+                        pa.repeat(pa.scalar(seg.base_offset, pa.int64()), n)]
+            for batch in pa.Table.from_arrays(location + table.columns, schema=schema).to_batches():
+                yield batch
+        del data
 
 
 def read_split(path: str, topic: str, partition: int, start: int, end: int | None, mode: str, validate: bool,
@@ -168,6 +200,7 @@ def data_source_class():
                 raise ValueError("kafka-segment: give a path (load(path))")
             self.options = options
             self.tiered = tiered_source.is_tiered(self.options)
+            self.decode = options.get("decode")
             self.mode = read_mode(options)
             self.validate = _flag(options, "validate")
             self.include_path = _flag(options, "includePath")
@@ -188,6 +221,9 @@ def data_source_class():
                                                 self.include_path)
             if split.path is None:
                 return iter(())
+            if self.decode:
+                return read_decoded_split(split.path, split.topic, split.partition, split.start, split.end,
+                                          self.decode, self.window_bytes)
             return read_split(split.path, split.topic, split.partition, split.start, split.end, self.mode,
                               self.validate, self.ranges, self.window_bytes, include_path=self.include_path)
 
@@ -205,6 +241,8 @@ def data_source_class():
             return NAME
 
         def schema(self):
+            if self.options.get("decode"):
+                return from_arrow_schema(decoded_schema(self.options["decode"]))
             mode = read_mode(self.options)
             schema = arrow_schema(mode, _flag(self.options, "validate"), _flag(self.options, "includePath"))
             if tiered_source.is_tiered(self.options):

@@ -420,3 +420,20 @@ def test_a_missing_object_is_not_retried():
     with pytest.raises(FileNotFoundError):
         retry_io(gone, sleep=lambda s: None)
     assert len(calls) == 1
+
+
+def test_kafka_segment_decodes_consumer_offsets(spark):
+    """decode=offsets: __consumer_offsets as (group, topic, partition, offset, commit timestamp...)
+    rows, from Spark SQL, equal to pykbatch.internal's table of the same file."""
+    from pathlib import Path
+
+    from pykbatch.internal.tables import record_table
+    path = Path(__file__).parent / "kafka" / "broker-files" / "__consumer_offsets-0"
+    df = spark.read.format("kafka-segment").option("decode", "offsets").load(str(path))
+    df.createOrReplaceTempView("offsets")
+    got = spark.sql("select `group`, topic, partition, offset, commit_timestamp, tombstone, log_topic from offsets "
+                    "where decode_error is null").collect()
+    table, errors = record_table((path / "00000000000000000000.log").read_bytes(), "OffsetCommit")
+    want = table.select(["group", "topic", "partition", "offset", "commit_timestamp", "tombstone"]).to_pylist()
+    assert [r.asDict() for r in got] == [{**w, "log_topic": "__consumer_offsets"} for w in want] and not errors
+    assert want and want[0]["group"] == "g1"

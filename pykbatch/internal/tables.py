@@ -115,12 +115,19 @@ def _records(data) -> Iterator:
             yield r
 
 
-def record_table(data, name: str) -> tuple[pa.Table, list[RecordError]]:
-    """The records of type ``name`` in the log bytes ``data``, and the records that did not decode."""
+ALIASES = {"offsets": "OffsetCommit", "group-metadata": "GroupMetadata", "transactions": "TransactionLog"}
+ERROR_COLUMN = pa.field("decode_error", pa.string())
+
+
+def record_table(data, name: str, error_rows: bool = False) -> tuple[pa.Table, list[RecordError]]:
+    """The records of type ``name`` (or an alias: ``ALIASES``) in the log bytes ``data``, and the
+    records that did not decode; ``error_rows``: those also as rows (only ``log_offset``,
+    ``log_timestamp`` and a ``decode_error`` column set), so a table user sees them."""
+    name = ALIASES.get(name, name)
     k = kind(name)
     cols = k.columns()
     rows = {c.name: [] for c in LEADING} | {n: [] for n, _, _ in cols}
-    errors: list[RecordError] = []
+    errors: list = []
     for r in _records(data):
         try:
             if k.key is not None:
@@ -136,7 +143,7 @@ def record_table(data, name: str) -> tuple[pa.Table, list[RecordError]]:
         except coordinator.UnknownRecordType:
             continue  # another topic's record: not this table's
         except MessageFormatError as exc:
-            errors.append(_error(r, exc))
+            errors.append((_error(r, exc), r))
             continue
         rows["log_offset"].append(r.offset)
         rows["log_timestamp"].append(r.timestamp)
@@ -147,7 +154,14 @@ def record_table(data, name: str) -> tuple[pa.Table, list[RecordError]]:
             present = source is not None and (version is None or part == "key" or version in f.versions)
             rows[n].append(_plain(f, source.get(f.name)) if present else None)
     schema = k.schema()
-    return pa.table([pa.array(rows[f.name], f.type) for f in schema], schema=schema), errors
+    if error_rows:
+        schema = schema.append(ERROR_COLUMN)
+        rows["decode_error"] = [None] * len(rows["log_offset"])
+        for e, r in errors:
+            for f in schema:
+                rows[f.name].append({"log_offset": r.offset, "log_timestamp": r.timestamp, "tombstone": False,
+                                     "decode_error": f"type {e.record_type} version {e.version}: {e.message}"}.get(f.name))
+    return pa.table([pa.array(rows[f.name], f.type) for f in schema], schema=schema), [e for e, _ in errors]
 
 
 def _error(r, exc: MessageFormatError) -> RecordError:
