@@ -44,6 +44,8 @@ class PartitionAudit:
     """(segment path, first offset) of segments starting below the offset in their file name."""
     producers: ProducerAudit | None = None
     index_problems: list = field(default_factory=list)
+    open_transactions: list = field(default_factory=list)
+    """``OpenTransaction``s left at the end of the log, each with its abort command."""
 
     @property
     def culprit_count(self) -> int:
@@ -63,6 +65,7 @@ def audit_partition(directory: str, config: ValidationConfig | None = None, *, p
     tracker = ProducerStateTracker(config.topic_partition, mode="audit") if producers else None
     producer_culprits = []
     prev_last = None
+    newest = -1
     for path in part.segment_paths:
         with Segment(path) as seg:
             entry = SegmentAudit(path, seg.base_offset, validate(seg.view(), config))
@@ -80,6 +83,7 @@ def audit_partition(directory: str, config: ValidationConfig | None = None, *, p
                         elif b.base_offset > prev_last + 1:
                             audit.gaps += 1
                     prev_last = b.last_offset
+                    newest = max(newest, b.max_timestamp)
                     if tracker is not None:
                         producer_culprits += tracker.append(b).culprits
                     del b
@@ -90,6 +94,9 @@ def audit_partition(directory: str, config: ValidationConfig | None = None, *, p
     if tracker is not None:
         audit.producers = ProducerAudit(producer_culprits, tracker.producers, tracker.completed_transactions,
                                         tracker.open_transactions())
+        topic, _, number = os.path.basename(os.path.normpath(part.directory)).rpartition("-")
+        if topic and number.isdigit():
+            audit.open_transactions = tracker.open_transaction_details(topic, int(number), newest)
     if indexes:
         audit.index_problems = _check_indexes(part)
     return audit

@@ -173,7 +173,7 @@ def _validate_partition(args) -> int:
                           "invalid_tail_bytes": s.invalid_tail_bytes, "read_error": s.read_error,
                           "culprits": [c.as_dict() for c in s.result.culprits]} for s in audit.segments],
             "producer_culprits": [c.as_dict() for c in audit.producers.culprits],
-            "open_transactions": audit.producers.open_transactions,
+            "open_transactions": [t.as_dict(args.bootstrap_server) for t in audit.open_transactions],
             "index_problems": audit.index_problems}))
         return 0 if audit.ok else 1
     print(f"{'segment':<28} {'batches':>8} {'records':>9} {'culprits':>9} {'tail':>6}  offsets")
@@ -190,6 +190,10 @@ def _validate_partition(args) -> int:
     for path, first in audit.below_base:
         print(f"  {os.path.basename(path)} starts at offset {first}, below its file name's")
     _print_audit(audit.producers)
+    for t in audit.open_transactions:  # they hold back read_committed consumers until they end
+        age = f", begun {t.age_ms / 1000:.0f} s before the log's newest record" if t.age_ms is not None else ""
+        print(f"  open transaction: producer {t.producer_id} epoch {t.producer_epoch} since offset {t.first_offset}"
+              f"{age}; to abort it: {t.abort_command(args.bootstrap_server)}")
     print(f"indexes: {'ok' if not audit.index_problems else f'{len(audit.index_problems)} problem(s)'}")
     for line in audit.index_problems:
         print(f"  {line}")
@@ -302,6 +306,8 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--topic-partition", default="t-0", help="named in Kafka's messages")
     v.add_argument("--json", action="store_true", help="one JSON document per file")
     v.add_argument("--compacted", action="store_true", help="the topic is compacted: every record needs a key")
+    v.add_argument("--bootstrap-server", default="<bootstrap-server>",
+                   help="with --segment: named in the printed kafka-transactions.sh abort commands")
     v.add_argument("--producers", action="store_true",
                    help="also audit producer state: sequence gaps, duplicates, fencing, open transactions")
     v.set_defaults(run=_validate)

@@ -48,6 +48,7 @@ class ProducerEntry:
     coordinator_epoch: int = -1
     last_timestamp: int = -1
     current_txn_first_offset: int | None = None
+    current_txn_first_timestamp: int = -1
     batches: deque = field(default_factory=lambda: deque(maxlen=BATCHES_TO_RETAIN))
 
     @property
@@ -166,6 +167,7 @@ class ProducerStateTracker:
         state.last_timestamp = timestamp
         if transactional and state.current_txn_first_offset is None:
             state.current_txn_first_offset = first_offset
+            state.current_txn_first_timestamp = timestamp
         self.producers[producer_id] = state
         return Check(report.culprits, None, None)
 
@@ -198,6 +200,39 @@ class ProducerStateTracker:
     def open_transactions(self) -> dict[int, int]:
         return {pid: s.current_txn_first_offset for pid, s in self.producers.items()
                 if s.current_txn_first_offset is not None}
+
+    def open_transaction_details(self, topic: str, partition: int, now_ms: int) -> list["OpenTransaction"]:
+        """The transactions no marker closed, with what closing one takes (``now_ms``: the time
+        their age is measured at, e.g. the log's newest timestamp)."""
+        return [OpenTransaction(topic, partition, pid, s.epoch, s.current_txn_first_offset,
+                                s.current_txn_first_timestamp,
+                                now_ms - s.current_txn_first_timestamp if s.current_txn_first_timestamp >= 0 else None)
+                for pid, s in sorted(self.producers.items(), key=lambda kv: kv[1].current_txn_first_offset or 0)
+                if s.current_txn_first_offset is not None]
+
+
+@dataclass(frozen=True)
+class OpenTransaction:
+    """A transaction left open at the end of a partition's log: it holds back the last stable
+    offset, so read_committed consumers stop there until it ends (a hanging transaction)."""
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    first_offset: int
+    first_timestamp: int
+    age_ms: int | None
+
+    def abort_command(self, bootstrap: str = "<bootstrap-server>") -> str:
+        """Kafka's own tool closing it (KIP-664: the broker finds the producer from the offset)."""
+        return (f"kafka-transactions.sh --bootstrap-server {bootstrap} abort --topic {self.topic} "
+                f"--partition {self.partition} --start-offset {self.first_offset}")
+
+    def as_dict(self, bootstrap: str = "<bootstrap-server>") -> dict:
+        return {"topic": self.topic, "partition": self.partition, "producer_id": self.producer_id,
+                "producer_epoch": self.producer_epoch, "first_offset": self.first_offset,
+                "first_timestamp": self.first_timestamp, "age_ms": self.age_ms,
+                "abort_command": self.abort_command(bootstrap)}
 
 
 def audit_producers(data_or_batches, topic_partition: str = "t-0") -> ProducerAudit:
