@@ -1,0 +1,147 @@
+"""Redpanda's native segments: its own 61-byte batch header on disk (little-endian), then the
+Kafka v2 record bytes.
+
+    header_crc u32 | size_bytes i32 | base_offset i64 | type i8 | crc i32 | attributes i16 |
+    last_offset_delta i32 | first_timestamp i64 | max_timestamp i64 | producer_id i64 |
+    producer_epoch i16 | base_sequence i32 | record_count i32        (then size_bytes - 61 record bytes)
+
+``header_crc`` is CRC-32C over the header's other 57 bytes as stored; ``crc`` is Kafka's batch CRC
+(over the same fields big-endian from the attributes on, and the records), so a batch re-framed as
+a Kafka v2 batch (``to_kafka``: partition leader epoch -1) passes Kafka's own checks and every
+pykbatch reader.  Batch types other than ``raft_data`` (1) carry Redpanda's internal state and are
+reported by type.  Zero bytes after the last batch (preallocated space) end the walk quietly.
+
+    for b in redpanda.batches(data): b.type_name, b.header_crc_ok, b.to_kafka()
+    kafka, report = redpanda.kafka_log(data)          # the raft_data batches as a Kafka log
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from ._native import crc32c
+
+HEADER = struct.Struct("<IiqbIhiqqqhii")  # 61 bytes
+KAFKA_TAIL = struct.Struct(">hiqqqhii")  # attributes .. record count, as Kafka lays them out
+RAFT_DATA = 1
+# record_batch_type values Redpanda writes (model/record_batch_types.h)
+TYPE_NAMES = {1: "raft_data", 2: "raft_configuration", 3: "controller", 4: "kvstore", 5: "checkpoint",
+              6: "topic_management_cmd", 7: "ghost_batch"}
+
+
+def type_name(t: int) -> str:
+    return TYPE_NAMES.get(t, f"type_{t}")
+
+
+@dataclass(frozen=True)
+class RedpandaBatch:
+    position: int
+    size: int
+    header_crc: int
+    base_offset: int
+    type: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    first_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    records: bytes = field(repr=False)
+    header_crc_ok: bool = True
+
+    @property
+    def type_name(self) -> str:
+        return type_name(self.type)
+
+    @property
+    def kafka_crc_ok(self) -> bool:
+        return crc32c(self._kafka_tail()) == self.crc
+
+    def _kafka_tail(self) -> bytes:
+        return KAFKA_TAIL.pack(self.attributes, self.last_offset_delta, self.first_timestamp, self.max_timestamp,
+                               self.producer_id, self.producer_epoch, self.base_sequence, self.record_count) + self.records
+
+    def to_kafka(self, partition_leader_epoch: int = -1) -> bytes:
+        """The batch as a Kafka v2 record batch (Kafka's CRC carried over as stored)."""
+        tail = self._kafka_tail()
+        return struct.pack(">qiibI", self.base_offset, 4 + 1 + 4 + len(tail), partition_leader_epoch, 2,
+                           self.crc & 0xFFFFFFFF) + tail
+
+
+@dataclass
+class Report:
+    """What a walk met besides data batches: non-data batches by type, and faults with their byte
+    position (``header_crc``, ``kafka_crc``, ``size`` below the header, ``truncated``)."""
+    batches: int = 0
+    non_data: list = field(default_factory=list)  # (position, base offset, type name, record count)
+    faults: list = field(default_factory=list)  # (position, rule, message)
+    valid_bytes: int = 0
+    zero_padding: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.faults
+
+
+def is_native(data) -> bool:
+    """Whether ``data`` starts with a Redpanda batch header (its header CRC holds)."""
+    view = memoryview(data)
+    return len(view) >= HEADER.size and HEADER.unpack_from(view)[0] == crc32c(view[4:HEADER.size]) \
+        and any(view[:HEADER.size])
+
+
+def batches(data, report: Report | None = None) -> Iterator[RedpandaBatch]:
+    """Every batch, in file order.  A header whose CRC fails cannot be trusted for its size: the
+    walk stops there (reported); a Kafka CRC failure is reported and the batch still yielded."""
+    report = report if report is not None else Report()
+    view = memoryview(data)
+    pos = 0
+    while pos < len(view):
+        if len(view) - pos < HEADER.size:
+            _tail(view, pos, report, f"{len(view) - pos} bytes left, a header takes {HEADER.size}")
+            return
+        fields = HEADER.unpack_from(view, pos)
+        hcrc, size = fields[0], fields[1]
+        if hcrc == 0 and size == 0 and not any(view[pos:]):
+            report.zero_padding = len(view) - pos
+            return
+        ok = crc32c(view[pos + 4:pos + HEADER.size]) == hcrc
+        if not ok:
+            report.faults.append((pos, "redpanda.header_crc", f"header CRC {hcrc} does not match the header "
+                                  f"({crc32c(view[pos + 4:pos + HEADER.size])}): its size cannot be trusted"))
+            return
+        if size < HEADER.size:
+            report.faults.append((pos, "redpanda.size", f"size_bytes {size} is below the {HEADER.size}-byte header"))
+            return
+        if size > len(view) - pos:
+            _tail(view, pos, report, f"size_bytes {size} runs past the end ({len(view) - pos} bytes left)")
+            return
+        batch = RedpandaBatch(pos, *fields[1:2], fields[0], *fields[2:], records=bytes(view[pos + HEADER.size:pos + size]))
+        if not batch.kafka_crc_ok:
+            report.faults.append((pos, "batch.crc_mismatch", f"Kafka CRC {batch.crc & 0xFFFFFFFF} does not match the "
+                                  f"batch ({crc32c(batch._kafka_tail())})"))
+        report.batches += 1
+        if batch.type != RAFT_DATA:
+            report.non_data.append((pos, batch.base_offset, batch.type_name, batch.record_count))
+        pos += size
+        report.valid_bytes = pos
+        yield batch
+
+
+def _tail(view, pos, report: Report, message: str) -> None:
+    if not any(view[pos:]):
+        report.zero_padding = len(view) - pos
+    else:
+        report.faults.append((pos, "redpanda.truncated", message))
+
+
+def kafka_log(data, *, data_only: bool = True) -> tuple[bytes, Report]:
+    """The batches re-framed as a Kafka log (only ``raft_data`` ones unless ``data_only`` is
+    False), and the walk's report."""
+    report = Report()
+    out = b"".join(b.to_kafka() for b in batches(data, report) if not data_only or b.type == RAFT_DATA)
+    return out, report
