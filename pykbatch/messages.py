@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import struct
 import uuid
 from dataclasses import dataclass, field
@@ -108,6 +109,7 @@ class MessageSchema:
         return bytes(out)
 
 
+@functools.lru_cache(maxsize=None)
 def camel(name: str) -> str:
     """Kafka's camelCaseName: the field name with its first letter lower-cased."""
     return name[:1].lower() + name[1:]
@@ -181,16 +183,18 @@ def jackson(obj) -> str:
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 
 
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]')
+
+
+def _escape(m) -> str:
+    ch = m.group()
+    return _SHORT_ESCAPES.get(ch) or f"\\u{ord(ch):04X}"
+
+
 def _jackson_string(text: str) -> str:
-    out = []
-    for ch in text:
-        if ch in _SHORT_ESCAPES:
-            out.append(_SHORT_ESCAPES[ch])
-        elif ch < " ":
-            out.append(f"\\u{ord(ch):04X}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+    if _NEEDS_ESCAPE.search(text) is None:  # the usual case: nothing to escape
+        return '"' + text + '"'
+    return '"' + _NEEDS_ESCAPE.sub(_escape, text) + '"'
 
 
 def _java_double(x: float) -> str:
@@ -378,6 +382,15 @@ def by_api_key(topic: str, kind: str | None = None) -> dict[int, MessageSchema]:
 
 
 def default_of(f: Field):
+    """The field's default (computed once per field; never mutated by the readers)."""
+    try:
+        return f.__dict__["_default"]
+    except KeyError:
+        value = f.__dict__["_default"] = _default_of(f)
+        return value
+
+
+def _default_of(f: Field):
     if f.type.startswith("[]"):
         return None if f.default == "null" else []
     if f.fields:  # Kafka's default for a struct is a default-built one, unless it says "null"

@@ -111,6 +111,10 @@ def _embedded(member: dict, field: str, definition: str) -> None:
 
 def dump_parts(topic: str, record) -> tuple[str | None, str | None]:
     """(key, payload) as kafka-dump-log's decoder of ``topic`` prints a record."""
+    if record.key is not None and record.value is not None:
+        cached = _KEY_TEXT.get((topic, record.key))
+        if cached is not None:  # keys repeat (a group's partitions are committed again and again)
+            return cached, _value_text(topic, record)
     try:
         decoded = decode_coordinator(topic, record.key, record.value)
     except UnknownRecordType as exc:
@@ -118,4 +122,24 @@ def dump_parts(topic: str, record) -> tuple[str | None, str | None]:
     except MessageFormatError as exc:
         return f"Error at offset {record.offset}, skipping. {exc.kafka_message or exc.message}", None
     value = value_json(decoded)
-    return jackson(key_json(decoded)), "<DELETE>" if value is None else jackson(value)
+    key_text = jackson(key_json(decoded))
+    if len(_KEY_TEXT) > 65536:
+        _KEY_TEXT.clear()
+    _KEY_TEXT[(topic, record.key)] = key_text
+    return key_text, "<DELETE>" if value is None else jackson(value)
+
+
+_KEY_TEXT: dict = {}  # (topic, key bytes) -> the key's JSON text
+
+
+def _value_text(topic: str, record) -> str | None:
+    """The payload of a record whose key decoded before (same key bytes)."""
+    record_type = _version(record.key, "key")
+    value_schema = messages.by_api_key(topic, "coordinator-value")[record_type]
+    version = _version(record.value, "value")
+    try:
+        fields = _read(value_schema, record.value, version, "value")
+    except MessageFormatError as exc:
+        return f"Error at offset {record.offset}, skipping. {exc.kafka_message or exc.message}"
+    decoded = CoordinatorRecord(topic, record_type, "", {}, version, value_schema.name, fields)
+    return jackson(value_json(decoded))
