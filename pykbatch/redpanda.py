@@ -16,6 +16,7 @@ reported by type.  Zero bytes after the last batch (preallocated space) end the 
 """
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -145,3 +146,24 @@ def kafka_log(data, *, data_only: bool = True) -> tuple[bytes, Report]:
     report = Report()
     out = b"".join(b.to_kafka() for b in batches(data, report) if not data_only or b.type == RAFT_DATA)
     return out, report
+
+
+_SEGMENT = re.compile(r"(?:^|/)(?P<topic>[^/]+)/(?P<partition>\d+)_\d+/\d+-\d+-v\d+\.log$")
+
+
+def find_segments(root: str) -> list[tuple[str, str, int]]:
+    """(file, topic, partition) of the native segments under a Redpanda data directory
+    (``<namespace>/<topic>/<partition>_<revision>/<base>-<term>-v1.log``); a file given directly
+    is read whatever its name, its topic and partition unknown ("", -1)."""
+    import os
+    if os.path.isfile(root):
+        m = _SEGMENT.search(root.replace(os.sep, "/"))
+        return [(root, m["topic"], int(m["partition"])) if m else (root, "", -1)]
+    out = []
+    for d, _, names in os.walk(root):
+        for n in sorted(names):
+            path = os.path.join(d, n)
+            m = _SEGMENT.search(path.replace(os.sep, "/"))
+            if m:
+                out.append((path, m["topic"], int(m["partition"])))
+    return sorted(out)

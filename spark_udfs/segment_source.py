@@ -14,6 +14,8 @@ there is one) into input partitions of about ``splitBytes`` (default 64 MiB).  O
 ``startingOffset`` / ``endingOffset`` (inclusive/exclusive record offsets),
 ``startingTimestamp`` / ``endingTimestamp`` (inclusive/exclusive record timestamps, epoch ms),
 ``splitBytes``, ``windowBytes`` (log bytes per Arrow batch handed to Spark, default 8 MiB),
+``format`` (``redpanda``: Redpanda's native segments, ``<topic>/<partition>_<rev>/<base>-<term>-v1.log``,
+re-framed as Kafka's batches; one split per segment),
 ``decode`` (an internal topic's record type: ``offsets`` / ``OffsetCommit``, ``group-metadata``,
 ``transactions``, ``TopicRecord``...: one row per such record, one column per field, tombstones
 marked, undecodable records as rows with ``decode_error``; pykbatch.internal.tables),
@@ -76,7 +78,12 @@ def arrow_schema(mode: str, validate: bool, include_path: bool = False) -> pa.Sc
     return pa.schema((PATH_COLUMN if include_path else []) + cols + (VALIDATION_COLUMNS if validate else []))
 
 
-def _open(path: str):
+def _open(path: str, fmt: str = "kafka"):
+    if fmt == "redpanda":  # Redpanda's native batches re-framed as Kafka's (pykbatch.redpanda)
+        from pykbatch import redpanda
+        with open(_local(path), "rb") as f:
+            kafka, _ = redpanda.kafka_log(f.read())
+        return Segment.in_memory(kafka, 0, path)
     if _is_local(path):
         return Segment(_local(path))
     fsspec = _fsspec(path)
@@ -117,19 +124,21 @@ def read_decoded_split(path: str, topic: str, partition: int, start: int, end: i
 
 
 def read_split(path: str, topic: str, partition: int, start: int, end: int | None, mode: str, validate: bool,
-               ranges: Ranges = Ranges(), window_bytes: int = WINDOW_BYTES, include_path: bool = False):
-    """The Arrow record batches of the entries starting in [start, end) of one segment."""
+               ranges: Ranges = Ranges(), window_bytes: int = WINDOW_BYTES, include_path: bool = False,
+               fmt: str = "kafka"):
+    """The Arrow record batches of the entries starting in [start, end) of one segment
+    (``fmt``: "kafka", or "redpanda" for Redpanda's native segments)."""
     schema = arrow_schema(mode, validate, True)
-    for batch in _read_split(path, topic, partition, start, end, mode, validate, ranges, window_bytes):
+    for batch in _read_split(path, topic, partition, start, end, mode, validate, ranges, window_bytes, fmt):
         if include_path:
             batch = pa.RecordBatch.from_arrays([pa.repeat(pa.scalar(path, pa.string()), batch.num_rows)]
                                                + batch.columns, schema=schema)
         yield batch
 
 
-def _read_split(path, topic, partition, start, end, mode, validate, ranges, window_bytes):
+def _read_split(path, topic, partition, start, end, mode, validate, ranges, window_bytes, fmt="kafka"):
     schema = arrow_schema(mode, validate)
-    with _open(path) as seg:
+    with _open(path, fmt) as seg:
         data = seg.view()
         in_split = itertools.takewhile(lambda b: end is None or b.position < end, seg.batches(start=start))
         # a window is a contiguous run of entries: its entry indexes are its own
@@ -201,6 +210,9 @@ def data_source_class():
             self.options = options
             self.tiered = tiered_source.is_tiered(self.options)
             self.decode = options.get("decode")
+            self.format = options.get("format", "kafka")
+            if self.format not in ("kafka", "redpanda"):
+                raise ValueError(f"kafka-segment: format is 'kafka' or 'redpanda', not {self.format!r}")
             self.mode = read_mode(options)
             self.validate = _flag(options, "validate")
             self.include_path = _flag(options, "includePath")
@@ -212,6 +224,10 @@ def data_source_class():
             if self.tiered:
                 splits = [TieredInput(s) for s in tiered_source.plan(self.options, self.ranges, self.split_bytes)]
                 return splits or [SegmentSplit(None, "", -1, 0, 0)]
+            if self.format == "redpanda":  # a native segment is one split
+                from pykbatch import redpanda
+                return [SegmentSplit(f, t, p, 0, None) for f, t, p in redpanda.find_segments(_local(self.path))] \
+                    or [SegmentSplit(None, "", -1, 0, 0)]
             splits = [SegmentSplit(*split) for split in plan_splits(self.path, self.split_bytes, self.ranges)]
             return splits or [SegmentSplit(None, "", -1, 0, 0)]
 
@@ -225,7 +241,8 @@ def data_source_class():
                 return read_decoded_split(split.path, split.topic, split.partition, split.start, split.end,
                                           self.decode, self.window_bytes)
             return read_split(split.path, split.topic, split.partition, split.start, split.end, self.mode,
-                              self.validate, self.ranges, self.window_bytes, include_path=self.include_path)
+                              self.validate, self.ranges, self.window_bytes, include_path=self.include_path,
+                              fmt=self.format)
 
     class PushdownSegmentReader(KafkaSegmentReader):
         """With option pushFilters=true (and spark.sql.python.filterPushdown.enabled=true, without

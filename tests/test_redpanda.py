@@ -103,3 +103,15 @@ def test_the_command_line_dumps_validates_and_exports(tmp_path, capsys):
     assert main(["redpanda", str(path)]) == 1
     assert "batch.crc_mismatch" in capsys.readouterr().out
     assert main(["redpanda", str(tmp_path / "r.parquet")]) == 1  # not a native segment: said, exit 1
+
+
+@pytest.mark.spark
+def test_spark_reads_redpanda_native_segments(spark, tmp_path):
+    data, kafka = sample_segment()
+    part = tmp_path / "kafka" / "orders" / "0_17"
+    part.mkdir(parents=True)
+    (part / "0-1-v1.log").write_bytes(data)
+    df = spark.read.format("kafka-segment").option("format", "redpanda").option("validate", "true") \
+        .load(str(tmp_path / "kafka"))
+    rows = df.select("topic", "partition", "offset", "batch_ok").collect()
+    assert [(r.topic, r.partition, r.offset, r.batch_ok) for r in rows] == [("orders", 0, o, True) for o in range(9)]
