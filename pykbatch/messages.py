@@ -29,6 +29,7 @@ from pykbatch.javautf8 import java_utf8
 _FIXED = {"bool": (1, "?"), "int8": (1, "b"), "int16": (2, ">h"), "uint16": (2, ">H"), "int32": (4, ">i"),
           "uint32": (4, ">I"), "int64": (8, ">q"), "float64": (8, ">d")}
 _NUMBER_DEFAULT = {"bool": False, "float64": 0.0}
+_UNPACK = {t: struct.Struct(fmt).unpack_from for t, (_, fmt) in _FIXED.items()}
 
 
 class MessageFormatError(CorruptRecordError):
@@ -119,7 +120,7 @@ def _json_value(f: Field, v, version: int):
     if v is None:
         return None
     if f.type.startswith("[]"):
-        element = Field(f.name, f.element, f.versions, Versions(1, 0), Versions(1, 0), None, None, f.fields)
+        element = _element(f)
         return [_json_value(element, x, version) for x in v]
     if f.fields:
         return _json_struct(f.fields, v, version)
@@ -133,16 +134,26 @@ def _json_value(f: Field, v, version: int):
     return v
 
 
+_SCALAR = frozenset(("bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "string"))
+_JSON_PLANS: dict = {}
+
+
 def _json_struct(fields: list[Field], values: dict, version: int) -> dict:
+    key = (id(fields), version)
+    plan = _JSON_PLANS.get(key)
+    if plan is None:  # (json name, field, default when tagged else a marker, scalar?) made once
+        plan = _JSON_PLANS[key] = ([(camel(f.name), f, default_of(f) if version in f.tagged else _ALWAYS,
+                                     f.type in _SCALAR) for f in fields if version in f.versions], fields)
     out = {}
-    for f in fields:
-        if version not in f.versions:
+    for name, f, tagged_default, scalar in plan[0]:
+        v = values.get(f.name, tagged_default if tagged_default is not _ALWAYS else default_of(f))
+        if tagged_default is not _ALWAYS and v == tagged_default:
             continue
-        v = values.get(f.name, default_of(f))
-        if version in f.tagged and v == default_of(f):
-            continue
-        out[camel(f.name)] = _json_value(f, v, version)
+        out[name] = v if scalar else _json_value(f, v, version)
     return out
+
+
+_ALWAYS = object()  # a field written whatever its value (not tagged)
 
 
 class JsonBytes(bytes):
@@ -156,28 +167,25 @@ class JsonDouble(float):
 def jackson(obj) -> str:
     """``obj`` as Jackson's ``JsonNode.toString()`` writes it (Kafka's tools print that): compact,
     non-ASCII as is, control characters escaped with upper-case hex."""
-    if obj is None:
-        return "null"
-    if obj is True:
-        return "true"
-    if obj is False:
-        return "false"
-    if isinstance(obj, JsonBytes):
-        import base64
-        return '"' + base64.b64encode(obj).decode() + '"'
-    if isinstance(obj, JsonDouble):
-        return _java_double(float(obj))
-    if isinstance(obj, int):
-        return str(obj)
-    if isinstance(obj, float):
-        return _java_double(obj)
-    if isinstance(obj, str):
-        return _jackson_string(obj)
-    if isinstance(obj, dict):
-        return "{" + ",".join(f"{_jackson_string(k)}:{jackson(v)}" for k, v in obj.items()) + "}"
-    if isinstance(obj, (list, tuple)):
-        return "[" + ",".join(jackson(v) for v in obj) + "]"
-    raise TypeError(f"not JSON: {type(obj).__name__}")
+    write = _JACKSON.get(type(obj))
+    if write is None:
+        raise TypeError(f"not JSON: {type(obj).__name__}")
+    return write(obj)
+
+
+def _jackson_bytes(obj: bytes) -> str:
+    import base64
+    return '"' + base64.b64encode(obj).decode() + '"'
+
+
+_JACKSON = {
+    type(None): lambda o: "null", bool: lambda o: "true" if o else "false", int: str,
+    JsonBytes: _jackson_bytes, JsonDouble: lambda o: _java_double(float(o)), float: lambda o: _java_double(o),
+    str: lambda o: _jackson_string(o),
+    dict: lambda o: "{" + ",".join([_jackson_string(k) + ":" + jackson(v) for k, v in o.items()]) + "}",
+    list: lambda o: "[" + ",".join([jackson(v) for v in o]) + "]",
+    tuple: lambda o: "[" + ",".join([jackson(v) for v in o]) + "]",
+}
 
 
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
@@ -412,16 +420,21 @@ def _default_of(f: Field):
     return b""
 
 
+def _w(what) -> str:
+    """A field's path for a message: kept as a tuple until a message needs it (most reads succeed)."""
+    return what if isinstance(what, str) else ".".join(_w(p) for p in what)
+
+
 class Reader:
     def __init__(self, view: memoryview, pos: int, end: int, flexible: bool):
         self.view, self.pos, self.end, self.flexible = view, pos, end, flexible
 
-    def fail(self, what: str, at: int | None = None):
-        raise MessageFormatError(what, self.pos if at is None else at)
+    def fail(self, what, at: int | None = None):
+        raise MessageFormatError(_w(what), self.pos if at is None else at)
 
-    def take(self, n: int, what: str) -> memoryview:
+    def take(self, n: int, what) -> memoryview:
         if n < 0 or self.pos + n > self.end:
-            self.fail(f"{what} needs {n} bytes, {self.end - self.pos} remain")
+            self.fail(f"{_w(what)} needs {n} bytes, {self.end - self.pos} remain")
         out = self.view[self.pos:self.pos + n]
         self.pos += n
         return out
@@ -430,7 +443,7 @@ class Reader:
         start, value, shift = self.pos, 0, 0
         while True:
             if self.pos >= self.end:
-                self.fail(f"{what}: unsigned varint runs past the end", start)
+                self.fail(f"{_w(what)}: unsigned varint runs past the end", start)
             b = self.view[self.pos]
             self.pos += 1
             value |= (b & 0x7F) << shift
@@ -438,70 +451,68 @@ class Reader:
                 return value
             shift += 7
             if shift > 28:
-                self.fail(f"{what}: unsigned varint longer than 5 bytes", start)
+                self.fail(f"{_w(what)}: unsigned varint longer than 5 bytes", start)
 
-    def fixed(self, typ: str, what: str):
+    def fixed(self, typ: str, what):
         size, fmt = _FIXED[typ]
-        return struct.unpack(fmt, self.take(size, what))[0]
+        pos = self.pos
+        if pos + size > self.end:
+            self.take(size, what)  # fails, naming the field
+        self.pos = pos + size
+        return _UNPACK[typ](self.view, pos)[0]
 
-    def length(self, wide: bool, what: str) -> int:
+    def length(self, wide: bool, what) -> int:
         """A length prefix: -1 for null."""
         if self.flexible:
             return self.uvarint(what) - 1
         return self.fixed("int32" if wide else "int16", what)
 
-    def value(self, f: Field, version: int, where: str, tagged: bool = False):
-        typ, what = f.type, f"{where}.{f.name}"
+    def value(self, f: Field, version: int, where, tagged: bool = False):
+        typ, what = f.type, (where, f.name)
+        if typ in _FIXED:
+            return self.fixed(typ, what)
+        if typ in ("string", "bytes", "records"):
+            start = self.pos
+            n = self.length(typ != "string", what)
+            if n < 0:
+                if version not in f.nullable:
+                    self.fail(f"{_w(what)}: null {typ} in a version where it is not nullable", start)
+                return None
+            raw = bytes(self.take(n, what))
+            return raw if typ != "string" else java_utf8(raw)  # as Kafka's readString: malformed -> U+FFFD
+        if typ == "uuid":
+            return uuid.UUID(bytes=bytes(self.take(16, what)))
         if typ.startswith("[]"):
             start = self.pos
             n = self.length(True, what)
             if n < 0:
                 if version not in f.nullable:
-                    self.fail(f"{what}: null array in a version where it is not nullable", start)
+                    self.fail(f"{_w(what)}: null array in a version where it is not nullable", start)
                 return None
             if n > self.end - self.pos:  # every element takes at least a byte: no huge allocation
-                self.fail(f"{what}: array of {n} elements in {self.end - self.pos} bytes", start)
-            element = Field(f.name, f.element, f.versions, Versions(1, 0), Versions(1, 0), None, None, f.fields)
+                self.fail(f"{_w(what)}: array of {n} elements in {self.end - self.pos} bytes", start)
+            element = _element(f)
             return [self.value(element, version, what) for _ in range(n)]
         if f.fields:
             # a nullable struct: int8 -1 null / 1 present; inside a tagged field, uvarint 0 null / 1 present
             if version in f.nullable and (self.uvarint(what) <= 0 if tagged else self.fixed("int8", what) < 0):
                 return None
             return self.struct(f.fields, version, what)
-        if typ in _FIXED:
-            return self.fixed(typ, what)
-        if typ == "uuid":
-            return uuid.UUID(bytes=bytes(self.take(16, what)))
-        if typ in ("string", "bytes", "records"):
-            start = self.pos
-            n = self.length(typ != "string", what)
-            if n < 0:
-                if version not in f.nullable:
-                    self.fail(f"{what}: null {typ} in a version where it is not nullable", start)
-                return None
-            raw = bytes(self.take(n, what))
-            return raw if typ != "string" else java_utf8(raw)  # as Kafka's readString: malformed -> U+FFFD
-        self.fail(f"{what}: type {typ!r} is not one this interpreter knows")
+        self.fail(f"{_w(what)}: type {typ!r} is not one this interpreter knows")
 
-    def struct(self, fields: list[Field], version: int, where: str) -> dict:
+    def struct(self, fields: list[Field], version: int, where) -> dict:
         out = {}
-        tagged = {}
-        for f in fields:
-            if version not in f.versions:
-                out[f.name] = default_of(f)
-            elif self.flexible and version in f.tagged:
-                tagged[f.tag] = f
-                out[f.name] = default_of(f)
-            else:
-                out[f.name] = self.value(f, version, where)
+        plan, tagged = _read_plan(fields, version, self.flexible)
+        for f, inline in plan:
+            out[f.name] = self.value(f, version, where) if inline else default_of(f)
         if self.flexible:
             unknown = {}
-            for _ in range(self.uvarint(f"{where} tagged field count")):
-                tag = self.uvarint(f"{where} tag")
-                size = self.uvarint(f"{where} tag {tag} size")
+            for _ in range(self.uvarint((where, "tagged field count"))):
+                tag = self.uvarint((where, "tag"))
+                size = self.uvarint((where, "tag size"))
                 start = self.pos
                 if size > self.end - start:
-                    self.fail(f"{where} tag {tag}: {size} bytes, {self.end - start} remain")
+                    self.fail(f"{_w(where)} tag {tag}: {size} bytes, {self.end - start} remain")
                 if tag in tagged:
                     inner = Reader(self.view, start, start + size, True)
                     out[tagged[tag].name] = inner.value(tagged[tag], version, where, tagged=True)
@@ -511,3 +522,34 @@ class Reader:
             if unknown:
                 out["_unknown_tagged_fields"] = unknown
         return out
+
+
+_PLANS: dict = {}
+
+
+def _read_plan(fields: list[Field], version: int, flexible: bool):
+    """(field, read inline?) in order, and tag -> field, for a struct at a version (made once)."""
+    key = (id(fields), version, flexible)
+    plan = _PLANS.get(key)
+    if plan is None:
+        order, tagged = [], {}
+        for f in fields:
+            if version not in f.versions:
+                order.append((f, False))
+            elif flexible and version in f.tagged:
+                tagged[f.tag] = f
+                order.append((f, False))
+            else:
+                order.append((f, True))
+        plan = _PLANS[key] = (order, tagged, fields)  # fields kept alive: its id stays its own
+    return plan[0], plan[1]
+
+
+def _element(f: Field) -> Field:
+    """An array field's element, as a field (made once per field)."""
+    try:
+        return f.__dict__["_element"]
+    except KeyError:
+        e = f.__dict__["_element"] = Field(f.name, f.element, f.versions, Versions(1, 0), Versions(1, 0), None,
+                                           None, f.fields)
+        return e
