@@ -62,7 +62,7 @@ def write_store(root: Path, partitions: int = 2, segments: int = 4, mib: float =
             stem = f"{base:020d}-{kafka_uuid(seg)}"
             (tdir / f"{stem}.log").write_bytes(log)
             (tdir / f"{stem}.index").write_bytes(index)
-            (tdir / f"{stem}.leader_epoch_checkpoint").write_text(f"0\n1\n0 0\n")
+            (tdir / f"{stem}.leader_epoch_checkpoint").write_text("0\n1\n0 0\n")
             (bdir / segment_file_name(base, ".log")).write_bytes(log)
             (bdir / segment_file_name(base, ".index")).write_bytes(index)
             sid = {"TopicIdPartition": tip, "Id": seg}

@@ -13,7 +13,7 @@ from ._native import validate
 from .config import ValidationConfig
 from .result import ValidationResult
 from .dump import DumpErrors
-from .log import INDEX_TYPES, Partition, Segment, sibling
+from .log import INDEX_TYPES, Partition, Segment, sibling, topic_partition_of
 from .producer_state import ProducerAudit, ProducerStateTracker
 
 
@@ -94,9 +94,9 @@ def audit_partition(directory: str, config: ValidationConfig | None = None, *, p
     if tracker is not None:
         audit.producers = ProducerAudit(producer_culprits, tracker.producers, tracker.completed_transactions,
                                         tracker.open_transactions())
-        topic, _, number = os.path.basename(os.path.normpath(part.directory)).rpartition("-")
-        if topic and number.isdigit():
-            audit.open_transactions = tracker.open_transaction_details(topic, int(number), newest)
+        named = topic_partition_of(part.directory)
+        if named is not None:
+            audit.open_transactions = tracker.open_transaction_details(*named, newest)
     if indexes:
         audit.index_problems = _check_indexes(part)
     return audit

@@ -15,6 +15,7 @@ takes its default.  Every failure names the byte where it happened.
 """
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import re
@@ -110,6 +111,17 @@ class MessageSchema:
         return bytes(out)
 
 
+def kafka_uuid(u: uuid.UUID) -> str:
+    """Kafka's text form of a Uuid: URL-safe base64 of its 16 bytes, unpadded (22 characters)."""
+    return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
+
+
+def parse_kafka_uuid(text: str) -> uuid.UUID:
+    if len(text) != 22:
+        raise ValueError(f"a Kafka Uuid has 22 characters: {text!r}")
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+
+
 @functools.lru_cache(maxsize=None)
 def camel(name: str) -> str:
     """Kafka's camelCaseName: the field name with its first letter lower-cased."""
@@ -125,7 +137,6 @@ def _json_value(f: Field, v, version: int):
     if f.fields:
         return _json_struct(f.fields, v, version)
     if f.type == "uuid":
-        from pykbatch.tiered.metadata import kafka_uuid
         return kafka_uuid(v)
     if f.type in ("bytes", "records"):
         return JsonBytes(v)
@@ -174,7 +185,6 @@ def jackson(obj) -> str:
 
 
 def _jackson_bytes(obj: bytes) -> str:
-    import base64
     return '"' + base64.b64encode(obj).decode() + '"'
 
 

@@ -16,6 +16,7 @@ reported by type.  Zero bytes after the last batch (preallocated space) end the 
 """
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from dataclasses import dataclass, field
@@ -58,19 +59,24 @@ class RedpandaBatch:
     def type_name(self) -> str:
         return type_name(self.type)
 
+    def _kafka_header_tail(self) -> bytes:
+        """Attributes .. record count, as Kafka lays them out (its CRC starts there)."""
+        return KAFKA_TAIL.pack(self.attributes, self.last_offset_delta, self.first_timestamp, self.max_timestamp,
+                               self.producer_id, self.producer_epoch, self.base_sequence, self.record_count)
+
+    @functools.cached_property
+    def kafka_crc(self) -> int:
+        """Kafka's CRC computed over this batch (the records continue the header's CRC: no copy)."""
+        return crc32c(self.records, crc32c(self._kafka_header_tail()))
+
     @property
     def kafka_crc_ok(self) -> bool:
-        return crc32c(self._kafka_tail()) == self.crc
-
-    def _kafka_tail(self) -> bytes:
-        return KAFKA_TAIL.pack(self.attributes, self.last_offset_delta, self.first_timestamp, self.max_timestamp,
-                               self.producer_id, self.producer_epoch, self.base_sequence, self.record_count) + self.records
+        return self.kafka_crc == self.crc
 
     def to_kafka(self, partition_leader_epoch: int = -1) -> bytes:
         """The batch as a Kafka v2 record batch (Kafka's CRC carried over as stored)."""
-        tail = self._kafka_tail()
-        return struct.pack(">qiibI", self.base_offset, 4 + 1 + 4 + len(tail), partition_leader_epoch, 2,
-                           self.crc & 0xFFFFFFFF) + tail
+        return b"".join((struct.pack(">qiibI", self.base_offset, 4 + 1 + 4 + KAFKA_TAIL.size + len(self.records),
+                                     partition_leader_epoch, 2, self.crc), self._kafka_header_tail(), self.records))
 
 
 @dataclass
@@ -123,8 +129,8 @@ def batches(data, report: Report | None = None) -> Iterator[RedpandaBatch]:
             return
         batch = RedpandaBatch(pos, *fields[1:2], fields[0], *fields[2:], records=bytes(view[pos + HEADER.size:pos + size]))
         if not batch.kafka_crc_ok:
-            report.faults.append((pos, "batch.crc_mismatch", f"Kafka CRC {batch.crc & 0xFFFFFFFF} does not match the "
-                                  f"batch ({crc32c(batch._kafka_tail())})"))
+            report.faults.append((pos, "batch.crc_mismatch", f"Kafka CRC {batch.crc} does not match the "
+                                  f"batch ({batch.kafka_crc})"))
         report.batches += 1
         if batch.type != RAFT_DATA:
             report.non_data.append((pos, batch.base_offset, batch.type_name, batch.record_count))

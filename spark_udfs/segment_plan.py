@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import bisect
 import os
-import re
 from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pykbatch.log import LOG, CorruptIndexError, OffsetIndex, Segment, TimeIndex, base_offset_of, is_segment_file, sibling
-
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-
+from pykbatch.log import (
+    LOG, CorruptIndexError, OffsetIndex, Segment, TimeIndex, base_offset_of, is_segment_file, sibling, topic_partition_of,
+)
 
 def _is_local(path: str) -> bool:
     return "://" not in path or path.startswith("file://")
@@ -46,8 +44,8 @@ def find_segments(path: str) -> list[tuple[str, str, int]]:
         name = f.rstrip("/").rsplit("/", 1)[-1]
         if is_segment_file(name, LOG):
             parent = f.rstrip("/").rsplit("/", 2)[-2] if "/" in f else ""
-            m = _PARTITION_DIR.match(parent)
-            out.append((f, m["topic"] if m else parent, int(m["partition"]) if m else -1))
+            topic, partition = topic_partition_of(parent) or (parent, -1)
+            out.append((f, topic, partition))
     return out
 
 

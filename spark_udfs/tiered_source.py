@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from pykbatch.isolation import READ_UNCOMMITTED, Isolation, check_level
-from pykbatch.log import entry_windows
 from pykbatch.log.indexes import AbortedTxn
 from pykbatch.tiered import TieredPartition, TieredTopicStore, open_store
 from pykbatch.tiered.layouts import INDEX, LAYOUTS
@@ -86,15 +85,11 @@ class TieredSplit:
     last_stable_offset: int | None
 
 
-def _piece_in_range(piece: Piece, ranges: Ranges) -> bool:
-    if ranges.first_offset is not None and piece.end is not None and piece.end < ranges.first_offset:
-        return False
-    if ranges.end_offset is not None and piece.start >= ranges.end_offset:
-        return False
-    if ranges.first_timestamp is not None and piece.copy is not None \
-            and piece.copy.metadata.max_timestamp_ms < ranges.first_timestamp:
-        return False
-    return True
+def _newer_than(piece: Piece, ranges: Ranges) -> bool:
+    """Whether a remote copy can hold records at or after ``startingTimestamp`` (its metadata's
+    maximum timestamp says)."""
+    return ranges.first_timestamp is None or piece.copy is None \
+        or piece.copy.metadata.max_timestamp_ms >= ranges.first_timestamp
 
 
 def _offset_splits(part: TieredPartition, piece: Piece, lo: int, hi: int | None, split_bytes: int) -> list:
@@ -131,32 +126,22 @@ def plan(options, ranges: Ranges, split_bytes: int) -> list[TieredSplit]:
         if (ranges.topics is not None and tip.topic not in ranges.topics) \
                 or (ranges.partitions is not None and tip.partition not in ranges.partitions):
             continue
-        iso = part.isolation(level)
-        aborted = [tuple(t) for t in _aborted_of(part, level)]
+        committed = level != READ_UNCOMMITTED
+        aborted = [tuple(t) for t in part.aborted_transactions()] if committed else []
+        last_stable = part.last_stable_offset() if committed else None
         for r in part.reports:
             LOG.warning("kafka-segment (tiered): %s", r.line())
         for piece in part.pieces:
-            if not _piece_in_range(piece, ranges):
+            span = piece.clip(ranges.first_offset, None if ranges.end_offset is None else ranges.end_offset - 1)
+            if span is None or not _newer_than(piece, ranges):
                 continue
-            lo = piece.start if ranges.first_offset is None else max(piece.start, ranges.first_offset)
-            hi = piece.end
-            if ranges.end_offset is not None:
-                hi = ranges.end_offset - 1 if hi is None else min(hi, ranges.end_offset - 1)
+            lo, hi = span
             detached = part.detached([piece])
             for a, b in _offset_splits(part, piece, lo, hi, split_bytes):
                 # the aborted transactions still open at a split's start, or starting after it
                 still = [t for t in aborted if t[3] >= a]
-                splits.append(TieredSplit(detached, piece, a, b, level, still, iso.last_stable_offset))
+                splits.append(TieredSplit(detached, piece, a, b, level, still, last_stable))
     return splits
-
-
-def _aborted_of(part: TieredPartition, level: str) -> list:
-    if level == READ_UNCOMMITTED:
-        return []
-    out = []
-    for piece in part.pieces:
-        out += part._txn_entries(piece)
-    return out
 
 
 def tiered_reports(path: str, **options) -> list:
@@ -170,7 +155,7 @@ def tiered_reports(path: str, **options) -> list:
 def read_split(split: TieredSplit, mode: str, validate: bool, ranges: Ranges, window_bytes: int,
                include_path: bool):
     """Arrow record batches of one split: kafka-segment's columns, then ``leader_epoch``."""
-    from pykbatch.tiered.tables import edge_mask, epoch_column, lineage_arrays
+    from pykbatch.tiered.tables import edge_mask, epoch_column, lineage_arrays, piece_windows
 
     from .segment_source import _arrow, arrow_schema
     part, piece = split.part, split.piece
@@ -179,29 +164,18 @@ def read_split(split: TieredSplit, mode: str, validate: bool, ranges: Ranges, wi
     out_schema = pa.schema(([pa.field("path", pa.string())] if include_path else []) + list(base_schema)
                            + [EPOCH_COLUMN])
     starts, epochs = lineage_arrays(part, piece)
-    seg = part.open_piece(piece, split.lo, split.hi)
-    if seg is None:
-        return
-    with seg:
-        data = seg.view()
-
-        def received(b):
-            consumer_gets = not iso.past_end(b) and iso.keeps(b)  # the isolation sees every batch
-            return consumer_gets and ranges.keeps_batch(b, mode)
-
-        batches = part.piece_batches(piece, seg, split.lo, split.hi)
-        for run in entry_windows(batches, window_bytes, received):
-            rb = _arrow(data, run, piece.base_offset, part.partition.topic, part.partition.partition, mode, validate,
-                        base_schema, ranges)
+    for data, run in piece_windows(part, piece, iso, split.lo, split.hi, window_bytes,
+                                   lambda b: ranges.keeps_batch(b, mode)):
+        rb = _arrow(data, run, piece.base_offset, part.partition.topic, part.partition.partition, mode, validate,
+                    base_schema, ranges)
+        offsets = rb.column(rb.schema.get_field_index("offset" if mode == "records" else "base_offset"))
+        inside = edge_mask(offsets, split.lo, split.hi, iso.last_stable_offset)
+        if inside is not None:
+            rb = rb.filter(inside)
             offsets = rb.column(rb.schema.get_field_index("offset" if mode == "records" else "base_offset"))
-            inside = edge_mask(offsets, split.lo, split.hi, iso.last_stable_offset)
-            if inside is not None:
-                rb = rb.filter(inside)
-                offsets = rb.column(rb.schema.get_field_index("offset" if mode == "records" else "base_offset"))
-            columns = list(rb.columns) + [epoch_column(offsets, starts, epochs)]
-            if include_path:
-                columns = [pa.repeat(pa.scalar(piece.path, pa.string()), rb.num_rows)] + columns
-            yield pa.RecordBatch.from_arrays(columns, schema=out_schema)
-        del data
+        columns = list(rb.columns) + [epoch_column(offsets, starts, epochs)]
+        if include_path:
+            columns = [pa.repeat(pa.scalar(piece.path, pa.string()), rb.num_rows)] + columns
+        yield pa.RecordBatch.from_arrays(columns, schema=out_schema)
     for r in part.reports:
         LOG.warning("kafka-segment (tiered): %s", r.line())

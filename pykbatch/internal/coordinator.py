@@ -59,6 +59,23 @@ def _read(schema: messages.MessageSchema, data: bytes, version: int, what: str, 
 
 def decode_coordinator(topic: str, key: bytes | None, value: bytes | None) -> CoordinatorRecord:
     """One record of ``topic`` (OFFSETS, TRANSACTIONS or SHARE_STATE)."""
+    record_type, key_name, key_fields, _ = _key(topic, key)
+    if value is None:
+        return CoordinatorRecord(topic, record_type, key_name, key_fields, None, None, None)
+    value_schema = messages.by_api_key(topic, "coordinator-value")[record_type]
+    version = _version(value, "value")
+    return CoordinatorRecord(topic, record_type, key_name, key_fields, version, value_schema.name,
+                             _read(value_schema, value, version, "value"))
+
+
+_KEYS: dict = {}  # (topic, key bytes) -> decoded key: keys repeat (a group's partitions are committed again and again)
+
+
+def _key(topic: str, key: bytes | None) -> tuple:
+    """(record type, key definition's name, fields, Kafka's JSON text) of a key, decoded once."""
+    known = _KEYS.get((topic, key))
+    if known is not None:
+        return known
     if key is None:  # Kafka's tool dies here (RuntimeException); the dump goes on
         raise MessageFormatError("a coordinator record has a key; this one is null", 0,
                                  "the record has no key (Kafka's tool stops here: \"message had a missing key\")")
@@ -67,19 +84,22 @@ def decode_coordinator(topic: str, key: bytes | None, value: bytes | None) -> Co
     if record_type not in keys:
         raise UnknownRecordType(f"record type {record_type} is not one of {topic}'s", 0,
                                 f"Unknown record type {record_type}")
-    key_schema = keys[record_type]
-    key_fields = _read(key_schema, key, 0, "key", named=record_type)
-    if value is None:
-        return CoordinatorRecord(topic, record_type, key_schema.name, key_fields, None, None, None)
-    value_schema = messages.by_api_key(topic, "coordinator-value")[record_type]
-    version = _version(value, "value")
-    return CoordinatorRecord(topic, record_type, key_schema.name, key_fields, version, value_schema.name,
-                             _read(value_schema, value, version, "value"))
+    schema = keys[record_type]
+    fields = _read(schema, key, 0, "key", named=record_type)
+    decoded = (record_type, schema.name, fields, jackson(_key_document(schema, record_type, fields)))
+    if len(_KEYS) > 65536:
+        _KEYS.clear()
+    _KEYS[(topic, bytes(key))] = decoded
+    return decoded
+
+
+def _key_document(schema: messages.MessageSchema, record_type: int, fields: dict) -> dict:
+    return {"type": str(record_type), "data": schema.to_json(fields, 0)}
 
 
 def key_json(record: CoordinatorRecord) -> dict:
     schema = messages.by_api_key(record.topic, "coordinator-key")[record.record_type]
-    return {"type": str(record.record_type), "data": schema.to_json(record.key, 0)}
+    return _key_document(schema, record.record_type, record.key)
 
 
 def value_json(record: CoordinatorRecord) -> dict | None:
@@ -111,10 +131,6 @@ def _embedded(member: dict, field: str, definition: str) -> None:
 
 def dump_parts(topic: str, record) -> tuple[str | None, str | None]:
     """(key, payload) as kafka-dump-log's decoder of ``topic`` prints a record."""
-    if record.key is not None and record.value is not None:
-        cached = _KEY_TEXT.get((topic, record.key))
-        if cached is not None:  # keys repeat (a group's partitions are committed again and again)
-            return cached, _value_text(topic, record)
     try:
         decoded = decode_coordinator(topic, record.key, record.value)
     except UnknownRecordType as exc:
@@ -122,24 +138,4 @@ def dump_parts(topic: str, record) -> tuple[str | None, str | None]:
     except MessageFormatError as exc:
         return f"Error at offset {record.offset}, skipping. {exc.kafka_message or exc.message}", None
     value = value_json(decoded)
-    key_text = jackson(key_json(decoded))
-    if len(_KEY_TEXT) > 65536:
-        _KEY_TEXT.clear()
-    _KEY_TEXT[(topic, record.key)] = key_text
-    return key_text, "<DELETE>" if value is None else jackson(value)
-
-
-_KEY_TEXT: dict = {}  # (topic, key bytes) -> the key's JSON text
-
-
-def _value_text(topic: str, record) -> str | None:
-    """The payload of a record whose key decoded before (same key bytes)."""
-    record_type = _version(record.key, "key")
-    value_schema = messages.by_api_key(topic, "coordinator-value")[record_type]
-    version = _version(record.value, "value")
-    try:
-        fields = _read(value_schema, record.value, version, "value")
-    except MessageFormatError as exc:
-        return f"Error at offset {record.offset}, skipping. {exc.kafka_message or exc.message}"
-    decoded = CoordinatorRecord(topic, record_type, "", {}, version, value_schema.name, fields)
-    return jackson(value_json(decoded))
+    return _key(topic, record.key)[3], "<DELETE>" if value is None else jackson(value)

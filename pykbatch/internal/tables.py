@@ -55,8 +55,7 @@ def _plain(f: messages.Field, v):
     if f.fields:
         return {snake(s.name): _plain(s, v.get(s.name)) for s in f.fields}
     if isinstance(v, uuid.UUID):
-        from pykbatch.tiered.metadata import kafka_uuid
-        return kafka_uuid(v)
+        return messages.kafka_uuid(v)
     return v
 
 

@@ -3,7 +3,7 @@
 partition directories (``segments``) and the windows a segment is decoded in (``windows``).
 The dump prints what these return; the audit and the Spark source check with them.
 """
-from .files import LOG, base_offset_of, is_segment_file, segment_file_name, sibling, suffix_of
+from .files import LOG, base_offset_of, is_segment_file, segment_file_name, sibling, suffix_of, topic_partition_of
 from .indexes import (
     INDEX_TYPES, Checkpoint, CorruptIndexError, IndexEntry, OffsetIndex, ProducerSnapshot, TimeIndex, TimeIndexEntry,
     TxnIndex,
@@ -15,5 +15,5 @@ __all__ = [
     "LOG", "INDEX_TYPES", "Checkpoint", "CorruptIndexError", "IndexEntry", "OffsetIndex", "Partition",
     "ProducerSnapshot", "Segment", "TimeIndex", "TimeIndexEntry", "TxnIndex", "base_offset_of", "entry_windows",
     "index_entry_trusted", "is_segment_file", "open_partition", "read_segment", "segment_file_name", "sibling",
-    "suffix_of",
+    "suffix_of", "topic_partition_of",
 ]

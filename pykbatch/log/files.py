@@ -8,6 +8,7 @@ and state readers (``pykbatch.log.indexes``) declare their own suffix.
 from __future__ import annotations
 
 import os
+import re
 
 LOG = ".log"
 KRAFT_SNAPSHOT = ".checkpoint"
@@ -43,3 +44,12 @@ def sibling(path: str, suffix: str) -> str:
     head, _, name = path.rpartition("/") if "/" in path else ("", "", path)
     stem = os.path.basename(name).split(".")[0]
     return f"{head}/{stem}{suffix}" if head or path.startswith("/") else stem + suffix
+
+
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+
+def topic_partition_of(dirname: str) -> tuple[str, int] | None:
+    """(topic, partition) of a partition directory's name ``<topic>-<partition>``, or None."""
+    m = _PARTITION_DIR.match(os.path.basename(os.path.normpath(dirname)) if dirname else "")
+    return (m["topic"], int(m["partition"])) if m else None

@@ -17,13 +17,15 @@ encrypted) is not implemented: no fixture its real plugin wrote could be had her
 """
 from __future__ import annotations
 
+import abc
 import re
 import uuid
 from dataclasses import dataclass, field
 
+from pykbatch.messages import parse_kafka_uuid
 from pykbatch.retry import retry_io
 
-from .metadata import TopicIdPartition, parse_kafka_uuid
+from .metadata import TopicIdPartition
 
 LOG = ".log"
 INDEX = ".index"
@@ -47,25 +49,26 @@ class RemoteObject:
         return self.files.get(LOG)
 
 
-class Layout:
-    """A remote store's layout.  ``fs`` is an fsspec filesystem, ``root`` a path in it."""
+class Layout(abc.ABC):
+    """A remote store's layout.  ``fs`` is an fsspec filesystem, ``root`` a path in it; a store
+    plugs in by implementing the three abstract methods."""
     name = "?"
 
     def __init__(self, fs, root: str):
         self.fs, self.root = fs, root.rstrip("/")
 
     @classmethod
+    @abc.abstractmethod
     def detect(cls, fs, root: str) -> bool:
         """Whether ``root`` looks like this layout."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def partitions(self) -> dict[TopicIdPartition, str]:
         """Each partition the store holds -> its location."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def objects(self, partition: TopicIdPartition) -> list[RemoteObject]:
         """Every upload the store holds for ``partition`` (whatever the metadata says of it)."""
-        raise NotImplementedError
 
     def open(self, path: str, block_size: int | None = None, exact: bool = False):
         """A seekable binary file; on an object store, reads become ranged requests (``exact``:

@@ -11,14 +11,13 @@ definitions (``pykbatch/messages.py``).  Keys are null.
 """
 from __future__ import annotations
 
-import base64
 import enum
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from pykbatch import messages
-from pykbatch.messages import MessageFormatError
+from pykbatch.messages import MessageFormatError, kafka_uuid, parse_kafka_uuid  # noqa: F401  (re-exported)
 
 TOPIC = "__remote_log_metadata"
 DEFINITIONS = messages.topic_definitions(TOPIC)
@@ -37,17 +36,6 @@ class PartitionDeleteState(enum.IntEnum):
     DELETE_PARTITION_MARKED = 0
     DELETE_PARTITION_STARTED = 1
     DELETE_PARTITION_FINISHED = 2
-
-
-def kafka_uuid(u: uuid.UUID) -> str:
-    """Kafka's text form of a Uuid: URL-safe base64 of its 16 bytes, unpadded (22 characters)."""
-    return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
-
-
-def parse_kafka_uuid(text: str) -> uuid.UUID:
-    if len(text) != 22:
-        raise ValueError(f"a Kafka Uuid has 22 characters: {text!r}")
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
 
 
 @dataclass(frozen=True, order=True)

@@ -16,18 +16,18 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Iterator
 
 from pykbatch.errors import KafkaDataError
 from pykbatch.isolation import READ_UNCOMMITTED, Isolation, open_transactions
-from pykbatch.log import Partition, Segment
-from pykbatch.log.indexes import Checkpoint, CorruptIndexError, OffsetIndex, ProducerSnapshot, TxnIndex
-from pykbatch.log.segments import index_entry_trusted
+from pykbatch.log import Partition, Segment, base_offset_of, sibling
+from pykbatch.log.indexes import AbortedTxn, Checkpoint, CorruptIndexError, OffsetIndex, ProducerSnapshot, TxnIndex
+from pykbatch.messages import kafka_uuid
 
 from . import layouts
 from .layouts import Layout, RemoteObject
-from .metadata import TopicIdPartition, kafka_uuid
+from .metadata import TopicIdPartition
 from .remote_log import Copy, Lineage, RemotePartition, replay
 
 RANGE_BLOCK = 16 << 20  # bytes per ranged request of a remote object: few requests, bounded memory
@@ -87,9 +87,16 @@ class Piece:
     copy: Copy | None = None
     leader_epochs: tuple = ()
 
+    def clip(self, start: int | None, end: int | None) -> tuple[int, int | None] | None:
+        """This piece's part of offsets [start, end] (None: open), or None when they miss it."""
+        lo = self.start if start is None else max(start, self.start)
+        hi = self.end if end is None else (end if self.end is None else min(end, self.end))
+        return None if hi is not None and lo > hi else (lo, hi)
 
-def _lineage_from_checkpoint(text: str) -> Lineage:
-    return Lineage((int(e), int(o)) for e, o in Checkpoint.parse(text).entries)
+
+def _checkpoint_epochs(entries) -> list[tuple[int, int]]:
+    """A leader-epoch checkpoint's (epoch, start offset) entries."""
+    return [(int(e), int(o)) for e, o in entries]
 
 
 class TieredPartition:
@@ -133,13 +140,13 @@ class TieredPartition:
         is given, else the checkpoint uploaded with the newest finished copy, else None (the
         metadata's own, see ``RemotePartition.default_lineage``)."""
         if self.local and self.local.leader_epochs:
-            return Lineage((int(e), int(o)) for e, o in self.local.leader_epochs.entries)
+            return Lineage(_checkpoint_epochs(self.local.leader_epochs.entries))
         if self.remote:
             for copy in sorted(self.remote.referenced(), key=lambda c: c.end, reverse=True):
                 obj = self._objects.get(copy.id.id)
                 if obj and layouts.EPOCHS in obj.files:
                     try:
-                        return _lineage_from_checkpoint(self.store.read(obj.files[layouts.EPOCHS]).decode())
+                        return Lineage(self._uploaded_epochs(obj))
                     except (CorruptIndexError, UnicodeDecodeError, OSError):
                         continue
         return None
@@ -151,9 +158,7 @@ class TieredPartition:
         remote_pieces = self._remote_pieces() if self.store else []
         pieces = [p for p in remote_pieces if local_start is None or p.start < local_start]
         if local_start is not None:
-            pieces = [p if p.end is None or p.end < local_start else
-                      Piece(p.start, local_start - 1, p.source, p.path, p.base_offset, p.obj, p.copy, p.leader_epochs)
-                      for p in pieces]
+            pieces = [p if p.end is None or p.end < local_start else replace(p, end=local_start - 1) for p in pieces]
             reached = max((p.end for p in pieces), default=None)
             if reached is not None and reached + 1 < local_start:
                 self._report("hole", reached + 1, local_start - 1, "between the remote log's end and the first local segment")
@@ -165,8 +170,7 @@ class TieredPartition:
                     continue
                 pieces.append(Piece(max(first, bases[i]), end, "local", path, bases[i]))
         if self.log_start_offset is not None:
-            pieces = [p if p.start >= self.log_start_offset else
-                      Piece(self.log_start_offset, p.end, p.source, p.path, p.base_offset, p.obj, p.copy, p.leader_epochs)
+            pieces = [p if p.start >= self.log_start_offset else replace(p, start=self.log_start_offset)
                       for p in pieces if p.end is None or p.end >= self.log_start_offset]
         self.pieces = pieces
 
@@ -213,12 +217,14 @@ class TieredPartition:
         """Without metadata: every upload with a .log, ordered by start offset; of uploads that
         start at the same offset, the one with the highest leader epoch (then the largest) wins."""
         best: dict[int, RemoteObject] = {}
+        rank: dict = {}  # each upload's checkpoint is read once
         for obj in self._objects.values():
             if obj.log is None:
                 self._report("missing_object", obj.start_offset, None, f"upload {kafka_uuid(obj.segment_uuid)} has no .log")
                 continue
+            rank[obj.segment_uuid] = self._rank(obj)
             cur = best.get(obj.start_offset)
-            if cur is None or self._rank(obj) > self._rank(cur):
+            if cur is None or rank[obj.segment_uuid] > rank[cur.segment_uuid]:
                 if cur is not None:
                     self._report("superseded", cur.start_offset, None, "another upload of the same offsets", cur.log)
                 best[obj.start_offset] = obj
@@ -228,12 +234,15 @@ class TieredPartition:
         return [Piece(s, starts[i + 1] - 1 if i + 1 < len(starts) else None, "remote", best[s].log, s, best[s])
                 for i, s in enumerate(starts)]
 
+    def _uploaded_epochs(self, obj: RemoteObject) -> list[tuple[int, int]]:
+        """The leader-epoch checkpoint uploaded with a copy (raises if unreadable)."""
+        return _checkpoint_epochs(Checkpoint.parse(self.store.read(obj.files[layouts.EPOCHS]).decode()).entries)
+
     def _rank(self, obj: RemoteObject):
         epoch = -1
         if layouts.EPOCHS in obj.files:
             try:
-                entries = Checkpoint.parse(self.store.read(obj.files[layouts.EPOCHS]).decode()).entries
-                epoch = max((int(e) for e, _ in entries), default=-1)
+                epoch = max((e for e, _ in self._uploaded_epochs(obj)), default=-1)
             except (CorruptIndexError, UnicodeDecodeError, OSError):
                 pass
         return epoch, obj.sizes.get(layouts.LOG, 0)
@@ -282,7 +291,6 @@ class TieredPartition:
             spool.flush()
             seg = Segment(spool, base_offset=piece.base_offset)
         seg.start_position = 0
-        seg.byte_offset = lo
         return seg
 
     def _remote_index(self, piece: Piece) -> OffsetIndex | None:
@@ -298,11 +306,9 @@ class TieredPartition:
         """(piece, batch) for every batch holding offsets in [start, end] (inclusive; None: open),
         in offset order.  A piece that ends early or does not parse is reported and skipped over."""
         for piece in self.pieces:
-            lo = piece.start if start is None else max(start, piece.start)
-            hi = piece.end if end is None else (end if piece.end is None else min(end, piece.end))
-            if hi is not None and lo > hi:
-                continue
-            yield from self._piece_batches(piece, lo, hi)
+            span = piece.clip(start, end)
+            if span is not None:
+                yield from self._piece_batches(piece, *span)
 
     def _piece_batches(self, piece: Piece, lo: int, hi: int | None):
         seg = self.open_piece(piece, lo, hi)
@@ -354,14 +360,15 @@ class TieredPartition:
         ``.txnindex``, the last stable offset from the newest producer snapshot and the batches after it."""
         if level == READ_UNCOMMITTED:
             return Isolation(level)
-        aborted = []
-        for piece in self.pieces:
-            aborted += self._txn_entries(piece)
-        return Isolation(level, aborted, self._last_stable_offset())
+        return Isolation(level, self.aborted_transactions(), self.last_stable_offset())
+
+    def aborted_transactions(self) -> list[AbortedTxn]:
+        """Every piece's ``.txnindex`` entries (a missing one the metadata promises is reported)."""
+        return [t for piece in self.pieces for t in self._txn_entries(piece)]
 
     def _txn_entries(self, piece: Piece):
         if piece.source == "local":
-            path = os.path.splitext(piece.path)[0] + TxnIndex.SUFFIX
+            path = sibling(piece.path, TxnIndex.SUFFIX)
             return TxnIndex.from_file(path).entries if os.path.exists(path) else []
         path = piece.obj.files.get(layouts.TXN_INDEX) if piece.obj else None
         if path:
@@ -371,10 +378,11 @@ class TieredPartition:
                          "the metadata says this copy has aborted transactions; its .txnindex is missing", piece.path)
         return []
 
-    def _last_stable_offset(self) -> int | None:
+    def last_stable_offset(self) -> int | None:
+        """The first offset of the earliest transaction still open at the end, or None."""
         if self.local and self.local.snapshot_paths:
             snap_path = self.local.snapshot_paths[-1]
-            snap_offset = int(os.path.basename(snap_path).split(".")[0])
+            snap_offset = base_offset_of(snap_path)
             entries = ProducerSnapshot.from_file(snap_path).entries
             after = (b for _, b in self.batches(start=snap_offset) if b.base_offset >= snap_offset)
             ongoing = open_transactions(entries, after)
@@ -404,16 +412,8 @@ class TieredPartition:
 
 def _index_start(index: OffsetIndex | None, seg: Segment, offset: int) -> int:
     """The byte position to start reading for ``offset``: the index entry at or below it when it
-    points at a whole batch (a stale index is not trusted), else the segment's start."""
-    if index is None:
-        return 0
-    try:
-        entry = index.lookup(offset)
-    except (CorruptIndexError, ValueError, IndexError):
-        return 0
-    if entry.position and not index_entry_trusted(seg.view(), entry, seg.base_offset):
-        return 0
-    return entry.position
+    points at a whole batch (``Segment.trusted_start``: a stale index is not trusted), else 0."""
+    return seg.trusted_start(index.lookup(offset)) if index is not None else 0
 
 
 class TieredTopicStore:

@@ -74,12 +74,7 @@ def partition_tables(part: TieredPartition, isolation: str | Isolation = READ_UN
     piece's bytes are fetched while this one decodes (decoding runs without the GIL)."""
     from concurrent.futures import ThreadPoolExecutor
     iso = part.isolation(isolation) if isinstance(isolation, str) else isolation
-    todo = []
-    for piece in part.pieces:
-        lo = piece.start if start is None else max(start, piece.start)
-        hi = piece.end if end is None else (end if piece.end is None else min(end, piece.end))
-        if hi is None or lo <= hi:
-            todo.append((piece, lo, hi))
+    todo = [(piece, *span) for piece in part.pieces if (span := piece.clip(start, end)) is not None]
     with ThreadPoolExecutor(max_workers=AHEAD, thread_name_prefix="pykbatch-fetch") as fetcher:
         opened = [fetcher.submit(part.open_piece, *todo[i]) for i in range(min(AHEAD, len(todo)))]
         for i, (piece, lo, hi) in enumerate(todo):
@@ -90,33 +85,44 @@ def partition_tables(part: TieredPartition, isolation: str | Isolation = READ_UN
             yield from piece_tables(part, piece, iso, lo, hi, window_bytes, seg)
 
 
-def piece_tables(part: TieredPartition, piece: Piece, iso: Isolation, lo: int, hi: int | None,
-                 window_bytes: int = WINDOW_BYTES, seg=None) -> Iterator[pa.Table]:
-    """One piece's records in [lo, hi] under ``iso`` (which sees every batch, in order);
-    ``seg``: the piece already opened."""
+def piece_windows(part: TieredPartition, piece: Piece, iso: Isolation, lo: int, hi: int | None,
+                  window_bytes: int = WINDOW_BYTES, also=None, seg=None):
+    """(the piece's bytes, a run of its entries) for the batches holding [lo, hi] that a consumer
+    under ``iso`` receives (and ``also`` keeps); ``iso`` sees every batch, in order.  ``seg``:
+    the piece already opened."""
     seg = seg or part.open_piece(piece, lo, hi)
     if seg is None:
         return
-    starts, epochs = lineage_arrays(part, piece)
+
+    def received(b):
+        consumer_gets = not iso.past_end(b) and iso.keeps(b)
+        return consumer_gets and (also is None or also(b))
     with seg:
         view = seg.view()
-        batches = part.piece_batches(piece, seg, lo, hi)
-        for run in entry_windows(batches, window_bytes, lambda b: not iso.past_end(b) and iso.keeps(b)):
-            table, damaged = decode_entries(view, run, verify_crc=False)
-            for position, _, exc in damaged:
-                part._report("damaged", None, None, f"batch at byte {position}: {exc.message}", piece.path)
-            if not table.num_rows:
-                continue
-            keep = edge_mask(table["offset"], lo, hi, iso.last_stable_offset)
-            if keep is not None:
-                table = table.filter(keep)
-            n = table.num_rows
-            if not n:
-                continue
-            epoch = epoch_column(table["offset"], starts, epochs)
-            yield pa.Table.from_arrays(
-                [pa.repeat(pa.scalar(part.partition.topic, pa.string()), n),
-                 pa.repeat(pa.scalar(part.partition.partition, pa.int32()), n),
-                 epoch] + table.columns,
-                schema=pa.schema(LEADING + list(table.schema)))
+        for run in entry_windows(part.piece_batches(piece, seg, lo, hi), window_bytes, received):
+            yield view, run
         del view
+
+
+def piece_tables(part: TieredPartition, piece: Piece, iso: Isolation, lo: int, hi: int | None,
+                 window_bytes: int = WINDOW_BYTES, seg=None) -> Iterator[pa.Table]:
+    """One piece's records in [lo, hi] under ``iso``; ``seg``: the piece already opened."""
+    starts, epochs = lineage_arrays(part, piece)
+    for view, run in piece_windows(part, piece, iso, lo, hi, window_bytes, seg=seg):
+        table, damaged = decode_entries(view, run, verify_crc=False)
+        for position, _, exc in damaged:
+            part._report("damaged", None, None, f"batch at byte {position}: {exc.message}", piece.path)
+        if not table.num_rows:
+            continue
+        keep = edge_mask(table["offset"], lo, hi, iso.last_stable_offset)
+        if keep is not None:
+            table = table.filter(keep)
+        n = table.num_rows
+        if not n:
+            continue
+        epoch = epoch_column(table["offset"], starts, epochs)
+        yield pa.Table.from_arrays(
+            [pa.repeat(pa.scalar(part.partition.topic, pa.string()), n),
+             pa.repeat(pa.scalar(part.partition.partition, pa.int32()), n),
+             epoch] + table.columns,
+            schema=pa.schema(LEADING + list(table.schema)))
