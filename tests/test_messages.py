@@ -162,3 +162,22 @@ def test_decoded_events_carry_kafkas_meaning():
     assert event.leader_epochs == {4: 100, 6: 150} and event.partition.name == "orders-7"
     assert str(event.partition) == f"{metadata.kafka_uuid(TIP['Id'])}:orders-7"
     assert metadata.parse_kafka_uuid(metadata.kafka_uuid(SID["Id"])) == SID["Id"]
+
+
+def test_a_repeated_key_with_a_damaged_value_dumps_like_kafka(tmp_path, capsys):
+    """Keys repeat in __consumer_offsets; a record whose key was seen before and whose value does
+    not decode still gets Kafka's line (the error on the key side, no payload)."""
+    if kafka_tools.unavailable():
+        pytest.skip(kafka_tools.unavailable())
+    key = (1).to_bytes(2, "big") + messages.load("OffsetCommitKey").encode({"group": "g", "topic": "t", "partition": 0}, 0)
+    value = (3).to_bytes(2, "big") + messages.load("OffsetCommitValue").encode(
+        {"offset": 5, "leaderEpoch": 1, "metadata": "", "commitTimestamp": 7}, 3)
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(kb.build_batch([{"key": key, "value": value, "timestamp": 1},
+                                    {"key": key, "value": value[:5], "timestamp": 2},
+                                    {"key": key, "value": None, "timestamp": 3}]))
+    theirs, _ = kafka_tools.dump([str(log)], "--offsets-decoder")
+    main(["dump", "--files", str(log), "--offsets-decoder", "--no-progress"])
+    ours = capsys.readouterr().out
+    assert ours.splitlines() == theirs.splitlines()
+    assert "key: Error at offset 1, skipping." in ours and "<DELETE>" in ours
