@@ -71,6 +71,10 @@ def main():
         size = log.stat().st_size
         print(f"__consumer_offsets log: {size / 2**20:.0f} MiB, {n} records")
         _, base_rss = run([sys.executable, "-c", "import pykbatch.cli"])
+        plain, _ = run([sys.executable, "-m", "pykbatch", "dump", "--files", str(log), "--print-data-log",
+                        "--no-progress"])
+        print(f"pykbatch dump --print-data-log (keys and values as text, no decoder): {plain:.1f} s, "
+              f"{n / plain / 1e3:.0f} k records/s")
         wall, rss = run([sys.executable, "-m", "pykbatch", "dump", "--files", str(log), "--offsets-decoder",
                          "--no-progress"])
         print(f"pykbatch dump --offsets-decoder: {wall:.1f} s, {n / wall / 1e3:.0f} k records/s, peak RSS {rss:.0f} MiB "
