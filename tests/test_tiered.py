@@ -363,8 +363,13 @@ def test_without_metadata_the_listing_is_trusted_with_a_warning(stages):
         rows, reports = offline(local_store(s), [], None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        whole, _ = offline(local_store(s), metadata_of(s), None)
-    assert rows == whole
+        whole, with_metadata = offline(local_store(s), metadata_of(s), None)
+    # The listing cannot tell an upload still in progress when the store was copied (which the
+    # metadata calls unfinished) from a finished one: such an upload's offsets are read too.
+    unfinished = [(r.partition, r.start, r.end) for r in with_metadata if r.kind == "copy_unfinished"]
+    extra = [r for r in rows if r not in whole]
+    assert all(any(p == f"{TOPIC}-{r[0]}" and a <= r[1] <= b for p, a, b in unfinished) for r in extra)
+    assert [r for r in rows if r not in extra] == whole
 
 
 # -- Arrow tables and the command line ----------------------------------------------------------
