@@ -1,16 +1,23 @@
 # v2 record batches: Batch, Record, the record iterators and the entry checks.
 # Included by _native.pyx: one module, one file per concern.
 
+@cython.final
+@cython.freelist(512)
+@cython.no_gc  # holds only ints, bytes, str and tuples of them: it can never be part of a cycle
 cdef class Record:
     """One record.  ``headers`` is a tuple of ``(str, bytes | None)`` (always empty for magic 0/1);
     ``crc`` and ``is_valid`` are the message CRC-32 and its check for magic 0/1, None for v2;
     ``position`` is the record's byte position in the buffer (for a compressed batch: in its
     decompressed records)."""
-    cdef readonly int64_t offset
-    cdef readonly int64_t timestamp
-    cdef readonly object key
-    cdef readonly object value
-    cdef readonly tuple headers
+    # offset, timestamp, key, value and headers -- what users read -- are plain object slots
+    # published as read-only member descriptors (_publish_record_slots): CPython reads those by
+    # offset (3.11+ specialises the attribute load), where a Cython property costs a call and,
+    # for an integer, a new int on every read.
+    cdef object _offset
+    cdef object _timestamp
+    cdef object _key
+    cdef object _value
+    cdef object _headers
     cdef readonly int32_t sequence
     cdef readonly int32_t offset_delta
     cdef readonly int64_t timestamp_delta
@@ -19,21 +26,68 @@ cdef class Record:
     cdef readonly object crc
     cdef readonly object is_valid
 
+    cdef inline void _set_fields(self, offset, timestamp, key, value, headers):
+        self._offset, self._timestamp, self._key, self._value, self._headers = offset, timestamp, key, value, headers
+
     def __repr__(self):
-        return (f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r}, "
-                f"value={self.value!r}, headers={self.headers!r})")
+        offset, timestamp, key, value, headers = self._fields()[:5]
+        return f"Record(offset={offset}, timestamp={timestamp}, key={key!r}, value={value!r}, headers={headers!r})"
 
     def __eq__(self, other):
         if not isinstance(other, Record):
             return NotImplemented
-        return self._key() == (<Record> other)._key()
+        return self._fields() == (<Record> other)._fields()
 
-    cdef tuple _key(self):
-        return (self.offset, self.timestamp, self.key, self.value, self.headers, self.sequence,
-                self.offset_delta, self.timestamp_delta, self.attributes)
+    cdef tuple _fields(self):
+        return (self._offset, self._timestamp, self._key, self._value, self._headers, self.sequence, self.offset_delta, self.timestamp_delta, self.attributes)
 
     def __hash__(self):
-        return hash(self._key())
+        return hash(self._fields())
+
+    def __reduce__(self):
+        return (_record_from_state, self._fields() + (self.position, self.crc, self.is_valid))
+
+
+def _record_from_state(offset, timestamp, key, value, headers, int32_t sequence, int32_t offset_delta,
+                       int64_t timestamp_delta, int8_t attributes, Py_ssize_t position, crc, is_valid):
+    cdef Record r = Record.__new__(Record)
+    r._set_fields(offset, timestamp, key, value, headers)
+    r.sequence, r.offset_delta, r.timestamp_delta, r.attributes = sequence, offset_delta, timestamp_delta, attributes
+    r.position, r.crc, r.is_valid = position, crc, is_valid
+    return r
+
+
+cdef PyMemberDef _RECORD_SLOTS[6]
+
+
+cdef _publish_record_slots():
+    """Exposes Record's object slots as read-only members named without the underscore.  Cython
+    does not give a slot's offset, so each is found by storing a marker in it and looking for
+    the marker in the object's words."""
+    cdef const char *names[5]
+    names[:] = ["offset", "timestamp", "key", "value", "headers"]
+    markers = [object() for _ in range(5)]
+    cdef Record probe = Record.__new__(Record)
+    probe._offset, probe._timestamp, probe._key, probe._value, probe._headers = markers
+    cdef PyTypeObject *tp = <PyTypeObject *> Record
+    cdef PyObject **words = <PyObject **> <PyObject *> probe
+    cdef Py_ssize_t nwords = tp.tp_basicsize // sizeof(PyObject *), w
+    for i in range(5):
+        for w in range(nwords):
+            if words[w] == <PyObject *> markers[i]:
+                break
+        else:
+            raise ImportError("pykbatch: Record's slots not found: rebuild")
+        _RECORD_SLOTS[i].name = names[i]
+        _RECORD_SLOTS[i].type = T_OBJECT_EX
+        _RECORD_SLOTS[i].offset = w * <Py_ssize_t> sizeof(PyObject *)
+        _RECORD_SLOTS[i].flags = READONLY
+        _RECORD_SLOTS[i].doc = NULL
+        (<dict> tp.tp_dict)[names[i].decode()] = PyDescr_NewMember(tp, &_RECORD_SLOTS[i])
+    PyType_Modified(tp)
+
+
+_publish_record_slots()
 
 
 cdef inline object _bytes_or_none(const uint8_t *base, size_t pos, int32_t n):
@@ -42,17 +96,42 @@ cdef inline object _bytes_or_none(const uint8_t *base, size_t pos, int32_t n):
     return PyBytes_FromStringAndSize(<const char *> base + pos, n)
 
 
-cdef tuple _headers(const uint8_t *buf, const kb_record *r):
+cdef inline object _header_key(const uint8_t *buf, size_t pos, int32_t n, list seen, Py_ssize_t i):
+    """A header's key as str; the same keys come back record after record, so an ASCII key equal
+    to the one last seen at this header index is that str again (no decode, no allocation)."""
+    cdef object s
+    if i < KB_HEADER_KEY_CACHE:
+        s = <object> PyList_GET_ITEM(seen, i)
+        if (s is not None and PyUnicode_GET_LENGTH(s) == n
+                and memcmp(PyUnicode_DATA(s), buf + pos, n) == 0):
+            return s
+    s = PyUnicode_DecodeUTF8(<const char *> buf + pos, n, "replace")
+    if i < KB_HEADER_KEY_CACHE and PyUnicode_IS_COMPACT_ASCII(s):
+        seen[i] = s
+    return s
+
+
+cdef inline tuple _headers(const uint8_t *buf, const kb_record *r, list seen=None):
     if r.header_count == 0:
         return _EMPTY_HEADERS
-    cdef list out = []
+    return _header_tuple(buf, r, seen)
+
+
+cdef tuple _header_tuple(const uint8_t *buf, const kb_record *r, list seen):
+    cdef tuple out = PyTuple_New(r.header_count)
     cdef size_t p = r.headers, kp, vp
     cdef int32_t kl, vl
-    for _ in range(r.header_count):
+    cdef object pair
+    for i in range(r.header_count):
         p = kb_v2_read_header_kv(buf, p, r.end, &kp, &kl, &vp, &vl)
-        out.append((PyUnicode_DecodeUTF8(<const char *> buf + kp, kl, "replace"),
-                    _bytes_or_none(buf, vp, vl)))
-    return tuple(out)
+        if seen is None:
+            key = PyUnicode_DecodeUTF8(<const char *> buf + kp, kl, "replace")
+        else:
+            key = _header_key(buf, kp, kl, seen, i)
+        pair = (key, _bytes_or_none(buf, vp, vl))
+        Py_INCREF(pair)
+        PyTuple_SET_ITEM(out, i, pair)
+    return out
 
 
 cdef inline int32_t _sequence(int32_t base, int32_t delta):
@@ -196,6 +275,7 @@ cdef class _RecordIterator:
     cdef size_t pos
     cdef size_t limit
     cdef int32_t index
+    cdef list header_keys  # the header keys last seen, by index (_header_key)
 
     def __cinit__(self, Batch b):
         b._load()
@@ -203,6 +283,7 @@ cdef class _RecordIterator:
         self.pos = b._rstart
         self.limit = b._rlimit
         self.index = 0
+        self.header_keys = [None] * KB_HEADER_KEY_CACHE
 
     def __iter__(self):
         return self
@@ -225,6 +306,7 @@ cdef class _RecordIterator:
         return kb_v2_record_timestamp(&self.b.h, r.timestamp_delta)
 
 
+@cython.final
 cdef class _Records(_RecordIterator):
     def __next__(self):
         cdef kb_record r
@@ -233,18 +315,17 @@ cdef class _Records(_RecordIterator):
         cdef const uint8_t *buf = self.b._rec.ptr
         cdef Record rec = Record.__new__(Record)
         rec.offset_delta = r.offset_delta
-        rec.offset = kb_wrap_add64(self.b.h.base_offset, r.offset_delta)
+        rec._set_fields(kb_wrap_add64(self.b.h.base_offset, r.offset_delta), self.timestamp_of(&r),
+                        _bytes_or_none(buf, r.key, r.key_len), _bytes_or_none(buf, r.value, r.value_len),
+                        _headers(buf, &r, self.header_keys))
         rec.timestamp_delta = r.timestamp_delta
-        rec.timestamp = self.timestamp_of(&r)
-        rec.key = _bytes_or_none(buf, r.key, r.key_len)
-        rec.value = _bytes_or_none(buf, r.value, r.value_len)
-        rec.headers = _headers(buf, &r)
         rec.sequence = _sequence(self.b.h.base_sequence, r.offset_delta)
         rec.attributes = r.attributes
         rec.position = r.pos
         return rec
 
 
+@cython.final
 cdef class _Tuples(_RecordIterator):
     def __next__(self):
         cdef kb_record r
@@ -253,7 +334,7 @@ cdef class _Tuples(_RecordIterator):
         cdef const uint8_t *buf = self.b._rec.ptr
         return (kb_wrap_add64(self.b.h.base_offset, r.offset_delta), self.timestamp_of(&r),
                 _bytes_or_none(buf, r.key, r.key_len), _bytes_or_none(buf, r.value, r.value_len),
-                _headers(buf, &r))
+                _headers(buf, &r, self.header_keys))
 
 
 

@@ -165,11 +165,8 @@ cdef class _LegacyRecords:
             raise StopIteration  # _load already met every fault
         cdef const kb_legacy_msg *w = &self.b.m
         cdef Record rec = Record.__new__(Record)
-        rec.offset = self.b._base + m.offset
-        rec.timestamp = kb_legacy_timestamp(w, &m)
-        rec.key = _bytes_or_none(buf, m.key, m.key_len)
-        rec.value = _bytes_or_none(buf, m.value, m.value_len)
-        rec.headers = _EMPTY_HEADERS
+        rec._set_fields(self.b._base + m.offset, kb_legacy_timestamp(w, &m), _bytes_or_none(buf, m.key, m.key_len),
+                        _bytes_or_none(buf, m.value, m.value_len), _EMPTY_HEADERS)
         rec.sequence = -1
         rec.offset_delta = self.index
         rec.attributes = m.attributes

@@ -6,10 +6,34 @@ become exceptions only through ``_raise_fault``.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.list cimport PyList_GET_ITEM
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t, INT32_MAX, INT64_MIN
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memcmp, memcpy, memset
+
+cdef extern from "Python.h":
+    ctypedef struct PyTypeObject:
+        Py_ssize_t tp_basicsize
+        PyObject *tp_dict
+    void PyType_Modified(PyTypeObject *)
+    Py_ssize_t PyUnicode_GET_LENGTH(object)
+    void *PyUnicode_DATA(object)
+    bint PyUnicode_IS_COMPACT_ASCII(object)
+
+cdef extern from "structmember.h":
+    ctypedef struct PyMemberDef:
+        const char *name
+        int type
+        Py_ssize_t offset
+        int flags
+        const char *doc
+    enum: T_OBJECT_EX
+    enum: READONLY
+    object PyDescr_NewMember(PyTypeObject *, PyMemberDef *)
 
 from pykbatch._core cimport *
 
@@ -33,6 +57,8 @@ if len(RULES) != KB_RULE_COUNT:  # two extensions built from different sources
 
 # Buffers at least this large are processed with the GIL released.
 DEF NOGIL_THRESHOLD = 16384
+# Header keys remembered per record iterator, by header index (_header_key).
+DEF KB_HEADER_KEY_CACHE = 8
 
 _EMPTY_HEADERS = ()
 _DEFAULT_CONFIG = ValidationConfig()

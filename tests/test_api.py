@@ -2,6 +2,8 @@
 import subprocess
 import sys
 
+import pickle
+
 import pytest
 
 import pykbatch as kb
@@ -123,3 +125,31 @@ def test_gil_released_paths_work_from_threads():
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         results = list(pool.map(kb.validate, [data] * 8, [kb.ValidationConfig(origin="log")] * 8))
     assert all(r.ok and r.records == 10000 for r in results)
+
+
+def test_record_fields_are_read_only_slots_and_pickle():
+    data = kb.build_batch([{"key": b"k", "value": b"v", "timestamp": 5, "headers": [("h", b"1")]}], base_offset=40)
+    (rec,) = next(iter(kb.iter_batches(data)))
+    assert (rec.offset, rec.timestamp, rec.key, rec.value, rec.headers) == (40, 5, b"k", b"v", (("h", b"1"),))
+    assert type(kb.Record.__dict__["value"]).__name__ == "member_descriptor"
+    with pytest.raises(AttributeError):
+        rec.value = b"x"
+    again = pickle.loads(pickle.dumps(rec))
+    assert again == rec and hash(again) == hash(rec) and again.position == rec.position
+    assert repr(again) == repr(rec)
+
+
+def test_header_keys_are_decoded_per_record_when_they_change():
+    """Header keys are reused from the previous record only when their bytes are the same."""
+    keys = [["trace", "src"], ["trace", "src"], ["trace", "dst"], ["tracf"], ["é", "src"], ["é"], [],
+            ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"], ["a", "b", "c", "d", "e", "f", "g", "h", "i", "k"]]
+    recs = [{"key": None, "value": b"%d" % i, "timestamp": 0, "headers": [(k, k.encode()) for k in ks]}
+            for i, ks in enumerate(keys)]
+    batch = next(iter(kb.iter_batches(kb.build_batch(recs))))
+    for want, rec, tup in zip(keys, batch, batch.tuples()):
+        assert [h for h, _ in rec.headers] == want == [h for h, _ in tup[4]]
+        assert [v for _, v in rec.headers] == [k.encode() for k in want]
+    # bytes that are not UTF-8 decode with replacement, and never stand for a cached key
+    raw = kb.build_batch([{"key": None, "value": None, "timestamp": 0, "headers": [(b, b"") for b in ks]}
+                          for ks in ([b"\xff\xfe"], [b"\xff\xfe"], [b"ab"])])
+    assert [r.headers for r in next(iter(kb.iter_batches(raw)))] == [(("\ufffd\ufffd", b""),)] * 2 + [(("ab", b""),)]
