@@ -1,5 +1,6 @@
 #include "kb_columns.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "kb_legacy.h"
@@ -49,7 +50,8 @@ static void put_binary(int32_t *offsets, uint8_t *data, uint8_t *valid, int64_t 
 {
     int32_t end = offsets[row];
     if (n >= 0) {
-        memcpy(data + end, src, (size_t)n);
+        if (n > 0) /* an empty column's data may not be allocated */
+            memcpy(data + end, src, (size_t)n);
         end += n;
         valid[row >> 3] |= (uint8_t)(1u << (row & 7));
     }
@@ -107,6 +109,26 @@ int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb
     }
 }
 
+/* Sets (value 1) or clears (value 0) bits [from, to) of an Arrow bitmap: whole bytes at once. */
+static void set_bits(uint8_t *bits, int64_t from, int64_t to, int value)
+{
+    while (from < to && (from & 7)) {
+        if (value)
+            bits[from >> 3] |= (uint8_t)(1u << (from & 7));
+        else
+            bits[from >> 3] &= (uint8_t)~(1u << (from & 7));
+        from++;
+    }
+    int64_t whole = (to - from) >> 3;
+    memset(bits + (from >> 3), value ? 0xff : 0, (size_t)whole);
+    for (from += whole << 3; from < to; from++) {
+        if (value)
+            bits[from >> 3] |= (uint8_t)(1u << (from & 7));
+        else
+            bits[from >> 3] &= (uint8_t)~(1u << (from & 7));
+    }
+}
+
 /* The batch columns of rows [from, to): one value each, in column-wise loops the compiler
  * vectorises (cheaper than per-record stores in the record loop). */
 static void put_batch(kb_columns *c, int64_t from, int64_t to, const kb_column_batch *b, int64_t base_offset,
@@ -125,8 +147,10 @@ static void put_batch(kb_columns *c, int64_t from, int64_t to, const kb_column_b
         c->producer_id[r] = producer_id;
     for (int64_t r = from; r < to; r++)
         c->producer_epoch[r] = producer_epoch;
-    memset(c->is_transactional + from, transactional, (size_t)(to - from));
-    memset(c->is_control + from, control, (size_t)(to - from));
+    if (transactional)
+        set_bits(c->is_transactional, from, to, 1);
+    if (control)
+        set_bits(c->is_control, from, to, 1);
     memset(c->timestamp_type + from, timestamp_type, (size_t)(to - from));
 }
 
@@ -153,7 +177,8 @@ static void fill_v2(const kb_column_batch *b, kb_columns *c)
             hp = kb_v2_read_header_kv(buf, hp, r.end, &kp, &kl, &vp, &vl);
             int64_t hrow = c->header_row++;
             c->hkey_offsets[hrow + 1] = c->hkey_offsets[hrow] + kl;
-            memcpy(c->hkey_data + c->hkey_offsets[hrow], buf + kp, (size_t)kl);
+            if (kl > 0)
+                memcpy(c->hkey_data + c->hkey_offsets[hrow], buf + kp, (size_t)kl);
             put_binary(c->hvalue_offsets, c->hvalue_data, c->hvalue_valid, hrow, buf + vp, vl);
         }
         c->header_offsets[row + 1] = (int32_t)c->header_row;
@@ -181,10 +206,185 @@ static void fill_legacy(const kb_column_batch *b, kb_columns *c)
     put_batch(c, first_row, c->row, b, b->first_offset, -1, -1, -1, 0, kb_timestamp_type(b->m.magic, b->m.attributes));
 }
 
-void kb_columns_fill(const kb_column_batch *b, kb_columns *c)
+static void fill(const kb_column_batch *b, kb_columns *c)
 {
     if (b->magic < 2)
         fill_legacy(b, c);
     else
         fill_v2(b, c);
+}
+
+void kb_columns_rewind(kb_columns *c, int64_t row, int64_t header_row)
+{
+    uint8_t *row_bits[] = {c->key_valid, c->value_valid, c->is_transactional, c->is_control};
+    for (size_t i = 0; i < sizeof row_bits / sizeof row_bits[0]; i++)
+        set_bits(row_bits[i], row, c->row, 0);
+    set_bits(c->hvalue_valid, header_row, c->header_row, 0);
+    c->row = row;
+    c->header_row = header_row;
+}
+
+/* Grows an array from `old_n` to `new_n` elements of `elem` bytes (bitmaps: `elem` 0, n bits, the
+ * new bytes zeroed). */
+static int grow(void *pp, int64_t old_n, int64_t new_n, size_t elem)
+{
+    void **p = (void **)pp;
+    size_t old_bytes = elem ? (size_t)old_n * elem : (size_t)(old_n + 7) / 8;
+    size_t new_bytes = elem ? (size_t)new_n * elem : (size_t)(new_n + 7) / 8;
+    void *q = realloc(*p, new_bytes ? new_bytes : 1);
+    if (!q)
+        return -1;
+    if (!elem && new_bytes > old_bytes)
+        memset((uint8_t *)q + old_bytes, 0, new_bytes - old_bytes);
+    *p = q;
+    return 0;
+}
+
+/* The capacity for `used + more`: `used + more * expect` the first time, else at least double. */
+static int64_t room(int64_t cap, int64_t used, int64_t more, int64_t expect)
+{
+    if (used + more <= cap)
+        return cap;
+    int64_t want = cap == 0 ? used + more * expect : used + more;
+    return want > 2 * cap ? want : 2 * cap;
+}
+
+static int reserve_rows(kb_column_store *s, int64_t rows)
+{
+    kb_columns *c = &s->c;
+    int64_t o = s->rows_cap, n = rows;
+    if (grow(&c->offset, o, n, 8) || grow(&c->timestamp, o, n, 8) || grow(&c->sequence, o, n, 4) ||
+        grow(&c->batch_index, o, n, 4) || grow(&c->batch_position, o, n, 8) || grow(&c->base_offset, o, n, 8) ||
+        grow(&c->partition_leader_epoch, o, n, 4) || grow(&c->producer_id, o, n, 8) ||
+        grow(&c->producer_epoch, o, n, 2) || grow(&c->timestamp_type, o, n, 1) ||
+        grow(&c->is_transactional, o, n, 0) || grow(&c->is_control, o, n, 0) || grow(&c->key_valid, o, n, 0) ||
+        grow(&c->value_valid, o, n, 0) || grow(&c->header_offsets, o + 1, n + 1, 4))
+        return -1;
+    if (s->views ? grow(&c->key_views, o, n, 16) || grow(&c->value_views, o, n, 16)
+                 : grow(&c->key_offsets, o + 1, n + 1, 4) || grow(&c->value_offsets, o + 1, n + 1, 4))
+        return -1;
+    if (o == 0) { /* offsets start at 0 */
+        c->header_offsets[0] = 0;
+        if (!s->views)
+            c->key_offsets[0] = c->value_offsets[0] = 0;
+    }
+    s->rows_cap = n;
+    return 0;
+}
+
+static int reserve_headers(kb_column_store *s, int64_t headers)
+{
+    kb_columns *c = &s->c;
+    int64_t o = s->headers_cap, n = headers;
+    if (grow(&c->hkey_offsets, o + 1, n + 1, 4) || grow(&c->hvalue_offsets, o + 1, n + 1, 4) ||
+        grow(&c->hvalue_valid, o, n, 0))
+        return -1;
+    if (o == 0)
+        c->hkey_offsets[0] = c->hvalue_offsets[0] = 0;
+    s->headers_cap = n;
+    return 0;
+}
+
+static int reserve_bytes(uint8_t **data, int64_t *cap, int64_t used, int64_t more, int64_t expect)
+{
+    int64_t n = room(*cap, used, more, expect);
+    if (n == *cap)
+        return 0;
+    if (grow(data, *cap, n, 1))
+        return -1;
+    *cap = n;
+    return 0;
+}
+
+/* Room for one more batch of sizes *z. */
+static int reserve(kb_column_store *s, const kb_column_sizes *z, int64_t expect)
+{
+    kb_columns *c = &s->c;
+    int64_t key_used = s->views ? 0 : c->key_offsets ? c->key_offsets[c->row] : 0;
+    int64_t value_used = s->views ? 0 : c->value_offsets ? c->value_offsets[c->row] : 0;
+    int64_t hkey_used = c->hkey_offsets ? c->hkey_offsets[c->header_row] : 0;
+    int64_t hvalue_used = c->hvalue_offsets ? c->hvalue_offsets[c->header_row] : 0;
+    if (c->row + z->records > INT32_MAX || c->header_row + z->headers > INT32_MAX ||
+        key_used + z->key_bytes > INT32_MAX || value_used + z->value_bytes > INT32_MAX ||
+        hkey_used + z->header_key_bytes > INT32_MAX || hvalue_used + z->header_value_bytes > INT32_MAX)
+        return KB_COLUMNS_TOO_LARGE;
+    int64_t rows = room(s->rows_cap, c->row, z->records, expect);
+    int64_t headers = room(s->headers_cap, c->header_row, z->headers, expect);
+    if ((rows != s->rows_cap && reserve_rows(s, rows)) || (headers != s->headers_cap && reserve_headers(s, headers)))
+        return KB_COLUMNS_NO_MEMORY;
+    if (!s->views && (reserve_bytes(&c->key_data, &s->key_cap, key_used, z->key_bytes, expect) ||
+                      reserve_bytes(&c->value_data, &s->value_cap, value_used, z->value_bytes, expect)))
+        return KB_COLUMNS_NO_MEMORY;
+    if (reserve_bytes(&c->hkey_data, &s->hkey_cap, hkey_used, z->header_key_bytes, expect) ||
+        reserve_bytes(&c->hvalue_data, &s->hvalue_cap, hvalue_used, z->header_value_bytes, expect))
+        return KB_COLUMNS_NO_MEMORY;
+    return 0;
+}
+
+int kb_columns_add(kb_column_store *s, const kb_column_batch *b, int64_t expect, kb_fault *f,
+                   int32_t *record_index)
+{
+    kb_column_sizes z;
+    memset(&z, 0, sizeof z);
+    *record_index = -1;
+    if (b->crc_pending) {
+        kb_v2_header h;
+        size_t pos = b->start - KB_V2_HEADER_SIZE;
+        if (kb_v2_check_entry(b->records, pos, b->limit - pos, 1, &h, f) != 0)
+            return -1;
+    }
+    if (b->magic < 2) {
+        if (kb_legacy_columns_measure(b->records, b->start, b->limit, &z, f, record_index) != 0)
+            return -1;
+    } else if (b->count && kb_columns_measure(b->records, b->start, b->limit, b->count,
+                                              kb_v2_consumer_reader(b->h.attributes & KB_ATTR_CODEC_MASK), &z, f,
+                                              record_index) != 0) {
+        return -1;
+    }
+    int rc = reserve(s, &z, expect < 1 ? 1 : expect);
+    if (rc != 0)
+        return rc;
+    fill(b, &s->c);
+    return 0;
+}
+
+static int trim(void *p, int64_t n, size_t elem)
+{
+    return *(void **)p ? grow(p, n, n, elem) : 0;
+}
+
+int kb_column_store_trim(kb_column_store *s)
+{
+    kb_columns *c = &s->c;
+    int64_t n = c->row, h = c->header_row;
+    /* offsets arrays exist even for no rows or no headers (Arrow's one slot) */
+    if ((!c->header_offsets && reserve_rows(s, 0)) || (!c->hkey_offsets && reserve_headers(s, 0)))
+        return -1;
+    int bad = trim(&c->offset, n, 8) | trim(&c->timestamp, n, 8) | trim(&c->sequence, n, 4) |
+              trim(&c->batch_index, n, 4) | trim(&c->batch_position, n, 8) | trim(&c->base_offset, n, 8) |
+              trim(&c->partition_leader_epoch, n, 4) | trim(&c->producer_id, n, 8) | trim(&c->producer_epoch, n, 2) |
+              trim(&c->timestamp_type, n, 1) | trim(&c->header_offsets, n + 1, 4) |
+              trim(&c->hkey_offsets, h + 1, 4) | trim(&c->hvalue_offsets, h + 1, 4);
+    if (s->views)
+        bad |= trim(&c->key_views, n, 16) | trim(&c->value_views, n, 16);
+    else
+        bad |= trim(&c->key_offsets, n + 1, 4) | trim(&c->value_offsets, n + 1, 4) |
+               trim(&c->key_data, c->key_offsets ? c->key_offsets[n] : 0, 1) |
+               trim(&c->value_data, c->value_offsets ? c->value_offsets[n] : 0, 1);
+    bad |= trim(&c->hkey_data, c->hkey_offsets ? c->hkey_offsets[h] : 0, 1) |
+           trim(&c->hvalue_data, c->hvalue_offsets ? c->hvalue_offsets[h] : 0, 1);
+    return bad ? -1 : 0;
+}
+
+void kb_column_store_free(kb_column_store *s)
+{
+    kb_columns *c = &s->c;
+    void *all[] = {c->key_views, c->value_views, c->offset, c->timestamp, c->sequence, c->batch_index,
+                   c->batch_position, c->base_offset, c->partition_leader_epoch, c->producer_id, c->producer_epoch,
+                   c->is_transactional, c->is_control, c->timestamp_type, c->key_offsets, c->key_data, c->key_valid,
+                   c->value_offsets, c->value_data, c->value_valid, c->header_offsets, c->hkey_offsets, c->hkey_data,
+                   c->hvalue_offsets, c->hvalue_data, c->hvalue_valid};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        free(all[i]);
+    memset(s, 0, sizeof *s);
 }

@@ -1,6 +1,7 @@
-/* Columnar decoding: records of every magic into Arrow-layout arrays, in two passes (measure each
- * batch, noting it in an entry table; then fill every column from that table) so every array is
- * allocated once at its exact size and no per-record object is ever made. */
+/* Columnar decoding: records of every magic into Arrow-layout arrays, batch by batch -- check its
+ * CRC, measure it, make room, fill it -- so each batch is read while it is in cache, the arrays
+ * grow at most a few times (sized from the first batch, then doubling) and no per-record object is
+ * ever made. */
 #ifndef KB_COLUMNS_H
 #define KB_COLUMNS_H
 
@@ -26,6 +27,9 @@ typedef struct {
     int32_t count;          /* v2: records to fill (v0/v1: the set is walked to its end) */
     int32_t buffer;         /* the Arrow data buffer that binary views of `records` point into */
     int32_t entry;          /* the entry's number in its row (the batch_index column) */
+    int32_t row;            /* the input row it belongs to */
+    int crc_pending;        /* an uncompressed v2 batch whose CRC-32C is checked just before its fill,
+                             * while its bytes are in cache (kb_columns_add) */
     int64_t position;       /* the entry's byte position in its row (batch_position) */
     int magic;
     kb_v2_header h;         /* magic 2: its header */
@@ -34,8 +38,8 @@ typedef struct {
     int64_t first_offset;   /* magic 0/1: the first record's offset (the base_offset column) */
 } kb_column_batch;
 
-/* Arrow buffers (offsets arrays have one more slot than rows, validity
- * bitmaps start zeroed) and the fill cursors.  When key_views / value_views
+/* Arrow buffers (offsets arrays have one more slot than rows, bitmaps -- validity and the two
+ * boolean columns -- start zeroed) and the fill cursors.  When key_views / value_views
  * are set, keys / values are written as Arrow binary views (16 bytes each)
  * pointing into the batch's `records` (data buffer `buffer`) instead of being
  * copied; positions must then fit an int32.  The batch columns hold each
@@ -52,7 +56,7 @@ typedef struct {
     int32_t *partition_leader_epoch;
     int64_t *producer_id;
     int16_t *producer_epoch;
-    uint8_t *is_transactional;
+    uint8_t *is_transactional; /* bitmaps, as Arrow booleans are */
     uint8_t *is_control;
     int8_t *timestamp_type;  /* kb_timestamp_type: an index into kb_timestamp_type_names */
     int32_t *key_offsets;
@@ -81,8 +85,31 @@ int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t c
 int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb_column_sizes *z, kb_fault *f,
                               int32_t *record_index);
 
-/* Appends the records of a batch of the entry table (already measured, so known to be well
- * formed), each with its batch's columns. */
-void kb_columns_fill(const kb_column_batch *b, kb_columns *c);
+
+/* Forgets the rows from `row` and the headers from `header_row` on (a row that failed after some
+ * of its batches were filled): their bits are cleared and the cursors moved back. */
+void kb_columns_rewind(kb_columns *c, int64_t row, int64_t header_row);
+
+/* The columns of one decode in buffers of their own (malloc), with their capacities. */
+typedef struct {
+    kb_columns c;
+    int views;                     /* keys and values as binary views */
+    int64_t rows_cap, headers_cap; /* rows / headers the arrays have room for */
+    int64_t key_cap, value_cap, hkey_cap, hvalue_cap; /* data bytes */
+} kb_column_store;
+
+#define KB_COLUMNS_NO_MEMORY (-2)
+#define KB_COLUMNS_TOO_LARGE (-3) /* a binary column past 2^31 - 1 bytes, or more headers than that */
+
+/* Checks the CRC-32C of a batch with crc_pending, measures the batch, makes room for it (the first
+ * time for `expect` times its sizes) and fills it.  0; -1 with the fault and its record index;
+ * KB_COLUMNS_NO_MEMORY; KB_COLUMNS_TOO_LARGE.  On failure nothing of the batch is written. */
+int kb_columns_add(kb_column_store *s, const kb_column_batch *b, int64_t expect, kb_fault *f,
+                   int32_t *record_index);
+
+/* Gives every array its final size (rows and headers written). */
+int kb_column_store_trim(kb_column_store *s);
+
+void kb_column_store_free(kb_column_store *s);
 
 #endif

@@ -345,11 +345,3 @@ cdef _read_v2_entry(_View v, kb_entry *e, bint verify_crc, kb_v2_header *h, int6
     cdef kb_fault f
     if kb_v2_check_entry(v.ptr, e.pos, e.size, verify_crc, h, &f) != 0:
         _raise_fault(&f, -base)
-
-
-cdef _check_decodable(_View v, kb_entry *e, bint verify_crc, kb_v2_header *h, int64_t base):
-    """_read_v2_entry, and raises unless this version can read the batch's records."""
-    cdef kb_fault f
-    _read_v2_entry(v, e, verify_crc, h, base)
-    if kb_v2_check_walkable(h, e.pos, &f) != 0:
-        _raise_fault(&f, -base)

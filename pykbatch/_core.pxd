@@ -237,6 +237,8 @@ cdef extern from "kb_columns.h" nogil:
         int32_t count
         int32_t buffer
         int32_t entry
+        int32_t row
+        int crc_pending
         int64_t position
         int magic
         kb_v2_header h
@@ -278,7 +280,17 @@ cdef extern from "kb_columns.h" nogil:
                            kb_column_sizes *z, kb_fault *f, int32_t *record_index)
     int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb_column_sizes *z,
                                   kb_fault *f, int32_t *record_index)
-    void kb_columns_fill(const kb_column_batch *b, kb_columns *c)
+    void kb_columns_rewind(kb_columns *c, int64_t row, int64_t header_row)
+
+    ctypedef struct kb_column_store:
+        kb_columns c
+        int views
+    enum: KB_COLUMNS_NO_MEMORY
+    enum: KB_COLUMNS_TOO_LARGE
+    int kb_columns_add(kb_column_store *s, const kb_column_batch *b, int64_t expect, kb_fault *f,
+                       int32_t *record_index)
+    int kb_column_store_trim(kb_column_store *s)
+    void kb_column_store_free(kb_column_store *s)
 
 
 cdef extern from "kb_encode.h" nogil:

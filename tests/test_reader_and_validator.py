@@ -111,3 +111,40 @@ def test_count_past_last_offset_delta_is_reported_by_both():
     rules = {c.rule for c in kb.validate(data, config=LOG).culprits}
     assert {"batch.count_offset_mismatch", "batch.premature_eof"} <= rules
     assert_validator_agrees(data)
+
+
+def _rows_batch(n, value_size, base_offset, headers=()):
+    return kb.build_batch([{"key": b"k%d" % i, "value": bytes([65 + i % 26]) * value_size, "timestamp": i,
+                            "headers": list(headers)} for i in range(n)], base_offset=base_offset)
+
+
+def test_columns_grow_from_a_small_first_batch_and_failed_rows_leave_nothing():
+    """Columns are sized from the first batch and grow; a row that fails after some of its batches
+    were filled gives no records, its neighbours all of theirs (checked against iteration)."""
+    import pyarrow as pa
+    from pykbatch import arrow
+    small = _rows_batch(1, 0, 0)
+    big = _rows_batch(300, 700, 1, headers=[("h", b"v"), ("n", None)])
+    crc_bad = bytearray(_rows_batch(3, 5, 301, headers=[("x", b"y")]))
+    crc_bad[-1] ^= 1
+    walk_bad = bytearray(recrc(_rows_batch(2, 5, 304)))
+    walk_bad[-1] = 0x7e  # the last record now claims 63 headers, with no bytes left for them
+    walk_bad = recrc(bytes(walk_bad))
+    good_tail = _rows_batch(5, 3, 306, headers=[("t", b"1")])
+    rows = [small + big, big + bytes(crc_bad), big + walk_bad, None, good_tail, small]
+    out = arrow.decode_array(pa.array(rows, pa.binary()))
+    assert out.is_null().to_pylist() == [False, True, True, True, False, False]
+    for row, got in zip(rows, out.to_pylist()):
+        if got is not None:
+            want = [(r.offset, r.value, [(k, v) for k, v in r.headers]) for b in kb.iter_batches(row) for r in b]
+            assert [(g["offset"], g["value"], [(h["key"], h["value"]) for h in g["headers"]]) for g in got] == want
+    # to_arrow raises the first fault in the input: the CRC one, though a later batch breaks the walk
+    with pytest.raises(kb.CorruptRecordError, match="crc_mismatch"):
+        kb.to_arrow(small + bytes(crc_bad) + walk_bad)
+    with pytest.raises(kb.KafkaDataError) as walk:
+        kb.to_arrow(small + walk_bad + bytes(crc_bad))
+    assert "crc_mismatch" not in str(walk.value) and walk.value.offset >= len(small)
+    for zero_copy in (False, True):
+        t = kb.to_arrow(small + big + good_tail, zero_copy=zero_copy)
+        t.validate(full=True)
+        assert t.num_rows == 306 and t.column("offset").to_pylist() == [0] + list(range(1, 301)) + list(range(306, 311))

@@ -42,49 +42,8 @@ static int toy_decompress(void *ctx, int codec, int magic, const uint8_t *src, s
     return 0;
 }
 
-/* Column buffers of exactly the measured sizes, so any write past them is caught. */
-static void alloc_columns(kb_columns *c, const kb_column_sizes *z)
-{
-    int64_t n = z->records, nh = z->headers;
-    *c = (kb_columns){0};
-    c->offset = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    c->timestamp = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    c->sequence = malloc(sizeof(int32_t) * (size_t)(n + 1));
-    c->batch_index = malloc(sizeof(int32_t) * (size_t)(n + 1));
-    c->batch_position = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    c->base_offset = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    c->partition_leader_epoch = malloc(sizeof(int32_t) * (size_t)(n + 1));
-    c->producer_id = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    c->producer_epoch = malloc(sizeof(int16_t) * (size_t)(n + 1));
-    c->is_transactional = malloc((size_t)n + 1);
-    c->is_control = malloc((size_t)n + 1);
-    c->timestamp_type = malloc((size_t)n + 1);
-    c->key_offsets = calloc((size_t)n + 1, sizeof(int32_t));
-    c->value_offsets = calloc((size_t)n + 1, sizeof(int32_t));
-    c->header_offsets = calloc((size_t)n + 1, sizeof(int32_t));
-    c->key_valid = calloc((size_t)(n + 7) / 8 + 1, 1);
-    c->value_valid = calloc((size_t)(n + 7) / 8 + 1, 1);
-    c->key_data = malloc((size_t)z->key_bytes + 1);
-    c->value_data = malloc((size_t)z->value_bytes + 1);
-    c->hkey_offsets = calloc((size_t)nh + 1, sizeof(int32_t));
-    c->hvalue_offsets = calloc((size_t)nh + 1, sizeof(int32_t));
-    c->hvalue_valid = calloc((size_t)(nh + 7) / 8 + 1, 1);
-    c->hkey_data = malloc((size_t)z->header_key_bytes + 1);
-    c->hvalue_data = malloc((size_t)z->header_value_bytes + 1);
-}
-
-static void free_columns(kb_columns *c)
-{
-    free(c->offset); free(c->timestamp); free(c->sequence); free(c->batch_index);
-    free(c->batch_position); free(c->base_offset); free(c->partition_leader_epoch); free(c->producer_id);
-    free(c->producer_epoch); free(c->is_transactional); free(c->is_control); free(c->timestamp_type);
-    free(c->key_offsets); free(c->value_offsets); free(c->header_offsets);
-    free(c->key_valid); free(c->value_valid); free(c->key_data); free(c->value_data);
-    free(c->hkey_offsets); free(c->hvalue_offsets); free(c->hvalue_valid);
-    free(c->hkey_data); free(c->hvalue_data);
-}
-
-/* Legacy column fill into exactly sized buffers, for one entry taken as a message set. */
+/* The columns of one entry taken as a message set: the store's arrays are sized exactly for the
+ * first batch (expect 1), so any write past the measured sizes is caught. */
 static void walk_legacy_columns(const uint8_t *buf, size_t start, size_t limit)
 {
     kb_column_sizes z = {0};
@@ -92,15 +51,13 @@ static void walk_legacy_columns(const uint8_t *buf, size_t start, size_t limit)
     int32_t rec;
     if (kb_legacy_columns_measure(buf, start, limit, &z, &f, &rec) != 0)
         return;
-    kb_columns c;
-    alloc_columns(&c, &z);
+    kb_column_store s = {0};
     kb_column_batch b = {.records = buf, .start = start, .limit = limit, .magic = 1, .offset_base = 5};
     if (kb_legacy_read(buf, start, limit - start, &b.m, &f) != 0)
         b.m.magic = 1; /* the fill walks the set whatever its wrapper */
-    kb_columns_fill(&b, &c);
-    if (c.row != z.records)
+    if (kb_columns_add(&s, &b, 1, &f, &rec) != 0 || s.c.row != z.records || kb_column_store_trim(&s) != 0)
         abort();
-    free_columns(&c);
+    kb_column_store_free(&s);
 }
 
 static void walk_columns(const uint8_t *buf, size_t len)
@@ -127,14 +84,16 @@ static void walk_columns(const uint8_t *buf, size_t len)
         int32_t rec;
         if (kb_columns_measure(buf, start, limit, h.record_count, KB_READER_IN_PLACE, &z, &f, &rec) != 0)
             continue;
-        kb_columns c;
-        alloc_columns(&c, &z);
         int64_t n = z.records, nh = z.headers;
+        kb_column_store cs = {0};
         kb_column_batch b = {.records = buf, .start = start, .limit = limit, .count = h.record_count, .magic = 2,
-                             .h = h};
-        kb_columns_fill(&b, &c);
-        if (c.row != n || c.header_row != nh)
+                             .h = h, .crc_pending = 1};
+        /* the same batch twice: the second makes the arrays grow */
+        int crc_ok = kb_columns_add(&cs, &b, 1, &f, &rec) == 0;
+        if (crc_ok && (cs.c.row != n || cs.c.header_row != nh || kb_columns_add(&cs, &b, 1, &f, &rec) != 0 ||
+                       cs.c.row != 2 * n || cs.c.header_row != 2 * nh || kb_column_store_trim(&cs) != 0))
             abort();
+        kb_column_store_free(&cs);
 
         /* re-encode the decoded records: must give a batch that validates */
         kb_record_in *recs = calloc((size_t)n, sizeof(kb_record_in));
@@ -164,7 +123,6 @@ static void walk_columns(const uint8_t *buf, size_t len)
             free(out);
         }
         free(recs);
-        free_columns(&c);
     }
 }
 
