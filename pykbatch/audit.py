@@ -14,6 +14,7 @@ from .config import ValidationConfig
 from .result import ValidationResult
 from .dump import DumpErrors
 from .log import INDEX_TYPES, Partition, Segment, sibling, topic_partition_of
+from .parallel import ordered_map
 from .producer_state import ProducerAudit, ProducerStateTracker
 
 
@@ -28,6 +29,8 @@ class SegmentAudit:
     invalid_tail_bytes: int = 0
     read_error: str | None = None
     """Why reading stopped early (the validator's culprits say where)."""
+    newest_timestamp: int = -1
+    """The largest batch max timestamp seen (-1: none)."""
 
 
 @dataclass
@@ -58,69 +61,83 @@ class PartitionAudit:
 
 
 def audit_partition(directory: str, config: ValidationConfig | None = None, *, producers: bool = True,
-                    indexes: bool = True) -> PartitionAudit:
+                    indexes: bool = True, jobs: int | None = None) -> PartitionAudit:
+    """``jobs``: threads validating segments (and checking indexes) ahead of the walk that follows
+    offsets and producer state in order; default, every core this process may use."""
     config = config or ValidationConfig(origin="log")
     part = Partition(directory)
     audit = PartitionAudit(part.directory)
     tracker = ProducerStateTracker(config.topic_partition, mode="audit") if producers else None
     producer_culprits = []
-    prev_last = None
-    newest = -1
-    for path in part.segment_paths:
+
+    def check(path):
         with Segment(path) as seg:
-            entry = SegmentAudit(path, seg.base_offset, validate(seg.view(), config))
-            try:
-                for b in seg.batches():
-                    entry.batches += 1
-                    if entry.first_offset is None:
-                        entry.first_offset = b.base_offset
-                        if b.base_offset < seg.base_offset:
-                            audit.below_base.append((path, b.base_offset))
-                    entry.last_offset = b.last_offset
-                    if prev_last is not None:
-                        if b.base_offset <= prev_last:
-                            audit.overlaps.append((path, b.position, prev_last, b.base_offset))
-                        elif b.base_offset > prev_last + 1:
-                            audit.gaps += 1
-                    prev_last = b.last_offset
-                    newest = max(newest, b.max_timestamp)
-                    if tracker is not None:
-                        producer_culprits += tracker.append(b).culprits
-                    del b
-            except ValueError as exc:
-                entry.read_error = str(exc)
-            entry.invalid_tail_bytes = seg.invalid_tail_bytes
-        audit.segments.append(entry)
+            verdict = validate(seg.view(), config)
+        return verdict, _check_indexes(path) if indexes else []
+
+    with ordered_map(check, part.segment_paths, jobs) as checked:
+        for path, (verdict, index_problems) in zip(part.segment_paths, checked):
+            _walk_segment(path, verdict, audit, tracker, producer_culprits)
+            audit.index_problems += index_problems
     if tracker is not None:
         audit.producers = ProducerAudit(producer_culprits, tracker.producers, tracker.completed_transactions,
                                         tracker.open_transactions())
         named = topic_partition_of(part.directory)
         if named is not None:
-            audit.open_transactions = tracker.open_transaction_details(*named, newest)
-    if indexes:
-        audit.index_problems = _check_indexes(part)
+            last = [s.newest_timestamp for s in audit.segments]
+            audit.open_transactions = tracker.open_transaction_details(*named, max(last, default=-1))
     return audit
 
 
-def _check_indexes(part: Partition) -> list[str]:
-    """Kafka's --verify-index-only over every segment's files that can be checked against the log
+def _walk_segment(path, verdict, audit, tracker, producer_culprits):
+    """One segment's batches in order: offsets against the last batch before them, producer state."""
+    prev_last = next((s.last_offset for s in reversed(audit.segments) if s.last_offset is not None), None)
+    newest = -1
+    with Segment(path) as seg:
+        entry = SegmentAudit(path, seg.base_offset, verdict)
+        try:
+            for b in seg.batches():
+                entry.batches += 1
+                if entry.first_offset is None:
+                    entry.first_offset = b.base_offset
+                    if b.base_offset < seg.base_offset:
+                        audit.below_base.append((path, b.base_offset))
+                entry.last_offset = b.last_offset
+                if prev_last is not None:
+                    if b.base_offset <= prev_last:
+                        audit.overlaps.append((path, b.position, prev_last, b.base_offset))
+                    elif b.base_offset > prev_last + 1:
+                        audit.gaps += 1
+                prev_last = b.last_offset
+                newest = max(newest, b.max_timestamp)
+                if tracker is not None:
+                    producer_culprits += tracker.append(b).culprits
+                del b
+        except ValueError as exc:
+            entry.read_error = str(exc)
+        entry.invalid_tail_bytes = seg.invalid_tail_bytes
+        entry.newest_timestamp = newest
+    audit.segments.append(entry)
+
+
+def _check_indexes(log_path: str) -> list[str]:
+    """Kafka's --verify-index-only over a segment's files that can be checked against the log
     (.index, .timeindex), plus the broker's start-up sanity checks; one line per problem, worded
     as kafka-dump-log words it."""
     problems = []
-    for log_path in part.segment_paths:
-        for kind in INDEX_TYPES:
-            path = sibling(log_path, kind.SUFFIX)
-            if not hasattr(kind, "check") or not os.path.exists(path):
-                continue
-            errors = DumpErrors()
-            try:
-                index = kind.from_file(path)
-                index.sanity_check()
-                with Segment(log_path, base_offset=index.base_offset) as seg:
-                    for _, entry_problems in index.check(seg):
-                        errors.add(path, entry_problems)
-            except ValueError as exc:
-                problems.append(f"{path}: {exc}")
-                continue
-            problems += [f"{path}: {line}" for line in errors.lines()]
+    for kind in INDEX_TYPES:
+        path = sibling(log_path, kind.SUFFIX)
+        if not hasattr(kind, "check") or not os.path.exists(path):
+            continue
+        errors = DumpErrors()
+        try:
+            index = kind.from_file(path)
+            index.sanity_check()
+            with Segment(log_path, base_offset=index.base_offset) as seg:
+                for _, entry_problems in index.check(seg):
+                    errors.add(path, entry_problems)
+        except ValueError as exc:
+            problems.append(f"{path}: {exc}")
+            continue
+        problems += [f"{path}: {line}" for line in errors.lines()]
     return problems

@@ -32,6 +32,13 @@ class UsageError(Exception):
     """A command given what it cannot work with (exit status 2, as argparse's own errors)."""
 
 
+def _jobs(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--jobs takes a number of threads, at least 1, not {text}")
+    return n
+
+
 def _callable(spec: str):
     """A decoder given as ``module:function`` (the Python form of --value-decoder-class)."""
     import importlib
@@ -52,7 +59,7 @@ def _dump(args) -> int:
         decoders["value_decoder"] = _callable(args.value_decoder)
     print_data = args.print_data_log or bool(decoders) or bool(args.structured)
     if args.to:
-        return _export(files, *args.to)
+        return _export(files, *args.to, jobs=args.jobs)
     if args.format == "text":
         problems = dump_files(files, deep=args.deep_iteration, print_data=print_data,
                               skip_metadata=args.skip_record_metadata, max_bytes=args.max_bytes,
@@ -69,23 +76,35 @@ def _dump(args) -> int:
     return 1 if problems else 0
 
 
-def _export(files, fmt: str, dest: str) -> int:
-    from .export import FORMATS, export_segment
+def _export(files, fmt: str, dest: str, jobs: int | None = None) -> int:
+    """One .log file into a file, or a partition directory into a directory of files (one per segment)."""
+    from .export import FORMATS, export_partition, export_segment
+    from .log import Partition
     if fmt not in FORMATS:
-        raise UsageError(f"--to takes one of {FORMATS}, then a file")
-    logs = [f for f in files if f.endswith(".log")]
-    if len(logs) != 1:
-        raise UsageError("--to exports one .log file")
-    report = export_segment(logs[0], dest, fmt)
-    print(f"wrote {report.rows} records of {logs[0]} to {dest} ({fmt})")
-    for position, entry, exc in report.damaged:
-        print(f"left out batch {entry} at byte {position}: records not readable {exc.line()}", file=sys.stderr)
-    if report.damaged:
-        print(f"{len(report.damaged)} damaged batch(es) left out of {dest}", file=sys.stderr)
-    if report.stopped is not None:
-        print(f"the walk of {logs[0]} stopped {report.stopped.line()}; nothing after it was exported",
-              file=sys.stderr)
-    return OK if report.ok else DAMAGED
+        raise UsageError(f"--to takes one of {FORMATS}, then a file (a directory for a partition)")
+    if len(files) == 1 and os.path.isdir(files[0]):
+        done = export_partition(Partition(files[0]).segment_paths, dest, fmt, jobs=jobs)
+        logs = Partition(files[0]).segment_paths
+        reports = [report for _, report in done]
+        print(f"wrote {sum(r.rows for r in reports)} records of {len(logs)} segment(s) of {files[0]} to {dest}/ ({fmt})")
+    else:
+        logs = [f for f in files if f.endswith(".log")]
+        if len(logs) != 1:
+            raise UsageError("--to exports one .log file, or a partition directory")
+        reports = [export_segment(logs[0], dest, fmt, jobs=jobs)]
+        print(f"wrote {reports[0].rows} records of {logs[0]} to {dest} ({fmt})")
+    for log, report in zip(logs, reports):
+        where = f" of {log}" if len(logs) > 1 else ""
+        for position, entry, exc in report.damaged:
+            print(f"left out batch {entry} at byte {position}{where}: records not readable {exc.line()}",
+                  file=sys.stderr)
+        if report.stopped is not None:
+            print(f"the walk of {log} stopped {report.stopped.line()}; nothing after it was exported",
+                  file=sys.stderr)
+    damaged = sum(len(r.damaged) for r in reports)
+    if damaged:
+        print(f"{damaged} damaged batch(es) left out of {dest}", file=sys.stderr)
+    return OK if all(r.ok for r in reports) else DAMAGED
 
 
 def _read(path):
@@ -162,7 +181,7 @@ def _validate_partition(args) -> int:
     from .audit import audit_partition
     config = ValidationConfig(origin="log", verify_crc=not args.no_crc, max_culprits=args.max_culprits,
                               topic_partition=args.topic_partition, compacted=args.compacted)
-    audit = audit_partition(args.segment, config)
+    audit = audit_partition(args.segment, config, jobs=args.jobs)
     if args.json:
         print(json.dumps({
             "directory": audit.directory, "ok": audit.ok, "gaps": audit.gaps,
@@ -329,7 +348,10 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--format", choices=("text", "json", "jsonl"), default="text",
                    help="text: kafka-dump-log's lines; json: one document; jsonl: one object per batch/record")
     d.add_argument("--to", nargs=2, metavar=("FORMAT", "FILE"), default=None,
-                   help="export the records of one .log file with their batch columns: parquet or arrow")
+                   help="export the records of one .log file with their batch columns: parquet or arrow; of a "
+                        "partition directory: into a directory, a file per segment")
+    d.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                   help="with --to: threads decoding ahead of the writer (default: the cores this process may use)")
     d.add_argument("--validate", action="store_true", help="also print the validator's culprits for .log files")
     d.add_argument("--compacted", action="store_true", help="with --validate: the topic is compacted")
     d.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
@@ -358,6 +380,8 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--compacted", action="store_true", help="the topic is compacted: every record needs a key")
     v.add_argument("--bootstrap-server", default="<bootstrap-server>",
                    help="with --segment: named in the printed kafka-transactions.sh abort commands")
+    v.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                   help="with --segment: threads validating segments (default: the cores this process may use)")
     v.add_argument("--producers", action="store_true",
                    help="also audit producer state: sequence gaps, duplicates, fencing, open transactions")
     v.set_defaults(run=_validate)

@@ -1,9 +1,11 @@
-"""Export a segment's records to Parquet or Arrow IPC: one row per record with its batch's
-columns (``pykbatch.to_arrow``'s schema), written window by window so memory stays bounded
-whatever the segment's size.  A batch whose records cannot be read is left out, counted and
+"""Export a segment's records to Parquet or Arrow IPC (a partition's: a file per segment): one row
+per record with its batch's columns (``pykbatch.to_arrow``'s schema), written window by window
+so memory stays bounded whatever the segment's size, on every core (windows decoded ahead of the
+writer; a partition's segments side by side).  A batch whose records cannot be read is left out, counted and
 reported; the batches around it are exported."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -12,6 +14,7 @@ from ._native import to_arrow
 from .arrow import decode_entries
 from .errors import KafkaDataError
 from .log import Segment, entry_windows
+from .parallel import ordered_map
 
 WINDOW_BYTES = 32 * 1024 * 1024
 FORMATS = ("parquet", "arrow")
@@ -40,35 +43,87 @@ def _readable(seg: Segment, report: ExportReport):
 
 
 def export_segment(source, dest: str, format: str = "parquet", *,
-                   window_bytes: int = WINDOW_BYTES) -> ExportReport:
+                   window_bytes: int = WINDOW_BYTES, jobs: int | None = None) -> ExportReport:
     """Writes every readable record of the segment at ``source`` (a path or file-like) to
-    ``dest``.  ``batch_position`` and ``batch_index`` are the batch's place in the whole file."""
+    ``dest``.  ``batch_position`` and ``batch_index`` are the batch's place in the whole file.
+    ``jobs``: threads decoding windows ahead of the writer (default: every core this process may
+    use); the file is the same whatever their number."""
+    return _export([source], dest, format, window_bytes, jobs, segment_column=False)[0]
+
+
+def export_partition(paths, dest_dir: str, format: str = "parquet", *,
+                     window_bytes: int = WINDOW_BYTES, jobs: int | None = None) -> list[tuple[str, ExportReport]]:
+    """``export_segment`` of each segment of a partition into ``dest_dir``, one file per segment named
+    by its base offset (``00000000000000000000.parquet``: a dataset Spark and pyarrow read as one),
+    each with a ``segment`` column (that base offset, as ``batch_position`` is within it).  ``jobs``
+    segments are exported side by side.  (output path, report) per segment, in offset order."""
+    from .log import base_offset_of
+    os.makedirs(dest_dir, exist_ok=True)
+    paths = list(paths)
+    outputs = [os.path.join(dest_dir, f"{base_offset_of(p):020d}.{format}") for p in paths]
+
+    def one(job):
+        path, out = job
+        return out, _export([path], out, format, window_bytes, 1, segment_column=True)[0]
+
+    with ordered_map(one, zip(paths, outputs), jobs) as done:
+        return list(done)
+
+
+def _export(sources: list, dest: str, format: str, window_bytes: int, jobs, segment_column: bool):
+    """The records of ``sources`` in order into one file; windows decoded by ``jobs`` threads ahead
+    of the writer."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}")
-    report = ExportReport()
-    writer = None
-    entries = 0
-    with Segment(source) as seg:
-        view = seg.view()
-        try:
-            for run in entry_windows(_readable(seg, report), window_bytes):
-                table, damaged = decode_entries(view, run, first_entry=entries)
-                report.damaged += damaged
+    reports = [ExportReport() for _ in sources]
+    segments: dict[int, Segment] = {}
+
+    def windows():
+        for i, source in enumerate(sources):
+            seg = segments[i] = Segment(source)
+            view = seg.view()
+            entries = 0
+            for run in entry_windows(_readable(seg, reports[i]), window_bytes):
+                yield i, view, run, entries, seg.base_offset
                 entries += len(run)
+            del view
+
+    def decode(window):
+        i, view, run, first_entry, base_offset = window
+        table, damaged = decode_entries(view, run, first_entry=first_entry)
+        if segment_column:
+            table = table.append_column("segment", _repeated(base_offset, table.num_rows))
+        return i, table, damaged
+
+    writer = None
+    try:
+        with ordered_map(decode, windows(), jobs) as decoded:
+            for i, table, damaged in decoded:
+                for done in [k for k in segments if k < i]:  # every window of these was written
+                    segments.pop(done).close()
+                reports[i].damaged += damaged
                 if not table.num_rows:
                     continue
                 if writer is None:
                     writer = _writer(dest, format, table.schema)
                 writer.write_table(table)
-                report.rows += table.num_rows
+                reports[i].rows += table.num_rows
                 del table
-            if writer is None:  # no records: an empty file with the schema
-                writer = _writer(dest, format, to_arrow(b"").schema)
-        finally:
-            if writer is not None:
-                writer.close()
-            del view
-    return report
+        if writer is None:  # no records: an empty file with the schema
+            schema = to_arrow(b"").schema
+            writer = _writer(dest, format, schema.append(pa.field("segment", pa.int64())) if segment_column else schema)
+    finally:
+        if writer is not None:
+            writer.close()
+        for seg in segments.values():
+            seg.close()
+    return reports
+
+
+def _repeated(value: int, n: int) -> pa.Array:
+    """``value`` n times: a run-end encoded column would be cheaper, but Parquet and Spark take plain ones."""
+    import numpy as np
+    return pa.array(np.full(n, value, np.int64))
 
 
 def _writer(dest: str, format: str, schema: pa.Schema):
