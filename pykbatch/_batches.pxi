@@ -26,32 +26,36 @@ cdef class Record:
     cdef readonly object crc
     cdef readonly object is_valid
 
-    cdef inline void _set_fields(self, offset, timestamp, key, value, headers):
-        self._offset, self._timestamp, self._key, self._value, self._headers = offset, timestamp, key, value, headers
-
     def __repr__(self):
-        offset, timestamp, key, value, headers = self._fields()[:5]
+        offset, timestamp, key, value, headers = _record_fields(self)[:5]
         return f"Record(offset={offset}, timestamp={timestamp}, key={key!r}, value={value!r}, headers={headers!r})"
 
     def __eq__(self, other):
         if not isinstance(other, Record):
             return NotImplemented
-        return self._fields() == (<Record> other)._fields()
-
-    cdef tuple _fields(self):
-        return (self._offset, self._timestamp, self._key, self._value, self._headers, self.sequence, self.offset_delta, self.timestamp_delta, self.attributes)
+        return _record_fields(self) == _record_fields(<Record> other)
 
     def __hash__(self):
-        return hash(self._fields())
+        return hash(_record_fields(self))
 
     def __reduce__(self):
-        return (_record_from_state, self._fields() + (self.position, self.crc, self.is_valid))
+        return (_record_from_state, _record_fields(self) + (self.position, self.crc, self.is_valid))
+
+
+# Module functions, not methods: a cdef method would give every Record a vtable pointer to set.
+cdef inline void _set_record(Record r, offset, timestamp, key, value, headers):
+    r._offset, r._timestamp, r._key, r._value, r._headers = offset, timestamp, key, value, headers
+
+
+cdef tuple _record_fields(Record r):
+    return (r._offset, r._timestamp, r._key, r._value, r._headers, r.sequence, r.offset_delta, r.timestamp_delta,
+            r.attributes)
 
 
 def _record_from_state(offset, timestamp, key, value, headers, int32_t sequence, int32_t offset_delta,
                        int64_t timestamp_delta, int8_t attributes, Py_ssize_t position, crc, is_valid):
     cdef Record r = Record.__new__(Record)
-    r._set_fields(offset, timestamp, key, value, headers)
+    _set_record(r, offset, timestamp, key, value, headers)
     r.sequence, r.offset_delta, r.timestamp_delta, r.attributes = sequence, offset_delta, timestamp_delta, attributes
     r.position, r.crc, r.is_valid = position, crc, is_valid
     return r
@@ -315,7 +319,7 @@ cdef class _Records(_RecordIterator):
         cdef const uint8_t *buf = self.b._rec.ptr
         cdef Record rec = Record.__new__(Record)
         rec.offset_delta = r.offset_delta
-        rec._set_fields(kb_wrap_add64(self.b.h.base_offset, r.offset_delta), self.timestamp_of(&r),
+        _set_record(rec, kb_wrap_add64(self.b.h.base_offset, r.offset_delta), self.timestamp_of(&r),
                         _bytes_or_none(buf, r.key, r.key_len), _bytes_or_none(buf, r.value, r.value_len),
                         _headers(buf, &r, self.header_keys))
         rec.timestamp_delta = r.timestamp_delta

@@ -165,7 +165,7 @@ cdef class _LegacyRecords:
             raise StopIteration  # _load already met every fault
         cdef const kb_legacy_msg *w = &self.b.m
         cdef Record rec = Record.__new__(Record)
-        rec._set_fields(self.b._base + m.offset, kb_legacy_timestamp(w, &m), _bytes_or_none(buf, m.key, m.key_len),
+        _set_record(rec, self.b._base + m.offset, kb_legacy_timestamp(w, &m), _bytes_or_none(buf, m.key, m.key_len),
                         _bytes_or_none(buf, m.value, m.value_len), _EMPTY_HEADERS)
         rec.sequence = -1
         rec.offset_delta = self.index
