@@ -159,3 +159,44 @@ def test_replication_origin_reports_nothing():
 def test_bad_settings_are_refused(bad):
     with pytest.raises(ValueError):
         ProducerStateTracker(**bad)
+
+
+@pytest.mark.parametrize("mode,origin,duplicates", [("audit", "client", True), ("leader", "client", True),
+                                                    ("audit", "client", False), ("leader", "coordinator", True)])
+def test_the_in_order_fast_path_answers_as_the_full_checks_do(mode, origin, duplicates):
+    """Random producers' batches -- mostly in order, with gaps, repeats, epoch bumps, transactions
+    and markers -- give the same culprits, duplicates, transactions and state with and without the
+    fast path for a producer's next batch in order."""
+    import random
+    rng = random.Random(7)
+    fast = ProducerStateTracker(mode=mode, origin=origin, duplicates=duplicates)
+    slow = ProducerStateTracker(mode=mode, origin=origin, duplicates=duplicates)
+    slow._fast_path = False
+    next_seq, epochs, offset = {}, {}, 0
+    for _ in range(4000):
+        pid = rng.choice([1, 2, 3])
+        epoch = epochs.setdefault(pid, 0)
+        roll = rng.random()
+        if roll < 0.03:
+            epochs[pid] = epoch = epoch + 1
+            next_seq[pid] = 0
+        if roll > 0.97:
+            args = (pid, epoch, rng.random() < 0.5, rng.choice([0, 1]), offset, offset)
+            answers = [t.append_marker(*args) for t in (fast, slow)]
+        else:
+            count = rng.randint(1, 4)
+            first = next_seq.get(pid, 0)
+            if roll < 0.08:
+                first += rng.choice([-count, -1, 1, 5])  # a repeat, an overlap or a gap
+            first = max(first, 0)
+            last = first + count - 1
+            args = (pid, epoch, first, last, offset, offset + count - 1, offset, 0.88 < roll < 0.9)
+            answers = [t.append_data(*args) for t in (fast, slow)]
+            next_seq[pid] = last + 1
+            offset += count
+        offset += 1
+        (a, b) = answers
+        assert [c.message for c in a.culprits] == [c.message for c in b.culprits]
+        assert (a.duplicate_of, a.completed_txn) == (b.duplicate_of, b.completed_txn)
+    assert fast.producers == slow.producers
+    assert fast.completed_transactions == slow.completed_transactions
