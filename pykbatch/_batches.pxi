@@ -293,28 +293,33 @@ cdef class _RecordIterator:
         return self
 
     cdef int advance(self, kb_record *r) except -1:
-        """Reads the next record into *r: 1, or 0 at the end; raises on a fault."""
-        cdef kb_fault f
-        cdef size_t next_pos
-        cdef int step = kb_v2_walk_step(self.pos, self.limit, self.index, self.b.h.record_count, &f)
-        if step == 0:
-            return 0
-        if step < 0 or kb_v2_read_record_by(kb_v2_consumer_reader(self.b.h.attributes & KB_ATTR_CODEC_MASK),
-                                            self.b._rec.ptr, self.pos, self.limit, r, &f, &next_pos) != 0:
-            _raise_fault(&f, 0, self.b._payload)
-        self.pos = r.end
-        self.index += 1
-        return 1
+        return _advance(self, r)
 
-    cdef inline int64_t timestamp_of(self, const kb_record *r):
+    cdef inline int64_t timestamp_of(self, const kb_record *r) noexcept:
         return kb_v2_record_timestamp(&self.b.h, r.timestamp_delta)
+
+
+cdef inline int _advance(_RecordIterator it, kb_record *r) except -1:
+    """Reads the iterator's next record into *r: 1, or 0 at the end; raises on a fault.  (A module
+    function: called per record without a vtable hop.)"""
+    cdef kb_fault f
+    cdef size_t next_pos
+    cdef int step = kb_v2_walk_step(it.pos, it.limit, it.index, it.b.h.record_count, &f)
+    if step == 0:
+        return 0
+    if step < 0 or kb_v2_read_record_by(kb_v2_consumer_reader(it.b.h.attributes & KB_ATTR_CODEC_MASK),
+                                        it.b._rec.ptr, it.pos, it.limit, r, &f, &next_pos) != 0:
+        _raise_fault(&f, 0, it.b._payload)
+    it.pos = r.end
+    it.index += 1
+    return 1
 
 
 @cython.final
 cdef class _Records(_RecordIterator):
     def __next__(self):
         cdef kb_record r
-        if not self.advance(&r):
+        if not _advance(self, &r):
             raise StopIteration
         cdef const uint8_t *buf = self.b._rec.ptr
         cdef Record rec = Record.__new__(Record)
@@ -333,7 +338,7 @@ cdef class _Records(_RecordIterator):
 cdef class _Tuples(_RecordIterator):
     def __next__(self):
         cdef kb_record r
-        if not self.advance(&r):
+        if not _advance(self, &r):
             raise StopIteration
         cdef const uint8_t *buf = self.b._rec.ptr
         return (kb_wrap_add64(self.b.h.base_offset, r.offset_delta), self.timestamp_of(&r),
