@@ -43,7 +43,7 @@ cdef class Record:
 
 
 # Module functions, not methods: a cdef method would give every Record a vtable pointer to set.
-cdef inline void _set_record(Record r, offset, timestamp, key, value, headers):
+cdef inline void _set_record(Record r, offset, timestamp, key, value, headers) noexcept:
     r._offset, r._timestamp, r._key, r._value, r._headers = offset, timestamp, key, value, headers
 
 
@@ -138,7 +138,7 @@ cdef tuple _header_tuple(const uint8_t *buf, const kb_record *r, list seen):
     return out
 
 
-cdef inline int32_t _sequence(int32_t base, int32_t delta):
+cdef inline int32_t _sequence(int32_t base, int32_t delta) noexcept:
     return kb_increment_sequence(base, delta)
 
 
