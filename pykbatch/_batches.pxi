@@ -23,8 +23,16 @@ cdef class Record:
     cdef readonly int64_t timestamp_delta
     cdef readonly int8_t attributes
     cdef readonly Py_ssize_t position
-    cdef readonly object crc
-    cdef readonly object is_valid
+    cdef int64_t _crc       # magic 0/1: the message CRC-32; -1 for v2 (no per-record CRC)
+    cdef int8_t _crc_ok     # magic 0/1: 1 or 0; -1 for v2
+
+    @property
+    def crc(self):
+        return None if self._crc < 0 else self._crc
+
+    @property
+    def is_valid(self):
+        return None if self._crc_ok < 0 else bool(self._crc_ok)
 
     def __repr__(self):
         offset, timestamp, key, value, headers = _record_fields(self)[:5]
@@ -57,7 +65,8 @@ def _record_from_state(offset, timestamp, key, value, headers, int32_t sequence,
     cdef Record r = Record.__new__(Record)
     _set_record(r, offset, timestamp, key, value, headers)
     r.sequence, r.offset_delta, r.timestamp_delta, r.attributes = sequence, offset_delta, timestamp_delta, attributes
-    r.position, r.crc, r.is_valid = position, crc, is_valid
+    r.position = position
+    r._crc, r._crc_ok = (-1, -1) if crc is None else (crc, is_valid)
     return r
 
 
@@ -331,6 +340,7 @@ cdef class _Records(_RecordIterator):
         rec.sequence = _sequence(self.b.h.base_sequence, r.offset_delta)
         rec.attributes = r.attributes
         rec.position = r.pos
+        rec._crc = rec._crc_ok = -1
         return rec
 
 

@@ -171,7 +171,7 @@ cdef class _LegacyRecords:
         rec.offset_delta = self.index
         rec.attributes = m.attributes
         rec.position = m.pos
-        rec.crc = m.crc
-        rec.is_valid = kb_legacy_compute_crc(buf, &m) == m.crc
+        rec._crc = m.crc
+        rec._crc_ok = kb_legacy_compute_crc(buf, &m) == m.crc
         self.index += 1
         return rec
