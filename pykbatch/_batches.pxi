@@ -124,7 +124,7 @@ cdef inline object _header_key(const uint8_t *buf, size_t pos, int32_t n, list s
     return s
 
 
-cdef inline tuple _headers(const uint8_t *buf, const kb_record *r, list seen=None):
+cdef inline tuple _headers(const uint8_t *buf, const kb_record *r, list seen):
     if r.header_count == 0:
         return _EMPTY_HEADERS
     return _header_tuple(buf, r, seen)

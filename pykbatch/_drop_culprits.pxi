@@ -101,7 +101,7 @@ cdef object _rebuild_v2(_View v, kb_entry *e, int entry, list culprits, _Decompr
         if i in bad:
             lost.append((i, (kb_wrap_add64(h.base_offset, r.offset_delta), ts,
                              _bytes_or_none(rec.ptr, r.key, r.key_len), _bytes_or_none(rec.ptr, r.value, r.value_len),
-                             _headers(rec.ptr, &r)), bytes(memoryview(rec.mv)[p:r.end])))
+                             _headers(rec.ptr, &r, None)), bytes(memoryview(rec.mv)[p:r.end])))
         else:
             keep_pos.append(p)
             keep_ts.append(kb_wrap_add64(h.base_timestamp, r.timestamp_delta))

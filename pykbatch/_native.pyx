@@ -60,7 +60,7 @@ DEF NOGIL_THRESHOLD = 16384
 # Header keys remembered per record iterator, by header index (_header_key).
 DEF KB_HEADER_KEY_CACHE = 8
 
-_EMPTY_HEADERS = ()
+cdef tuple _EMPTY_HEADERS = ()  # a C global: read per record without a module lookup
 _DEFAULT_CONFIG = ValidationConfig()
 _CODEC_RULES = frozenset(("batch.decompression_failed", "batch.decompressed_too_large"))
 
