@@ -341,7 +341,19 @@ int kb_columns_add(kb_column_store *s, const kb_column_batch *b, int64_t expect,
                                               record_index) != 0) {
         return -1;
     }
-    int rc = reserve(s, &z, expect < 1 ? 1 : expect);
+    if (expect < 1)
+        expect = 1;
+    if (s->rows_cap == 0 && expect > 1) {
+        /* the first room is `expect` times this batch's columns, within twice the input those batches
+         * would make: a dense first batch (a marker before large records) must not reserve many times
+         * what the input can hold (the arrays grow by doubling when it was too little) */
+        int64_t columns = z.records * 72 + z.headers * 9 + z.key_bytes + z.value_bytes + z.header_key_bytes +
+                          z.header_value_bytes + 1;
+        int64_t input = (int64_t)(b->limit - b->start) + KB_V2_HEADER_SIZE;
+        if (columns > 2 * input)
+            expect = expect * 2 * input / columns > 1 ? expect * 2 * input / columns : 1;
+    }
+    int rc = reserve(s, &z, expect);
     if (rc != 0)
         return rc;
     fill(b, &s->c);
