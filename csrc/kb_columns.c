@@ -109,24 +109,21 @@ int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb
     }
 }
 
+static void set_bit(uint8_t *bits, int64_t i, int value)
+{
+    uint8_t mask = (uint8_t)(1u << (i & 7));
+    bits[i >> 3] = value ? (uint8_t)(bits[i >> 3] | mask) : (uint8_t)(bits[i >> 3] & ~mask);
+}
+
 /* Sets (value 1) or clears (value 0) bits [from, to) of an Arrow bitmap: whole bytes at once. */
 static void set_bits(uint8_t *bits, int64_t from, int64_t to, int value)
 {
-    while (from < to && (from & 7)) {
-        if (value)
-            bits[from >> 3] |= (uint8_t)(1u << (from & 7));
-        else
-            bits[from >> 3] &= (uint8_t)~(1u << (from & 7));
-        from++;
-    }
+    for (; from < to && (from & 7); from++)
+        set_bit(bits, from, value);
     int64_t whole = (to - from) >> 3;
     memset(bits + (from >> 3), value ? 0xff : 0, (size_t)whole);
-    for (from += whole << 3; from < to; from++) {
-        if (value)
-            bits[from >> 3] |= (uint8_t)(1u << (from & 7));
-        else
-            bits[from >> 3] &= (uint8_t)~(1u << (from & 7));
-    }
+    for (from += whole << 3; from < to; from++)
+        set_bit(bits, from, value);
 }
 
 /* The batch columns of rows [from, to): one value each, in column-wise loops the compiler

@@ -27,7 +27,6 @@ typedef struct {
     int32_t count;          /* v2: records to fill (v0/v1: the set is walked to its end) */
     int32_t buffer;         /* the Arrow data buffer that binary views of `records` point into */
     int32_t entry;          /* the entry's number in its row (the batch_index column) */
-    int32_t row;            /* the input row it belongs to */
     int crc_pending;        /* an uncompressed v2 batch whose CRC-32C is checked just before its fill,
                              * while its bytes are in cache (kb_columns_add) */
     int64_t position;       /* the entry's byte position in its row (batch_position) */
@@ -84,7 +83,6 @@ int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t c
  * uncompressed entry (a truncated tail is dropped, as Kafka does). */
 int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb_column_sizes *z, kb_fault *f,
                               int32_t *record_index);
-
 
 /* Forgets the rows from `row` and the headers from `header_row` on (a row that failed after some
  * of its batches were filled): their bits are cleared and the cursors moved back. */

@@ -70,7 +70,7 @@ def _record_from_state(offset, timestamp, key, value, headers, int32_t sequence,
     return r
 
 
-cdef PyMemberDef _RECORD_SLOTS[6]
+cdef PyMemberDef _RECORD_SLOTS[5]
 
 
 cdef _publish_record_slots():

@@ -237,7 +237,6 @@ cdef extern from "kb_columns.h" nogil:
         int32_t count
         int32_t buffer
         int32_t entry
-        int32_t row
         int crc_pending
         int64_t position
         int magic

@@ -77,7 +77,7 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
                 if st == KB_ENTRY_CORRUPT:
                     _raise_fault(&f, -<Py_ssize_t> row_start[row])
                 memset(&b, 0, sizeof(b))
-                b.entry, b.position, b.row = entry, e.pos - row_start[row], <int32_t> row
+                b.entry, b.position = entry, e.pos - row_start[row]
                 if e.magic < 2:
                     lb = _legacy_entry(v, &e, verify_crc, entry, dec)
                     lb._load()
@@ -106,7 +106,7 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
                         shift, b.start, b.limit = 0, 0, src.length
                     b.magic, b.h, b.count = 2, h, max(h.record_count, 0)
                 b.records = src.ptr
-                if src is not v:
+                if store.s.views and src is not v:  # views point into it: it lives as long as the table
                     b.buffer = len(sources)
                     sources.append(src)
                 if expect == 0:  # the arrays are first sized for an input of batches like this one

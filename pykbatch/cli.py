@@ -83,8 +83,8 @@ def _export(files, fmt: str, dest: str, jobs: int | None = None) -> int:
     if fmt not in FORMATS:
         raise UsageError(f"--to takes one of {FORMATS}, then a file (a directory for a partition)")
     if len(files) == 1 and os.path.isdir(files[0]):
-        done = export_partition(Partition(files[0]).segment_paths, dest, fmt, jobs=jobs)
         logs = Partition(files[0]).segment_paths
+        done = export_partition(logs, dest, fmt, jobs=jobs)
         reports = [report for _, report in done]
         print(f"wrote {sum(r.rows for r in reports)} records of {len(logs)} segment(s) of {files[0]} to {dest}/ ({fmt})")
     else:

@@ -7,6 +7,7 @@ output is the same as one core's, only sooner.
 from __future__ import annotations
 
 import os
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, TypeVar
@@ -42,16 +43,16 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], jobs: int | None, ahea
         return
     ahead = ahead or 2 * jobs
     with ThreadPoolExecutor(jobs, thread_name_prefix="pykbatch") as pool:
-        pending = []
+        pending: deque = deque()
 
         def results():
             source = iter(items)
             for item in source:
                 pending.append(pool.submit(fn, item))
                 if len(pending) >= ahead:
-                    yield pending.pop(0).result()
+                    yield pending.popleft().result()
             while pending:
-                yield pending.pop(0).result()
+                yield pending.popleft().result()
         try:
             yield results()
         finally:
