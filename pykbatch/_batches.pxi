@@ -147,7 +147,7 @@ cdef tuple _header_tuple(const uint8_t *buf, const kb_record *r, list seen):
     return out
 
 
-cdef inline int32_t _sequence(int32_t base, int32_t delta) noexcept:
+cdef inline int32_t _sequence(int32_t base, int32_t delta) noexcept nogil:
     return kb_increment_sequence(base, delta)
 
 

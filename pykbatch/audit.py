@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ._native import validate
+import numpy as np
+
+from ._native import _v2_header_table, validate
 from .config import ValidationConfig
 from .result import ValidationResult
 from .dump import DumpErrors
-from .log import INDEX_TYPES, Partition, Segment, sibling, topic_partition_of
+from .log import INDEX_TYPES, OffsetIndex, Partition, Segment, sibling, topic_partition_of
 from .parallel import ordered_map
 from .producer_state import ProducerAudit, ProducerStateTracker
 
@@ -73,11 +75,15 @@ def audit_partition(directory: str, config: ValidationConfig | None = None, *, p
     def check(path):
         with Segment(path) as seg:
             verdict = validate(seg.view(), config)
-        return verdict, _check_indexes(path) if indexes else []
+            table = (seg.base_offset, _v2_header_table(seg.view())) if _WALK_TABLES else (None, None)
+        return verdict, table, _check_indexes(path, table[1]) if indexes else []
 
     with ordered_map(check, part.segment_paths, jobs) as checked:
-        for path, (verdict, index_problems) in zip(part.segment_paths, checked):
-            _walk_segment(path, verdict, audit, tracker, producer_culprits)
+        for path, (verdict, table, index_problems) in zip(part.segment_paths, checked):
+            if table[1] is None:
+                _walk_segment(path, verdict, audit, tracker, producer_culprits)
+            else:
+                _walk_table(path, verdict, table, audit, tracker, producer_culprits)
             audit.index_problems += index_problems
     if tracker is not None:
         audit.producers = ProducerAudit(producer_culprits, tracker.producers, tracker.completed_transactions,
@@ -89,9 +95,65 @@ def audit_partition(directory: str, config: ValidationConfig | None = None, *, p
     return audit
 
 
+# A segment of whole v2 batches is walked from its header table, built beside validation by the
+# worker threads; any other segment batch by batch (tests turn the tables off to compare).
+_WALK_TABLES = True
+
+
+def _previous_last_offset(audit):
+    return next((s.last_offset for s in reversed(audit.segments) if s.last_offset is not None), None)
+
+
+def _walk_table(path, verdict, table, audit, tracker, producer_culprits):
+    """``_walk_segment`` over a header table (``_v2_header_table``, with the segment's base
+    offset): the offset checks at once, producer state batch by batch without a batch object."""
+    base_offset, t = table
+    entry = SegmentAudit(path, base_offset, verdict, batches=len(t["position"]))
+    base, last, position = t["base_offset"], t["last_offset"], t["position"]
+    if entry.batches:
+        entry.first_offset, entry.last_offset = int(base[0]), int(last[-1])
+        entry.newest_timestamp = max(-1, int(t["max_timestamp"].max()))
+        if entry.first_offset < entry.base_offset:
+            audit.below_base.append((path, entry.first_offset))
+        prev_last = _previous_last_offset(audit)
+        before = np.empty_like(last)
+        before[1:] = last[:-1]
+        before[0] = prev_last if prev_last is not None else 0
+        first = 0 if prev_last is not None else 1  # the log's first batch follows nothing
+        ahead = base[first:] > before[first:]
+        for i in (np.flatnonzero(~ahead) + first).tolist():
+            audit.overlaps.append((path, int(position[i]), int(before[i]), int(base[i])))
+        # a gap: more than one past the last offset (base - before never overflows to 1)
+        audit.gaps += int(np.count_nonzero(ahead & (base[first:] - before[first:] != 1)))
+    if tracker is not None:
+        _replay_producers(path, t, tracker, producer_culprits)
+    audit.segments.append(entry)
+
+
+def _replay_producers(path, t, tracker, producer_culprits):
+    """``tracker.append`` of every batch with a producer id, from the table's columns (a control
+    batch is read for its marker)."""
+    rows = np.flatnonzero(t["producer_id"] >= 0)
+    columns = [t[name][rows].tolist() for name in (
+        "producer_id", "producer_epoch", "base_sequence", "last_sequence", "base_offset", "last_offset",
+        "max_timestamp", "is_transactional", "is_control", "position")]
+    seg = None
+    try:
+        for i, pid, epoch, seq, last_seq, base, last, ts, txn, control, pos in zip(rows.tolist(), *columns):
+            if control:
+                seg = seg or Segment(path)
+                check = tracker.append(next(iter(seg.batches(start=pos))), entry=i)
+            else:
+                check = tracker.append_data(pid, epoch, seq, last_seq, base, last, ts, txn, (i, pos))
+            producer_culprits += check.culprits
+    finally:
+        if seg is not None:
+            seg.close()
+
+
 def _walk_segment(path, verdict, audit, tracker, producer_culprits):
     """One segment's batches in order: offsets against the last batch before them, producer state."""
-    prev_last = next((s.last_offset for s in reversed(audit.segments) if s.last_offset is not None), None)
+    prev_last = _previous_last_offset(audit)
     newest = -1
     with Segment(path) as seg:
         entry = SegmentAudit(path, seg.base_offset, verdict)
@@ -120,7 +182,7 @@ def _walk_segment(path, verdict, audit, tracker, producer_culprits):
     audit.segments.append(entry)
 
 
-def _check_indexes(log_path: str) -> list[str]:
+def _check_indexes(log_path: str, headers: dict | None = None) -> list[str]:
     """Kafka's --verify-index-only over a segment's files that can be checked against the log
     (.index, .timeindex), plus the broker's start-up sanity checks; one line per problem, worded
     as kafka-dump-log words it."""
@@ -134,7 +196,8 @@ def _check_indexes(log_path: str) -> list[str]:
             index = kind.from_file(path)
             index.sanity_check()
             with Segment(log_path, base_offset=index.base_offset) as seg:
-                for _, entry_problems in index.check(seg):
+                for _, entry_problems in (index.check(seg, headers=headers) if kind is OffsetIndex
+                                          else index.check(seg)):
                     errors.add(path, entry_problems)
         except ValueError as exc:
             problems.append(f"{path}: {exc}")

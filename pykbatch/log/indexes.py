@@ -110,13 +110,16 @@ class OffsetIndex(_SparseIndex):
         i = bisect.bisect_right([e.offset for e in self.entries], offset)
         return self.entries[i - 1] if i else IndexEntry(self.base_offset, 0)
 
-    def check(self, segment, max_message_size: int = 5 * 1024 * 1024):
+    def check(self, segment, max_message_size: int = 5 * 1024 * 1024, headers: dict | None = None):
         """DumpLogSegments.dumpIndex's check against the log, entry by entry: yields (entry,
         problems), problems a list of ("mismatch", (index offset, log offset)) when the entry's
         position does not start a batch ending at its offset (log offset -1: no batch starts
-        there)."""
-        for entry in self.entries:
-            log_offset = _last_offset_at(segment, entry.position, max_message_size)
+        there).  ``headers``: the segment's header table (``_native._v2_header_table``) when the
+        caller has one: an entry pointing at a batch start is answered from it."""
+        known = _last_offsets_from(headers, [e.position for e in self.entries], segment.size, max_message_size)
+        for entry, log_offset in zip(self.entries, known):
+            if log_offset is None:
+                log_offset = _last_offset_at(segment, entry.position, max_message_size)
             yield entry, [] if log_offset == entry.offset else [("mismatch", (entry.offset, log_offset))]
 
 
@@ -174,6 +177,20 @@ class TimeIndex(_SparseIndex):
             del batch
             yield entry, problems
             prev = entry.timestamp
+
+
+def _last_offsets_from(headers, positions: list, size: int, max_message_size: int) -> list:
+    """For each position, the last offset of the table's batch starting there (when it is no
+    larger than ``max_message_size``, as a read bounded by it would find), else None."""
+    if headers is None or not positions or not len(headers["position"]):
+        return [None] * len(positions)
+    import numpy as np
+    starts = headers["position"]
+    ends = np.append(starts[1:], size)
+    at = np.asarray(positions, np.int64)
+    i = np.minimum(np.searchsorted(starts, at), len(starts) - 1)
+    found = (starts[i] == at) & (ends[i] - starts[i] <= max_message_size)
+    return [int(o) if ok else None for o, ok in zip(headers["last_offset"][i].tolist(), found.tolist())]
 
 
 def _last_offset_at(segment, position: int, max_message_size: int) -> int:
