@@ -28,7 +28,10 @@ from pykbatch.errors import (  # noqa: E402,F401
     UnrepairableError, UnsupportedCompressionTypeError, UnsupportedForMessageFormatError,
 )
 
-__version__ = "0.1.0"
+try:  # written at build time from the git tags (pyproject.toml's [tool.setuptools_scm])
+    from pykbatch._version import __version__  # noqa: E402
+except ImportError:  # pragma: no cover - a source tree used without being built
+    __version__ = "0.0.0+unknown"
 __all__ = [
     "Batch", "BatchReader", "LegacyBatch", "Record", "Culprit", "TruncatedTail", "ValidationConfig", "ValidationResult",
     "build_batch", "crc32", "crc32c", "drop_culprits", "DroppedRecord", "Repair", "encode", "iter_batches", "native_info", "to_arrow", "validate", "errors",

@@ -328,10 +328,30 @@ def _rules(args) -> int:
     return 0
 
 
+class _PrintVersion(argparse.Action):
+    """--version, printed as one line (argparse's own action re-wraps it to the terminal)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version_line())
+        parser.exit()
+
+
+def _version_line() -> str:
+    """pykbatch's version, and which kernels the native core picked on this machine."""
+    from pykbatch import __version__, native_info
+    info = native_info()
+    return (f"pykbatch {__version__} (CRC-32C {info['crc32c']}, CRC-32 {info['crc32']}; magics "
+            f"{', '.join(map(str, info['magics']))}; codecs {', '.join(info['codecs'])}; {info['rules']} rules)")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pykbatch", description="Read, check and repair Kafka record batches.",
         epilog="exit status: " + "; ".join(f"{code} {what}" for code, what in EXIT_CODES.items()))
+    p.add_argument("--version", action=_PrintVersion, help="print the version and the native kernels in use, then exit")
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("dump", help="print log, index and state files as kafka-dump-log.sh does")

@@ -49,8 +49,9 @@ def error_name(code: int) -> str:
 
 
 def exception_class(code: int | None) -> str:
-    """The exception class Kafka raises for a code (unknown codes: UnknownServerException)."""
-    return EXCEPTIONS.get(code, EXCEPTIONS[CODE["UNKNOWN_SERVER_ERROR"]])
+    """The exception class Kafka raises for a code (unknown codes and none: UnknownServerException)."""
+    unknown = EXCEPTIONS[CODE["UNKNOWN_SERVER_ERROR"]]
+    return unknown if code is None else EXCEPTIONS.get(code, unknown)
 
 
 def classify(code: int) -> str:

@@ -162,8 +162,8 @@ class ValidationResult:
 
     def raise_for_error(self) -> None:
         """Raise the exception Kafka's answer comes from, carrying every culprit."""
-        if self.culprits:
-            first = self.verdict
+        first = self.verdict
+        if self.culprits and first is not None:
             raise errors.error_for(first.code, first.message, first.position, first.rule, self.culprits)
 
 

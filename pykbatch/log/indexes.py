@@ -50,7 +50,7 @@ class _SparseIndex:
     base (``RELATIVE``) and the tuple an entry becomes (``TYPE``)."""
     FORMAT = ""
     RELATIVE = 0
-    TYPE = tuple
+    TYPE: type = tuple
     SUFFIX = ""
     NAME = ""
 

@@ -105,7 +105,7 @@ class Segment:
         page cache; a later access faults them back in), so reading a large segment keeps the
         RSS bounded.  Returns where the next release starts."""
         end -= end % mmap.PAGESIZE
-        if hasattr(self._map, "madvise") and end > start:
+        if self._map is not None and hasattr(self._map, "madvise") and end > start:
             self._map.madvise(mmap.MADV_DONTNEED, start, end - start)
         return end
 
