@@ -35,14 +35,15 @@ def zig() -> str:
 
 
 def interpreter(version: str) -> str | None:
-    found = shutil.which(f"python{version}")
-    if found:
-        return found
+    """CPython X.Y: pyenv's install of it, else python X.Y on PATH (a pyenv shim of an inactive
+    version does not run, so each candidate is tried)."""
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    for candidate in sorted(pyenv.glob(f"{version}.*"), reverse=True):
-        exe = candidate / "bin" / "python"
-        if exe.exists() and candidate.name.split(".")[:2] == version.split("."):
-            return str(exe)
+    candidates = [str(p / "bin" / "python") for p in sorted(pyenv.glob(f"{version}.*"), reverse=True)
+                  if p.name.split(".")[:2] == version.split(".")]
+    candidates.append(shutil.which(f"python{version}") or "")
+    for exe in filter(None, candidates):
+        if subprocess.run([exe, "-c", "import pip"], capture_output=True).returncode == 0:
+            return exe
     return None
 
 
