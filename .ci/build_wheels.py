@@ -35,8 +35,10 @@ def zig() -> str:
 
 
 def interpreter(version: str) -> str | None:
-    """CPython X.Y: pyenv's install of it, else python X.Y on PATH (a pyenv shim of an inactive
-    version does not run, so each candidate is tried)."""
+    """CPython X.Y: this interpreter when it is X.Y, else pyenv's install of it, else python X.Y on
+    PATH (a pyenv shim of an inactive version does not run, so each candidate is tried)."""
+    if version == "%d.%d" % sys.version_info[:2]:
+        return sys.executable
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
     candidates = [str(p / "bin" / "python") for p in sorted(pyenv.glob(f"{version}.*"), reverse=True)
                   if p.name.split(".")[:2] == version.split(".")]
@@ -55,11 +57,12 @@ def version() -> str:
 
 def build_env(python: str, arch: str) -> dict:
     cc = f"{zig()} cc -target {arch}-linux-gnu.{GLIBC}"
-    env = dict(os.environ, CC=cc, LDSHARED=f"{cc} -shared", SETUPTOOLS_SCM_PRETEND_VERSION_FOR_PYKBATCH=version())
+    # -s: no debug info in the wheel (the interpreter's own CFLAGS ask for -g)
+    env = dict(os.environ, CC=cc, LDSHARED=f"{cc} -shared -s", SETUPTOOLS_SCM_PRETEND_VERSION_FOR_PYKBATCH=version())
     host = subprocess.run([python, "-c", "import platform; print(platform.machine())"], check=True,
                           capture_output=True, text=True).stdout.strip()
     if arch != host:  # cross: the target's extension suffix and platform tag (same CPython headers: LP64 both)
-        tag = subprocess.run([python, "-c", "import sys; print(sys.implementation.cache_tag.replace('python-', ''))"],
+        tag = subprocess.run([python, "-c", "import sys; print('%d%d' % sys.version_info[:2])"],
                              check=True, capture_output=True, text=True).stdout.strip()
         env.update(_PYTHON_HOST_PLATFORM=f"linux-{arch}", SETUPTOOLS_EXT_SUFFIX=f".cpython-{tag}-{arch}-linux-gnu.so")
     return env

@@ -130,3 +130,28 @@ def spark():
         "spark.sql.execution.arrow.maxRecordsPerBatch": "3"})  # several Arrow batches
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def manylinux_wheel(tmp_path_factory):
+    """``wheel(arch)``: pykbatch's manylinux2014 wheel for this interpreter, built once per
+    architecture by .ci/build_wheels.py (zig cc aimed at glibc 2.17; auditwheel checks the tag)."""
+    import importlib.util
+    import subprocess
+    import sys
+    for module in ("ziglang", "auditwheel"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"needs {module} (the test extra) to build the manylinux wheel")
+    built = {}
+
+    def wheel(arch: str) -> Path:
+        if arch not in built:
+            out = tmp_path_factory.mktemp(f"wheel-{arch}")
+            version = "%d.%d" % sys.version_info[:2]
+            done = subprocess.run([sys.executable, str(ROOT / ".ci" / "build_wheels.py"), "--arch", arch,
+                                   "--python", version, "--out", str(out)], capture_output=True, text=True,
+                                  timeout=900)
+            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+            (built[arch],) = out.glob("pykbatch-*.whl")
+        return built[arch]
+    return wheel

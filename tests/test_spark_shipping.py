@@ -1,4 +1,4 @@
-"""The README's way of putting pykbatch on executors, done for real: build the wheel, install it
+"""The README's way of putting pykbatch on executors, done for real: the manylinux wheel, installed
 into a fresh virtualenv that holds nothing else of ours, pack that venv with venv-pack, and ship
 it with spark.archives to a local-cluster whose executors run ./environment/bin/python. The
 executors must import pykbatch from the unpacked archive (not from this checkout) and give the
@@ -6,6 +6,7 @@ same answers as the driver: UDFs, SQL, explode_records and the kafka-segment sou
 venv holds the wheel and its own dependencies only (no pandas, no pyspark: Spark ships pyspark)."""
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -68,13 +69,10 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
-def test_packed_venv_in_spark_archives(tmp_path):
+def test_packed_venv_in_spark_archives(tmp_path, manylinux_wheel):
     if shutil.which("java") is None:
         pytest.skip("Spark needs Java")
-    wheels = tmp_path / "wheels"
-    built = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(wheels), ROOT],
-                timeout=900)
-    assert built.returncode == 0, built.stderr[-3000:]
+    wheel = manylinux_wheel(platform.machine())  # the manylinux2014 wheel users install
     env = tmp_path / "env"
     made = run([sys.executable, "-m", "venv", str(env)], timeout=300)
     assert made.returncode == 0, made.stderr[-2000:]
@@ -84,7 +82,7 @@ def test_packed_venv_in_spark_archives(tmp_path):
     if deps.returncode != 0:
         pytest.skip("cannot install pyarrow/numpy/cramjam/xxhash/venv-pack into a fresh venv (PyPI unreachable?): "
                     + deps.stderr.strip().splitlines()[-1])
-    ours = run(pip + ["--no-index", "--no-deps", *map(str, wheels.glob("pykbatch-*.whl"))], timeout=300)
+    ours = run(pip + ["--no-index", "--no-deps", str(wheel)], timeout=300)
     assert ours.returncode == 0, ours.stderr[-2000:]
     archive = tmp_path / "pykbatch-env.tar.gz"
     packed = run([str(env / "bin" / "venv-pack"), "-p", str(env), "-o", str(archive), "--compress-level", "1"],

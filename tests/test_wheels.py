@@ -1,0 +1,103 @@
+"""The wheels users install on Spark executors: manylinux2014 (glibc 2.17) for x86_64 and aarch64,
+built without containers by .ci/build_wheels.py.  Each is checked for the tag it claims (auditwheel)
+and its contents; the host's wheel is installed into a fresh venv and run outside the checkout
+(tests/wheel_smoke.py); the aarch64 wheel's shared objects are checked for their machine and run
+under qemu-user with Debian's arm64 CPython (.ci/arm64_python.sh) where that can be set up."""
+import json
+import os
+import platform
+import re
+import struct
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+SMOKE = ROOT / "tests" / "wheel_smoke.py"
+ELF_MACHINE = {"x86_64": 62, "aarch64": 183}  # e_machine of EM_X86_64, EM_AARCH64
+PACKAGES = {"pykbatch", "pykbatch/log", "pykbatch/tiered", "pykbatch/internal", "pykbatch/schemas/messages",
+            "spark_udfs"}
+
+
+def auditwheel_show(wheel: Path) -> str:
+    done = subprocess.run([sys.executable, "-m", "auditwheel", "show", str(wheel)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def glibc_versions(shown: str) -> set:
+    """The GLIBC_x.y symbol versions auditwheel found the wheel referencing."""
+    return {tuple(map(int, v.split("."))) for v in re.findall(r"GLIBC_(\d+(?:\.\d+)+)", shown)}
+
+
+@pytest.mark.parametrize("arch", sorted(ELF_MACHINE))
+def test_the_wheel_claims_manylinux2014_and_holds_the_whole_package(arch, manylinux_wheel):
+    wheel = manylinux_wheel(arch)
+    assert wheel.name.endswith(f"manylinux2014_{arch}.manylinux_2_17_{arch}.whl"), wheel.name
+    shown = auditwheel_show(wheel)
+    assert f'"manylinux_2_17_{arch}"' in shown, shown
+    assert glibc_versions(shown) and max(glibc_versions(shown)) <= (2, 17), shown
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        objects = [n for n in names if n.endswith(".so")]
+        assert sorted(n.split(".")[0] for n in objects) == ["pykbatch/_catalogue", "pykbatch/_native"], objects
+        for name in objects:
+            head = zf.read(name)[:20]
+            assert head[:4] == b"\x7fELF" and struct.unpack_from("<H", head, 18)[0] == ELF_MACHINE[arch], name
+            assert f"-{arch}-linux-gnu.so" in name, name
+    assert PACKAGES <= {n.rsplit("/", 1)[0] for n in names}, sorted({n.rsplit("/", 1)[0] for n in names})
+    assert {"pykbatch/py.typed", "pykbatch/_native.pyi", "pykbatch/schemas/dump.schema.json"} <= set(names)
+
+
+def test_the_hosts_wheel_runs_from_a_fresh_venv(manylinux_wheel, tmp_path):
+    wheel = manylinux_wheel(platform.machine())
+    env = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, timeout=300)
+    python = str(env / "bin" / "python")
+    installed = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
+                               capture_output=True, text=True, timeout=900)
+    if installed.returncode != 0 and "No matching distribution" in installed.stderr:
+        pytest.skip("the wheel's dependencies cannot be fetched (PyPI unreachable?): "
+                    + installed.stderr.strip().splitlines()[-1])
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    run = subprocess.run([python, str(SMOKE)], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    smoke = json.loads(run.stdout.split("SMOKE ", 1)[1])
+    assert smoke["file"].startswith(str(env)) and smoke["machine"] == platform.machine(), smoke
+
+
+def arm64_python() -> list:
+    done = subprocess.run(["bash", str(ROOT / ".ci" / "arm64_python.sh")], capture_output=True, text=True,
+                          timeout=900)
+    if done.returncode != 0:
+        pytest.skip("no aarch64 CPython under qemu-user here: " + (done.stderr.strip() or "setup failed")[-300:])
+    return done.stdout.split()
+
+
+def test_the_aarch64_wheel_runs_under_emulation(manylinux_wheel, tmp_path):
+    python = arm64_python()
+    version = subprocess.run(python + ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    if version != "%d.%d" % sys.version_info[:2]:
+        pytest.skip(f"the emulated CPython is {version}; this interpreter builds the cp{sys.version_info[0]}"
+                    f"{sys.version_info[1]} wheel")
+    site = tmp_path / "site"
+    fetched = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--target", str(site),
+         "--platform", "manylinux2014_aarch64", "--python-version", version, "--only-binary=:all:",
+         str(manylinux_wheel("aarch64"))], capture_output=True, text=True, timeout=900)
+    if fetched.returncode != 0 and "No matching distribution" in fetched.stderr:
+        pytest.skip("aarch64 wheels of the dependencies cannot be fetched: " + fetched.stderr.strip()[-300:])
+    assert fetched.returncode == 0, fetched.stderr[-3000:]
+    run = subprocess.run(python + [str(SMOKE)], capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                         env=dict(os.environ, PYTHONPATH=str(site)))
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    smoke = json.loads(run.stdout.split("SMOKE ", 1)[1])
+    assert smoke["machine"] == "aarch64" and smoke["crc32c"] == "armv8-crc" and smoke["file"].startswith(str(site))
