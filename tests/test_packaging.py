@@ -54,3 +54,27 @@ def test_the_stubs_match_the_compiled_modules():
          "--allowlist", str(ROOT / "tests" / "stubtest_allowlist.txt"), "pykbatch._native", "pykbatch._catalogue"],
         cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("build") is None, reason="needs build (the test extra)")
+def test_the_sdist_builds_the_same_version_without_git(tmp_path):
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: the sdist is made from one")
+    sdist = tmp_path / "sdist"
+    made = subprocess.run([sys.executable, "-m", "build", "--sdist", "-o", str(sdist), str(ROOT)],
+                          capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+    (archive,) = sdist.glob("pykbatch-*.tar.gz")
+    version = archive.name[len("pykbatch-"):-len(".tar.gz")]
+    import tarfile
+    with tarfile.open(archive) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    assert {"PKG-INFO", "setup.py", "pykbatch/_native.pyx", "csrc/kb_v2.c", "csrc/kb_rules.def",
+            "pykbatch/_version.py"} <= names
+    wheels = tmp_path / "wheels"  # built from the unpacked sdist: no .git there
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(archive)],
+                           capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = wheels.glob("*.whl")
+    assert wheel.name.startswith(f"pykbatch-{version}-"), (wheel.name, version)
