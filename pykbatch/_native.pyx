@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, embedsignature=True
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, embedsignature=True, embedsignature.format=clinic
 """Python face of the C core: batches, records, validation, Arrow columns, encoding.
 
 C results are turned into Python objects here and nowhere else; faults

@@ -3,6 +3,15 @@
 registration, and ``explode_records`` / ``kbatch_records`` for one row per record."""
 # No `from __future__ import annotations` here: PySpark reads the UDFs' type hints as objects.
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from pykbatch.config import ValidationConfig
+    # a column by name or as a Column; a config as kbatch_validate documents it
+    ColumnOrName = Union[str, Column]
+    Config = Union[None, ValidationConfig, Mapping[str, Any], Column]
 
 __all__ = ["register", "kbatch_validate", "kbatch_decode", "kbatch_crc32c", "kbatch_batch_info", "kbatch_repair",
            "explode_records", "config_from_map", "CONFIG_KEYS"]
@@ -119,7 +128,7 @@ def _config_column(config):
     return _column(config)
 
 
-def kbatch_validate(col, config=None):
+def kbatch_validate(col: "ColumnOrName", config: "Config" = None) -> "Column":
     """Validate a binary column of record batches.
 
     ``config``: None, a ``pykbatch.ValidationConfig``, a dict of its options, or a
@@ -137,7 +146,7 @@ def kbatch_validate(col, config=None):
     return udf(_column(col)) if cfg is None else udf(_column(col), cfg)
 
 
-def kbatch_decode(col):
+def kbatch_decode(col: "ColumnOrName") -> "Column":
     """Decode a binary column of record batches into its records (explode it for one row per
     record).  Null for null input and for input that does not decode cleanly (see
     ``kbatch_validate``).
@@ -150,12 +159,12 @@ def kbatch_decode(col):
     return _udfs()["kbatch_decode"](_column(col))
 
 
-def kbatch_crc32c(col):
+def kbatch_crc32c(col: "ColumnOrName") -> "Column":
     """CRC-32C of each value. Spark type: ``bigint``."""
     return _udfs()["kbatch_crc32c"](_column(col))
 
 
-def kbatch_batch_info(col):
+def kbatch_batch_info(col: "ColumnOrName") -> "Column":
     """The header of every batch of each value (explodable).
 
     Spark type: ``array<struct<position: bigint, size: bigint, magic: tinyint, base_offset: bigint,
@@ -167,7 +176,7 @@ def kbatch_batch_info(col):
     return _udfs()["kbatch_batch_info"](_column(col))
 
 
-def kbatch_repair(col, config=None):
+def kbatch_repair(col: "ColumnOrName", config: "Config" = None) -> "Column":
     """Each value rebuilt without its culprit records (KIP-467 client side / KIP-1059): clean
     values come back unchanged; batches damaged as a whole are dropped and counted.  ``config`` as
     for ``kbatch_validate``.
@@ -181,7 +190,7 @@ def kbatch_repair(col, config=None):
     return udf(_column(col)) if cfg is None else udf(_column(col), cfg)
 
 
-def explode_records(df, col: str, keep=None):
+def explode_records(df: "DataFrame", col: str, keep: Optional[Sequence[str]] = None) -> "DataFrame":
     """One row per record of the batches in ``col`` (Arrow all the way: ``mapInArrow``, no
     Python object per record), with the ``keep`` columns (default: all others but ``col``)
     repeated beside the record fields of ``kbatch_decode``.  Rows that are null or do not decode
@@ -220,7 +229,7 @@ def _records_udtf():
     return KbatchRecords
 
 
-def register(spark) -> None:
+def register(spark: "SparkSession") -> None:
     """Make the kbatch_* functions callable from SQL (``kbatch_records(TABLE(SELECT id, value
     FROM t))`` for one row per record) and the ``kafka-segment`` data source readable
     (``spark.read.format("kafka-segment").load(path)``, see ``spark_udfs.segment_source``)."""

@@ -1,0 +1,54 @@
+"""MkDocs hook: pages that are generated from the code they document, so they cannot drift.
+
+``<!-- pykbatch:cli -->`` becomes the reference of every command, from ``pykbatch.cli.parser()``;
+``<!-- pykbatch:rules -->`` the table of every rule, from the C catalogue (``pykbatch.rules``)."""
+from __future__ import annotations
+
+import argparse
+import re
+
+
+def _usage(parser: argparse.ArgumentParser) -> str:
+    return parser.format_help().rstrip()
+
+
+def _commands(parser: argparse.ArgumentParser, prefix: str = "pykbatch") -> list[tuple[str, argparse.ArgumentParser]]:
+    """(full command, parser) of every command and sub-command, depth first."""
+    out = []
+    for action in parser._actions:  # argparse keeps sub-parsers here and nowhere public
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out.append((f"{prefix} {name}", sub))
+                out += _commands(sub, f"{prefix} {name}")
+    return out
+
+
+def cli_reference() -> str:
+    from pykbatch.cli import parser
+    top = parser()
+    parts = ["```text", _usage(top), "```"]
+    for name, sub in _commands(top):
+        parts += ["", f"## `{name}`", "", "```text", _usage(sub), "```"]
+    return "\n".join(parts)
+
+
+def rules_table() -> str:
+    from pykbatch import errors, rules
+    rows = ["| rule | Kafka's code | stage | Kafka checks it too | what is wrong |", "|---|---|---|---|---|"]
+    for r in rules.RULES:
+        if r.id == "none":
+            continue
+        what = re.sub(r"\{a\d\}", "…", r.detail or r.template or "").replace("|", "\\|").replace("\n", " ")
+        rows.append(f"| `{r.id}` | {r.code} {errors.error_name(r.code)} | {r.stage} | "
+                    f"{'yes' if r.kafka else 'no: pykbatch is stricter'} | {what} |")
+    return "\n".join(rows)
+
+
+GENERATED = {"<!-- pykbatch:cli -->": cli_reference, "<!-- pykbatch:rules -->": rules_table}
+
+
+def on_page_markdown(markdown: str, **_) -> str:
+    for marker, make in GENERATED.items():
+        if marker in markdown:
+            markdown = markdown.replace(marker, make())
+    return markdown

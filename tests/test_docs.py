@@ -1,0 +1,118 @@
+"""The documentation site (docs/, mkdocs.yml): it builds with warnings as errors, and every example
+in it runs — each page's ```python blocks in order, in one namespace per page (the Spark page's
+with the test session's ``spark``), each ``$ `` line of its ```console blocks as a shell command
+(exit status 0 or 1, the documented ones for "nothing wrong" and "damage found"; never a
+traceback) — in a directory holding what the examples name: a partition ``orders-0/`` written as
+a broker writes one, and files Kafka's own broker wrote (``__consumer_offsets-0/``...).  The Python
+examples also pass ``mypy --strict``."""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.samples import write_partition
+
+DOCS = ROOT / "docs"
+PAGES = sorted(p.name for p in DOCS.glob("*.md"))
+BLOCK = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
+BROKER_FILES = ROOT / "tests" / "kafka" / "broker-files"
+SPARK_PAGES = {"spark.md"}
+
+
+def blocks(page: str, language: str) -> list[str]:
+    return [code for lang, code in BLOCK.findall((DOCS / page).read_text()) if lang == language]
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    write_partition(tmp_path / "orders-0", segments=2, batches=12)
+    for name in ("__consumer_offsets-0", "__cluster_metadata-0", "txn-0"):
+        shutil.copytree(BROKER_FILES / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_every_page_is_in_the_navigation_and_has_examples_or_generated_parts():
+    nav = (ROOT / "mkdocs.yml").read_text()
+    assert all(page in nav for page in PAGES), PAGES
+    runnable = sum(len(blocks(p, "python")) + len(blocks(p, "console")) for p in PAGES)
+    assert runnable >= 15, runnable  # (the block pattern still finds them)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason="needs mkdocs (the test extra)")
+def test_the_site_builds_with_warnings_as_errors(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "WARNING" not in done.stderr, done.stderr[-3000:]
+    site = tmp_path / "site"
+    cli = (site / "cli" / "index.html").read_text()
+    assert "usage: pykbatch validate" in cli and "usage: pykbatch tiered export" in cli  # generated
+    checks = (site / "checks" / "index.html").read_text()
+    assert checks.count("<tr>") >= 70 and "record.compacted_no_key" in checks
+    api = (site / "api" / "index.html").read_text()
+    assert "Check every batch and record of" in api and "drop_culprits" in api
+    changelog = (site / "changelog" / "index.html").read_text()
+    assert "Keep a Changelog" in changelog
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if blocks(p, "python") and p not in SPARK_PAGES])
+def test_python_examples_run(page, workdir):
+    namespace: dict = {"__name__": f"docs_{page[:-3]}"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        for code in blocks(page, "python"):
+            exec(compile(code, f"docs/{page}", "exec"), namespace)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("page", sorted(SPARK_PAGES))
+def test_spark_examples_run(page, workdir, spark):
+    namespace: dict = {"__name__": f"docs_{page[:-3]}", "spark": spark}
+    with contextlib.redirect_stdout(io.StringIO()):
+        for code in blocks(page, "python"):
+            exec(compile(code, f"docs/{page}", "exec"), namespace)
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if blocks(p, "console")])
+def test_console_examples_run(page, workdir):
+    commands = [line[2:] for code in blocks(page, "console") for line in code.splitlines() if line.startswith("$ ")]
+    assert commands
+    bin_dir = os.path.dirname(sys.executable)  # where pip put the pykbatch command
+    env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
+    for command in commands:
+        if command.startswith("pip install"):
+            continue  # installing is what the page describes, not what a test may do
+        done = subprocess.run(["bash", "-c", command], cwd=workdir, capture_output=True, text=True, env=env,
+                              timeout=300)
+        assert done.returncode in (0, 1), (command, done.returncode, done.stderr[-2000:])
+        assert "Traceback" not in done.stderr, (command, done.stderr[-2000:])
+        assert done.stdout.strip(), command  # every example shows something
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="needs mypy (the test extra)")
+def test_python_examples_pass_mypy_strict(tmp_path):
+    files = []
+    for page in PAGES:
+        code = blocks(page, "python")
+        if not code:
+            continue
+        head = "from pyspark.sql import SparkSession\nspark: SparkSession\n" if page in SPARK_PAGES else ""
+        for i, block in enumerate(code):
+            path = tmp_path / f"docs_{page[:-3].replace('-', '_')}_{i}.py"
+            path.write_text(head + block)
+            files.append(str(path))
+    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--config-file", str(ROOT / "pyproject.toml"),
+                           "--no-incremental", "--follow-imports=silent", *files], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, MYPYPATH=str(ROOT)))  # an editable install hides the sources
+    assert done.returncode == 0, done.stdout[-5000:]
