@@ -116,3 +116,10 @@ def test_python_examples_pass_mypy_strict(tmp_path):
                            "--no-incremental", "--follow-imports=silent", *files], cwd=tmp_path, capture_output=True, text=True, timeout=600,
                           env=dict(os.environ, MYPYPATH=str(ROOT)))  # an editable install hides the sources
     assert done.returncode == 0, done.stdout[-5000:]
+
+
+def test_the_readmes_python_example_runs(workdir):
+    code = BLOCK.findall((ROOT / "README.md").read_text())
+    (python,) = [c for lang, c in code if lang == "python" and "spark" not in c]
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(python, "README.md", "exec"), {"__name__": "readme"})

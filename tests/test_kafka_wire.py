@@ -10,7 +10,7 @@ fails (UNKNOWN_SERVER_ERROR), against topics that are compacted, use LogAppendTi
 small segment size.  Idempotent batches carry a producer id from InitProducerId.  KIP-467's
 ``record_errors`` and ``error_message`` exist from ProduceRequest v8 on; before that only the code
 is compared.  Every case must agree: where the broker's answer is a quirk of its code, pykbatch's
-verdict reproduces it (README, "Where pykbatch differs from Kafka" lists them with their reasons).
+verdict reproduces it (docs/differences.md lists them with their reasons).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The README's way of putting pykbatch on executors, done for real: the manylinux wheel, installed
+"""The documented way of putting pykbatch on executors, done for real: the manylinux wheel, installed
 into a fresh virtualenv that holds nothing else of ours, pack that venv with venv-pack, and ship
 it with spark.archives to a local-cluster whose executors run ./environment/bin/python. The
 executors must import pykbatch from the unpacked archive (not from this checkout) and give the
@@ -91,7 +91,7 @@ def test_packed_venv_in_spark_archives(tmp_path, manylinux_wheel):
 
     # Executors run the shipped interpreter; the driver keeps this one (the checkout's pykbatch).
     # Spark plans a Python data source by running PYSPARK_PYTHON on the driver, from its working
-    # directory: in client mode the same environment must be there too (as the README says).
+    # directory: in client mode the same environment must be there too (as docs/spark.md says).
     (tmp_path / "environment").symlink_to(env, target_is_directory=True)
     run_env = dict(os.environ, PYSPARK_PYTHON="./environment/bin/python", PYSPARK_DRIVER_PYTHON=sys.executable)
     proc = run([sys.executable, "-c", DRIVER, str(archive), str(tmp_path / "segments")], timeout=600, env=run_env,
