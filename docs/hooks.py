@@ -24,7 +24,9 @@ def _commands(parser: argparse.ArgumentParser, prefix: str = "pykbatch") -> list
 
 
 def cli_reference() -> str:
+    import os
     from pykbatch.cli import parser
+    os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal: the same page on every machine
     top = parser()
     parts = ["```text", _usage(top), "```"]
     for name, sub in _commands(top):
@@ -34,13 +36,13 @@ def cli_reference() -> str:
 
 def rules_table() -> str:
     from pykbatch import errors, rules
-    rows = ["| rule | Kafka's code | stage | Kafka checks it too | what is wrong |", "|---|---|---|---|---|"]
+    rows = ["| rule | Kafka's code | what is wrong |", "|---|---|---|"]
     for r in rules.RULES:
         if r.id == "none":
             continue
-        what = re.sub(r"\{a\d\}", "…", r.detail or r.template or "").replace("|", "\\|").replace("\n", " ")
-        rows.append(f"| `{r.id}` | {r.code} {errors.error_name(r.code)} | {r.stage} | "
-                    f"{'yes' if r.kafka else 'no: pykbatch is stricter'} | {what} |")
+        what = re.sub(r"\{[a-z0-9_]+\}", "…", r.detail or r.template or "").replace("|", "\\|").replace("\n", " ")
+        strict = "" if r.kafka else " *(stricter than Kafka: off with `strict=False`)*"
+        rows.append(f"| `{r.id}` | {r.code} {errors.error_name(r.code)} | {what}{strict} |")
     return "\n".join(rows)
 
 

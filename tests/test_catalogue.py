@@ -133,7 +133,7 @@ def test_the_readme_and_the_docs_name_only_rules_that_exist():
     text = "\n".join(p.read_text() for p in pages)
     named = {m.group()[1:-1] for m in re.finditer(r"`(?:%s)\.[a-z0-9_]+`" % "|".join(GROUPS), text)}
     named = {n for n in named if not (n.startswith("batch.") and hasattr(kb.Batch, n[6:]))}  # `batch.control`
-    assert len(named) >= 10 and named <= set(BY_ID), named - set(BY_ID)
+    assert len(named) >= 5 and named <= set(BY_ID), named - set(BY_ID)  # (the full table is generated)
 
 
 def test_every_log_file_type_is_dumped_and_fuzzed():
