@@ -3,6 +3,7 @@
  * a Barrett step (Intel, "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ").  The
  * constants are powers of x modulo the polynomial, as that paper lists them for CRC-32. */
 #include "kb_crc32.h"
+#include "kb_cpu_x86.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -11,8 +12,7 @@
 
 int kb_crc32_x86_available(void)
 {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("pclmul");
+    return kb_x86_has(KB_X86_SSE41 | KB_X86_PCLMUL);
 }
 
 /* Folds `acc` 128 bits forward (by the distance the pair of constants encodes) onto `next`. */

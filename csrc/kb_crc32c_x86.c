@@ -7,6 +7,7 @@
  * carry-less product by a precomputed constant, reduced by one more crc32.
  */
 #include "kb_crc32c.h"
+#include "kb_cpu_x86.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -25,8 +26,7 @@ static uint64_t k_long[2], k_short[2];
 
 int kb_crc32c_x86_available(void)
 {
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("sse4.2") || !__builtin_cpu_supports("pclmul"))
+    if (!kb_x86_has(KB_X86_SSE42 | KB_X86_PCLMUL))
         return 0;
     /* In reflected form a 32x32 clmul read as a 64-bit value is a*b*x, and
      * crc32(0, v64) is v*x^32 mod P: together a*b*x^33.  Shifting a state by

@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import uuid
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Union
 
 from pykbatch import messages
 from pykbatch.messages import MessageFormatError, kafka_uuid, parse_kafka_uuid  # noqa: F401  (re-exported)
@@ -161,7 +161,7 @@ class SegmentSnapshot:
                 f"state={_state_str(SegmentState, self.state)}, txnIdxEmpty={str(self.txn_index_empty).lower()}}}")
 
 
-Event = SegmentMetadata | SegmentUpdate | PartitionDelete | SegmentSnapshot
+Event = Union[SegmentMetadata, SegmentUpdate, PartitionDelete, SegmentSnapshot]  # (3.9: no | between classes)
 
 
 def _tip(d: dict) -> TopicIdPartition:
