@@ -134,24 +134,31 @@ def spark():
 
 @pytest.fixture(scope="session")
 def manylinux_wheel(tmp_path_factory):
-    """``wheel(arch)``: pykbatch's manylinux2014 wheel for this interpreter, built once per
-    architecture by .ci/build_wheels.py (zig cc aimed at glibc 2.17; auditwheel checks the tag)."""
+    """``wheel(arch, python=this one's X.Y)``: pykbatch's manylinux2014 wheel, built once per
+    architecture and CPython by .ci/build_wheels.py (zig cc aimed at glibc 2.17; auditwheel checks
+    the tag); skips when that CPython is not on this machine."""
     import importlib.util
     import subprocess
     import sys
     for module in ("ziglang", "auditwheel"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"needs {module} (the test extra) to build the manylinux wheel")
+    sys.path.insert(0, str(ROOT / ".ci"))
+    try:
+        from build_wheels import interpreter
+    finally:
+        sys.path.pop(0)
     built = {}
 
-    def wheel(arch: str) -> Path:
-        if arch not in built:
-            out = tmp_path_factory.mktemp(f"wheel-{arch}")
-            version = "%d.%d" % sys.version_info[:2]
+    def wheel(arch: str, python: str = "%d.%d" % sys.version_info[:2]) -> Path:
+        if (arch, python) not in built:
+            if interpreter(python) is None:
+                pytest.skip(f"CPython {python} is not on this machine")
+            out = tmp_path_factory.mktemp(f"wheel-{arch}-{python}")
             done = subprocess.run([sys.executable, str(ROOT / ".ci" / "build_wheels.py"), "--arch", arch,
-                                   "--python", version, "--out", str(out)], capture_output=True, text=True,
+                                   "--python", python, "--out", str(out)], capture_output=True, text=True,
                                   timeout=900)
             assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-            (built[arch],) = out.glob("pykbatch-*.whl")
-        return built[arch]
+            (built[arch, python],) = out.glob("pykbatch-*.whl")
+        return built[arch, python]
     return wheel

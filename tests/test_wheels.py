@@ -55,22 +55,42 @@ def test_the_wheel_claims_manylinux2014_and_holds_the_whole_package(arch, manyli
     assert {"pykbatch/py.typed", "pykbatch/_native.pyi", "pykbatch/schemas/dump.schema.json"} <= set(names)
 
 
-def test_the_hosts_wheel_runs_from_a_fresh_venv(manylinux_wheel, tmp_path):
-    wheel = manylinux_wheel(platform.machine())
+def host_kernels() -> tuple:
+    """The CRC kernels the native core must pick on this CPU (x86-64: from /proc/cpuinfo's flags)."""
+    if platform.machine() != "x86_64":
+        return ()
+    flags = set(Path("/proc/cpuinfo").read_text().split("flags")[1].split("\n")[0].split())
+    return ("sse4.2+pclmul" if {"sse4_2", "pclmulqdq"} <= flags else "software",)
+
+
+@pytest.mark.parametrize("python", ["%d.%d" % sys.version_info[:2], "3.9", "3.13"])
+def test_the_hosts_wheel_runs_from_a_fresh_venv(python, manylinux_wheel, tmp_path):
+    """This interpreter's wheel, and the oldest and newest CPython's (their own interpreters from
+    pyenv: 3.9 has no ``X | Y`` between classes at run time, 3.13 its own C API)."""
+    sys.path.insert(0, str(ROOT / ".ci"))
+    try:
+        from build_wheels import interpreter
+    finally:
+        sys.path.pop(0)
+    wheel = manylinux_wheel(platform.machine(), python)
     env = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, timeout=300)
-    python = str(env / "bin" / "python")
-    installed = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
+    subprocess.run([interpreter(python), "-m", "venv", str(env)], check=True, timeout=300)
+    venv_python = str(env / "bin" / "python")
+    installed = subprocess.run([venv_python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
                                capture_output=True, text=True, timeout=900)
     if installed.returncode != 0 and "No matching distribution" in installed.stderr:
         pytest.skip("the wheel's dependencies cannot be fetched (PyPI unreachable?): "
                     + installed.stderr.strip().splitlines()[-1])
     assert installed.returncode == 0, installed.stderr[-3000:]
-    run = subprocess.run([python, str(SMOKE)], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    run = subprocess.run([venv_python, str(SMOKE)], capture_output=True, text=True, cwd=tmp_path, timeout=300,
                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     smoke = json.loads(run.stdout.split("SMOKE ", 1)[1])
     assert smoke["file"].startswith(str(env)) and smoke["machine"] == platform.machine(), smoke
+    assert smoke["python"].startswith(python + "."), smoke
+    # the wheel's kernels are the ones this CPU has (a toolchain without CPU-model data once
+    # made every wheel fall back to the portable CRCs)
+    assert (smoke["crc32c"],) == host_kernels() or not host_kernels(), smoke
 
 
 def arm64_python() -> list:
