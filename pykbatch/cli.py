@@ -15,7 +15,6 @@ import sys
 
 from . import _native
 from .config import ValidationConfig
-from .dump import dump_files, dump_json
 
 
 OK, DAMAGED, CANNOT_RUN = 0, 1, 2
@@ -50,7 +49,7 @@ def _callable(spec: str):
 
 def _dump(args) -> int:
     files = [f for spec in args.files for f in spec.split(",") if f]
-    from .dump import STRUCTURED_DECODERS
+    from .dump import STRUCTURED_DECODERS, dump_files, dump_json
     args.structured = next((n for n in STRUCTURED_DECODERS if getattr(args, f"decoder_{n.replace('-', '_')}")), None)
     decoders = {}
     if args.key_decoder:

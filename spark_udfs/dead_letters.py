@@ -80,11 +80,15 @@ class Split:
         return iter((self.good, self.dead))
 
     def metrics(self) -> dict:
-        """Connect's task error metrics (available once an action ran on ``good`` or ``dead``)."""
+        """Connect's task error metrics under the names Kafka's ErrorHandlingMetrics registers
+        (available once an action ran on ``good`` or ``dead``), plus ``total-records``.  Every
+        failure is a record error here (data errors are not retried), and each dead letter is one
+        record for the dead-letter output (``deadletterqueue-produce-requests``)."""
         m = self.observation.get
         return {"total-records": m["total"], "total-record-failures": m["failures"],
-                "total-records-skipped": m["skipped"], "deadletterqueue-records-produced": m["dead_letters"],
-                "total-errors-logged": m["logged"], "last-failure-timestamp": m["last_failure"]}
+                "total-record-errors": m["failures"], "total-records-skipped": m["skipped"],
+                "deadletterqueue-produce-requests": m["dead_letters"], "total-errors-logged": m["logged"],
+                "last-error-timestamp": m["last_failure"]}
 
 
 def error_context(row: dict, culprits: list, topic=None, partition=None, offset=None, *,

@@ -264,10 +264,10 @@ def test_dead_letters_conserve_every_record(million):
     dead_records = sum(100 for _ in dead_rows)
     assert good_records + dead_records == 1_000_000 and good.count() + len(dead_rows) == 10_000
     m = split.metrics()
-    assert m["total-records"] == 10_000 and m["total-record-failures"] == 100
-    assert m["deadletterqueue-records-produced"] == 100 and m["total-records-skipped"] == 0
-    assert m["total-records"] == good.count() + m["deadletterqueue-records-produced"] + m["total-records-skipped"]
-    assert m["last-failure-timestamp"] > 0
+    assert m["total-records"] == 10_000 and m["total-record-failures"] == m["total-record-errors"] == 100
+    assert m["deadletterqueue-produce-requests"] == 100 and m["total-records-skipped"] == 0
+    assert m["total-records"] == good.count() + m["deadletterqueue-produce-requests"] + m["total-records-skipped"]
+    assert m["last-error-timestamp"] > 0
     skipping = split_dead_letters(df, "value", ErrorPolicy(tolerance="all", dead_letter=False,
                                                            config=kb.ValidationConfig(origin="log")))
     assert skipping.dead.count() == 0 and skipping.good.count() == 9_900
