@@ -20,8 +20,9 @@ from readers import READERS  # noqa: E402
 from workloads import WORKLOADS, build, record_count  # noqa: E402
 
 
-def measure(fn, data, repeats):
-    """Median seconds of thread CPU time over `repeats` runs (after one warm-up), without the cyclic
+def measure(fn, data, repeats, before=None):
+    """Median seconds of thread CPU time over `repeats` runs of ``fn(data)`` (after one warm-up;
+    with ``before``: each run right after an untimed ``before(data)``), without the cyclic
     garbage collector: a collection owed to one reader's objects would land in whichever reader
     happens to allocate next."""
     fn(data)
@@ -29,6 +30,8 @@ def measure(fn, data, repeats):
     gc.disable()
     try:
         for _ in range(repeats):
+            if before is not None:
+                before(data)
             t0 = time.thread_time()
             fn(data)
             times.append(time.thread_time() - t0)
@@ -45,21 +48,6 @@ TARGETS = [
     ("B", "pykbatch.to_arrow", "GB/s", 5.0, ""), ("C", "pykbatch.to_arrow", "GB/s", 8.0, ""),
     ("A", "pykbatch.to_arrow", "vs aiokafka", 5.0, "x"),
 ]
-
-
-def measure_after(before, fn, data, repeats):
-    """Median thread CPU time of ``fn(data)``, each run right after ``before(data)``."""
-    times = []
-    gc.disable()
-    try:
-        for _ in range(repeats):
-            before(data)
-            t0 = time.thread_time()
-            fn(data)
-            times.append(time.thread_time() - t0)
-    finally:
-        gc.enable()
-    return statistics.median(times)
 
 
 def kb_validate_log(data):
@@ -123,7 +111,7 @@ def main():
         if name in ("B", "C"):
             # what memory allows when the output lands in memory other work has just evicted:
             # to_arrow and a bare copy of its input, each right after a validate pass
-            cold, copy = (measure_after(kb_validate_log, fn, data, args.repeats)
+            cold, copy = (measure(fn, data, args.repeats, before=kb_validate_log)
                           for fn in (READERS["pykbatch.to_arrow"], bare_copy))
             print(f"{name:9} after a validate pass: pykbatch.to_arrow {len(data) / cold / 1e9:.2f} GB/s, a bare copy "
                   f"of the input {len(data) / copy / 1e9:.2f} GB/s (to_arrow takes {cold / copy:.2f}x the copy's time)")
