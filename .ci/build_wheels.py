@@ -13,6 +13,7 @@ architecture, `[tool.cibuildwheel]` in pyproject.toml is the usual way instead.
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import os
 import shutil
@@ -49,6 +50,7 @@ def interpreter(version: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=None)
 def version() -> str:
     """The version setuptools-scm reads from this checkout's git tags (the copies built have no .git)."""
     return subprocess.run([sys.executable, "-m", "setuptools_scm"], cwd=ROOT, check=True, capture_output=True,

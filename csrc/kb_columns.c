@@ -246,6 +246,14 @@ static int64_t room(int64_t cap, int64_t used, int64_t more, int64_t expect)
     return want > 2 * cap ? want : 2 * cap;
 }
 
+/* About the bytes one batch of sizes *z takes in the columns: the per-row arrays of reserve_rows
+ * (~72 bytes with the views), the per-header ones of reserve_headers (~9), and the data. */
+static int64_t column_bytes(const kb_column_sizes *z)
+{
+    return z->records * 72 + z->headers * 9 + z->key_bytes + z->value_bytes + z->header_key_bytes +
+           z->header_value_bytes + 1;
+}
+
 static int reserve_rows(kb_column_store *s, int64_t rows)
 {
     kb_columns *c = &s->c;
@@ -344,8 +352,7 @@ int kb_columns_add(kb_column_store *s, const kb_column_batch *b, int64_t expect,
         /* the first room is `expect` times this batch's columns, within twice the input those batches
          * would make: a dense first batch (a marker before large records) must not reserve many times
          * what the input can hold (the arrays grow by doubling when it was too little) */
-        int64_t columns = z.records * 72 + z.headers * 9 + z.key_bytes + z.value_bytes + z.header_key_bytes +
-                          z.header_value_bytes + 1;
+        int64_t columns = column_bytes(&z);
         int64_t input = (int64_t)(b->limit - b->start) + KB_V2_HEADER_SIZE;
         if (columns > 2 * input)
             expect = expect * 2 * input / columns > 1 ? expect * 2 * input / columns : 1;

@@ -301,9 +301,6 @@ cdef class _RecordIterator:
     def __iter__(self):
         return self
 
-    cdef int advance(self, kb_record *r) except -1:
-        return _advance(self, r)
-
     cdef inline int64_t timestamp_of(self, const kb_record *r) noexcept:
         return kb_v2_record_timestamp(&self.b.h, r.timestamp_delta)
 

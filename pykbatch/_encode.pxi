@@ -256,7 +256,7 @@ cdef bytes _reencode(Batch b):
     cdef _RecordIterator walk = _RecordIterator(b)
     cdef const uint8_t *buf = b._rec.ptr
     cdef int32_t n = max(b.h.record_count, 0)
-    while walk.advance(&r):
+    while _advance(walk, &r):
         n_headers += r.header_count
     cdef kb_record_in *recs = <kb_record_in *> calloc(max(n, 1), sizeof(kb_record_in))
     cdef kb_header_in *hdrs = <kb_header_in *> calloc(max(n_headers, 1), sizeof(kb_header_in))
@@ -266,7 +266,7 @@ cdef bytes _reencode(Batch b):
             raise MemoryError()
         walk = _RecordIterator(b)
         i = 0
-        while walk.advance(&r):
+        while _advance(walk, &r):
             recs[i].key = buf + r.key
             recs[i].key_len = r.key_len if r.key_len >= 0 else -1
             recs[i].value = buf + r.value

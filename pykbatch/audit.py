@@ -75,15 +75,16 @@ def audit_partition(directory: str, config: ValidationConfig | None = None, *, p
     def check(path):
         with Segment(path) as seg:
             verdict = validate(seg.view(), config)
-            table = (seg.base_offset, _v2_header_table(seg.view())) if _WALK_TABLES else (None, None)
-        return verdict, table, _check_indexes(path, table[1]) if indexes else []
+            headers = _v2_header_table(seg.view()) if _WALK_TABLES else None
+            base_offset = seg.base_offset
+        return verdict, base_offset, headers, _check_indexes(path, headers) if indexes else []
 
     with ordered_map(check, part.segment_paths, jobs) as checked:
-        for path, (verdict, table, index_problems) in zip(part.segment_paths, checked):
-            if table[1] is None:
+        for path, (verdict, base_offset, headers, index_problems) in zip(part.segment_paths, checked):
+            if headers is None:
                 _walk_segment(path, verdict, audit, tracker, producer_culprits)
             else:
-                _walk_table(path, verdict, table, audit, tracker, producer_culprits)
+                _walk_table(path, verdict, base_offset, headers, audit, tracker, producer_culprits)
             audit.index_problems += index_problems
     if tracker is not None:
         audit.producers = ProducerAudit(producer_culprits, tracker.producers, tracker.completed_transactions,
@@ -104,10 +105,9 @@ def _previous_last_offset(audit):
     return next((s.last_offset for s in reversed(audit.segments) if s.last_offset is not None), None)
 
 
-def _walk_table(path, verdict, table, audit, tracker, producer_culprits):
-    """``_walk_segment`` over a header table (``_v2_header_table``, with the segment's base
-    offset): the offset checks at once, producer state batch by batch without a batch object."""
-    base_offset, t = table
+def _walk_table(path, verdict, base_offset, t, audit, tracker, producer_culprits):
+    """``_walk_segment`` over a segment's header table (``_v2_header_table``): the offset checks
+    at once, producer state batch by batch without a batch object."""
     entry = SegmentAudit(path, base_offset, verdict, batches=len(t["position"]))
     base, last, position = t["base_offset"], t["last_offset"], t["position"]
     if entry.batches:

@@ -55,6 +55,11 @@ class ProducerEntry:
     def last_seq(self) -> int:
         return self.batches[-1].last_seq if self.batches else -1
 
+    def add_batch(self, first_seq: int, last_seq: int, first_offset: int, last_offset: int, timestamp: int) -> None:
+        """Remembers an appended batch (the last five are kept)."""
+        self.batches.append(BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp))
+        self.last_timestamp = timestamp
+
     def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
         if epoch != self.epoch:
             return None
@@ -144,12 +149,8 @@ class ProducerStateTracker:
                 and first_seq == state.batches[-1].last_seq + 1):
             # the common case, a producer's next batch in order: unless it repeats a retained
             # batch (possible after a gap in an audited log), every check below passes
-            for b in state.batches:
-                if b.first_seq == first_seq and b.last_seq == last_seq:
-                    break
-            else:
-                state.batches.append(BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp))
-                state.last_timestamp = timestamp
+            if state.find_duplicate(epoch, first_seq, last_seq) is None:
+                state.add_batch(first_seq, last_seq, first_offset, last_offset, timestamp)
                 return Check([], None, None)
         state = state or ProducerEntry(producer_id)
         report = _Reporter(self.topic_partition, producer_id, first_offset, where)
@@ -178,8 +179,7 @@ class ProducerStateTracker:
         if epoch != state.epoch:
             state.batches.clear()
             state.epoch = epoch
-        state.batches.append(BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp))
-        state.last_timestamp = timestamp
+        state.add_batch(first_seq, last_seq, first_offset, last_offset, timestamp)
         if transactional and state.current_txn_first_offset is None:
             state.current_txn_first_offset = first_offset
             state.current_txn_first_timestamp = timestamp

@@ -132,6 +132,16 @@ def spark():
     session.stop()
 
 
+@lru_cache(maxsize=None)
+def wheel_builder():
+    """.ci/build_wheels.py as a module (its ``interpreter(X.Y)`` finds a CPython on this machine)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("build_wheels", ROOT / ".ci" / "build_wheels.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="session")
 def manylinux_wheel(tmp_path_factory):
     """``wheel(arch, python=this one's X.Y)``: pykbatch's manylinux2014 wheel, built once per
@@ -143,11 +153,7 @@ def manylinux_wheel(tmp_path_factory):
     for module in ("ziglang", "auditwheel"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"needs {module} (the test extra) to build the manylinux wheel")
-    sys.path.insert(0, str(ROOT / ".ci"))
-    try:
-        from build_wheels import interpreter
-    finally:
-        sys.path.pop(0)
+    interpreter = wheel_builder().interpreter
     built = {}
 
     def wheel(arch: str, python: str = "%d.%d" % sys.version_info[:2]) -> Path:

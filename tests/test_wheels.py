@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, wheel_builder
 
 pytestmark = pytest.mark.slow
 
@@ -67,11 +67,7 @@ def host_kernels() -> tuple:
 def test_the_hosts_wheel_runs_from_a_fresh_venv(python, manylinux_wheel, tmp_path):
     """This interpreter's wheel, and the oldest and newest CPython's (their own interpreters from
     pyenv: 3.9 has no ``X | Y`` between classes at run time, 3.13 its own C API)."""
-    sys.path.insert(0, str(ROOT / ".ci"))
-    try:
-        from build_wheels import interpreter
-    finally:
-        sys.path.pop(0)
+    interpreter = wheel_builder().interpreter
     wheel = manylinux_wheel(platform.machine(), python)
     env = tmp_path / "venv"
     subprocess.run([interpreter(python), "-m", "venv", str(env)], check=True, timeout=300)
