@@ -1,19 +1,37 @@
-/* Finding entries again: where the framing of a log was lost (a repair skipping damage) or an
- * index's position is not trusted (a stale index pointing into the middle of a batch).  A position
- * counts as an entry's start only with the entry's checksum right, which chance passes about once
- * in 2**32. */
+/* Finding entries again: where the framing of a log was lost (a size below the minimum, an
+ * interior size that runs past the end while sound entries follow) or an index's position is not
+ * trusted (a stale index pointing into the middle of a batch).  A position counts as an entry's
+ * start only with the entry's checksum right, which chance passes about once in 2**32. */
 #ifndef KB_RESYNC_H
 #define KB_RESYNC_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kb_v2.h"
+
 /* Whether a complete entry starts at buf[pos]: a size of at least 14 that fits in buf[0, len), a
  * known magic and a right checksum (CRC-32C of a v2 batch of at least 61 bytes, CRC-32 of a v0/v1
  * message).  `v2_only`: magic 2 only. */
 int kb_entry_sound(const uint8_t *buf, size_t len, size_t pos, int v2_only);
 
+/* The first position at or after `start` where a sound entry starts (`v2_only`: a v2 batch), or
+ * -1.  Only positions that look like an entry a client writes are checksummed (see kb_resync.c),
+ * so a scan of random bytes stays linear. */
+int64_t kb_next_sound_entry(const uint8_t *buf, size_t len, size_t start, int v2_only);
+
 /* The first position at or after `start` where a sound v2 batch starts, or -1. */
 int64_t kb_next_sound_batch(const uint8_t *buf, size_t len, size_t start);
+
+/* kb_next_entry for a log whose framing may lie, the one walk every reader of logs shares: where
+ * kb_next_entry loses the framing (a size below the minimum, an invalid magic in an entry that
+ * does not fit) and where an incomplete entry is followed by a sound one (its size lies: a
+ * truncated tail has nothing sound after it), returns KB_ENTRY_LOST with the fault in *f (its
+ * third argument the position the walk resumes at) and e->size the bytes up to that position,
+ * or up to `len` when nothing sound follows.  Every other answer is kb_next_entry's. */
+kb_entry_status kb_next_entry_resync(const uint8_t *buf, size_t len, size_t pos, kb_entry *e, kb_fault *f);
+
+/* Whether buf[from, to) is all zero bytes: a preallocated segment's unwritten tail. */
+int kb_all_zero(const uint8_t *buf, size_t from, size_t to);
 
 #endif

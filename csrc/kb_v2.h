@@ -54,6 +54,8 @@ typedef enum {
     KB_ENTRY_END,        /* no bytes left */
     KB_ENTRY_TRUNCATED,  /* an incomplete entry ends the buffer (normal) */
     KB_ENTRY_CORRUPT,    /* see the fault; entry->size > 0 if it can be skipped */
+    KB_ENTRY_LOST,       /* kb_next_entry_resync only: the framing was lost here (see the fault);
+                            entry->size spans the bytes up to the next sound entry, or to the end */
 } kb_entry_status;
 
 typedef struct {

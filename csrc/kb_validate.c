@@ -2,6 +2,7 @@
 
 #include "kb_crc32.h"
 #include "kb_legacy.h"
+#include "kb_resync.h"
 #include "kb_v2.h"
 #include "kb_wire.h"
 
@@ -18,6 +19,7 @@ typedef struct {
     int first_codec;
     int any_compressed;
     size_t second_pos;   /* where entry 1 starts, 0 if none */
+    int64_t entries_before_loss; /* the entries Kafka reads of an append whose framing is lost */
     int headers_reported;/* this batch already has its down-conversion headers culprit */
 } ctx_t;
 
@@ -543,20 +545,21 @@ static void check_append(ctx_t *c)
     const kb_validate_opts *o = c->opts;
     const kb_summary *s = c->s;
     int64_t v = o->produce_version;
+    int64_t entries = s->stopped ? c->entries_before_loss : s->entries;
     c->entry = 0;
     c->entry_pos = 0;
-    if (s->stopped && s->entries == 0)
+    if (s->stopped && entries == 0)
         return;
     if (v > 0) {
-        if (s->entries == 0)
+        if (entries == 0)
             report(c, KB_RULE_REQUEST_NO_BATCH, 0, -1, KB_NO_OFFSET, v, 0, 0);
         else if (c->first_magic != 2)
             report(c, KB_RULE_REQUEST_NOT_MAGIC_2, 16, -1, KB_NO_OFFSET, v, 0, 0);
         else if (v < 7 && c->first_codec == KB_CODEC_ZSTD)
             report(c, KB_RULE_REQUEST_ZSTD, 21, -1, KB_NO_OFFSET, v, 0, 0);
-        else if (s->entries > 1)
+        else if (entries > 1)
             report_second_batch(c, KB_RULE_REQUEST_MANY_BATCHES);
-    } else if (!s->stopped && o->single_append && s->entries > 1 && (c->first_magic >= 2 || c->any_compressed)) {
+    } else if (!s->stopped && o->single_append && entries > 1 && (c->first_magic >= 2 || c->any_compressed)) {
         report_second_batch(c, KB_RULE_APPEND_MANY_BATCHES);
     }
     if (!s->stopped && o->origin == KB_ORIGIN_CLIENT && o->max_append_bytes >= 0 &&
@@ -567,17 +570,26 @@ static void check_append(ctx_t *c)
 void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out, size_t cap,
                  kb_summary *s)
 {
-    ctx_t c = {o, out, cap, s, 0, 0, -1, -1, 0, 0, 0, 0};
+    ctx_t c = {o, out, cap, s, 0, 0, -1, -1, 0, 0, 0, 0, 0};
     *s = (kb_summary){0};
     s->tail_pos = -1;
-    size_t pos = 0;
+    s->stopped_at = -1;
+    size_t pos = 0, reported = 0;
     for (;; c.entry++) {
+        if (o->progress && pos - reported >= o->progress_every) {
+            o->progress(o->progress_ctx, pos);
+            reported = pos;
+        }
         kb_entry e;
         kb_fault f;
-        kb_entry_status st = kb_next_entry(buf, len, pos, &e, &f);
+        kb_entry_status st = kb_next_entry_resync(buf, len, pos, &e, &f);
         c.entry_pos = pos;
         if (st == KB_ENTRY_END)
             break;
+        if (st == KB_ENTRY_LOST && o->origin == KB_ORIGIN_LOG && pos + e.size == len && kb_all_zero(buf, pos, len))
+            st = KB_ENTRY_TRUNCATED; /* a preallocated segment's zero tail: recovery trims it, as a torn write */
+        if (st == KB_ENTRY_LOST && f.rule == KB_RULE_SIZE_PAST_END && !o->strict)
+            st = KB_ENTRY_TRUNCATED; /* Kafka's own reading: an entry that does not fit ends the data */
         if (st == KB_ENTRY_TRUNCATED) {
             s->tail_pos = (int64_t)pos;
             s->tail_entry = c.entry;
@@ -585,12 +597,16 @@ void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_c
         }
         if (c.entry == 1)
             c.second_pos = pos;
-        if (st == KB_ENTRY_CORRUPT) {
+        if (st == KB_ENTRY_LOST) { /* reported; the walk goes on at the next sound entry */
             report_fault(&c, &f, -1, KB_NO_OFFSET);
-            if (!e.size) {
+            if (!s->stopped) {
                 s->stopped = 1;
-                break;
+                s->stopped_at = (int64_t)pos;
+                c.entries_before_loss = s->entries;
             }
+            s->lost_bytes += (int64_t)e.size;
+        } else if (st == KB_ENTRY_CORRUPT) {
+            report_fault(&c, &f, -1, KB_NO_OFFSET);
         } else {
             check_entry_in_append(&c, buf, pos, &e);
             if (e.magic == 2)

@@ -40,6 +40,12 @@ typedef struct {
     int target_codec;            /* compression.type as a codec id; -1: producer (the batch's own) */
     int single_append;           /* the buffer is one append: Kafka's one-batch and same-magic rules */
     int produce_version;         /* > 0: also ProduceRequest.validateRecords for this version */
+    /* called between entries, about every `progress_every` bytes, with the position the walk has
+     * passed (NULL: never): a reader of a mapped file hands the pages behind it back, and shows
+     * how far it got */
+    void (*progress)(void *ctx, size_t pos);
+    void *progress_ctx;
+    size_t progress_every;
 } kb_validate_opts;
 
 #define KB_NO_OFFSET INT64_MIN
@@ -58,14 +64,17 @@ typedef struct {
 } kb_culprit;
 
 typedef struct {
-    int64_t entries;      /* complete entries */
+    int64_t entries;      /* entries walked: complete ones, and spans whose framing was lost */
     int64_t records;      /* records read without a structural fault */
     int64_t culprits;     /* culprits found, including any past the cap */
-    int64_t valid_bytes;  /* bytes of complete entries from the start */
+    int64_t valid_bytes;  /* bytes walked from the start (where an incomplete tail starts) */
     int64_t unwalked;     /* compressed batches whose records were not read */
     int64_t tail_pos;     /* start of an incomplete trailing entry, or -1 */
     int32_t tail_entry;   /* its entry index */
-    int32_t stopped;      /* 1: framing was lost at valid_bytes, the rest is unread */
+    int32_t stopped;      /* 1: the framing was lost (at stopped_at); the walk resumed at the next
+                             sound entry (kb_next_entry_resync) */
+    int64_t stopped_at;   /* where the framing was first lost, or -1 */
+    int64_t lost_bytes;   /* bytes skipped to find sound entries again */
     int64_t rule_counts[KB_RULE_COUNT]; /* culprits per rule, past the cap too */
 } kb_summary;
 

@@ -60,6 +60,7 @@ cdef extern from "kb_v2.h" nogil:
         KB_ENTRY_END
         KB_ENTRY_TRUNCATED
         KB_ENTRY_CORRUPT
+        KB_ENTRY_LOST
 
     ctypedef struct kb_entry:
         size_t pos
@@ -124,6 +125,8 @@ cdef extern from "kb_v2.h" nogil:
 cdef extern from "kb_resync.h" nogil:
     int kb_entry_sound(const uint8_t *buf, size_t len, size_t pos, int v2_only)
     int64_t kb_next_sound_batch(const uint8_t *buf, size_t len, size_t start)
+    int64_t kb_next_sound_entry(const uint8_t *buf, size_t len, size_t start, int v2_only)
+    kb_entry_status kb_next_entry_resync(const uint8_t *buf, size_t len, size_t pos, kb_entry *e, kb_fault *f)
 
 
 cdef extern from "kb_crc32.h" nogil:
@@ -192,6 +195,9 @@ cdef extern from "kb_validate.h" nogil:
         int target_codec
         int single_append
         int produce_version
+        void (*progress)(void *ctx, size_t pos) noexcept nogil
+        void *progress_ctx
+        size_t progress_every
 
     int64_t KB_NO_OFFSET
 
@@ -215,6 +221,8 @@ cdef extern from "kb_validate.h" nogil:
         int64_t tail_pos
         int32_t tail_entry
         int32_t stopped
+        int64_t stopped_at
+        int64_t lost_bytes
         int64_t rule_counts[KB_RULE_COUNT]
 
     void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out,

@@ -35,9 +35,16 @@ def drop_culprits(buf, result=None, *, config=None, str unrepairable="raise"):
     cdef size_t pos = 0
     cdef int entry = 0
     out, dropped, refused = [], [], []
-    while kb_next_entry(v.ptr, v.length, pos, &e, &f) not in (KB_ENTRY_END, KB_ENTRY_TRUNCATED):
-        raw = bytes(memoryview(v.mv)[e.pos:e.pos + e.size]) if e.size else b""
+    # the validator's walk (resynchronised where the framing was lost), so entries number alike
+    cdef kb_entry_status st
+    while True:
+        st = kb_next_entry_resync(v.ptr, v.length, pos, &e, &f)
+        if st == KB_ENTRY_END or st == KB_ENTRY_TRUNCATED:
+            break
         culprits = by_entry.get(entry, [])
+        if st == KB_ENTRY_LOST and not culprits:
+            break  # a zero tail the validator took for a preallocated segment's, as a truncated one
+        raw = bytes(memoryview(v.mv)[e.pos:e.pos + e.size]) if e.size else b""
         rebuilt = None
         if not culprits:
             rebuilt = raw
@@ -54,7 +61,7 @@ def drop_culprits(buf, result=None, *, config=None, str unrepairable="raise"):
                 out.append(raw)
             elif unrepairable == "drop":
                 dropped.append(DroppedRecord(entry, None, None, None, None, None, (), raw, culprits))
-        if not e.size:  # framing lost: nothing after this can be placed
+        if not e.size:  # cannot happen with the resynchronising walk; never loop in place
             break
         pos = e.pos + e.size
         entry += 1

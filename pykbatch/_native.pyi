@@ -5,7 +5,7 @@ import pyarrow
 from typing_extensions import TypeAlias, disjoint_base
 
 from pykbatch.config import ValidationConfig
-from pykbatch.result import TruncatedTail, ValidationResult
+from pykbatch.result import LostSpan, TruncatedTail, ValidationResult
 
 _Buffer: TypeAlias = Union[bytes, bytearray, memoryview, Any]  # any object with the buffer protocol (mmap too)
 _Headers: TypeAlias = Tuple[Tuple[str, Optional[bytes]], ...]
@@ -79,7 +79,7 @@ class LegacyBatch(Batch):
 class BatchReader(Iterator[Union[Batch, LegacyBatch]]):
     truncated_tail: Optional[TruncatedTail]
     def __new__(cls, buf: _Buffer, verify_crc: bool = ..., max_decompressed_bytes: int = ...,
-                start: int = ...) -> BatchReader: ...
+                start: int = ..., on_lost: Optional[Callable[[LostSpan], Any]] = ...) -> BatchReader: ...
     def __next__(self) -> Union[Batch, LegacyBatch]: ...
 
 def entry_is_sound(buf: _Buffer, pos: int = 0, *, v2_only: bool = False) -> bool: ...

@@ -14,6 +14,8 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t, INT32_MAX, INT64_MIN
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset
+from posix.mman cimport madvise, MADV_DONTNEED
+from posix.unistd cimport sysconf, _SC_PAGESIZE
 
 cdef extern from "Python.h":
     ctypedef struct PyTypeObject:
@@ -44,7 +46,7 @@ from pykbatch import errors as _errors
 from pykbatch.control import parse_control as _parse_control
 from pykbatch.config import ValidationConfig
 from pykbatch.errors import apply_handler
-from pykbatch.result import Culprit, DroppedRecord, Repair, TruncatedTail, ValidationResult
+from pykbatch.result import Culprit, DroppedRecord, LostSpan, Repair, TruncatedTail, ValidationResult
 from pykbatch._catalogue import CODEC_IDS as _COMPRESSION_IDS, CODEC_NAMES as COMPRESSION_NAMES, codec_name as _codec_name
 from pykbatch._catalogue import CREATE_TIME, LOG_APPEND_TIME, TIMESTAMP_TYPES as _TIMESTAMP_TYPES, timestamp_type_name as _timestamp_type_name
 from pykbatch.rules import INDEX as _RULE_INDEX, RULES, render as _render
@@ -143,7 +145,7 @@ def _crc32c_sw(data, uint32_t value=0):
     return kb_crc32c_sw(value, v.ptr, v.length)
 
 
-cdef _raise_fault(const kb_fault *f, Py_ssize_t base, Py_ssize_t payload=-1, str tp="t-0"):
+cdef object _fault_error(const kb_fault *f, Py_ssize_t base, Py_ssize_t payload=-1, str tp="t-0"):
     """The one place a C fault becomes an exception.  `base` is added to the fault's position;
     a fault inside decompressed records (payload >= 0) is placed at the compressed payload,
     with its position in the decompressed records in the message."""
@@ -155,7 +157,11 @@ cdef _raise_fault(const kb_fault *f, Py_ssize_t base, Py_ssize_t payload=-1, str
     if payload >= 0:
         message = f"{message} (at byte {f.pos} of the decompressed records)"
         offset = payload
-    raise _errors.error_for(kb_rule_code(f.rule), message, offset, rule.id)
+    return _errors.error_for(kb_rule_code(f.rule), message, offset, rule.id)
+
+
+cdef _raise_fault(const kb_fault *f, Py_ssize_t base, Py_ssize_t payload=-1, str tp="t-0"):
+    raise _fault_error(f, base, payload, tp)
 
 
 include "_batches.pxi"

@@ -3,22 +3,30 @@
 
 cdef class BatchReader:
     """Iterator over the entries of a buffer (see ``iter_batches``).  After
-    iteration, ``truncated_tail`` tells whether an incomplete entry ended it."""
+    iteration, ``truncated_tail`` tells whether an incomplete entry ended it.
+
+    ``on_lost``: a callable taking a ``LostSpan``.  Without it the reader stops where Kafka's
+    does (a framing fault raises; an entry that does not fit ends the walk as an incomplete
+    tail).  With it, where the framing is lost (or an entry's size runs past the end while a
+    sound entry follows, or its magic is invalid) the span up to the next sound entry is handed
+    to ``on_lost`` and the walk goes on there: no sound entry is lost because a neighbour lied."""
     cdef _View _v
     cdef size_t pos
     cdef int entry
     cdef bint verify_crc
     cdef readonly object truncated_tail
     cdef _Decompressor _dec
+    cdef object on_lost
 
     def __cinit__(self, buf, bint verify_crc=True, size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED,
-                  size_t start=0):
+                  size_t start=0, on_lost=None):
         self._v = _view(buf)
         self.pos = min(start, <size_t> self._v.length)  # an entry boundary to start at (positions stay absolute)
         self.entry = 0
         self.verify_crc = verify_crc
         self.truncated_tail = None
         self._dec = _Decompressor(self._v, max_decompressed_bytes)
+        self.on_lost = on_lost
 
     def __iter__(self):
         return self
@@ -26,15 +34,35 @@ cdef class BatchReader:
     def __next__(self):
         cdef kb_entry e
         cdef kb_fault f
-        cdef kb_entry_status st = kb_next_entry(self._v.ptr, self._v.length, self.pos, &e, &f)
-        if st == KB_ENTRY_END:
-            raise StopIteration
-        if st == KB_ENTRY_TRUNCATED:
-            self.truncated_tail = TruncatedTail(self.entry, self.pos)
-            self.pos = self._v.length
-            raise StopIteration
-        if st == KB_ENTRY_CORRUPT:
-            _raise_fault(&f, 0)
+        cdef kb_entry_status st
+        while True:
+            if self.on_lost is None:
+                st = kb_next_entry(self._v.ptr, self._v.length, self.pos, &e, &f)
+            else:
+                st = kb_next_entry_resync(self._v.ptr, self._v.length, self.pos, &e, &f)
+            if st == KB_ENTRY_END:
+                raise StopIteration
+            if st == KB_ENTRY_TRUNCATED:
+                self.truncated_tail = TruncatedTail(self.entry, self.pos)
+                self.pos = self._v.length
+                raise StopIteration
+            if st == KB_ENTRY_OK:
+                if e.magic == 2 or self.on_lost is None:
+                    break
+                try:  # a v0/v1 message that cannot be read is skipped whole when walking on
+                    return self._legacy(&e)
+                except _errors.KafkaDataError as exc:
+                    span = LostSpan(self.entry, e.pos, e.size, exc)
+                    self.pos = e.pos + e.size
+                    self.entry += 1
+                    self.on_lost(span)
+                    continue
+            if self.on_lost is None or not e.size:
+                _raise_fault(&f, 0)
+            span = LostSpan(self.entry, e.pos, e.size, _fault_error(&f, 0))
+            self.pos = e.pos + e.size
+            self.entry += 1
+            self.on_lost(span)
         if e.magic < 2:
             return self._legacy(&e)
         cdef Batch b = Batch.__new__(Batch)

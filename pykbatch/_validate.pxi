@@ -155,10 +155,10 @@ cdef class _Validator:
                              self.decompressor.messages)
         del self.decompressor.messages[:]
         tail = TruncatedTail(s.tail_entry, s.tail_pos) if s.tail_pos >= 0 else None
-        stopped_at = s.valid_bytes if s.stopped else None
+        stopped_at = s.stopped_at if s.stopped else None
         counters = {RULES[k].id: s.rule_counts[k] for k in range(1, KB_RULE_COUNT) if s.rule_counts[k]}
         return ValidationResult(culprits, s.culprits, s.entries, s.records, s.valid_bytes, tail, stopped_at,
-                                s.unwalked, self.config, counters)
+                                s.unwalked, self.config, counters, s.lost_bytes)
 
 
 def validate(buf, config=None, *, on_error=None):
@@ -178,6 +178,41 @@ def validate(buf, config=None, *, on_error=None):
     if checker.rebuilt(v.ptr, v.length):
         result = _check_rebuilt_size(result, v.mv, config)
     return result if on_error is None else apply_handler(result, on_error)
+
+
+cdef struct _Pages:
+    const uint8_t *base
+    size_t released
+    size_t page
+
+
+cdef void _release_pages(void *ctx, size_t pos) noexcept nogil:
+    """kb_validate's progress hook over a read-only file mapping: the pages the walk has passed
+    are handed back (the kernel reads them again from the page cache if they are touched), so
+    the resident set stays bounded whatever the file's size."""
+    cdef _Pages *p = <_Pages *> ctx
+    cdef size_t end = pos - pos % p.page
+    if end > p.released:
+        madvise(<void *> (p.base + p.released), end - p.released, MADV_DONTNEED)
+        p.released = end
+
+
+def _validate_mapped(buf, config=None, size_t every=64 * 1024 * 1024):
+    """``validate`` of a read-only file mapping (an ``mmap`` or a view of one starting at its
+    first byte), handing pages back every ``every`` bytes: how a segment of any size is
+    validated in bounded memory (``Segment.validate``)."""
+    cdef _View v = _view(buf)
+    config = config if config is not None else _DEFAULT_CONFIG
+    cdef _Validator checker = _Validator(config, v)
+    cdef _Pages pages
+    pages.base = v.ptr
+    pages.page = <size_t> sysconf(_SC_PAGESIZE)
+    pages.released = (pages.page - (<uintptr_t> v.ptr) % pages.page) % pages.page
+    checker.opts.progress = _release_pages
+    checker.opts.progress_ctx = &pages
+    checker.opts.progress_every = every
+    checker.run(v.ptr, v.length)
+    return checker.result()
 
 
 def _validate_rows(_View v, starts, ends, valid, config):

@@ -14,8 +14,8 @@ import numpy as np
 from ._native import _v2_header_table, validate
 from .config import ValidationConfig
 from .result import ValidationResult
-from .dump import DumpErrors
-from .log import INDEX_TYPES, OffsetIndex, Partition, Segment, sibling, topic_partition_of
+from .log import OffsetIndex, Partition, Segment, TimeIndex, sibling, topic_partition_of
+from .log.checks import check_file, check_partition_files
 from .parallel import ordered_map
 from .producer_state import ProducerAudit, ProducerStateTracker
 
@@ -86,6 +86,8 @@ def audit_partition(directory: str, config: ValidationConfig | None = None, *, p
             else:
                 _walk_table(path, verdict, base_offset, headers, audit, tracker, producer_culprits)
             audit.index_problems += index_problems
+    if indexes:
+        audit.index_problems += check_partition_files(part.directory, part.segment_paths)
     if tracker is not None:
         audit.producers = ProducerAudit(producer_culprits, tracker.producers, tracker.completed_transactions,
                                         tracker.open_transactions())
@@ -183,24 +185,11 @@ def _walk_segment(path, verdict, audit, tracker, producer_culprits):
 
 
 def _check_indexes(log_path: str, headers: dict | None = None) -> list[str]:
-    """Kafka's --verify-index-only over a segment's files that can be checked against the log
-    (.index, .timeindex), plus the broker's start-up sanity checks; one line per problem, worded
-    as kafka-dump-log words it."""
+    """The segment's offset and time indexes (``pykbatch.log.checks.check_file``): Kafka's
+    --verify-index-only against the log, and the broker's start-up sanity checks."""
     problems = []
-    for kind in INDEX_TYPES:
+    for kind in (OffsetIndex, TimeIndex):
         path = sibling(log_path, kind.SUFFIX)
-        if not hasattr(kind, "check") or not os.path.exists(path):
-            continue
-        errors = DumpErrors()
-        try:
-            index = kind.from_file(path)
-            index.sanity_check()
-            with Segment(log_path, base_offset=index.base_offset) as seg:
-                for _, entry_problems in (index.check(seg, headers=headers) if kind is OffsetIndex
-                                          else index.check(seg)):
-                    errors.add(path, entry_problems)
-        except ValueError as exc:
-            problems.append(f"{path}: {exc}")
-            continue
-        problems += [f"{path}: {line}" for line in errors.lines()]
+        if os.path.exists(path):
+            problems += check_file(path, headers)
     return problems

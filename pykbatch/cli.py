@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import mmap
 import os
 import sys
 
@@ -18,6 +17,7 @@ from .config import ValidationConfig
 
 
 OK, DAMAGED, CANNOT_RUN = 0, 1, 2
+STDIN = "-"  # where a file is expected: standard input
 EXIT_CODES = {
     OK: "nothing wrong found",
     DAMAGED: "damage found in the data (culprits, damaged batches, index mismatches); what was "
@@ -47,9 +47,28 @@ def _callable(spec: str):
     return getattr(importlib.import_module(module), name)
 
 
+def _dump_inputs(specs) -> list[str]:
+    """The files of --files (comma lists; a partition directory stands for its files: each
+    segment's log, then its indexes and snapshot, in offset order)."""
+    from .dump import can_dump
+    files = []
+    for f in (f for spec in specs for f in spec.split(",") if f):
+        if os.path.isdir(f):
+            names = [n for n in os.listdir(f) if can_dump(n) and n.split(".")[0].isdigit()]
+            files += [os.path.join(f, n) for n in sorted(names, key=lambda n: (int(n.split(".")[0]), n))]
+        else:
+            files.append(f)
+    return files
+
+
 def _dump(args) -> int:
-    files = [f for spec in args.files for f in spec.split(",") if f]
-    from .dump import STRUCTURED_DECODERS, dump_files, dump_json
+    from .dump import STRUCTURED_DECODERS, can_dump, dump_files, dump_json, parser_for
+    if args.to:
+        files = [f for spec in args.files for f in spec.split(",") if f]
+        return _export(files, *args.to, jobs=args.jobs)
+    files = _dump_inputs(args.files)
+    if not files:
+        raise UsageError(f"no files to dump in {', '.join(args.files)}")
     args.structured = next((n for n in STRUCTURED_DECODERS if getattr(args, f"decoder_{n.replace('-', '_')}")), None)
     decoders = {}
     if args.key_decoder:
@@ -57,8 +76,6 @@ def _dump(args) -> int:
     if args.value_decoder:
         decoders["value_decoder"] = _callable(args.value_decoder)
     print_data = args.print_data_log or bool(decoders) or bool(args.structured)
-    if args.to:
-        return _export(files, *args.to, jobs=args.jobs)
     if args.format == "text":
         problems = dump_files(files, deep=args.deep_iteration, print_data=print_data,
                               skip_metadata=args.skip_record_metadata, max_bytes=args.max_bytes,
@@ -66,13 +83,16 @@ def _dump(args) -> int:
                               max_message_size=args.max_message_size, progress=not args.no_progress,
                               style=args.style, decoder=args.structured, **decoders)
     else:
+        parser = parser_for(args.structured, **decoders) if decoders or args.structured else None
         problems = dump_json(files, lines=args.format == "jsonl", deep=args.deep_iteration, print_data=print_data,
-                             max_bytes=args.max_bytes, **decoders)
+                             max_bytes=args.max_bytes, parser=parser)
     if args.validate:
         for path in files:
             if path.endswith(".log"):
                 problems += _validate_file(path, ValidationConfig(origin="log", compacted=args.compacted), args)
-    return 1 if problems else 0
+    if any(not can_dump(f) for f in files):
+        return CANNOT_RUN  # each was named on stderr ("Ignoring unknown file"), as Kafka's tool does
+    return DAMAGED if problems else OK
 
 
 def _export(files, fmt: str, dest: str, jobs: int | None = None) -> int:
@@ -80,7 +100,8 @@ def _export(files, fmt: str, dest: str, jobs: int | None = None) -> int:
     from .export import FORMATS, export_partition, export_segment
     from .log import Partition
     if fmt not in FORMATS:
-        raise UsageError(f"--to takes one of {FORMATS}, then a file (a directory for a partition)")
+        raise UsageError(f"--to takes a format ({' or '.join(FORMATS)}), then a file (a directory for a partition), "
+                         f"not {fmt!r}")
     if len(files) == 1 and os.path.isdir(files[0]):
         logs = Partition(files[0]).segment_paths
         done = export_partition(logs, dest, fmt, jobs=jobs)
@@ -97,6 +118,9 @@ def _export(files, fmt: str, dest: str, jobs: int | None = None) -> int:
         for position, entry, exc in report.damaged:
             print(f"left out batch {entry} at byte {position}{where}: records not readable {exc.line()}",
                   file=sys.stderr)
+        for span in report.lost:
+            print(f"left out {span.size} unreadable byte(s) at byte {span.position}{where} (the framing was lost; "
+                  f"resumed at byte {span.position + span.size}): {span.error.line()}", file=sys.stderr)
         if report.stopped is not None:
             print(f"the walk of {log} stopped {report.stopped.line()}; nothing after it was exported",
                   file=sys.stderr)
@@ -106,45 +130,68 @@ def _export(files, fmt: str, dest: str, jobs: int | None = None) -> int:
     return OK if all(r.ok for r in reports) else DAMAGED
 
 
-def _read(path):
-    """A read-only view of a file (mmap: bounded memory whatever its size)."""
-    f = open(path, "rb")
-    if os.fstat(f.fileno()).st_size == 0:
-        f.close()
-        return b""
-    with f:
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-
-
 def _validate(args) -> int:
     if args.segment:
         return _validate_partition(args)
     if not args.files:
-        raise UsageError("give FILEs or --segment DIR")
+        raise UsageError("give FILEs (- for standard input) or --segment DIR")
+    from .log.checks import kind_of
     found = 0
     for path in args.files:
-        origin = args.origin or ("log" if path.endswith(".log") else "client")
+        if os.path.isdir(path):
+            raise UsageError(f"{path} is a directory: audit a partition, or a log.dirs folder of partitions, "
+                             f"with --segment {path}")
+        kind = kind_of(path)
+        if kind is not None and kind != ".log":
+            found += _check_state_file(path, kind, args)
+            continue
+        origin = args.origin or ("log" if path.endswith(".log") or path == STDIN else "client")
         config = ValidationConfig(origin=origin, verify_crc=not args.no_crc, max_culprits=args.max_culprits,
                                   topic_partition=args.topic_partition, compacted=args.compacted)
         found += _validate_file(path, config, args)
-    return 1 if found else 0
+    return DAMAGED if found else OK
+
+
+def _check_state_file(path: str, kind: str, args) -> int:
+    """An index or state file handed to validate: checked as what it is (its log beside it, if
+    any); returns how many problems."""
+    from .log.checks import KINDS, check_file
+    problems = check_file(path)
+    if getattr(args, "json", False):
+        print(json.dumps({"file": path, "kind": KINDS[kind], "ok": not problems, "problems": problems}))
+        return len(problems)
+    print(f"{path}: {KINDS[kind]}, {'ok' if not problems else f'{len(problems)} problem(s)'}")
+    _print_capped(problems, args.max_culprits, "problem(s)")
+    return len(problems)
+
+
+def _open_input(path: str):
+    """A file to read as a segment ("-": standard input, spooled to a temporary file)."""
+    from .log import Segment
+    return Segment(sys.stdin.buffer if path == STDIN else path)
+
+
+def _not_a_log(path: str, result, size: int) -> bool:
+    """Nothing in a file not named as a log reads as an entry: it is some other kind of file."""
+    return size > 0 and not path.endswith(".log") and result.stopped_at == 0 and result.lost_bytes == size
 
 
 def _validate_file(path: str, config: ValidationConfig, args) -> int:
     """Validates one file and prints its culprits (JSON with --json); returns how many."""
     producers = getattr(args, "producers", False)
-    data = _read(path)
-    try:
-        result = _native.validate(data, config)
-        audit = _audit(data, result, config.topic_partition) if producers else None
-    finally:
-        if isinstance(data, mmap.mmap):
-            data.close()
+    with _open_input(path) as seg:
+        result = seg.validate(config)
+        if _not_a_log(path, result, seg.size):
+            raise UsageError(f"{path}: no Kafka record batch or message in it (not a log segment, a produce "
+                             "request or a batch?); index and state files are checked by their names "
+                             "(.index, .timeindex, .txnindex, .snapshot, leader-epoch-checkpoint, partition.metadata)")
+        audit = _audit(seg.view(), result, config.topic_partition) if producers else None
     if getattr(args, "json", False):
         doc = {"file": path, "ok": result.ok, "entries": result.entries,
                "records": result.records, "culprit_count": result.culprit_count,
                "error_code": result.error_code, "error_name": result.error_name,
                "truncated_tail": result.truncated_tail._asdict() if result.truncated_tail else None,
+               "lost_bytes": result.lost_bytes,
                "culprits": [c.as_dict() for c in result.culprits]}
         if audit:
             doc["producer_culprits"] = [c.as_dict() for c in audit.culprits]
@@ -153,13 +200,22 @@ def _validate_file(path: str, config: ValidationConfig, args) -> int:
     else:
         _print_result(path, result)
         if audit:
-            _print_audit(audit)
+            _print_audit(audit, args.max_culprits)
     return result.culprit_count + (len(audit.culprits) if audit else 0)
+
+
+def _print_capped(lines, cap: int, what: str, indent: str = "  ") -> None:
+    """Per-finding lines, at most ``cap`` of them, then how many more were left out."""
+    lines = list(lines)
+    for line in lines[:cap]:
+        print(f"{indent}{line}")
+    if len(lines) > cap:
+        print(f"{indent}... {len(lines) - cap} more {what} not shown (--max-culprits)")
 
 
 def _print_result(path: str, result) -> None:
     status = "ok" if result.ok else f"{result.culprit_count} culprit(s)"
-    print(f"{path}: {result.entries} batches, {result.records} records, {status}")
+    print(f"{path}: {result.batches} batches, {result.records} records, {status}")
     for c in result.culprits:
         rec = f" record {c.record_index}" if c.record_index is not None else ""
         off = f" (offset delta {c.relative_offset})" if c.relative_offset is not None else ""
@@ -168,6 +224,9 @@ def _print_result(path: str, result) -> None:
               f"{c.message}{detail}")
     if result.culprit_count > len(result.culprits):
         print(f"  ... {result.culprit_count - len(result.culprits)} more not shown (--max-culprits)")
+    if result.lost_bytes:
+        print(f"  {result.lost_bytes} unreadable byte(s) skipped where the framing was lost; the batches after "
+              "them were read")
     if result.truncated_tail:
         t = result.truncated_tail
         print(f"  incomplete trailing entry {t.entry} at byte {t.position} (not an error)")
@@ -175,25 +234,61 @@ def _print_result(path: str, result) -> None:
         print(f"  note: records of {result.unwalked_batches} compressed batch(es) were not checked")
 
 
+def _partition_dirs(directory: str) -> list[str] | None:
+    """The partition directories under a log.dirs folder (sub-directories holding segments), or
+    None when ``directory`` is itself a partition (it holds segments, or nothing that is one)."""
+    from .log import LOG, is_segment_file
+    names = os.listdir(directory)
+    if any(is_segment_file(n, LOG) for n in names):
+        return None
+    subdirs = sorted(os.path.join(directory, n) for n in names if os.path.isdir(os.path.join(directory, n)))
+    found = [d for d in subdirs if any(is_segment_file(n, LOG) for n in os.listdir(d))]
+    return found or None
+
+
 def _validate_partition(args) -> int:
-    """A partition directory: a table per segment, then offsets, producer state and indexes."""
+    """A partition directory: a table per segment, then offsets, producer state and indexes.  A
+    log.dirs folder: each partition in it, then a summary."""
+    from .log import LOG, is_segment_file
+    partitions = _partition_dirs(args.segment)
+    if partitions is None:
+        if not any(is_segment_file(n, LOG) for n in os.listdir(args.segment)):
+            raise UsageError(f"{args.segment}: no log segments (<offset>.log) in it, nor partition directories "
+                             "holding them")
+        return _audit_one(args.segment, args)
+    statuses = [(d, _audit_one(d, args, heading=True)) for d in partitions]
+    bad = [d for d, status in statuses if status != OK]
+    if not args.json:
+        print(f"{args.segment}: {len(statuses)} partition(s), "
+              + ("ok" if not bad else f"problems in {len(bad)}: {', '.join(os.path.basename(d) for d in bad)}"))
+    return DAMAGED if bad else OK
+
+
+def _audit_one(directory: str, args, heading: bool = False) -> int:
     from .audit import audit_partition
     config = ValidationConfig(origin="log", verify_crc=not args.no_crc, max_culprits=args.max_culprits,
                               topic_partition=args.topic_partition, compacted=args.compacted)
-    audit = audit_partition(args.segment, config, jobs=args.jobs)
+    audit = audit_partition(directory, config, jobs=args.jobs)
+    cap = args.max_culprits
     if args.json:
         print(json.dumps({
             "directory": audit.directory, "ok": audit.ok, "gaps": audit.gaps,
             "overlaps": [dict(zip(("segment", "position", "previous_last_offset", "base_offset"), o))
-                         for o in audit.overlaps],
+                         for o in audit.overlaps[:cap]],
             "segments": [{"path": s.path, "base_offset": s.base_offset, "batches": s.batches,
                           "records": s.result.records, "first_offset": s.first_offset, "last_offset": s.last_offset,
-                          "invalid_tail_bytes": s.invalid_tail_bytes, "read_error": s.read_error,
+                          "invalid_tail_bytes": s.invalid_tail_bytes, "lost_bytes": s.result.lost_bytes,
+                          "read_error": s.read_error, "culprit_count": s.result.culprit_count,
                           "culprits": [c.as_dict() for c in s.result.culprits]} for s in audit.segments],
-            "producer_culprits": [c.as_dict() for c in audit.producers.culprits],
+            "producer_culprits": [c.as_dict() for c in audit.producers.culprits[:cap]],
             "open_transactions": [t.as_dict(args.bootstrap_server) for t in audit.open_transactions],
-            "index_problems": audit.index_problems}))
-        return 0 if audit.ok else 1
+            "index_problems": audit.index_problems[:cap],
+            "left_out": {"overlaps": max(0, len(audit.overlaps) - cap),
+                         "producer_culprits": max(0, len(audit.producers.culprits) - cap),
+                         "index_problems": max(0, len(audit.index_problems) - cap)}}))
+        return OK if audit.ok else DAMAGED
+    if heading:
+        print(f"\n{audit.directory}")
     print(f"{'segment':<28} {'batches':>8} {'records':>9} {'culprits':>9} {'tail':>6}  offsets")
     for s in audit.segments:
         span = f"{s.first_offset}-{s.last_offset}" if s.first_offset is not None else "-"
@@ -203,33 +298,40 @@ def _validate_partition(args) -> int:
         if s.result.culprits or s.read_error:
             _print_result(s.path, s.result)
     print(f"offsets: {audit.gaps} gap(s) (compaction removes records), {len(audit.overlaps)} overlap(s)")
-    for path, position, prev, base in audit.overlaps:
-        print(f"  {os.path.basename(path)} at byte {position}: base offset {base} after offset {prev}")
+    _print_capped((f"{os.path.basename(path)} at byte {position}: base offset {base} after offset {prev}"
+                   for path, position, prev, base in audit.overlaps), cap, "overlap(s)")
     for path, first in audit.below_base:
         print(f"  {os.path.basename(path)} starts at offset {first}, below its file name's")
-    _print_audit(audit.producers)
+    _print_audit(audit.producers, cap)
     for t in audit.open_transactions:  # they hold back read_committed consumers until they end
         age = f", begun {t.age_ms / 1000:.0f} s before the log's newest record" if t.age_ms is not None else ""
         print(f"  open transaction: producer {t.producer_id} epoch {t.producer_epoch} since offset {t.first_offset}"
               f"{age}; to abort it: {t.abort_command(args.bootstrap_server)}")
-    print(f"indexes: {'ok' if not audit.index_problems else f'{len(audit.index_problems)} problem(s)'}")
-    for line in audit.index_problems:
-        print(f"  {line}")
-    print("ok" if audit.ok else "problems found")
-    return 0 if audit.ok else 1
+    print(f"indexes and state files: {'ok' if not audit.index_problems else f'{len(audit.index_problems)} problem(s)'}")
+    _print_capped(audit.index_problems, cap, "problem(s)")
+    print(f"{audit.directory}: " + ("ok" if audit.ok else "problems found"))
+    return OK if audit.ok else DAMAGED
 
 
 def _repair(args) -> int:
     """A new segment without the culprits, and a dead-letter file of what was removed."""
     from .repair import repair_segment
-    if os.path.abspath(args.out) == os.path.abspath(args.file):
+    if args.file != STDIN and os.path.abspath(args.out) == os.path.abspath(args.file):
         raise UsageError("repair never writes over its input: give another --out")
     config = ValidationConfig(origin=args.origin, compacted=args.compacted, topic_partition=args.topic_partition)
-    report = repair_segment(args.file, args.out, args.dead_letter, config)
+    with _open_input(args.file) as seg:
+        report = repair_segment(seg, args.out, args.dead_letter, config)
+        if _not_a_log(args.file, report.result, seg.size):
+            os.remove(args.out)
+            if args.dead_letter:
+                os.remove(args.dead_letter)
+            raise UsageError(f"{args.file}: no Kafka record batch or message in it: nothing to repair (not a log "
+                             "segment?)")
     print(f"{args.file}: kept {report.kept_batches} batches, dropped {report.dropped_records} record(s) and "
-          f"{report.dropped_batches} batch(es), {report.unreadable_bytes} unreadable byte(s)")
+          f"{report.dropped_batches} batch(es), {report.unreadable_bytes} unreadable byte(s)"
+          + (f", {report.truncated_tail_bytes} byte(s) of an incomplete tail" if report.truncated_tail_bytes else ""))
     print(f"wrote {args.out}" + (f"; dead letters in {args.dead_letter}" if args.dead_letter else ""))
-    return 0
+    return DAMAGED if report.result.culprit_count else OK
 
 
 def _audit(data, result, topic_partition):
@@ -239,12 +341,12 @@ def _audit(data, result, topic_partition):
     return audit_producers(memoryview(data)[:end], topic_partition)
 
 
-def _print_audit(audit) -> None:
+def _print_audit(audit, cap: int) -> None:
     status = "ok" if audit.ok else f"{len(audit.culprits)} culprit(s)"
     print(f"  producer state: {len(audit.producers)} producer(s), "
           f"{len(audit.completed_transactions)} completed transaction(s), {status}")
-    for c in audit.culprits:
-        print(f"  batch {c.entry} at byte {c.position}: {c.name}({c.code}) {c.rule}: {c.message}")
+    _print_capped((f"batch {c.entry} at byte {c.position}: {c.name}({c.code}) {c.rule}: {c.message}"
+                   for c in audit.culprits), cap, "producer culprit(s)")
     for pid, first in audit.open_transactions.items():
         print(f"  producer {pid}: transaction open since offset {first}")
 
@@ -297,6 +399,13 @@ def _redpanda(args) -> int:
         if result.culprits:
             _print_result(path, result)
     return 1 if problems else 0
+
+
+def _count(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"takes a number, at least 1, not {text}")
+    return n
 
 
 def _sample(args) -> int:
@@ -354,10 +463,13 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("dump", help="print log, index and state files as kafka-dump-log.sh does")
-    d.add_argument("--files", action="append", required=True, metavar="FILE[,FILE...]")
+    d.add_argument("--files", action="append", required=True, metavar="FILE[,FILE...]",
+                   help="log (.log, KRaft .checkpoint), index (.index, .timeindex, .txnindex) and producer snapshot "
+                        "files, comma-separated or repeated; a partition directory stands for all of its files")
     d.add_argument("--deep-iteration", action="store_true", help="print every record")
     d.add_argument("--print-data-log", action="store_true", help="print keys and values (implies deep)")
-    d.add_argument("--skip-record-metadata", action="store_true")
+    d.add_argument("--skip-record-metadata", action="store_true",
+                   help="with --print-data-log: print keys and values only, not offsets, sizes and headers")
     d.add_argument("--max-bytes", type=int, default=None, help="read only the first N bytes of .log files")
     d.add_argument("--verify-index-only", action="store_true", help="index files: check entries, print none")
     d.add_argument("--index-sanity-check", action="store_true",
@@ -387,14 +499,20 @@ def parser() -> argparse.ArgumentParser:
     d.set_defaults(run=_dump)
 
     v = sub.add_parser("validate", help="check files of record batches and print every culprit")
-    v.add_argument("files", nargs="*", metavar="FILE")
+    v.add_argument("files", nargs="*", metavar="FILE",
+                   help="files of record batches (a .log segment, a produce request's records, - for standard "
+                        "input); an index or state file is checked as what it is")
     v.add_argument("--segment", metavar="DIR", default=None,
-                   help="audit a partition directory: segments, offsets, producer state, indexes")
+                   help="audit a partition directory (segments, offsets, producer state, indexes, snapshots, "
+                        "checkpoints), or every partition of a log.dirs folder")
     v.add_argument("--origin", choices=("client", "log", "replication"), default=None,
-                   help="client: a producer's batches; log: batches from a log (default for *.log files)")
+                   help="client: a producer's batches; log: batches from a log (default for *.log files and "
+                        "standard input)")
     v.add_argument("--no-crc", action="store_true", help="skip CRC checks")
-    v.add_argument("--max-culprits", type=int, default=1000)
-    v.add_argument("--topic-partition", default="t-0", help="named in Kafka's messages")
+    v.add_argument("--max-culprits", type=_count, default=1000, metavar="N",
+                   help="print at most N findings of each kind per file (all are counted; default 1000)")
+    v.add_argument("--topic-partition", default="t-0", metavar="TOPIC-PARTITION",
+                   help="the partition named in Kafka's messages (default t-0)")
     v.add_argument("--json", action="store_true", help="one JSON document per file")
     v.add_argument("--compacted", action="store_true", help="the topic is compacted: every record needs a key")
     v.add_argument("--bootstrap-server", default="<bootstrap-server>",
@@ -406,18 +524,21 @@ def parser() -> argparse.ArgumentParser:
     v.set_defaults(run=_validate)
 
     r = sub.add_parser("repair", help="write a segment without its culprits, and a dead-letter file")
-    r.add_argument("file", metavar="FILE")
+    r.add_argument("file", metavar="FILE", help="the segment to repair (- for standard input); never modified")
     r.add_argument("--out", required=True, metavar="FILE", help="the repaired segment (never the input)")
     r.add_argument("--dead-letter", metavar="FILE", default=None,
                    help="JSON lines: every removed record or batch with its culprits and bytes")
-    r.add_argument("--origin", choices=("client", "log", "replication"), default="log")
+    r.add_argument("--origin", choices=("client", "log", "replication"), default="log",
+                   help="which of Kafka's checks apply: log (default) for a segment, client for a producer's batches")
     r.add_argument("--compacted", action="store_true", help="the topic is compacted: keyless records go")
-    r.add_argument("--topic-partition", default="t-0")
+    r.add_argument("--topic-partition", default="t-0", metavar="TOPIC-PARTITION",
+                   help="the partition named in Kafka's messages and the dead letters (default t-0)")
     r.set_defaults(run=_repair)
 
     s = sub.add_parser("sample", help="write sample batches (some damaged on purpose) to a file")
-    s.add_argument("--out", required=True, metavar="FILE")
-    s.add_argument("--batches", type=int, default=20)
+    s.add_argument("--out", required=True, metavar="FILE", help="where to write the sample")
+    s.add_argument("--batches", type=_count, default=20, metavar="N",
+                   help="how many batches (default 20; every fourth is damaged: see the printed list)")
     s.set_defaults(run=_sample)
 
     rl = sub.add_parser("rules", help="list every rule pykbatch checks: id, Kafka's code, stage, message")
@@ -426,7 +547,7 @@ def parser() -> argparse.ArgumentParser:
     rl.set_defaults(run=_rules)
 
     rp = sub.add_parser("redpanda", help="read Redpanda native segments: its batch headers, then Kafka's checks")
-    rp.add_argument("files", nargs="+", metavar="FILE")
+    rp.add_argument("files", nargs="+", metavar="FILE", help="Redpanda segment files (<offset>-<term>-v1.log)")
     rp.add_argument("--json", action="store_true", help="one JSON document per file")
     rp.add_argument("--to", nargs=2, metavar=("FORMAT", "FILE"), default=None,
                     help="export the raft_data records of one file: parquet or arrow")
@@ -438,7 +559,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _inputs(args) -> list[str]:
-    files = [f for spec in getattr(args, "files", None) or () for f in spec.split(",") if f]
+    specs = getattr(args, "files", None) or ()
+    files = [f for spec in specs for f in (spec.split(",") if args.command == "dump" else [spec]) if f]
     if getattr(args, "file", None):
         files.append(args.file)
     if getattr(args, "segment", None):
@@ -451,14 +573,28 @@ def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(argv)
     for path in _inputs(args):  # said once, up front, instead of an OSError half way through
-        if not os.path.exists(path):
+        if path != STDIN and not os.path.exists(path):
             print(f"pykbatch {args.command}: {path}: no such file or directory", file=sys.stderr)
             return CANNOT_RUN
     try:
         return args.run(args)
-    except (UsageError, OSError) as exc:  # not the data's problem: the command line, or the machine's
+    except BrokenPipeError:  # the reader went away (| head): stop quietly, as coreutils do
+        _silence_stdout()
+        return OK
+    except (UsageError, OSError, ImportError) as exc:  # not the data's problem: the command line, the machine's
         print(f"pykbatch {args.command}: error: {exc}", file=sys.stderr)
         return CANNOT_RUN
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe: stdout pointed at /dev/null, so the interpreter's final flush of what
+    is still buffered does not fail again on the way out."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ from typing import Callable, TextIO
 from .control import KRAFT_MESSAGES, kraft_control_json, parse_control
 from .errors import KafkaDataError
 from .javautf8 import java_utf8
-from .log import INDEX_TYPES, LOG, CorruptIndexError, OffsetIndex, ProducerSnapshot, Segment, TimeIndex, TxnIndex, sibling, suffix_of
+from .log import (
+    INDEX_TYPES, LOG, CorruptIndexError, OffsetIndex, ProducerSnapshot, Segment, TimeIndex, TxnIndex, sibling,
+    suffix_of, topic_partition_of,
+)
 from .log.files import KRAFT_SNAPSHOT
 
 Decoder = Callable[[bytes], str]
@@ -219,7 +222,7 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
     problems = 0
     for path in paths:
         suffix = suffix_of(path)
-        if suffix not in (LOG, KRAFT_SNAPSHOT) + tuple(kind.SUFFIX for kind in INDEX_TYPES):
+        if not can_dump(path):
             err.write(f"Ignoring unknown file {path}\n")
             continue
         out.write(f"Dumping {path}\n")
@@ -311,32 +314,44 @@ def damaged_batch_line(exc: KafkaDataError) -> str:
     return f"| damaged batch: records not readable {exc.line()}"
 
 
+def lost_span_line(span) -> str:
+    """The line printed in place of bytes whose entry framing was lost (Kafka's tool dies there,
+    or takes an interior size that lies for the end of the log): the walk resumes after them."""
+    return (f"unreadable: position: {span.position} size: {span.size} (resumed at position "
+            f"{span.position + span.size}) {span.error.line()}")
+
+
 def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, parser: RecordParser,
                   meter, errors: DumpErrors) -> int:
+    """Prints the segment's batches (and records); returns the problems met: batches whose CRC
+    does not match, batches whose records cannot be read, spans whose framing was lost."""
     problems = 0
     pairs = []
     style = errors.style
     last_offset = -1 if style.gaps_from_minus_one else None
-    try:
-        for b in seg.batches(max_bytes=max_bytes):
-            if meter:
-                meter.update(b.position)
-            out.write(batch_line(b) + "\n")
-            if deep:
-                try:
-                    for r in b:
-                        if last_offset is not None and r.offset != last_offset + 1:
-                            pairs.append((last_offset, r.offset))
-                        last_offset = r.offset
-                        out.write(record_line(b, r, print_data=print_data, skip_metadata=skip_metadata,
-                                              parser=parser, style=style) + "\n")
-                except KafkaDataError as exc:  # this batch's records only: its framing holds, go on
-                    out.write(damaged_batch_line(exc) + "\n")
-                    problems += 1
-            del b
-    except KafkaDataError as exc:  # the framing itself is broken: nothing after it can be placed
-        err.write(f"Error while dumping {seg.path}: {exc}\n")
+
+    def lost(span) -> None:
+        nonlocal problems
+        out.write(lost_span_line(span) + "\n")
         problems += 1
+
+    for b in seg.batches(max_bytes=max_bytes, on_lost=lost):
+        if meter:
+            meter.update(b.position)
+        out.write(batch_line(b) + "\n")
+        problems += not b.is_valid
+        if deep:
+            try:
+                for r in b:
+                    if last_offset is not None and r.offset != last_offset + 1:
+                        pairs.append((last_offset, r.offset))
+                    last_offset = r.offset
+                    out.write(record_line(b, r, print_data=print_data, skip_metadata=skip_metadata,
+                                          parser=parser, style=style) + "\n")
+            except KafkaDataError as exc:  # this batch's records only: its framing holds, go on
+                out.write(damaged_batch_line(exc) + "\n")
+                problems += 1
+        del b
     if meter:
         meter.finish()
     if max_bytes is None and seg.invalid_tail_bytes > 0:
@@ -410,27 +425,54 @@ def batch_object(b) -> dict:
     return {name: getattr(b, name) for name in BATCH_FIELDS}
 
 
-def record_object(b, r, *, print_data: bool, key_decoder: Decoder, value_decoder: Decoder) -> dict:
-    obj = {"offset": r.offset, "timestamp": r.timestamp, "key_size": -1 if r.key is None else len(r.key),
-           "value_size": -1 if r.value is None else len(r.value), "sequence": r.sequence,
-           "header_keys": [k for k, _ in r.headers]}
+def json_bytes(data: bytes | None) -> tuple[str | None, str | None]:
+    """Bytes as JSON carries them without loss: ``(text, "utf8")`` when they are valid UTF-8,
+    else ``(base64, "base64")``; ``(None, None)`` for null.  Each key, value and header value of
+    the JSON dump is written so, beside a ``*_encoding`` field naming which."""
+    if data is None:
+        return None, None
+    try:
+        return bytes(data).decode("utf-8"), "utf8"
+    except UnicodeDecodeError:
+        import base64
+        return base64.b64encode(bytes(data)).decode("ascii"), "base64"
+
+
+def record_object(b, r, *, print_data: bool, parser: RecordParser | None = None,
+                  where: dict | None = None) -> dict:
+    """A record as the JSON dump writes it: its metadata; with ``print_data`` its key, value
+    and headers, losslessly (``json_bytes``), and with a decoder (``parser``) the decoded text
+    the text dump would print, under ``decoded``.  ``where``: topic and partition, if known."""
+    obj = dict(where or {})
+    obj.update(offset=r.offset, timestamp=r.timestamp, key_size=-1 if r.key is None else len(r.key),
+               value_size=-1 if r.value is None else len(r.value), sequence=r.sequence,
+               header_keys=[k for k, _ in r.headers])
     if b.magic < 2:
         obj.update(crc=r.crc, is_valid=r.is_valid)
     if b.is_control:
         ctl = parse_control(r.key, r.value)
         obj.update(control_type=ctl.type_name, coordinator_epoch=ctl.coordinator_epoch)
     elif print_data:
-        obj.update(key=None if r.key is None else key_decoder(r.key),
-                   value=None if r.value is None else value_decoder(r.value),
-                   headers=[[k, None if v is None else value_decoder(v)] for k, v in r.headers])
+        (obj["key"], obj["key_encoding"]), (obj["value"], obj["value_encoding"]) = json_bytes(r.key), json_bytes(r.value)
+        obj["headers"] = [dict(zip(("key", "value", "value_encoding"), (k, *json_bytes(v)))) for k, v in r.headers]
+        if parser is not None:
+            key, payload = parser(r)
+            obj["decoded"] = {"key": key, "payload": payload}
     return obj
+
+
+def can_dump(path: str) -> bool:
+    """Whether the dump reads this file (by its suffix, as kafka-dump-log dispatches)."""
+    return suffix_of(path) in (LOG, KRAFT_SNAPSHOT) + tuple(kind.SUFFIX for kind in INDEX_TYPES)
 
 
 def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, lines: bool = False,
               deep: bool = False, print_data: bool = False, max_bytes: int | None = None,
-              key_decoder: Decoder = utf8, value_decoder: Decoder = utf8) -> int:
+              parser: RecordParser | None = None) -> int:
     """``.log`` files as JSON: one document (``lines=False``: files -> batches -> records) or JSON
-    lines (one object per batch, per record, and one closing each file)."""
+    lines (one object per batch, per record, per unreadable span, and one closing each file).
+    ``parser``: a decoder's parser (``parser_for``), whose text goes beside the bytes.  Returns
+    the problems met, as ``dump_files`` counts them."""
     import json
     out = out or sys.stdout
     err = err or sys.stderr
@@ -441,34 +483,42 @@ def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, li
         if not path.endswith((LOG, KRAFT_SNAPSHOT)):
             err.write(f"Ignoring unknown file {path}\n")
             continue
-        doc = {"file": path, "batches": []}
+        named = topic_partition_of(os.path.dirname(os.path.abspath(path)))
+        where = {"topic": named[0], "partition": named[1]} if named else {}
+        doc = {"file": path, **where, "batches": [], "unreadable": []}
+
+        def lost(span) -> None:
+            nonlocal problems
+            obj = {"position": span.position, "size": span.size, "error": span.error.as_dict()}
+            problems += 1
+            if lines:
+                out.write(json.dumps({"type": "unreadable", "file": path, **obj}) + "\n")
+            else:
+                doc["unreadable"].append(obj)
+
         with Segment(path, base_offset=0) as seg:
-            try:
-                for b in seg.batches(max_bytes=max_bytes):
-                    obj = batch_object(b)
-                    records = None
-                    if deep:
-                        try:
-                            records = [record_object(b, r, print_data=print_data, key_decoder=key_decoder,
-                                                     value_decoder=value_decoder) for r in b]
-                        except KafkaDataError as exc:  # in place of the records; the next batch goes on
-                            obj["error"] = exc.as_dict()
-                            problems += 1
-                    if lines:
-                        out.write(json.dumps({"type": "batch", "file": path, **obj}) + "\n")
-                        for rec in records or ():
-                            out.write(json.dumps({"type": "record", "file": path,
-                                                  "batch_position": b.position, **rec}) + "\n")
-                    else:
-                        if records is not None:
-                            obj["records"] = records
-                        doc["batches"].append(obj)
-                    del b
-                error = None
-            except KafkaDataError as exc:  # broken framing: the file's walk ends here
-                error = str(exc)
-                problems += 1
-            end = {"valid_bytes": seg.valid_bytes, "invalid_tail_bytes": seg.invalid_tail_bytes, "error": error}
+            for b in seg.batches(max_bytes=max_bytes, on_lost=lost):
+                obj = batch_object(b)
+                problems += not b.is_valid
+                records = None
+                if deep:
+                    try:
+                        records = [record_object(b, r, print_data=print_data, parser=parser, where=where) for r in b]
+                    except KafkaDataError as exc:  # in place of the records; the next batch goes on
+                        obj["error"] = exc.as_dict()
+                        problems += 1
+                if lines:
+                    out.write(json.dumps({"type": "batch", "file": path, **obj}) + "\n")
+                    for rec in records or ():
+                        out.write(json.dumps({"type": "record", "file": path,
+                                              "batch_position": b.position, **rec}) + "\n")
+                else:
+                    if records is not None:
+                        obj["records"] = records
+                    doc["batches"].append(obj)
+                del b
+            end = {"valid_bytes": seg.valid_bytes, "invalid_tail_bytes": seg.invalid_tail_bytes,
+                   "error": None if seg.error is None else str(seg.error)}
         if lines:
             out.write(json.dumps({"type": "end", "file": path, **end}) + "\n")
         else:

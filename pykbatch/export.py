@@ -23,21 +23,23 @@ FORMATS = ("parquet", "arrow")
 @dataclass
 class ExportReport:
     """What ``export_segment`` wrote: ``rows``; ``damaged``: (batch position, entry index, error)
-    of every batch left out because its records could not be read; ``stopped``: the framing
-    error that ended the walk of the file early, if any (nothing after it can be placed)."""
+    of every batch left out because its records could not be read; ``lost``: the ``LostSpan``s
+    skipped where the entry framing was lost (the walk resumed at the next sound entry);
+    ``stopped``: an error that ended the walk of the file early, if any."""
     rows: int = 0
     damaged: list[tuple[int, int, KafkaDataError]] = field(default_factory=list)
+    lost: list = field(default_factory=list)
     stopped: KafkaDataError | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.damaged and self.stopped is None
+        return not self.damaged and not self.lost and self.stopped is None
 
 
 def _readable(seg: Segment, report: ExportReport):
-    """The segment's batches up to a framing error, which ends the walk (kept in the report)."""
+    """The segment's batches; spans whose framing was lost are skipped (kept in the report)."""
     try:
-        yield from seg.batches()
+        yield from seg.batches(on_lost=report.lost.append)
     except KafkaDataError as exc:
         report.stopped = exc
 

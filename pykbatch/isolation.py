@@ -39,10 +39,14 @@ class Isolation:
     """Decides, batch by batch in offset order, what a consumer at ``level`` receives."""
 
     def __init__(self, level: str = READ_UNCOMMITTED, aborted: Iterable[AbortedTxn] = (),
-                 last_stable_offset: int | None = None):
+                 last_stable_offset: int | None = None, fetch_offset: int | None = None):
+        """``fetch_offset``: where the read starts.  A broker hands a fetch only the aborted
+        transactions whose last offset is at or after it (an abort that ended before is no
+        business of the fetch's, and its marker would never be seen to end it)."""
         self.level = check_level(level)
         self.committed = level == READ_COMMITTED
-        self._pending = sorted((t.first_offset, t.producer_id) for t in aborted) if self.committed else []
+        self._pending = sorted((t.first_offset, t.producer_id) for t in aborted
+                               if fetch_offset is None or t.last_offset >= fetch_offset) if self.committed else []
         self._aborted: set[int] = set()
         self.last_stable_offset = last_stable_offset if self.committed else None
 

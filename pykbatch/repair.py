@@ -11,15 +11,17 @@ input goes missing without a trace.
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import json
 from dataclasses import dataclass
 
-from ._native import drop_culprits, iter_batches, next_sound_batch, validate
+from ._native import drop_culprits, iter_batches
 from .config import ValidationConfig
 from .errors import classify
 from .log import Segment
-
+from .result import ValidationResult
+from .rules import BY_ID
 
 
 @dataclass
@@ -29,56 +31,53 @@ class RepairReport:
     dropped_batches: int = 0
     unreadable_bytes: int = 0
     truncated_tail_bytes: int = 0
+    result: ValidationResult | None = None
+    """The validation the repair followed: every culprit, so ``result.ok`` says whether anything
+    was wrong."""
 
 
 def _b64(data) -> str | None:
     return None if data is None else base64.b64encode(bytes(data)).decode()
 
 
-def _culprit(c, base: int) -> dict:
+def _culprit(c) -> dict:
     d = c.as_dict()
-    d.update(position=c.position + base, entry_position=c.entry_position + base, error_class=classify(c.code))
+    d.update(error_class=classify(c.code))
     return d
 
 
 def repair_segment(source, dest: str, dead_letter: str | None = None,
                    config: ValidationConfig | None = None) -> RepairReport:
+    """Writes ``dest``: the segment at ``source`` without its culprits (``drop_culprits`` with
+    ``unrepairable="drop"``, the one repair every surface gives), and ``dead_letter`` (JSON
+    lines) with everything removed."""
     config = dataclasses.replace(config or ValidationConfig(origin="log"), max_culprits=2**31 - 1)
     report = RepairReport()
     letters = open(dead_letter, "w", encoding="utf-8") if dead_letter else None
     try:
-        with Segment(source) as seg, open(dest, "wb") as out:
+        with _segment(source) as seg, open(dest, "wb") as out:
             data = seg.view()
             src = seg.path or "(stream)"
-            pos = 0
-            while pos < len(data):
-                part = data[pos:]
-                result = validate(part, config)
-                fixed = drop_culprits(part, result, unrepairable="drop")
-                out.write(fixed.data)
-                report.kept_batches += sum(1 for _ in iter_batches(fixed.data, verify_crc=False))
-                for d in fixed.dropped:
-                    if d.record_index is None and not d.raw:
-                        continue  # the entry whose framing was lost: dead-lettered below as unreadable
-                    if d.record_index is None:
-                        report.dropped_batches += 1
-                    else:
-                        report.dropped_records += 1
-                    _letter(letters, src, pos, d)
-                end = pos + result.valid_bytes
-                if result.stopped_at is None:
-                    if result.truncated_tail is not None:
-                        report.truncated_tail_bytes = len(data) - end
-                        _raw_letter(letters, src, "truncated_tail", end, data[end:], [])
-                    break
-                resume = next_sound_batch(data, end)
-                stop = len(data) if resume is None else resume
-                report.unreadable_bytes += stop - end
-                lost = [c for c in result.culprits if c.entry_position == result.valid_bytes]
-                _raw_letter(letters, src, "unreadable", end, data[end:stop], [_culprit(c, pos) for c in lost])
-                if resume is None:
-                    break
-                pos = resume
+            result = report.result = seg.validate(config)
+            fixed = drop_culprits(data, result, unrepairable="drop")
+            out.write(fixed.data)
+            report.kept_batches = sum(1 for _ in iter_batches(fixed.data, verify_crc=False))
+            lost = {c.entry for c in result.culprits if BY_ID[c.rule].stage == "framing"}
+            for d in fixed.dropped:
+                if d.entry in lost:  # the framing was lost here: the bytes up to the next sound entry
+                    position = d.culprits[0].entry_position
+                    report.unreadable_bytes += len(d.raw)
+                    _raw_letter(letters, src, "unreadable", position, d.raw, [_culprit(c) for c in d.culprits])
+                    continue
+                if d.record_index is None:
+                    report.dropped_batches += 1
+                else:
+                    report.dropped_records += 1
+                _letter(letters, src, d)
+            if result.truncated_tail is not None:
+                end = result.valid_bytes
+                report.truncated_tail_bytes = len(data) - end
+                _raw_letter(letters, src, "truncated_tail", end, data[end:], [])
             del data
     finally:
         if letters:
@@ -86,7 +85,13 @@ def repair_segment(source, dest: str, dead_letter: str | None = None,
     return report
 
 
-def _letter(letters, src: str, base: int, d) -> None:
+def _segment(source):
+    """``source`` as a segment: a path or file-like opened (and closed after), or a ``Segment``
+    the caller opened (left open)."""
+    return contextlib.nullcontext(source) if isinstance(source, Segment) else Segment(source)
+
+
+def _letter(letters, src: str, d) -> None:
     if letters is None:
         return
     kind = "batch" if d.record_index is None else "record"
@@ -94,7 +99,7 @@ def _letter(letters, src: str, base: int, d) -> None:
         "kind": kind, "source": src, "entry": d.entry, "record_index": d.record_index, "offset": d.offset,
         "timestamp": d.timestamp, "key": _b64(d.key), "value": _b64(d.value),
         "headers": [[k, _b64(v)] for k, v in d.headers], "raw": _b64(d.raw),
-        "culprits": [_culprit(c, base) for c in d.culprits]}) + "\n")
+        "culprits": [_culprit(c) for c in d.culprits]}) + "\n")
 
 
 def _raw_letter(letters, src: str, kind: str, position: int, raw, culprits: list) -> None:

@@ -79,13 +79,17 @@ class ValidationResult:
     valid_bytes: int
     truncated_tail: TruncatedTail | None
     stopped_at: int | None
-    """Where the entry framing was lost (an entry's size field below Kafka's minimum): the
-    bytes from here on were not read.  None when the whole buffer was read."""
+    """Where the entry framing was first lost (a size below Kafka's minimum, or an interior size
+    running past the end while sound entries follow): the walk resumed at the next sound entry
+    (see ``lost_bytes``).  None when the framing held throughout."""
     unwalked_batches: int
     """Compressed batches whose records were not read (only when no decompressor is wired in)."""
     config: ValidationConfig = field(repr=False, default_factory=ValidationConfig)
     counters: dict = field(default_factory=dict)
     """Culprits per rule id, every one counted (past ``max_culprits`` too)."""
+    lost_bytes: int = 0
+    """Bytes skipped where the framing was lost, up to the next sound entry (each span is a
+    culprit of a ``framing.*`` rule whose entry starts where the span does)."""
 
     @property
     def metrics(self) -> dict:
@@ -101,6 +105,12 @@ class ValidationResult:
     @property
     def ok(self) -> bool:
         return self.culprit_count == 0
+
+    @property
+    def batches(self) -> int:
+        """Entries read as batches (or v0/v1 messages): ``entries`` less the spans whose framing
+        was lost, or whose magic is unknown (the culprits of the "framing" stage)."""
+        return self.entries - sum(n for rule, n in self.counters.items() if _RULES_BY_ID[rule].stage == "framing")
 
     def _verdict_culprits(self) -> list:
         """The culprits Kafka's answer comes from: those of the earliest (stage, entry), the
@@ -191,6 +201,17 @@ def _request_error_message(c: Culprit, config: ValidationConfig) -> str | None:
 
 def _record_error(c: Culprit) -> bool:
     return c.record_index is not None and _RULES_BY_ID[c.rule].record_error
+
+
+class LostSpan(NamedTuple):
+    """Bytes of a log a reader skipped because the entry framing was lost there (a size below the
+    minimum, an invalid magic, a size that lies): from ``position``, ``size`` bytes up to the next
+    sound entry (or the end).  ``entry``: its place in the walk, as culprits number entries;
+    ``error``: the fault, a ``KafkaDataError``."""
+    entry: int
+    position: int
+    size: int
+    error: Exception
 
 
 class DroppedRecord(NamedTuple):

@@ -138,9 +138,7 @@ def plan(options, ranges: Ranges, split_bytes: int) -> list[TieredSplit]:
             lo, hi = span
             detached = part.detached([piece])
             for a, b in _offset_splits(part, piece, lo, hi, split_bytes):
-                # the aborted transactions still open at a split's start, or starting after it
-                still = [t for t in aborted if t[3] >= a]
-                splits.append(TieredSplit(detached, piece, a, b, level, still, last_stable))
+                splits.append(TieredSplit(detached, piece, a, b, level, aborted, last_stable))
     return splits
 
 
@@ -159,7 +157,8 @@ def read_split(split: TieredSplit, mode: str, validate: bool, ranges: Ranges, wi
 
     from .segment_source import _arrow, arrow_schema
     part, piece = split.part, split.piece
-    iso = Isolation(split.level, [AbortedTxn(*t) for t in split.aborted], split.last_stable_offset)
+    iso = Isolation(split.level, [AbortedTxn(*t) for t in split.aborted], split.last_stable_offset,
+                    fetch_offset=split.lo)
     base_schema = arrow_schema(mode, validate)
     out_schema = pa.schema(([pa.field("path", pa.string())] if include_path else []) + list(base_schema)
                            + [EPOCH_COLUMN])

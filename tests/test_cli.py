@@ -147,7 +147,7 @@ def test_exit_codes_are_documented(tmp_path, capsys):
     assert exc.value.code == 2
     capsys.readouterr()
     assert main(["validate"]) == 2  # our own usage errors too
-    assert "pykbatch validate: error: give FILEs or --segment DIR" in capsys.readouterr().err
+    assert "pykbatch validate: error: give FILEs (- for standard input) or --segment DIR" in capsys.readouterr().err
     log = tmp_path / "00000000000000000000.log"
     log.write_bytes(batch(1))
     assert main(["dump", "--files", str(log), "--to", "csv", str(tmp_path / "x")]) == 2
@@ -232,7 +232,8 @@ def test_json_output_follows_the_shipped_schema(tmp_path, capsys, fmt, flags):
     assert end["invalid_tail_bytes"] == 7 and end["error"] is None
     if "--print-data-log" in flags:
         records = batches[0]["records"] if fmt == "json" else [d for d in docs if d["type"] == "record"]
-        assert records[0]["key"] == "k" and records[0]["headers"] == [["h", "x"]] and records[1]["key"] is None
+        assert records[0]["key"] == "k" and records[0]["key_encoding"] == "utf8" and records[1]["key"] is None
+        assert records[0]["headers"] == [{"key": "h", "value": "x", "value_encoding": "utf8"}]
     with pytest.raises(Exception):  # the schema is not a rubber stamp
         validator.validate({"files": [{"file": "x", "batches": [{"magic": 7}]}]})
 
@@ -299,7 +300,7 @@ def test_repair_writes_a_clean_segment_and_dead_letters(tmp_path, capsys):
     out, dlq = tmp_path / "fixed.log", tmp_path / "dead.jsonl"
     assert main(["repair", str(src), "--out", str(src)]) == 2
     assert "never writes over its input" in capsys.readouterr().err
-    assert main(["repair", str(src), "--out", str(out), "--dead-letter", str(dlq), "--compacted"]) == 0
+    assert main(["repair", str(src), "--out", str(out), "--dead-letter", str(dlq), "--compacted"]) == 1  # damage
     assert "kept 5 batches, dropped 1 record(s) and 1 batch(es), 32 unreadable byte(s)" in capsys.readouterr().out
     assert src.read_bytes() == data  # never modified
     fixed = out.read_bytes()

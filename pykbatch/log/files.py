@@ -13,6 +13,7 @@ import re
 LOG = ".log"
 KRAFT_SNAPSHOT = ".checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+PARTITION_METADATA = "partition.metadata"
 
 
 def base_offset_of(path: str) -> int:

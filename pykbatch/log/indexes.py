@@ -237,6 +237,27 @@ class TxnIndex:
     def from_file(cls, path: str) -> "TxnIndex":
         return cls(_read(path), path)
 
+    def problems(self) -> list[str]:
+        """What a reader of aborted transactions cannot trust: a partial entry at the end, an
+        entry whose offsets run backwards, entries out of order."""
+        found = []
+        previous_last = None
+        for i, txn in enumerate(self.entries):
+            at = i * self.ENTRY
+            if txn.producer_id < 0 or txn.first_offset < 0 or txn.first_offset > txn.last_offset:
+                found.append(f"entry {i} at byte {at}: producer {txn.producer_id}, first offset {txn.first_offset}, "
+                             f"last offset {txn.last_offset} (a producer id and first <= last offsets expected)")
+            elif txn.last_stable_offset < 0:
+                found.append(f"entry {i} at byte {at}: last stable offset {txn.last_stable_offset}")
+            elif previous_last is not None and txn.last_offset < previous_last:
+                found.append(f"entry {i} at byte {at}: last offset {txn.last_offset} before the previous entry's "
+                             f"{previous_last} (entries are appended as transactions end)")
+            previous_last = txn.last_offset
+        if self.trailing_bytes:
+            found.append(f"{self.trailing_bytes} bytes at byte {len(self.entries) * self.ENTRY} do not make a whole "
+                         f"{self.ENTRY}-byte entry")
+        return found
+
 
 @dataclass(frozen=True)
 class SnapshotEntry:
@@ -322,8 +343,66 @@ class Checkpoint(NamedTuple):
 
     @classmethod
     def from_file(cls, path: str) -> "Checkpoint":
-        with open(path, encoding="utf-8") as f:
-            return cls.parse(f.read(), path)
+        data = _read(path)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CorruptIndexError(f"Malformed checkpoint file {path}: byte {exc.start} is not UTF-8 text") from None
+        return cls.parse(text, path)
+
+    def leader_epoch_problems(self) -> list[str]:
+        """What LeaderEpochCheckpointFile and LeaderEpochFileCache refuse in a
+        ``leader-epoch-checkpoint``: a version other than 0, entries that are not two numbers,
+        epochs that do not increase, start offsets that go back."""
+        problems = [] if self.version == 0 else [f"version {self.version}, expected 0"]
+        previous = None
+        for i, entry in enumerate(self.entries):
+            if len(entry) != 2 or not all(isinstance(x, int) for x in entry):
+                problems.append(f"entry {i} ({' '.join(map(str, entry))}): expected an epoch and a start offset")
+                continue
+            epoch, start = entry
+            if epoch < 0 or start < 0:
+                problems.append(f"entry {i}: negative epoch {epoch} or start offset {start}")
+            if previous is not None and (epoch <= previous[0] or start < previous[1]):
+                problems.append(f"entry {i}: epoch {epoch} at offset {start} after epoch {previous[0]} at offset "
+                                f"{previous[1]} (epochs must increase, start offsets must not go back)")
+            previous = (epoch, start)
+        return problems
+
+
+class PartitionMetadata(NamedTuple):
+    """``partition.metadata``: the partition's topic id (``version: 0`` then ``topic_id: <id>``,
+    Kafka's PartitionMetadataFile; the id is a Uuid in URL-safe base64 without padding)."""
+    version: int
+    topic_id: str
+
+    @classmethod
+    def parse(cls, data: bytes, path: str = "") -> "PartitionMetadata":
+        import base64
+        try:
+            lines = data.decode("utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise CorruptIndexError(f"Malformed partition metadata file {path}: byte {exc.start} is not UTF-8 "
+                                    "text") from None
+        fields = [line.split(": ", 1) for line in lines if line]
+        if len(fields) != 2 or [f[0] for f in fields] != ["version", "topic_id"] or any(len(f) != 2 for f in fields):
+            raise CorruptIndexError(f"Malformed partition metadata file {path}: expected the lines 'version: 0' and "
+                                    "'topic_id: <id>'")
+        version, topic_id = fields[0][1].strip(), fields[1][1].strip()
+        if version != "0":
+            raise CorruptIndexError(f"Unrecognized version of partition metadata file {path}: {version}")
+        try:
+            raw = base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4))
+        except ValueError:
+            raw = b""
+        if len(raw) != 16 or len(topic_id) != 22:
+            raise CorruptIndexError(f"Malformed partition metadata file {path}: topic id {topic_id!r} is not a "
+                                    "22-character base64 Uuid")
+        return cls(0, topic_id)
+
+    @classmethod
+    def from_file(cls, path: str) -> "PartitionMetadata":
+        return cls.parse(_read(path), path)
 
 
 INDEX_TYPES = (OffsetIndex, TimeIndex, TxnIndex, ProducerSnapshot)

@@ -15,10 +15,12 @@ import bisect
 import mmap
 import os
 import shutil
+import stat
 import tempfile
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .. import _native
+from ..result import LostSpan
 from .files import LEADER_EPOCH_CHECKPOINT, LOG, base_offset_of, is_segment_file, sibling
 from .indexes import Checkpoint, IndexEntry, OffsetIndex, ProducerSnapshot, TimeIndex, TxnIndex
 
@@ -44,6 +46,7 @@ class Segment:
                 base_offset = None
         self.base_offset = base_offset
         self.valid_bytes = 0
+        self.lost: list[LostSpan] = []
         self.error: Exception | None = None
 
     @classmethod
@@ -55,6 +58,7 @@ class Segment:
         self._map = data if self.size else None
         self.base_offset = base_offset
         self.valid_bytes = 0
+        self.lost = []
         self.error = None
         return self
 
@@ -63,13 +67,16 @@ class Segment:
         if isinstance(source, (str, os.PathLike)):
             return open(source, "rb"), None
         try:
-            source.fileno()
-            return source, None
-        except (AttributeError, OSError, ValueError):  # no descriptor: spool, bounded memory
-            spool = tempfile.TemporaryFile()
-            shutil.copyfileobj(source, spool, SPOOL_CHUNK)
-            spool.flush()
-            return spool, spool
+            if stat.S_ISREG(os.fstat(source.fileno()).st_mode):
+                return source, None
+        except (AttributeError, OSError, ValueError):
+            pass
+        # no descriptor (fsspec / S3), or a pipe (stdin): spooled to a temporary file that mmap
+        # reads, so memory stays bounded
+        spool = tempfile.TemporaryFile()
+        shutil.copyfileobj(source, spool, SPOOL_CHUNK)
+        spool.flush()
+        return spool, spool
 
     # -- reading ----------------------------------------------------------------------------
     def view(self, max_bytes: int | None = None) -> memoryview:
@@ -79,26 +86,49 @@ class Segment:
         view = memoryview(self._map)
         return view if max_bytes is None else view[:max_bytes]
 
-    def batches(self, *, verify_crc: bool = False, start: int = 0, max_bytes: int | None = None) -> Iterator:
-        """Every complete entry from byte ``start`` on, in file order.  Zero bytes after the last
-        entry (a preallocated segment) end it quietly, as a truncated entry does: both count in
-        ``invalid_tail_bytes``.  Any other structural error ends it as it ends Kafka's reader:
-        it is kept in ``error`` and raised."""
+    def batches(self, *, verify_crc: bool = False, start: int = 0, max_bytes: int | None = None,
+                on_lost: Callable[[LostSpan], object] | None = None) -> Iterator:
+        """Every complete entry from byte ``start`` on, in file order.  Where the entry framing is
+        lost (a size below the minimum, an invalid magic, an interior size running past the end
+        while sound entries follow), the bytes up to the next sound entry are skipped and kept in
+        ``lost`` as a ``LostSpan`` (and handed to ``on_lost`` in their place in the walk): the
+        walk goes on, so no sound batch is lost because a neighbour lied.  Zero bytes after the
+        last entry (a preallocated segment) end it quietly, as a truncated entry does: both count
+        in ``invalid_tail_bytes``.  ``error`` keeps the first lost span's fault."""
         data = self.view(max_bytes)
-        reader = _native.BatchReader(data, verify_crc, start=start)
+        self.lost = []
+
+        def lost(span: LostSpan) -> None:
+            if span.position + span.size == len(data) and _all_zero(data[span.position:]):
+                return  # a preallocated tail, not damage: valid_bytes stays where it starts
+            self.valid_bytes = span.position + span.size
+            self.lost.append(span)
+            if self.error is None:
+                self.error = span.error
+            if on_lost is not None:
+                on_lost(span)
+
+        reader = _native.BatchReader(data, verify_crc, start=start, on_lost=lost)
         self.valid_bytes = start
         released = start - start % mmap.PAGESIZE
-        try:
-            for b in reader:
-                self.valid_bytes = b.position + b.size
-                if b.position - released >= RELEASE_BYTES:
-                    released = self._release(released, b.position)
-                yield b
-        except ValueError as exc:
-            if _all_zero(data[self.valid_bytes:]):
-                return
-            self.error = exc
-            raise
+        for b in reader:
+            self.valid_bytes = b.position + b.size
+            if b.position - released >= RELEASE_BYTES:
+                released = self._release(released, b.position)
+            yield b
+
+    @property
+    def lost_bytes(self) -> int:
+        """Bytes the last walk skipped where the framing was lost (``lost``)."""
+        return sum(span.size for span in self.lost)
+
+    def validate(self, config=None, max_bytes: int | None = None):
+        """``pykbatch.validate`` of the segment's bytes (the first ``max_bytes``) in bounded
+        memory: the pages of a mapped file are handed back as the walk passes them."""
+        view = self.view(max_bytes)
+        if isinstance(self._map, mmap.mmap):
+            return _native._validate_mapped(view, config)
+        return _native.validate(view, config)
 
     def _release(self, start: int, end: int) -> int:
         """Drops the pages of [start, end) from this process's resident set (the file stays in the
@@ -196,8 +226,15 @@ class Partition:
                                     key=base_offset_of)
         self.snapshot_paths = sorted((os.path.join(self.directory, n) for n in names
                                       if is_segment_file(n, ProducerSnapshot.SUFFIX)), key=base_offset_of)
-        epoch_file = os.path.join(self.directory, LEADER_EPOCH_CHECKPOINT)
-        self.leader_epochs = Checkpoint.from_file(epoch_file) if os.path.exists(epoch_file) else None
+
+    @property
+    def leader_epochs(self) -> Checkpoint | None:
+        """The leader-epoch checkpoint; None when absent or damaged (the audit reports why)."""
+        path = os.path.join(self.directory, LEADER_EPOCH_CHECKPOINT)
+        try:
+            return Checkpoint.from_file(path) if os.path.exists(path) else None
+        except ValueError:
+            return None
 
     @property
     def base_offsets(self) -> list[int]:

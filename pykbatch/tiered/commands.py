@@ -52,11 +52,14 @@ def add_parser(sub) -> None:
         c.add_argument("--layout", default=None, help="the store's layout (default: detected)")
         c.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                        help="an fsspec option, e.g. client_kwargs.endpoint_url=http://127.0.0.1:9000")
-        c.add_argument("--isolation-level", choices=ISOLATION_LEVELS, default=READ_UNCOMMITTED)
+        c.add_argument("--isolation-level", choices=ISOLATION_LEVELS, default=READ_UNCOMMITTED,
+                       help="what a consumer at this level receives (read_committed: no aborted records, nothing at "
+                            "or past the last stable offset)")
         c.add_argument("--json", action="store_true", help="plan: one JSON document")
         if name == "export":
             c.add_argument("--to", nargs=2, required=True, metavar=("FORMAT", "FILE"), help="parquet or arrow")
-            c.add_argument("--start-offset", type=int, default=None)
+            c.add_argument("--start-offset", type=int, default=None, metavar="OFFSET",
+                           help="the first offset exported (a consumer fetching from here)")
             c.add_argument("--end-offset", type=int, default=None, help="inclusive")
         c.set_defaults(run=run)
 

@@ -156,15 +156,22 @@ LAYOUTS: dict[str, type[Layout]] = {LocalTieredStorage.name: LocalTieredStorage}
 
 def open_store(url: str, layout: str | None = None, **storage_options) -> Layout:
     """The remote store at ``url`` (a local path, ``file://``, ``s3://bucket/prefix`` ...), its
-    layout named or detected."""
-    import fsspec
+    layout named or detected.  A store's own folder is found one level down too: the
+    ``rsm.config.dir`` a broker is given holds LocalTieredStorage's ``kafka-tiered-storage/``."""
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError("reading a remote store needs fsspec: pip install 'pykbatch[remote]' (local disk), or "
+                          "'pykbatch[s3]' for s3://") from None
     fs, root = fsspec.core.url_to_fs(url, **storage_options)
     if layout is not None:
         if layout not in LAYOUTS:
             raise ValueError(f"unknown remote store layout {layout!r}; known: {', '.join(LAYOUTS)}")
         return LAYOUTS[layout](fs, root)
-    for cls in LAYOUTS.values():
-        if cls.detect(fs, root):
-            return cls(fs, root)
-    raise ValueError(f"{url}: no known remote store layout found (known: {', '.join(LAYOUTS)}; "
-                     f"LocalTieredStorage keeps <topic>-<partition>-<topicId> folders at its root)")
+    for where in [root] + _dirs(fs, root):
+        for cls in LAYOUTS.values():
+            if cls.detect(fs, where):
+                return cls(fs, where)
+    raise ValueError(f"{url}: no known remote store layout found, there or one folder down (known: "
+                     f"{', '.join(LAYOUTS)}; LocalTieredStorage keeps <topic>-<partition>-<topicId> folders in "
+                     f"kafka-tiered-storage/ under rsm.config.dir)")

@@ -158,7 +158,9 @@ class TieredPartition:
         remote_pieces = self._remote_pieces() if self.store else []
         pieces = [p for p in remote_pieces if local_start is None or p.start < local_start]
         if local_start is not None:
-            pieces = [p if p.end is None or p.end < local_start else replace(p, end=local_start - 1) for p in pieces]
+            # an upload whose end is not known yet (the newest, from the listing) ends where the local log starts
+            pieces = [p if p.end is not None and p.end < local_start else replace(p, end=local_start - 1)
+                      for p in pieces]
             reached = max((p.end for p in pieces), default=None)
             if reached is not None and reached + 1 < local_start:
                 self._report("hole", reached + 1, local_start - 1, "between the remote log's end and the first local segment")
@@ -355,12 +357,13 @@ class TieredPartition:
         self.reports = [r for r in self.reports if not (r.kind == "truncated_object" and r.path == piece.path)]
         self._report("truncated_object", first_missing, piece.end, detail, piece.path)
 
-    def isolation(self, level: str = READ_UNCOMMITTED) -> Isolation:
-        """What a consumer at ``level`` receives: aborted transactions from every piece's
-        ``.txnindex``, the last stable offset from the newest producer snapshot and the batches after it."""
+    def isolation(self, level: str = READ_UNCOMMITTED, start: int | None = None) -> Isolation:
+        """What a consumer at ``level`` fetching from ``start`` receives: aborted transactions from
+        every piece's ``.txnindex``, the last stable offset from the newest producer snapshot and
+        the batches after it."""
         if level == READ_UNCOMMITTED:
             return Isolation(level)
-        return Isolation(level, self.aborted_transactions(), self.last_stable_offset())
+        return Isolation(level, self.aborted_transactions(), self.last_stable_offset(), fetch_offset=start)
 
     def aborted_transactions(self) -> list[AbortedTxn]:
         """Every piece's ``.txnindex`` entries (a missing one the metadata promises is reported)."""
@@ -399,7 +402,7 @@ class TieredPartition:
                 end: int | None = None) -> Iterator[tuple[object, object]]:
         """(batch, record) for the records a consumer at ``isolation`` would receive, offsets in
         [start, end]."""
-        iso = self.isolation(isolation)
+        iso = self.isolation(isolation, start)
         for _, b in self.batches(start, end):
             if iso.past_end(b):
                 return

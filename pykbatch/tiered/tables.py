@@ -73,7 +73,7 @@ def partition_tables(part: TieredPartition, isolation: str | Isolation = READ_UN
     """The records a consumer at ``isolation`` would receive, offsets in [start, end].  The next
     piece's bytes are fetched while this one decodes (decoding runs without the GIL)."""
     from concurrent.futures import ThreadPoolExecutor
-    iso = part.isolation(isolation) if isinstance(isolation, str) else isolation
+    iso = part.isolation(isolation, start) if isinstance(isolation, str) else isolation
     todo = [(piece, *span) for piece in part.pieces if (span := piece.clip(start, end)) is not None]
     with ThreadPoolExecutor(max_workers=AHEAD, thread_name_prefix="pykbatch-fetch") as fetcher:
         opened = [fetcher.submit(part.open_piece, *todo[i]) for i in range(min(AHEAD, len(todo)))]
