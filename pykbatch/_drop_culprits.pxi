@@ -1,7 +1,7 @@
 # Repair (KIP-467 client side, KIP-1059): rebuild batches without their culprit records.
 # Included by _native.pyx: one module, one file per concern.
 
-def drop_culprits(buf, result=None, *, config=None, str unrepairable="raise"):
+def drop_culprits(buf, result=None, *, config=None, str unrepairable="drop"):
     """Rebuild every batch of ``buf`` without its culprit records, as Kafka's producer does after
     a ProduceResponse with ``error_records`` (KIP-467), so one poison record no longer sinks its
     batch.  Returns ``Repair(data, dropped)`` (it unpacks as that pair).
@@ -14,10 +14,11 @@ def drop_culprits(buf, result=None, *, config=None, str unrepairable="raise"):
     Magic 0/1: an uncompressed message with a culprit goes whole; a compressed wrapper is rebuilt
     around its kept inner messages (same codec and magic, offsets re-based from the first).
 
-    Batch-level culprits (a CRC mismatch, a lying count, ...) cannot be repaired record by
-    record: ``unrepairable="raise"`` (default) raises ``UnrepairableError`` naming them,
-    ``"drop"`` leaves those batches out (listed in ``dropped`` with ``record_index`` None),
-    ``"keep"`` copies them unchanged.  An incomplete trailing entry is left out.
+    Batch-level culprits (a CRC mismatch, a lying count, bytes whose framing was lost ...) cannot
+    be repaired record by record: ``unrepairable="drop"`` (default: the repair every surface
+    gives -- ``pykbatch repair``, Spark's ``kbatch_repair``) leaves those batches out (listed in
+    ``dropped`` with ``record_index`` None), ``"raise"`` raises ``UnrepairableError`` naming
+    them, ``"keep"`` copies them unchanged.  An incomplete trailing entry is left out.
     """
     if unrepairable not in ("raise", "drop", "keep"):
         raise ValueError("unrepairable must be 'raise', 'drop' or 'keep'")

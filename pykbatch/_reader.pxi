@@ -47,10 +47,10 @@ cdef class BatchReader:
                 self.pos = self._v.length
                 raise StopIteration
             if st == KB_ENTRY_OK:
-                if e.magic == 2 or self.on_lost is None:
+                if self.on_lost is None:
                     break
-                try:  # a v0/v1 message that cannot be read is skipped whole when walking on
-                    return self._legacy(&e)
+                try:  # an entry that cannot be read (too small for a batch, ...) is skipped whole
+                    return self._entry(&e)
                 except _errors.KafkaDataError as exc:
                     span = LostSpan(self.entry, e.pos, e.size, exc)
                     self.pos = e.pos + e.size
@@ -63,10 +63,13 @@ cdef class BatchReader:
             self.pos = e.pos + e.size
             self.entry += 1
             self.on_lost(span)
+        return self._entry(&e)
+
+    cdef object _entry(self, kb_entry *e):
         if e.magic < 2:
-            return self._legacy(&e)
+            return self._legacy(e)
         cdef Batch b = Batch.__new__(Batch)
-        _read_v2_entry(self._v, &e, self.verify_crc, &b.h, 0)
+        _read_v2_entry(self._v, e, self.verify_crc, &b.h, 0)
         b._v = self._v
         b._dec = self._dec
         b.position = e.pos

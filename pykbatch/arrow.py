@@ -193,20 +193,22 @@ def append_headers(buf, columns: dict) -> int:
 
 def repair_array(arr, config: ValidationConfig | None = None) -> pa.StructArray:
     """``drop_culprits`` of every row (``unrepairable="drop"``) as ``REPAIR`` structs: the bytes
-    without the culprits (clean rows are the input's own values: no work, no copy in Python),
+    without the culprits and without an incomplete trailing entry (clean rows are the input's own
+    values: no work, no copy in Python),
     what was dropped with its error, and how many batches went whole."""
     import pyarrow.compute as pc
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     view, starts, ends, valid = _rows(arr)
     data = memoryview(view.obj)
-    _, _, bad = _native._validate_rows(view, starts, ends, valid, config)
+    _, tails, bad = _native._validate_rows(view, starts, ends, valid, config)
     n = len(starts)
     counts = np.zeros(n, np.int32)
     unrepairable = np.zeros(n, np.int32)
     repaired, fixed, dropped = np.zeros(n, np.bool_), [None] * n, []
-    for i in sorted(bad):
-        result = _native.drop_culprits(data[starts[i]:ends[i]], bad[i], unrepairable="drop")
+    # rows with culprits, and rows ending in an incomplete entry (left out, as every repair does)
+    for i in sorted(set(bad) | set(np.flatnonzero(tails >= 0).tolist())):
+        result = _native.drop_culprits(data[starts[i]:ends[i]], bad.get(i), config=config, unrepairable="drop")
         repaired[i], fixed[i] = True, result.data
         counts[i], unrepairable[i] = len(result.dropped), len(result.unrepairable)
         for d in result.dropped:
@@ -215,7 +217,7 @@ def repair_array(arr, config: ValidationConfig | None = None) -> pa.StructArray:
                             "value": d.value, "code": first.code, "rules": [c.rule for c in d.culprits],
                             "message": first.message})
     out = arr.cast(pa.binary())
-    if bad:
+    if repaired.any():
         out = pc.if_else(pa.array(repaired), pa.array(fixed, pa.binary()), out)
     mask = None if valid is None else pa.array(~valid)
     return pa.StructArray.from_arrays(

@@ -145,11 +145,17 @@ def _validate(args) -> int:
         if kind is not None and kind != ".log":
             found += _check_state_file(path, kind, args)
             continue
-        origin = args.origin or ("log" if path.endswith(".log") or path == STDIN else "client")
-        config = ValidationConfig(origin=origin, verify_crc=not args.no_crc, max_culprits=args.max_culprits,
-                                  topic_partition=args.topic_partition, compacted=args.compacted)
+        config = ValidationConfig(origin=args.origin or _origin_of(path), verify_crc=not args.no_crc,
+                                  max_culprits=args.max_culprits, topic_partition=args.topic_partition,
+                                  compacted=args.compacted)
         found += _validate_file(path, config, args)
     return DAMAGED if found else OK
+
+
+def _origin_of(path: str) -> str:
+    """The checks a file gets unless --origin says: a log's for a segment (or standard input),
+    a producer's for anything else (a produce request's records, a sample)."""
+    return "log" if path.endswith(".log") or path == STDIN else "client"
 
 
 def _check_state_file(path: str, kind: str, args) -> int:
@@ -318,7 +324,8 @@ def _repair(args) -> int:
     from .repair import repair_segment
     if args.file != STDIN and os.path.abspath(args.out) == os.path.abspath(args.file):
         raise UsageError("repair never writes over its input: give another --out")
-    config = ValidationConfig(origin=args.origin, compacted=args.compacted, topic_partition=args.topic_partition)
+    config = ValidationConfig(origin=args.origin or _origin_of(args.file), compacted=args.compacted,
+                              topic_partition=args.topic_partition)
     with _open_input(args.file) as seg:
         report = repair_segment(seg, args.out, args.dead_letter, config)
         if _not_a_log(args.file, report.result, seg.size):
@@ -528,8 +535,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, metavar="FILE", help="the repaired segment (never the input)")
     r.add_argument("--dead-letter", metavar="FILE", default=None,
                    help="JSON lines: every removed record or batch with its culprits and bytes")
-    r.add_argument("--origin", choices=("client", "log", "replication"), default="log",
-                   help="which of Kafka's checks apply: log (default) for a segment, client for a producer's batches")
+    r.add_argument("--origin", choices=("client", "log", "replication"), default=None,
+                   help="which of Kafka's checks apply, as for validate: log for *.log files and standard input, "
+                        "client (a producer's batches) for others")
     r.add_argument("--compacted", action="store_true", help="the topic is compacted: keyless records go")
     r.add_argument("--topic-partition", default="t-0", metavar="TOPIC-PARTITION",
                    help="the partition named in Kafka's messages and the dead letters (default t-0)")

@@ -240,6 +240,8 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
         except CorruptIndexError as exc:
             err.write(f"{exc}\n" if suffix == ProducerSnapshot.SUFFIX else f"Error while dumping {path}: {exc}\n")
             problems += 1
+        except BrokenPipeError:  # the reader went away: the command ends (quietly, pykbatch.cli)
+            raise
         except (ValueError, OSError) as exc:  # KafkaDataError and CorruptIndexError are ValueErrors
             err.write(f"Error while dumping {path}: {exc}\n")
             problems += 1

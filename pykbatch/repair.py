@@ -67,7 +67,8 @@ def repair_segment(source, dest: str, dead_letter: str | None = None,
                 if d.entry in lost:  # the framing was lost here: the bytes up to the next sound entry
                     position = d.culprits[0].entry_position
                     report.unreadable_bytes += len(d.raw)
-                    _raw_letter(letters, src, "unreadable", position, d.raw, [_culprit(c) for c in d.culprits])
+                    _raw_letter(letters, src, "unreadable", position, d.raw, [_culprit(c) for c in d.culprits],
+                                entry=d.entry)
                     continue
                 if d.record_index is None:
                     report.dropped_batches += 1
@@ -102,8 +103,8 @@ def _letter(letters, src: str, d) -> None:
         "culprits": [_culprit(c) for c in d.culprits]}) + "\n")
 
 
-def _raw_letter(letters, src: str, kind: str, position: int, raw, culprits: list) -> None:
+def _raw_letter(letters, src: str, kind: str, position: int, raw, culprits: list, entry: int | None = None) -> None:
     if letters is None:
         return
-    letters.write(json.dumps({"kind": kind, "source": src, "position": position, "length": len(raw),
+    letters.write(json.dumps({"kind": kind, "source": src, "entry": entry, "position": position, "length": len(raw),
                               "raw": _b64(raw), "culprits": culprits}) + "\n")

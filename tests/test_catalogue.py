@@ -137,11 +137,12 @@ def test_the_readme_and_the_docs_name_only_rules_that_exist():
 
 
 def test_every_log_file_type_is_dumped_and_fuzzed():
-    """A reader added to pykbatch.log.INDEX_TYPES is dispatched by the dump (by its SUFFIX) and
-    reached by the CLI fuzz (tests/test_cli_fuzz.py takes its suffixes from the same tuple)."""
+    """A reader added to pykbatch.log.INDEX_TYPES is dispatched by the dump (by its SUFFIX),
+    checked by the audit and validate, and reached by the CLI fuzz (tests/test_cli_fuzz.py damages
+    every file ``pykbatch.log.checks.kind_of`` names)."""
     from pykbatch import dump
     from pykbatch.log import INDEX_TYPES, OffsetIndex, TimeIndex
-    from tests.test_cli_fuzz import SUFFIXES
+    from pykbatch.log.checks import KINDS, _CHECKS
     suffixes = {kind.SUFFIX for kind in INDEX_TYPES}
     assert suffixes <= {OffsetIndex.SUFFIX, TimeIndex.SUFFIX} | set(dump._DUMPERS)
-    assert suffixes < set(SUFFIXES)
+    assert suffixes < set(KINDS) and set(KINDS) - {".log"} == set(_CHECKS)

@@ -27,14 +27,21 @@ import pytest
 
 import pykbatch as kb
 from pykbatch.cli import EXIT_CODES, main
-from pykbatch.log import INDEX_TYPES, LOG
+from pykbatch.log import LOG
+from pykbatch.log.checks import kind_of
 from tests.conftest import CONFORMANCE, ROOT
 from tests.samples import write_partition
 
 RUNS = int(os.environ.get("PYKBATCH_CLI_FUZZ_RUNS", "120"))
 SEED = int(os.environ.get("PYKBATCH_CLI_FUZZ_SEED", "20261122"))
 BROKER_FILES = ROOT / "tests" / "kafka" / "broker-files"
-SUFFIXES = (LOG,) + tuple(kind.SUFFIX for kind in INDEX_TYPES)  # every file type pykbatch.log reads
+TOPIC_ID = "AAECAwQFBgcICQoLDA0ODw"
+
+
+def partition_files(directory: Path) -> list[Path]:
+    """Every file of a partition pykbatch checks: logs, indexes, snapshots, the leader-epoch
+    checkpoint, partition.metadata (``pykbatch.log.checks.kind_of``)."""
+    return sorted(p for p in directory.iterdir() if kind_of(p.name) is not None)
 
 
 def partitions(tmp: Path) -> list[Path]:
@@ -111,7 +118,7 @@ def damage(rng: random.Random, data: bytes, donor: bytes) -> bytes:
 
 
 def commands(rng: random.Random, directory: Path, target: Path, out: Path) -> list[list[str]]:
-    files = sorted(str(p) for p in directory.iterdir() if p.suffix in SUFFIXES)
+    files = sorted(str(p) for p in partition_files(directory) if kind_of(p.name).startswith("."))
     logs = [f for f in files if f.endswith(".log")]
     log = str(target) if target.suffix == ".log" else (logs[0] if logs else None)
     dump = [["dump", "--files", ",".join(files), "--no-progress", *flags] for flags in (
@@ -120,6 +127,7 @@ def commands(rng: random.Random, directory: Path, target: Path, out: Path) -> li
         ["--format", "json", "--deep-iteration"], ["--format", "jsonl", "--print-data-log"],
         ["--deep-iteration", "--validate"], ["--style", "scala", "--deep-iteration"])]
     runs = dump + [["validate", "--segment", str(directory)], ["validate", "--segment", str(directory), "--json"],
+                   ["validate", str(target)], ["validate", str(target), "--json"], ["dump", "--files", str(directory)],
                    ["validate", "--segment", str(directory), "--jobs", "1"],
                    ["dump", "--files", str(directory), "--to", "parquet", str(out / "partition")]]
     if log:
@@ -151,8 +159,9 @@ def test_damaged_files_never_break_a_command(tmp_path):
         shutil.rmtree(work, ignore_errors=True)
         directory = work / source.name
         shutil.copytree(source, directory)
+        (directory / "partition.metadata").write_text(f"version: 0\ntopic_id: {TOPIC_ID}\n")
         (work / "out").mkdir()
-        candidates = sorted(p for p in directory.iterdir() if p.suffix in SUFFIXES)
+        candidates = partition_files(directory)
         target = rng.choice(candidates)
         donor = rng.choice(candidates).read_bytes()
         target.write_bytes(damage(rng, target.read_bytes(), donor))

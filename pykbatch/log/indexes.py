@@ -199,7 +199,7 @@ def _last_offset_at(segment, position: int, max_message_size: int) -> int:
     if not 0 <= position < segment.size:
         return -1
     try:
-        first = next(segment.batches(start=position, max_bytes=position + max_message_size), None)
+        first = next(segment.batches(start=position, max_bytes=position + max_message_size, resync=False), None)
     except KafkaDataError:
         return -1
     return first.last_offset if first is not None else -1

@@ -87,14 +87,16 @@ class Segment:
         return view if max_bytes is None else view[:max_bytes]
 
     def batches(self, *, verify_crc: bool = False, start: int = 0, max_bytes: int | None = None,
-                on_lost: Callable[[LostSpan], object] | None = None) -> Iterator:
+                on_lost: Callable[[LostSpan], object] | None = None, resync: bool = True) -> Iterator:
         """Every complete entry from byte ``start`` on, in file order.  Where the entry framing is
         lost (a size below the minimum, an invalid magic, an interior size running past the end
         while sound entries follow), the bytes up to the next sound entry are skipped and kept in
         ``lost`` as a ``LostSpan`` (and handed to ``on_lost`` in their place in the walk): the
         walk goes on, so no sound batch is lost because a neighbour lied.  Zero bytes after the
         last entry (a preallocated segment) end it quietly, as a truncated entry does: both count
-        in ``invalid_tail_bytes``.  ``error`` keeps the first lost span's fault."""
+        in ``invalid_tail_bytes``.  ``error`` keeps the first lost span's fault.  ``resync=False``:
+        read as Kafka's reader does, which stops where the framing is lost (raising) -- what a
+        check of the entry at one position (an index entry's) needs."""
         data = self.view(max_bytes)
         self.lost = []
 
@@ -108,7 +110,7 @@ class Segment:
             if on_lost is not None:
                 on_lost(span)
 
-        reader = _native.BatchReader(data, verify_crc, start=start, on_lost=lost)
+        reader = _native.BatchReader(data, verify_crc, start=start, on_lost=lost if resync else None)
         self.valid_bytes = start
         released = start - start % mmap.PAGESIZE
         for b in reader:

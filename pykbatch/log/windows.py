@@ -10,7 +10,8 @@ def entry_windows(batches: Iterable, window_bytes: int,
                   keep: Callable | None = None) -> Iterator[list[tuple[int, int]]]:
     """Lists of (position, size) of consecutive entries from ``batches``, each closed once it
     spans ``window_bytes``.  An entry ``keep`` refuses is left out and closes the run before it,
-    so a window's entries are always contiguous.  No batch object is held across a yield."""
+    and so do bytes the walk skipped (a span whose framing was lost): a window's entries are
+    always contiguous.  No batch object is held across a yield."""
     run: list[tuple[int, int]] = []
     for b in batches:
         if keep is not None and not keep(b):
@@ -19,6 +20,9 @@ def entry_windows(batches: Iterable, window_bytes: int,
                 yield run
                 run = []
             continue
+        if run and b.position != run[-1][0] + run[-1][1]:
+            yield run
+            run = []
         run.append((b.position, b.size))
         del b
         if run[-1][0] + run[-1][1] - run[0][0] >= window_bytes:
