@@ -184,23 +184,32 @@ cdef struct _Pages:
     const uint8_t *base
     size_t released
     size_t page
+    void *progress  # a Python callable taking the position reached, or NULL
 
 
 cdef void _release_pages(void *ctx, size_t pos) noexcept nogil:
     """kb_validate's progress hook over a read-only file mapping: the pages the walk has passed
     are handed back (the kernel reads them again from the page cache if they are touched), so
-    the resident set stays bounded whatever the file's size."""
+    the resident set stays bounded whatever the file's size; then the caller hears how far the
+    walk got (a progress line)."""
     cdef _Pages *p = <_Pages *> ctx
     cdef size_t end = pos - pos % p.page
     if end > p.released:
         madvise(<void *> (p.base + p.released), end - p.released, MADV_DONTNEED)
         p.released = end
+    if p.progress != NULL:
+        with gil:
+            try:
+                (<object> p.progress)(pos)
+            except Exception:  # a progress line must never fail a validation
+                pass
 
 
-def _validate_mapped(buf, config=None, size_t every=64 * 1024 * 1024):
+def _validate_mapped(buf, config=None, size_t every=64 * 1024 * 1024, progress=None):
     """``validate`` of a read-only file mapping (an ``mmap`` or a view of one starting at its
     first byte), handing pages back every ``every`` bytes: how a segment of any size is
-    validated in bounded memory (``Segment.validate``)."""
+    validated in bounded memory (``Segment.validate``).  ``progress``: called with the byte
+    position reached, every ``every`` bytes."""
     cdef _View v = _view(buf)
     config = config if config is not None else _DEFAULT_CONFIG
     cdef _Validator checker = _Validator(config, v)
@@ -208,6 +217,7 @@ def _validate_mapped(buf, config=None, size_t every=64 * 1024 * 1024):
     pages.base = v.ptr
     pages.page = <size_t> sysconf(_SC_PAGESIZE)
     pages.released = (pages.page - (<uintptr_t> v.ptr) % pages.page) % pages.page
+    pages.progress = <void *> progress if progress is not None else NULL
     checker.opts.progress = _release_pages
     checker.opts.progress_ctx = &pages
     checker.opts.progress_every = every

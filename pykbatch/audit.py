@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -63,9 +64,11 @@ class PartitionAudit:
 
 
 def audit_partition(directory: str, config: ValidationConfig | None = None, *, producers: bool = True,
-                    indexes: bool = True, jobs: int | None = None) -> PartitionAudit:
+                    indexes: bool = True, jobs: int | None = None,
+                    progress: Callable[[int], object] | None = None) -> PartitionAudit:
     """``jobs``: threads validating segments (and checking indexes) ahead of the walk that follows
-    offsets and producer state in order; default, every core this process may use."""
+    offsets and producer state in order; default, every core this process may use.
+    ``progress``: called with the number of segments done after each."""
     config = config or ValidationConfig(origin="log")
     part = Partition(directory)
     audit = PartitionAudit(part.directory)
@@ -74,18 +77,21 @@ def audit_partition(directory: str, config: ValidationConfig | None = None, *, p
 
     def check(path):
         with Segment(path) as seg:
-            verdict = validate(seg.view(), config)
+            verdict = seg.validate(config)
             headers = _v2_header_table(seg.view()) if _WALK_TABLES else None
             base_offset = seg.base_offset
         return verdict, base_offset, headers, _check_indexes(path, headers) if indexes else []
 
     with ordered_map(check, part.segment_paths, jobs) as checked:
-        for path, (verdict, base_offset, headers, index_problems) in zip(part.segment_paths, checked):
+        for done, (path, (verdict, base_offset, headers, index_problems)) in enumerate(
+                zip(part.segment_paths, checked), 1):
             if headers is None:
                 _walk_segment(path, verdict, audit, tracker, producer_culprits)
             else:
                 _walk_table(path, verdict, base_offset, headers, audit, tracker, producer_culprits)
             audit.index_problems += index_problems
+            if progress is not None:
+                progress(done)
     if indexes:
         audit.index_problems += check_partition_files(part.directory, part.segment_paths)
     if tracker is not None:

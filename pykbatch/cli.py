@@ -14,6 +14,7 @@ import sys
 
 from . import _native
 from .config import ValidationConfig
+from .progress import Progress
 
 
 OK, DAMAGED, CANNOT_RUN = 0, 1, 2
@@ -65,7 +66,7 @@ def _dump(args) -> int:
     from .dump import STRUCTURED_DECODERS, can_dump, dump_files, dump_json, parser_for
     if args.to:
         files = [f for spec in args.files for f in spec.split(",") if f]
-        return _export(files, *args.to, jobs=args.jobs)
+        return _export(files, *args.to, jobs=args.jobs, progress=not args.no_progress)
     files = _dump_inputs(args.files)
     if not files:
         raise UsageError(f"no files to dump in {', '.join(args.files)}")
@@ -95,7 +96,7 @@ def _dump(args) -> int:
     return DAMAGED if problems else OK
 
 
-def _export(files, fmt: str, dest: str, jobs: int | None = None) -> int:
+def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool = True) -> int:
     """One .log file into a file, or a partition directory into a directory of files (one per segment)."""
     from .export import FORMATS, export_partition, export_segment
     from .log import Partition
@@ -104,14 +105,16 @@ def _export(files, fmt: str, dest: str, jobs: int | None = None) -> int:
                          f"not {fmt!r}")
     if len(files) == 1 and os.path.isdir(files[0]):
         logs = Partition(files[0]).segment_paths
-        done = export_partition(logs, dest, fmt, jobs=jobs)
+        with Progress(len(logs), files[0], unit="segments", enabled=progress) as meter:
+            done = export_partition(logs, dest, fmt, jobs=jobs, progress=meter.update)
         reports = [report for _, report in done]
         print(f"wrote {sum(r.rows for r in reports)} records of {len(logs)} segment(s) of {files[0]} to {dest}/ ({fmt})")
     else:
         logs = [f for f in files if f.endswith(".log")]
         if len(logs) != 1:
             raise UsageError("--to exports one .log file, or a partition directory")
-        reports = [export_segment(logs[0], dest, fmt, jobs=jobs)]
+        with Progress(os.path.getsize(logs[0]), logs[0], enabled=progress) as meter:
+            reports = [export_segment(logs[0], dest, fmt, jobs=jobs, progress=meter.update)]
         print(f"wrote {reports[0].rows} records of {logs[0]} to {dest} ({fmt})")
     for log, report in zip(logs, reports):
         where = f" of {log}" if len(logs) > 1 else ""
@@ -152,6 +155,11 @@ def _validate(args) -> int:
     return DAMAGED if found else OK
 
 
+def _progress(args) -> bool:
+    """Whether a progress line may be shown (on a terminal, for large work) for this command."""
+    return not getattr(args, "no_progress", False)
+
+
 def _origin_of(path: str) -> str:
     """The checks a file gets unless --origin says: a log's for a segment (or standard input),
     a producer's for anything else (a produce request's records, a sample)."""
@@ -185,8 +193,8 @@ def _not_a_log(path: str, result, size: int) -> bool:
 def _validate_file(path: str, config: ValidationConfig, args) -> int:
     """Validates one file and prints its culprits (JSON with --json); returns how many."""
     producers = getattr(args, "producers", False)
-    with _open_input(path) as seg:
-        result = seg.validate(config)
+    with _open_input(path) as seg, Progress(seg.size, path, enabled=_progress(args)) as meter:
+        result = seg.validate(config, progress=meter.update)
         if _not_a_log(path, result, seg.size):
             raise UsageError(f"{path}: no Kafka record batch or message in it (not a log segment, a produce "
                              "request or a batch?); index and state files are checked by their names "
@@ -274,7 +282,10 @@ def _audit_one(directory: str, args, heading: bool = False) -> int:
     from .audit import audit_partition
     config = ValidationConfig(origin="log", verify_crc=not args.no_crc, max_culprits=args.max_culprits,
                               topic_partition=args.topic_partition, compacted=args.compacted)
-    audit = audit_partition(directory, config, jobs=args.jobs)
+    from .log import Partition
+    with Progress(len(Partition(directory).segment_paths), directory, unit="segments",
+                  enabled=_progress(args)) as meter:
+        audit = audit_partition(directory, config, jobs=args.jobs, progress=meter.update)
     cap = args.max_culprits
     if args.json:
         print(json.dumps({
@@ -326,8 +337,8 @@ def _repair(args) -> int:
         raise UsageError("repair never writes over its input: give another --out")
     config = ValidationConfig(origin=args.origin or _origin_of(args.file), compacted=args.compacted,
                               topic_partition=args.topic_partition)
-    with _open_input(args.file) as seg:
-        report = repair_segment(seg, args.out, args.dead_letter, config)
+    with _open_input(args.file) as seg, Progress(seg.size, args.file, enabled=_progress(args)) as meter:
+        report = repair_segment(seg, args.out, args.dead_letter, config, progress=meter.update)
         if _not_a_log(args.file, report.result, seg.size):
             os.remove(args.out)
             if args.dead_letter:
@@ -526,6 +537,7 @@ def parser() -> argparse.ArgumentParser:
                    help="with --segment: named in the printed kafka-transactions.sh abort commands")
     v.add_argument("--jobs", type=_jobs, default=None, metavar="N",
                    help="with --segment: threads validating segments (default: the cores this process may use)")
+    v.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
     v.add_argument("--producers", action="store_true",
                    help="also audit producer state: sequence gaps, duplicates, fencing, open transactions")
     v.set_defaults(run=_validate)
@@ -539,6 +551,7 @@ def parser() -> argparse.ArgumentParser:
                    help="which of Kafka's checks apply, as for validate: log for *.log files and standard input, "
                         "client (a producer's batches) for others")
     r.add_argument("--compacted", action="store_true", help="the topic is compacted: keyless records go")
+    r.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
     r.add_argument("--topic-partition", default="t-0", metavar="TOPIC-PARTITION",
                    help="the partition named in Kafka's messages and the dead letters (default t-0)")
     r.set_defaults(run=_repair)

@@ -40,6 +40,17 @@ in the input, ``batch_position``: its byte position there)."""
 LOCATION: dict[str, pa.DataType] = {"topic": pa.string(), "partition": pa.int32(), "segment": pa.int64()}
 """Where a row read from log files comes from (the segment's base offset)."""
 
+SPARK_KAFKA: dict[str, pa.DataType] = {
+    "key": pa.binary(), "value": pa.binary(), "topic": pa.string(), "partition": pa.int32(), "offset": pa.int64(),
+    "timestamp": pa.timestamp("us", tz="UTC"), "timestampType": pa.int32(), "headers": pa.list_(HEADER),
+}
+"""The columns of Spark's own Kafka source, named and typed as it does (``timestamp`` a
+TimestampType, ``timestampType`` Kafka's id: -1 none, 0 CreateTime, 1 LogAppendTime): the
+``kafka-segment`` source's records carry them first, so one source can stand in for the other."""
+
+TIMESTAMP_TYPE_IDS = {name: i for i, name in enumerate(TIMESTAMP_TYPES)} | {NO_TIMESTAMP_TYPE: -1}
+"""Kafka's ``TimestampType.id`` of each ``timestamp_type`` name."""
+
 
 def fields(types: dict[str, pa.DataType], names: str) -> list[pa.Field]:
     """The fields ``names`` (space-separated) with their types from ``types``."""

@@ -9,6 +9,7 @@ from typing import Callable, TextIO
 from .control import KRAFT_MESSAGES, kraft_control_json, parse_control
 from .errors import KafkaDataError
 from .javautf8 import java_utf8
+from .progress import Progress
 from .log import (
     INDEX_TYPES, LOG, CorruptIndexError, OffsetIndex, ProducerSnapshot, Segment, TimeIndex, TxnIndex, sibling,
     suffix_of, topic_partition_of,
@@ -272,7 +273,7 @@ def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *,
     with Segment(path, base_offset=0) as seg:
         if seg.size == 0:
             return 0
-        meter = Progress(err, seg.size) if progress else None
+        meter = Progress(seg.size, os.path.basename(path), err, enabled=progress)
         own = errors is None
         errors = errors or DumpErrors()
         problems = _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes,
@@ -289,26 +290,6 @@ def _snapshot_header(name: str) -> str:
     if offset.isdigit() and epoch.isdigit():
         return f"Snapshot end offset: {int(offset)}, epoch: {int(epoch)}\n"
     return ""
-
-
-class Progress:
-    """A percentage on stderr for large files, only when stderr is a terminal."""
-    MIN_BYTES = 64 * 1024 * 1024
-
-    def __init__(self, err: TextIO, total: int):
-        self.err, self.total, self.shown = err, total, -1
-        isatty = getattr(err, "isatty", None)
-        self.on = total >= self.MIN_BYTES and bool(isatty and isatty())
-
-    def update(self, done: int) -> None:
-        if self.on and done * 100 // self.total != self.shown:
-            self.shown = done * 100 // self.total
-            self.err.write(f"\r{self.shown:3d}% of {self.total} bytes")
-            self.err.flush()
-
-    def finish(self) -> None:
-        if self.on and self.shown >= 0:
-            self.err.write("\r" + " " * 40 + "\r")
 
 
 def damaged_batch_line(exc: KafkaDataError) -> str:

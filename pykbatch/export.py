@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
 import pyarrow as pa
 
@@ -45,20 +46,24 @@ def _readable(seg: Segment, report: ExportReport):
 
 
 def export_segment(source, dest: str, format: str = "parquet", *,
-                   window_bytes: int = WINDOW_BYTES, jobs: int | None = None) -> ExportReport:
+                   window_bytes: int = WINDOW_BYTES, jobs: int | None = None,
+                   progress: Callable[[int], object] | None = None) -> ExportReport:
     """Writes every readable record of the segment at ``source`` (a path or file-like) to
     ``dest``.  ``batch_position`` and ``batch_index`` are the batch's place in the whole file.
     ``jobs``: threads decoding windows ahead of the writer (default: every core this process may
-    use); the file is the same whatever their number."""
-    return _export([source], dest, format, window_bytes, jobs, segment_column=False)[0]
+    use); the file is the same whatever their number.  ``progress``: called with the byte
+    position written up to, after each window."""
+    return _export([source], dest, format, window_bytes, jobs, segment_column=False, progress=progress)[0]
 
 
 def export_partition(paths, dest_dir: str, format: str = "parquet", *,
-                     window_bytes: int = WINDOW_BYTES, jobs: int | None = None) -> list[tuple[str, ExportReport]]:
+                     window_bytes: int = WINDOW_BYTES, jobs: int | None = None,
+                     progress: Callable[[int], object] | None = None) -> list[tuple[str, ExportReport]]:
     """``export_segment`` of each segment of a partition into ``dest_dir``, one file per segment named
     by its base offset (``00000000000000000000.parquet``: a dataset Spark and pyarrow read as one),
     each with a ``segment`` column (that base offset, as ``batch_position`` is within it).  ``jobs``
-    segments are exported side by side.  (output path, report) per segment, in offset order."""
+    segments are exported side by side.  (output path, report) per segment, in offset order.
+    ``progress``: called with the number of segments written after each."""
     from .log import base_offset_of
     os.makedirs(dest_dir, exist_ok=True)
     paths = list(paths)
@@ -69,10 +74,16 @@ def export_partition(paths, dest_dir: str, format: str = "parquet", *,
         return out, _export([path], out, format, window_bytes, 1, segment_column=True)[0]
 
     with ordered_map(one, zip(paths, outputs), jobs) as done:
-        return list(done)
+        out = []
+        for item in done:
+            out.append(item)
+            if progress is not None:
+                progress(len(out))
+        return out
 
 
-def _export(sources: list, dest: str, format: str, window_bytes: int, jobs, segment_column: bool):
+def _export(sources: list, dest: str, format: str, window_bytes: int, jobs, segment_column: bool,
+            progress: Callable[[int], object] | None = None):
     """The records of ``sources`` in order into one file; windows decoded by ``jobs`` threads ahead
     of the writer."""
     if format not in FORMATS:
@@ -95,12 +106,14 @@ def _export(sources: list, dest: str, format: str, window_bytes: int, jobs, segm
         table, damaged = decode_entries(view, run, first_entry=first_entry)
         if segment_column:
             table = table.append_column("segment", _repeated(base_offset, table.num_rows))
-        return i, table, damaged
+        return i, table, damaged, run[-1][0] + run[-1][1]
 
     writer = None
     try:
         with ordered_map(decode, windows(), jobs) as decoded:
-            for i, table, damaged in decoded:
+            for i, table, damaged, reached in decoded:
+                if progress is not None:
+                    progress(reached)
                 for done in [k for k in segments if k < i]:  # every window of these was written
                     segments.pop(done).close()
                 reports[i].damaged += damaged

@@ -47,10 +47,11 @@ def _culprit(c) -> dict:
 
 
 def repair_segment(source, dest: str, dead_letter: str | None = None,
-                   config: ValidationConfig | None = None) -> RepairReport:
+                   config: ValidationConfig | None = None, progress=None) -> RepairReport:
     """Writes ``dest``: the segment at ``source`` without its culprits (``drop_culprits`` with
     ``unrepairable="drop"``, the one repair every surface gives), and ``dead_letter`` (JSON
-    lines) with everything removed."""
+    lines) with everything removed.  ``progress``: called with the byte position the
+    validation reached, now and then."""
     config = dataclasses.replace(config or ValidationConfig(origin="log"), max_culprits=2**31 - 1)
     report = RepairReport()
     letters = open(dead_letter, "w", encoding="utf-8") if dead_letter else None
@@ -58,7 +59,7 @@ def repair_segment(source, dest: str, dead_letter: str | None = None,
         with _segment(source) as seg, open(dest, "wb") as out:
             data = seg.view()
             src = seg.path or "(stream)"
-            result = report.result = seg.validate(config)
+            result = report.result = seg.validate(config, progress=progress)
             fixed = drop_culprits(data, result, unrepairable="drop")
             out.write(fixed.data)
             report.kept_batches = sum(1 for _ in iter_batches(fixed.data, verify_crc=False))

@@ -4,6 +4,7 @@ splits Spark reads in parallel.  Nothing here decodes records."""
 from __future__ import annotations
 
 import bisect
+import datetime
 import os
 from typing import NamedTuple
 
@@ -31,14 +32,23 @@ def _fsspec(path: str):
     return fsspec
 
 
+def path_not_found(path: str) -> str:
+    """The message of a missing path, worded as Spark's own file sources word it."""
+    return f"[PATH_NOT_FOUND] Path does not exist: {path}."
+
+
 def find_segments(path: str) -> list[tuple[str, str, int]]:
     """(file, topic, partition) of every ``.log`` segment under ``path``."""
     out = []
     if _is_local(path):
         root = _local(path)
+        if not os.path.exists(root):
+            raise FileNotFoundError(path_not_found(path))
         files = [root] if os.path.isfile(root) else [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]
     else:
         fs, root = _fsspec(path).core.url_to_fs(path)
+        if not fs.exists(root):
+            raise FileNotFoundError(path_not_found(path))
         files = [fs.unstrip_protocol(f) for f in (fs.find(root) if fs.isdir(root) else [root])]
     for f in sorted(files):
         name = f.rstrip("/").rsplit("/", 1)[-1]
@@ -205,6 +215,27 @@ _BOUNDS = {
 _RANGE_FIELDS = {"offset": ("first_offset", "end_offset"), "timestamp": ("first_timestamp", "end_timestamp")}
 
 
+def _millis(value: datetime.datetime, up: bool) -> int:
+    """A Spark timestamp (as PySpark hands it: naive local time, or aware) in epoch milliseconds,
+    rounded down, or up with ``up``."""
+    if value.tzinfo is None:
+        value = value.astimezone()  # naive: the local time PySpark made it from
+    micros = (value - _EPOCH) // datetime.timedelta(microseconds=1)
+    return -((-micros) // 1000) if up else micros // 1000
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def _datetime_bounds(kind: str, values: tuple) -> tuple:
+    """_BOUNDS for timestamps given as datetimes: a lower bound rounded down, an upper one up, so
+    that a record a sub-millisecond bound would keep is never pruned."""
+    low = min(_millis(v, False) for v in values)
+    high = max(_millis(v, True) for v in values)
+    return {"GreaterThan": (low, None), "GreaterThanOrEqual": (low, None), "LessThan": (None, high),
+            "LessThanOrEqual": (None, high + 1), "EqualTo": (low, high + 1), "In": (low, high + 1)}[kind]
+
+
 def narrow(ranges: Ranges, filters, mode: str = "records") -> Ranges:
     """``ranges`` tightened by the filters Spark pushes to a reader (pyspark.sql.datasource's
     ``EqualTo``, ``GreaterThan``, ``In``...) on ``offset`` / ``timestamp`` (records mode) and
@@ -216,9 +247,12 @@ def narrow(ranges: Ranges, filters, mode: str = "records") -> Ranges:
         column = f.attribute[0] if len(f.attribute) == 1 else None
         if column in _RANGE_FIELDS and mode == "records" and kind in _BOUNDS:
             values = tuple(f.value) if kind == "In" else (f.value,)
-            if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            if values and all(isinstance(v, datetime.datetime) for v in values):
+                low, high = _datetime_bounds(kind, values)
+            elif values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+                low, high = _BOUNDS[kind](f.value)
+            else:
                 continue
-            low, high = _BOUNDS[kind](f.value)
             lo_field, hi_field = _RANGE_FIELDS[column]
             if low is not None:
                 fields[lo_field] = low if fields[lo_field] is None else max(fields[lo_field], low)

@@ -33,6 +33,7 @@ Local paths are read through mmap; other URLs (s3://, hdfs://...) through fsspec
 from __future__ import annotations
 
 import itertools
+import os
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,12 +41,12 @@ import pyarrow.compute as pc
 from pykbatch import validate as kb_validate
 from pykbatch.config import ValidationConfig
 from pykbatch.arrow import append_headers, decode_entries
-from pykbatch.columns import BATCH, LOCATION, RECORD, fields
+from pykbatch.columns import BATCH, LOCATION, RECORD, SPARK_KAFKA, TIMESTAMP_TYPE_IDS, fields
 from pykbatch.log import Segment, entry_windows
 from pykbatch.retry import retry_io  # noqa: F401  (kafka-segment's remote reads; tests import it from here)
 
 from . import tiered_source
-from .segment_plan import Ranges, _fsspec, _is_local, _local, narrow, plan_splits, read_mode
+from .segment_plan import Ranges, _fsspec, _is_local, _local, narrow, path_not_found, plan_splits, read_mode
 
 NAME = "kafka-segment"
 
@@ -54,10 +55,10 @@ BATCH_COLUMNS = fields({**LOCATION, **BATCH, "batch_position": RECORD["batch_pos
                        "topic partition segment batch_position base_offset last_offset record_count magic "
                        "compression timestamp_type max_timestamp producer_id producer_epoch base_sequence "
                        "partition_leader_epoch is_transactional is_control size")
-RECORD_COLUMNS = fields({**LOCATION, **RECORD},
-                        "topic partition segment offset timestamp timestamp_type key value headers sequence "
-                        "batch_index batch_position base_offset partition_leader_epoch producer_id producer_epoch "
-                        "is_transactional is_control")
+# Spark's Kafka source's columns first (names, types, order), then what a log adds
+RECORD_COLUMNS = fields(SPARK_KAFKA, "key value topic partition offset timestamp timestampType headers") + fields(
+    {**LOCATION, **RECORD}, "segment sequence batch_index batch_position base_offset partition_leader_epoch "
+    "producer_id producer_epoch is_transactional is_control")
 VALIDATION_COLUMNS = [pa.field("batch_ok", pa.bool_()), pa.field("batch_error", pa.string())]
 LOG = ValidationConfig(origin="log", max_culprits=2**31 - 1)  # every failing entry is named
 # Log bytes per Arrow batch handed to Spark: batches of 1-16 MiB move fastest through the
@@ -163,12 +164,11 @@ def _arrow(data, entries, segment, topic, partition, mode, validate, schema, ran
     verdicts = pa.array([bad.get(e) for e in range(len(entries))], pa.string())  # per entry; null: it passed
     if mode == "records":
         table, _ = decode_entries(data, entries, verify_crc=False)  # CRCs: validate's business
-        table = table.set_column(table.schema.get_field_index("timestamp_type"), "timestamp_type",
-                                 table["timestamp_type"].cast(pa.string()))
         keep = ranges.record_mask(table)
         if keep is not None:
             table = table.filter(keep)
         cols = {name: table[name].combine_chunks() for name in table.column_names}
+        cols["timestamp"], cols["timestampType"] = spark_timestamps(cols["timestamp"], cols["timestamp_type"])
         errors = verdicts.take(cols["batch_index"]) if validate else None  # each record gets its batch's
     else:
         headers = {f.name: [] for f in BATCH_COLUMNS[4:]}
@@ -185,6 +185,17 @@ def _arrow(data, entries, segment, topic, partition, mode, validate, schema, ran
         cols["batch_ok"] = errors.is_null()
         cols["batch_error"] = errors
     return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in schema], schema=schema)
+
+
+def spark_timestamps(millis: pa.Array, types: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Record timestamps (epoch milliseconds) and their type names as Spark's Kafka source has
+    them: a TimestampType (microseconds, UTC; a hostile value wraps rather than fails the task)
+    and Kafka's timestamp type id."""
+    micros = pc.multiply(millis, pa.scalar(1000, pa.int64())).cast(SPARK_KAFKA["timestamp"], safe=False)
+    names = list(TIMESTAMP_TYPE_IDS)
+    ids = pc.take(pa.array([TIMESTAMP_TYPE_IDS[n] for n in names], pa.int32()),
+                  pc.index_in(types.cast(pa.string()), pa.array(names)))
+    return micros, ids
 
 
 def data_source_class():
@@ -226,6 +237,8 @@ def data_source_class():
                 return splits or [SegmentSplit(None, "", -1, 0, 0)]
             if self.format == "redpanda":  # a native segment is one split
                 from pykbatch import redpanda
+                if not os.path.exists(_local(self.path)):
+                    raise FileNotFoundError(path_not_found(self.path))
                 return [SegmentSplit(f, t, p, 0, None) for f, t, p in redpanda.find_segments(_local(self.path))] \
                     or [SegmentSplit(None, "", -1, 0, 0)]
             splits = [SegmentSplit(*split) for split in plan_splits(self.path, self.split_bytes, self.ranges)]

@@ -105,9 +105,11 @@ def test_every_columnar_output_selects_from_the_one_schema():
         assert field.type == expected or (field.name == "timestamp_type" and pa_is_dictionary(field.type))
     for struct, types in ((arrow.RECORD, columns.RECORD), (arrow.BATCH_INFO, columns.BATCH)):
         assert all(types[f.name] == f.type for f in struct)
-    everything = {**columns.LOCATION, **columns.BATCH, **columns.RECORD}
-    for f in segment_source.RECORD_COLUMNS + segment_source.BATCH_COLUMNS:
-        assert everything[f.name] == f.type, f.name
+    for f in segment_source.BATCH_COLUMNS:
+        assert {**columns.LOCATION, **columns.BATCH, **columns.RECORD}[f.name] == f.type, f.name
+    for f in segment_source.RECORD_COLUMNS:  # Spark's Kafka source's columns first
+        assert {**columns.LOCATION, **columns.RECORD, **columns.SPARK_KAFKA}[f.name] == f.type, f.name
+    assert [f.name for f in segment_source.RECORD_COLUMNS[:len(columns.SPARK_KAFKA)]] == list(columns.SPARK_KAFKA)
     assert set(dump.BATCH_FIELDS) <= set(columns.BATCH)
 
 

@@ -271,19 +271,34 @@ def test_dump_validate_prints_culprits(tmp_path, capsys):
 
 
 def test_progress_shows_on_a_terminal_only(tmp_path):
+    import contextlib
     import io
 
-    from pykbatch.dump import Progress
+    from pykbatch.progress import Progress
 
     class Tty(io.StringIO):
         def isatty(self):
             return True
     tty, pipe = Tty(), io.StringIO()
     for err in (tty, pipe):
-        meter = Progress(err, Progress.MIN_BYTES)
-        meter.update(Progress.MIN_BYTES // 2)
-        meter.finish()
-    assert " 50% of" in tty.getvalue() and pipe.getvalue() == ""
+        with Progress(Progress.MIN_BYTES, "x.log", err) as meter:
+            meter.update(Progress.MIN_BYTES // 2)
+    assert "x.log:  50% of" in tty.getvalue() and pipe.getvalue() == ""
+    # a long validate, repair and audit draw it; --no-progress and a pipe do not
+    batch = bytearray(kb.build_batch([(b"k", b"v" * 1000)] * 100))
+    part = tmp_path / "t-0"
+    part.mkdir()
+    log = part / "00000000000000000000.log"
+    with open(log, "wb") as f:
+        for n in range((130 << 20) // len(batch)):
+            batch[0:8] = (n * 100).to_bytes(8, "big")
+            f.write(batch)
+    for argv in (["validate", str(log)], ["repair", str(log), "--out", str(tmp_path / "fixed.log")],
+                 ["dump", "--files", str(log), "--to", "arrow", str(tmp_path / "x.arrow")]):
+        for err, flags, shown in ((Tty(), [], True), (Tty(), ["--no-progress"], False), (io.StringIO(), [], False)):
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                assert main(argv + flags) == 0
+            assert ("% of" in err.getvalue()) == shown, (argv, flags)
 
 
 def test_repair_writes_a_clean_segment_and_dead_letters(tmp_path, capsys):

@@ -6,6 +6,7 @@ import random
 import struct
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import pykbatch as kb
@@ -17,10 +18,15 @@ from tests.samples import write_partition
 
 
 def read_all(path, ranges, split_bytes=2000, mode="records", validate=False):
-    """Every split the planner makes, read as Spark's tasks would, as one table (None: no rows)."""
+    """Every split the planner makes, read as Spark's tasks would, as one table (None: no rows);
+    records' ``timestamp`` (a TimestampType, as Spark's Kafka source) as epoch milliseconds."""
     batches = [b for seg, topic, part, start, end in plan_splits(str(path), split_bytes, ranges)
                for b in read_split(seg, topic, part, start, end, mode, validate, ranges)]
-    return pa.Table.from_batches(batches, schema=arrow_schema(mode, validate)) if batches else None
+    table = pa.Table.from_batches(batches, schema=arrow_schema(mode, validate)) if batches else None
+    if table is not None and mode == "records":
+        millis = pc.divide(table["timestamp"].cast(pa.int64()), 1000)
+        table = table.set_column(table.schema.get_field_index("timestamp"), "timestamp", millis)
+    return table
 
 
 def brute_force(path, ranges):

@@ -209,7 +209,7 @@ def test_segment_source_splits_validates_and_filters(spark, tmp_path):
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     try:  # WHERE clauses prune like the options: fewer splits, the same rows
         pushed = spark.read.format("kafka-segment").option("pushFilters", "true").option("splitBytes", "2000") \
-            .load(str(tmp_path)).where("offset >= 150 AND partition = 3 AND timestamp < 1038")
+            .load(str(tmp_path)).where("offset >= 150 AND partition = 3 AND timestamp < timestamp_millis(1038)")
         assert sorted(r["offset"] for r in pushed.collect()) == list(range(150, 190))
         assert 0 < pushed.rdd.getNumPartitions() < reader.rdd.getNumPartitions()
     finally:
@@ -222,6 +222,33 @@ def test_segment_source_splits_validates_and_filters(spark, tmp_path):
     assert len(header_only) == 40 and sorted(r["base_offset"] for r in header_only if not r["batch_ok"]) == [35, 45]
     spark.sql(f"CREATE OR REPLACE TEMP VIEW segs USING `kafka-segment` OPTIONS (path '{part}', mode 'batches')")
     assert spark.sql("SELECT count(*) AS n FROM segs").collect()[0]["n"] == 40
+
+
+def test_segment_source_has_the_kafka_sources_columns_and_refuses_a_missing_path(spark, tmp_path):
+    """The columns Spark's own Kafka source has, with its names and types, come first (one source
+    can stand in for the other); a path that does not exist fails the read, as Spark's file
+    sources fail it."""
+    import datetime
+
+    from pyspark.sql.types import StructType
+
+    from pykbatch.log import segment_file_name
+    part = tmp_path / "orders-1"
+    part.mkdir()
+    (part / segment_file_name(0, ".log")).write_bytes(kb.build_batch(
+        [{"key": b"k", "value": b"v", "timestamp": 1_700_000_000_123, "headers": [("h", b"x")]}], base_offset=0))
+    df = spark.read.format("kafka-segment").load(str(tmp_path))
+    kafka = StructType.fromDDL("key binary, value binary, topic string, partition int, offset bigint, "
+                               "timestamp timestamp, timestampType int, headers array<struct<key: string, value: binary>>")
+    assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields[:len(kafka.fields)]] == \
+        [(f.name, f.dataType.simpleString()) for f in kafka.fields]  # (a header key is never null here)
+    row = df.collect()[0]
+    assert (row.topic, row.partition, row.offset, row.timestampType) == ("orders", 1, 0, 0)
+    assert row.timestamp.astimezone(datetime.timezone.utc) == datetime.datetime(
+        2023, 11, 14, 22, 13, 20, 123000, tzinfo=datetime.timezone.utc)
+    assert df.where("timestamp >= timestamp_millis(1700000000123)").count() == 1
+    with pytest.raises(Exception, match="PATH_NOT_FOUND"):
+        spark.read.format("kafka-segment").load(str(tmp_path / "no" / "such" / "path")).collect()
 
 
 @pytest.fixture(scope="module")

@@ -416,6 +416,15 @@ def test_cli_tiered_refuses_what_it_cannot_open(tmp_path, capsys):
 
 # -- Spark: kafka-segment over the remote store ------------------------------------------------
 
+def millis(ts) -> int:
+    """A Spark TimestampType value (an aware datetime from Arrow, a naive local one from a Row)
+    in epoch milliseconds, as the consumer reports timestamps."""
+    import datetime
+    if ts.tzinfo is None:
+        ts = ts.astimezone()
+    return (ts - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)) // datetime.timedelta(milliseconds=1)
+
+
 def spark_source_rows(stage: Stage, isolation: str, **extra) -> list[tuple]:
     """kafka-segment's tiered reader without Spark: every split the driver plans, read as the tasks would."""
     from spark_udfs import tiered_source
@@ -427,7 +436,7 @@ def spark_source_rows(stage: Stage, isolation: str, **extra) -> list[tuple]:
     for split in tiered_source.plan(options, ranges, split_bytes=700):
         for rb in tiered_source.read_split(split, "records", False, ranges, 4096, False):
             t = rb.to_pydict()
-            rows += [(p, o, ts, k, v, tuple((x["key"], x["value"]) for x in h)) for p, o, ts, k, v, h in
+            rows += [(p, o, millis(ts), k, v, tuple((x["key"], x["value"]) for x in h)) for p, o, ts, k, v, h in
                      zip(t["partition"], t["offset"], t["timestamp"], t["key"], t["value"], t["headers"])]
     return sorted(rows)
 
@@ -459,7 +468,7 @@ def test_spark_reads_the_tiered_topic_in_s3(stages, s3_server, spark):
             reader = reader.option(f"fs.{key}", value)
     df = reader.load(url)
     assert "leader_epoch" in df.columns
-    got = sorted((r.partition, r.offset, r.timestamp, r.key, r.value, tuple((h.key, h.value) for h in r.headers))
+    got = sorted((r.partition, r.offset, millis(r.timestamp), r.key, r.value, tuple((h.key, h.value) for h in r.headers))
                  for r in df.where(f"topic = '{TOPIC}'").collect())
     got = [(p, o, t, bytes(k) if k is not None else None, bytes(v) if v is not None else None,
             tuple((hk, bytes(hv) if hv is not None else None) for hk, hv in h)) for p, o, t, k, v, h in got]

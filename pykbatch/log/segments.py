@@ -124,12 +124,14 @@ class Segment:
         """Bytes the last walk skipped where the framing was lost (``lost``)."""
         return sum(span.size for span in self.lost)
 
-    def validate(self, config=None, max_bytes: int | None = None):
+    def validate(self, config=None, max_bytes: int | None = None,
+                 progress: Callable[[int], object] | None = None):
         """``pykbatch.validate`` of the segment's bytes (the first ``max_bytes``) in bounded
-        memory: the pages of a mapped file are handed back as the walk passes them."""
+        memory: the pages of a mapped file are handed back as the walk passes them.
+        ``progress``: called with the byte position reached, now and then."""
         view = self.view(max_bytes)
         if isinstance(self._map, mmap.mmap):
-            return _native._validate_mapped(view, config)
+            return _native._validate_mapped(view, config, progress=progress)
         return _native.validate(view, config)
 
     def _release(self, start: int, end: int) -> int:
