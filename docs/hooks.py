@@ -23,10 +23,13 @@ def _commands(parser: argparse.ArgumentParser, prefix: str = "pykbatch") -> list
     return out
 
 
+CLI_WIDTH = 88  # characters a code box of the page shows without scrolling
+
+
 def cli_reference() -> str:
     import os
     from pykbatch.cli import parser
-    os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal: the same page on every machine
+    os.environ["COLUMNS"] = str(CLI_WIDTH)  # argparse wraps to the terminal: the same page everywhere
     top = parser()
     parts = ["```text", _usage(top), "```"]
     for name, sub in _commands(top):

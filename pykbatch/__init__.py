@@ -20,7 +20,7 @@ except ImportError as exc:  # pragma: no cover - exercised by test_native_requir
 
 from pykbatch import errors  # noqa: E402,F401
 from pykbatch.config import ValidationConfig  # noqa: E402,F401
-from pykbatch.result import Culprit, DroppedRecord, Repair, TruncatedTail, ValidationResult  # noqa: E402,F401
+from pykbatch.result import Culprit, DroppedRecord, LostSpan, Repair, TruncatedTail, ValidationResult  # noqa: E402,F401
 from pykbatch.producer_state import ProducerStateTracker, audit_producers  # noqa: E402,F401
 from pykbatch.log import Partition, Segment, open_partition, read_segment  # noqa: E402,F401
 from pykbatch.errors import (  # noqa: E402,F401
@@ -33,8 +33,9 @@ try:  # written at build time from the git tags (pyproject.toml's [tool.setuptoo
 except ImportError:  # pragma: no cover - a source tree used without being built
     __version__ = "0.0.0+unknown"
 __all__ = [
-    "Batch", "BatchReader", "LegacyBatch", "Record", "Culprit", "TruncatedTail", "ValidationConfig", "ValidationResult",
-    "build_batch", "crc32", "crc32c", "drop_culprits", "DroppedRecord", "Repair", "encode", "iter_batches", "native_info", "to_arrow", "validate", "errors",
+    "Batch", "BatchReader", "LegacyBatch", "Record", "Culprit", "TruncatedTail", "LostSpan", "ValidationConfig",
+    "ValidationResult", "build_batch", "crc32", "crc32c", "drop_culprits", "DroppedRecord", "Repair", "encode",
+    "entry_is_sound", "next_sound_batch", "iter_batches", "native_info", "to_arrow", "validate", "errors",
     "KafkaDataError", "CorruptRecordError", "InvalidRecordError", "InvalidTimestampError",
     "UnsupportedCompressionTypeError", "UnsupportedForMessageFormatError", "UnrepairableError",
     "ProducerStateTracker", "audit_producers", "Segment", "Partition", "read_segment", "open_partition",

@@ -108,7 +108,8 @@ def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool 
         with Progress(len(logs), files[0], unit="segments", enabled=progress) as meter:
             done = export_partition(logs, dest, fmt, jobs=jobs, progress=meter.update)
         reports = [report for _, report in done]
-        print(f"wrote {sum(r.rows for r in reports)} records of {len(logs)} segment(s) of {files[0]} to {dest}/ ({fmt})")
+        print(f"wrote {sum(r.rows for r in reports)} records of {len(logs)} segment(s) of {files[0]} to "
+              f"{dest.rstrip('/')}/ ({fmt})")
     else:
         logs = [f for f in files if f.endswith(".log")]
         if len(logs) != 1:

@@ -67,7 +67,7 @@ def write_partition(directory, segments=3, batches=12, records=5, index_bytes=60
     for _ in range(segments):
         base = offset
         log, index, timeindex = bytearray(), bytearray(), bytearray()
-        since_index, max_ts, max_ts_offset = 0, -1, base
+        since_index, max_ts, max_ts_offset, indexed_ts = 0, -1, base, -1
         for _ in range(batches):
             clock += rng.randint(1, 50)
             ts = clock - rng.choice([0, 0, 0, 400])  # a producer with a slow clock, now and then
@@ -80,7 +80,9 @@ def write_partition(directory, segments=3, batches=12, records=5, index_bytes=60
                 max_ts, max_ts_offset = max(r["timestamp"] for r in recs), last
             if since_index >= index_bytes:
                 index += struct.pack(">ii", last - base, len(log))
-                timeindex += struct.pack(">qi", max_ts, max_ts_offset - base)
+                if max_ts > indexed_ts:  # TimeIndex.maybeAppend: only a larger timestamp
+                    timeindex += struct.pack(">qi", max_ts, max_ts_offset - base)
+                    indexed_ts = max_ts
                 since_index = 0
             log += batch
             since_index += len(batch)

@@ -56,14 +56,50 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "WARNING" not in done.stderr, done.stderr[-3000:]
     site = tmp_path / "site"
-    cli = (site / "cli" / "index.html").read_text()
+    cli = (site / "cli.html").read_text()
     assert "usage: pykbatch validate" in cli and "usage: pykbatch tiered export" in cli  # generated
-    checks = (site / "checks" / "index.html").read_text()
+    checks = (site / "checks.html").read_text()
     assert checks.count("<tr>") >= 70 and "record.compacted_no_key" in checks
-    api = (site / "api" / "index.html").read_text()
+    api = (site / "api.html").read_text()
     assert "Check every batch and record of" in api and "drop_culprits" in api
-    changelog = (site / "changelog" / "index.html").read_text()
+    changelog = (site / "changelog.html").read_text()
     assert "Keep a Changelog" in changelog
+    # opened from disk: links name files, and search needs no server (Material's offline plugin)
+    index = (site / "index.html").read_text()
+    assert 'href="getting-started.html"' in index and "search_index.js" in " ".join(os.listdir(site / "search"))
+    # every signature in its own block, a parameter a line
+    import html
+    text = html.unescape(re.sub(r"<[^>]+>", "", api))
+    assert "validate(\n    buf: _Buffer,\n    config: Optional[ValidationConfig] = None," in text
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a class or function inside a module
+        return False
+
+
+def test_the_api_reference_names_every_exported_name():
+    import pykbatch
+    page = (DOCS / "api.md").read_text()
+    documented = set(re.findall(r"^::: ([\w.]+)$", page, re.M))
+    modules = {name for name in documented if name in sys.modules or _is_module(name)}
+    missing = [name for name in pykbatch.__all__
+               if not any(d.split(".")[-1] == name for d in documented)
+               and not any(getattr(getattr(pykbatch, name), "__module__", None) == m for m in modules)]
+    assert not missing, missing
+
+
+def test_the_cli_reference_fits_its_box():
+    """The generated command reference wraps at 88 columns, what the page's code box shows."""
+    sys.path.insert(0, str(DOCS))
+    try:
+        import hooks
+    finally:
+        sys.path.remove(str(DOCS))
+    lines = hooks.cli_reference().splitlines()
+    assert len(lines) > 100 and max(map(len, lines)) <= hooks.CLI_WIDTH, max(lines, key=len)
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if blocks(p, "python") and p not in SPARK_PAGES])
@@ -83,20 +119,44 @@ def test_spark_examples_run(page, workdir, spark):
             exec(compile(code, f"docs/{page}", "exec"), namespace)
 
 
+def transcript(code: str) -> list[tuple[str, list[str]]]:
+    """A console block as (command, the output lines shown under it)."""
+    out: list[tuple[str, list[str]]] = []
+    for line in code.splitlines():
+        if line.startswith("$ "):
+            out.append((line[2:], []))
+        elif out:
+            out[-1][1].append(line)
+    return out
+
+
+def shows(expected: list[str], actual: str) -> bool:
+    """Whether the documented output lines appear in the actual output, in order: a line ending
+    in "…" is a prefix (the page cuts long lines so), a line "…" stands for any lines between."""
+    lines = iter(actual.splitlines())
+    for want in (w for w in expected if w.strip() != "…"):
+        prefix = want.endswith("…")
+        want = want[:-1].rstrip() if prefix else want
+        if not any(line.startswith(want) if prefix else line == want for line in lines):
+            return False
+    return True
+
+
 @pytest.mark.parametrize("page", [p for p in PAGES if blocks(p, "console")])
-def test_console_examples_run(page, workdir):
-    commands = [line[2:] for code in blocks(page, "console") for line in code.splitlines() if line.startswith("$ ")]
+def test_console_examples_run_and_print_what_the_page_shows(page, workdir):
+    commands = [step for code in blocks(page, "console") for step in transcript(code)]
     assert commands
     bin_dir = os.path.dirname(sys.executable)  # where pip put the pykbatch command
     env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
-    for command in commands:
+    for command, expected in commands:
         if command.startswith("pip install"):
             continue  # installing is what the page describes, not what a test may do
         done = subprocess.run(["bash", "-c", command], cwd=workdir, capture_output=True, text=True, env=env,
                               timeout=300)
         assert done.returncode in (0, 1), (command, done.returncode, done.stderr[-2000:])
         assert "Traceback" not in done.stderr, (command, done.stderr[-2000:])
-        assert done.stdout.strip(), command  # every example shows something
+        assert done.stdout.strip() and expected, command  # every example shows something, and the page shows it
+        assert shows(expected, done.stdout), (command, expected, done.stdout[:3000])
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="needs mypy (the test extra)")
