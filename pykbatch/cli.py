@@ -14,11 +14,11 @@ import sys
 
 from . import _native
 from .config import ValidationConfig
+from .log.files import STDIN
 from .progress import Progress
 
 
 OK, DAMAGED, CANNOT_RUN = 0, 1, 2
-STDIN = "-"  # where a file is expected: standard input
 EXIT_CODES = {
     OK: "nothing wrong found",
     DAMAGED: "damage found in the data (culprits, damaged batches, index mismatches); what was "
@@ -428,9 +428,13 @@ def _count(text: str) -> int:
 
 
 def _sample(args) -> int:
-    from .samples import FAULTS, sample_log
-    with open(args.out, "wb") as f:
-        f.write(sample_log(n_batches=args.batches))
+    from .samples import FAULTS, iter_sample_batches
+    with open(args.out, "wb") as f, Progress(args.batches, args.out, unit="batches",
+                                             enabled=_progress(args) and args.batches >= 10_000) as meter:
+        for n, batch in enumerate(iter_sample_batches(args.batches), 1):
+            f.write(batch)
+            if n % 1000 == 0:
+                meter.update(n)
     print(f"wrote {args.batches} batches to {args.out}; damaged on purpose:")
     for i, what in FAULTS.items():
         if i < args.batches:
@@ -560,7 +564,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sample", help="write sample batches (some damaged on purpose) to a file")
     s.add_argument("--out", required=True, metavar="FILE", help="where to write the sample")
     s.add_argument("--batches", type=_count, default=20, metavar="N",
-                   help="how many batches (default 20; every fourth is damaged: see the printed list)")
+                   help="how many batches (default 20; four are damaged: see the printed list)")
+    s.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
     s.set_defaults(run=_sample)
 
     rl = sub.add_parser("rules", help="list every rule pykbatch checks: id, Kafka's code, stage, message")

@@ -14,7 +14,7 @@ from .log import (
     INDEX_TYPES, LOG, CorruptIndexError, OffsetIndex, ProducerSnapshot, Segment, TimeIndex, TxnIndex, sibling,
     suffix_of, topic_partition_of,
 )
-from .log.files import KRAFT_SNAPSHOT
+from .log.files import KRAFT_SNAPSHOT, STDIN
 
 Decoder = Callable[[bytes], str]
 
@@ -222,7 +222,7 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
     errors = DumpErrors(STYLES[style])
     problems = 0
     for path in paths:
-        suffix = suffix_of(path)
+        suffix = LOG if path == STDIN else suffix_of(path)
         if not can_dump(path):
             err.write(f"Ignoring unknown file {path}\n")
             continue
@@ -270,7 +270,7 @@ def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *,
         stem = name.split(".")[0]
         if stem.isdigit():
             out.write(f"Log starting offset: {int(stem)}\n")
-    with Segment(path, base_offset=0) as seg:
+    with _open_log(path) as seg:
         if seg.size == 0:
             return 0
         meter = Progress(seg.size, os.path.basename(path), err, enabled=progress)
@@ -338,7 +338,7 @@ def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, par
     if meter:
         meter.finish()
     if max_bytes is None and seg.invalid_tail_bytes > 0:
-        out.write(f"Found {seg.invalid_tail_bytes} invalid bytes at the end of {os.path.basename(seg.path)}\n")
+        out.write(f"Found {seg.invalid_tail_bytes} invalid bytes at the end of {os.path.basename(str(seg.path))}\n")
     if pairs:
         errors.non_consecutive.setdefault(os.path.abspath(seg.path), []).extend(pairs)
     return problems
@@ -445,8 +445,14 @@ def record_object(b, r, *, print_data: bool, parser: RecordParser | None = None,
 
 
 def can_dump(path: str) -> bool:
-    """Whether the dump reads this file (by its suffix, as kafka-dump-log dispatches)."""
-    return suffix_of(path) in (LOG, KRAFT_SNAPSHOT) + tuple(kind.SUFFIX for kind in INDEX_TYPES)
+    """Whether the dump reads this file (by its suffix, as kafka-dump-log dispatches; "-": a log
+    on standard input)."""
+    return path == STDIN or suffix_of(path) in (LOG, KRAFT_SNAPSHOT) + tuple(kind.SUFFIX for kind in INDEX_TYPES)
+
+
+def _open_log(path: str) -> Segment:
+    """A log to dump, from its path or standard input (spooled: it is read as a file)."""
+    return Segment(sys.stdin.buffer, base_offset=0) if path == STDIN else Segment(path, base_offset=0)
 
 
 def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, lines: bool = False,
@@ -463,7 +469,7 @@ def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, li
     problems = 0
     files = []
     for path in paths:
-        if not path.endswith((LOG, KRAFT_SNAPSHOT)):
+        if not (path == STDIN or path.endswith((LOG, KRAFT_SNAPSHOT))):
             err.write(f"Ignoring unknown file {path}\n")
             continue
         named = topic_partition_of(os.path.dirname(os.path.abspath(path)))
@@ -479,7 +485,7 @@ def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, li
             else:
                 doc["unreadable"].append(obj)
 
-        with Segment(path, base_offset=0) as seg:
+        with _open_log(path) as seg:
             for b in seg.batches(max_bytes=max_bytes, on_lost=lost):
                 obj = batch_object(b)
                 problems += not b.is_valid

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import struct
+from typing import Iterator
 
 from . import _native
 
@@ -36,8 +37,12 @@ def _key_length_position(batch: bytes, record_index: int) -> int:
 
 def sample_batches(n_batches: int = 20, records_per_batch: int = 10, seed: int = 7) -> list[bytes]:
     """Producer batches of JSON orders; the batches named in FAULTS are damaged as described."""
+    return list(iter_sample_batches(n_batches, records_per_batch, seed))
+
+
+def iter_sample_batches(n_batches: int = 20, records_per_batch: int = 10, seed: int = 7) -> Iterator[bytes]:
+    """``sample_batches`` one at a time (a large sample is written without being held)."""
     rng = random.Random(seed)
-    out = []
     for b in range(n_batches):
         recs = [{"key": b"customer-%02d" % rng.randrange(100), "value": _order(rng, b * records_per_batch + i),
                  "timestamp": 1_700_000_000_000 + 1000 * b + i,
@@ -58,8 +63,7 @@ def sample_batches(n_batches: int = 20, records_per_batch: int = 10, seed: int =
             struct.pack_into(">i", batch, 23, 11)  # lastOffsetDelta, consistent with the count
             struct.pack_into(">i", batch, 57, 12)
             batch = bytearray(_with_crc(batch))
-        out.append(bytes(batch))
-    return out
+        yield bytes(batch)
 
 
 def sample_log(**kwargs) -> bytes:

@@ -268,6 +268,8 @@ def test_standard_input_is_read_where_a_file_is_expected(tmp_path):
     assert done.returncode == DAMAGED and b"framing.size_past_end" in done.stdout
     done = cli("repair", "-", "--out", str(tmp_path / "fixed.log"), stdin=lie(data, 0, 10**8))
     assert done.returncode == DAMAGED and records((tmp_path / "fixed.log").read_bytes()) == records(data)[5:]
+    done = cli("dump", "--files", "-", "--deep-iteration", stdin=data)
+    assert done.returncode == OK and done.stdout.count(b"| offset:") == 18
 
 
 def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
@@ -278,6 +280,12 @@ def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
     proc.stdout.close()  # as `| head -1` does
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == OK and err == b""
+
+
+def test_a_missing_optional_package_is_named_with_its_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "fsspec", None)  # as if pykbatch[remote] were not installed
+    status, _, err = run(["tiered", "plan", str(tmp_path)])
+    assert status == CANNOT_RUN and "pip install 'pykbatch[remote]'" in err
 
 
 # -- outputs lose nothing ---------------------------------------------------------------------------

@@ -72,14 +72,15 @@ def produce_round(bootstrap: str, round_: int, txn) -> None:
         (txn.commit_transaction if commit else txn.abort_transaction)(30)
 
 
-def consume(bootstrap: str, isolation: str) -> list[tuple]:
-    """Everything a consumer reads from the earliest offset until the end (the high watermark,
-    or the last stable offset for read_committed), as rows."""
+def consume(bootstrap: str, isolation: str, start: int | None = None) -> list[tuple]:
+    """Everything a consumer reads from the earliest offset (or fetching from ``start`` in every
+    partition) until the end (the high watermark, or the last stable offset for read_committed),
+    as rows."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{isolation}-{time.monotonic_ns()}",
                   "isolation.level": isolation, "enable.partition.eof": True, "enable.auto.commit": False,
                   **QUIET})
-    c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING if start is None else start) for p in range(PARTITIONS)])
     rows, done, deadline = [], set(), time.monotonic() + 90
     while len(done) < PARTITIONS and time.monotonic() < deadline:
         m = c.poll(1.0)
@@ -167,6 +168,19 @@ def capture(broker, into: Path, name: str) -> Stage:
     finally:
         broker.start()
     consumed = {iso: consume(broker.bootstrap, iso) for iso in ISOLATIONS}
+    # consumers fetching from offsets inside the log: just after an aborted transaction began
+    # (its marker is past the fetch offset, a later transaction of the producer commits), and half-way
+    if name == "retained":
+        aborted = [r[1] for r in consumed["read_uncommitted"] if r[0] == 0 and r[4] == b"aborted"]
+        block_end = next(o for i, o in enumerate(aborted) if i + 1 == len(aborted) or aborted[i + 1] != o + 1)
+        offsets = [[r[1] for r in consumed["read_uncommitted"] if r[0] == p] for p in range(PARTITIONS)]
+        first, last = max(o[0] for o in offsets), min(o[-1] for o in offsets)  # in every partition's log
+        # inside an aborted transaction; just past its ABORT marker (the producer commits later:
+        # a reader that keeps the abort without its marker loses those); half-way
+        starts = {aborted[0] + 1, block_end + 2, (first + last) // 2} & set(range(first, last))
+        for start in sorted(starts):
+            for iso in ISOLATIONS:
+                consumed[(iso, start)] = consume(broker.bootstrap, iso, start)
     return Stage(name, into / name / "data", into / name / "remote", consumed)
 
 
@@ -244,6 +258,58 @@ def test_the_store_in_s3_reads_the_same(stages, s3_server, isolation):
     store = tiered.open_store(url, **s3_server.storage_options())
     rows, _ = offline(store, metadata_of(s), str(s.data), isolation)
     assert rows == s.consumed[isolation]
+
+
+def windows(stage: Stage) -> list[tuple[str, int, int | None]]:
+    """(isolation, start, end) of every window a consumer fetched from at capture time, with an
+    open end and an end inside the log."""
+    out = []
+    for key in stage.consumed:
+        if isinstance(key, tuple):
+            isolation, start = key
+            out += [(isolation, start, None), (isolation, start, start + 40)]
+    return sorted(out, key=str)
+
+
+def fetched(stage: Stage, isolation: str, start: int, end: int | None) -> list[tuple]:
+    """What the consumer fetching from ``start`` received, up to offset ``end``."""
+    return [r for r in stage.consumed[(isolation, start)] if end is None or r[1] <= end]
+
+
+@pytest.mark.parametrize("trusted_listing", [False, True])
+def test_every_window_reads_what_a_consumer_fetching_from_its_start_receives(stages, trusted_listing):
+    """Python's ``records(isolation, start, end)`` and the Arrow tables (the CLI export's and the
+    Spark source's road) for each window a real consumer fetched; with the metadata, or with the
+    store's listing trusted and the broker's local dirs."""
+    from pykbatch.tiered.tables import partition_tables
+    s = stages["retained"]
+    metadata = [] if trusted_listing else metadata_of(s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tiered.NoMetadataWarning)
+        parts = tiered.TieredTopicStore(local_store(s), metadata).partitions([str(s.data)], [TOPIC])
+    assert windows(s)
+    for isolation, start, end in windows(s):
+        want = fetched(s, isolation, start, end)
+        assert want, (isolation, start, end)
+        rows = sorted((part.partition.partition, r.offset, r.timestamp, r.key, r.value, tuple(r.headers))
+                      for part in parts for _, r in part.records(isolation, start, end))
+        assert rows == want, (isolation, start, end)
+        tables = [t for part in parts for t in partition_tables(part, isolation, start, end)]
+        assert table_rows(__import__("pyarrow").concat_tables(tables)) == want, (isolation, start, end)
+
+
+def test_every_window_exported_by_the_cli_and_read_by_spark_is_what_a_consumer_receives(stages, tmp_path, capsys):
+    import pyarrow.parquet as pq
+    s = stages["retained"]
+    for n, (isolation, start, end) in enumerate(windows(s)):
+        out = tmp_path / f"w{n}.parquet"
+        argv = ["tiered", "export", str(s.remote), "--metadata", metadata_of(s)[0], "--local-dir", str(s.data),
+                "--topic", TOPIC, "--isolation-level", isolation, "--start-offset", str(start), "--to", "parquet",
+                str(out)] + ([] if end is None else ["--end-offset", str(end)])
+        assert main(argv) == 0, capsys.readouterr()
+        assert table_rows(pq.read_table(out)) == fetched(s, isolation, start, end), (isolation, start, end)
+        extra = {"startingOffset": str(start)} | ({} if end is None else {"endingOffset": str(end + 1)})
+        assert spark_source_rows(s, isolation, **extra) == fetched(s, isolation, start, end), (isolation, start, end)
 
 
 def test_the_stages_cover_what_they_should(stages):
@@ -375,7 +441,13 @@ def test_without_metadata_the_listing_is_trusted_with_a_warning(stages):
 # -- Arrow tables and the command line ----------------------------------------------------------
 
 def table_rows(table) -> list[tuple]:
-    cols = [table[c].to_pylist() for c in ("partition", "offset", "timestamp", "key", "value", "headers")]
+    """Rows of an export (timestamps as epoch ms) or of the Spark source (a TimestampType: its
+    epoch value in milliseconds, whatever unit and zone the file carries)."""
+    import pyarrow as pa
+    cols = [table[c] for c in ("partition", "offset", "timestamp", "key", "value", "headers")]
+    if pa.types.is_timestamp(cols[2].type):
+        cols[2] = cols[2].cast(pa.timestamp("ms", tz=cols[2].type.tz)).cast(pa.int64())
+    cols = [c.to_pylist() for c in cols]
     return sorted((p, o, t, k, v, tuple((x["key"], x["value"]) for x in h)) for p, o, t, k, v, h in zip(*cols))
 
 

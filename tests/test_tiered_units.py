@@ -137,3 +137,30 @@ def test_remote_reads_are_retried_through_transient_errors(monkeypatch):
     fs = Flaky(failures=2)
     assert LocalTieredStorage(fs, "bucket/root").read("bucket/root/x.log", 2, 5) == b"234"
     assert fs.calls == 3
+
+
+def test_a_trusted_listing_with_local_dirs_plans_the_newest_upload_up_to_the_local_log(tmp_path):
+    """Without metadata the newest upload's end is not known: it ends where the broker's local
+    log starts (a listing and local dirs together once failed with a TypeError).  The store is
+    found from rsm.config.dir too, one folder above LocalTieredStorage's own."""
+    import warnings
+
+    from pykbatch import tiered
+    from pykbatch.messages import kafka_uuid
+    from pykbatch.log import segment_file_name
+    root = tmp_path / "rsm" / "kafka-tiered-storage"
+    folder = root / f"t-0-{kafka_uuid(uuid.UUID(int=1))}"
+    folder.mkdir(parents=True)
+    for start in (0, 10):
+        data = b"".join(kb.build_batch([(b"k", b"v%d" % o)], base_offset=o) for o in range(start, start + 10))
+        (folder / f"{start:020d}-{kafka_uuid(uuid.uuid4())}.log").write_bytes(data)
+    local = tmp_path / "data" / "t-0"
+    local.mkdir(parents=True)
+    (local / segment_file_name(15, ".log")).write_bytes(
+        b"".join(kb.build_batch([(b"k", b"v%d" % o)], base_offset=o) for o in range(15, 25)))
+    store = tiered.open_store(str(tmp_path / "rsm"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tiered.NoMetadataWarning)
+        (part,) = tiered.TieredTopicStore(store).partitions([str(tmp_path / "data")])
+    assert [(p.start, p.end, p.source) for p in part.pieces] == [(0, 9, "remote"), (10, 14, "remote"), (15, None, "local")]
+    assert [r.offset for _, r in part.records()] == list(range(25))

@@ -14,6 +14,7 @@ LOG = ".log"
 KRAFT_SNAPSHOT = ".checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
+STDIN = "-"  # where the commands expect a file: standard input (a log)
 
 
 def base_offset_of(path: str) -> int:
