@@ -336,6 +336,11 @@ def _repair(args) -> int:
     from .repair import repair_segment
     if args.file != STDIN and os.path.abspath(args.out) == os.path.abspath(args.file):
         raise UsageError("repair never writes over its input: give another --out")
+    from .log.checks import KINDS, kind_of
+    kind = kind_of(args.file)
+    if kind is not None and kind != ".log":
+        raise UsageError(f"{args.file} is a {KINDS[kind]}, not a log segment: `pykbatch validate {args.file}` "
+                         "checks it")
     config = ValidationConfig(origin=args.origin or _origin_of(args.file), compacted=args.compacted,
                               topic_partition=args.topic_partition)
     with _open_input(args.file) as seg, Progress(seg.size, args.file, enabled=_progress(args)) as meter:

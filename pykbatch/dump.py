@@ -436,7 +436,8 @@ def record_object(b, r, *, print_data: bool, parser: RecordParser | None = None,
         ctl = parse_control(r.key, r.value)
         obj.update(control_type=ctl.type_name, coordinator_epoch=ctl.coordinator_epoch)
     elif print_data:
-        (obj["key"], obj["key_encoding"]), (obj["value"], obj["value_encoding"]) = json_bytes(r.key), json_bytes(r.value)
+        obj["key"], obj["key_encoding"] = json_bytes(r.key)
+        obj["value"], obj["value_encoding"] = json_bytes(r.value)
         obj["headers"] = [dict(zip(("key", "value", "value_encoding"), (k, *json_bytes(v)))) for k, v in r.headers]
         if parser is not None:
             key, payload = parser(r)

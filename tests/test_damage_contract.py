@@ -204,6 +204,9 @@ def test_wrong_file_types_and_paths_are_refused_with_a_hint(tmp_path):
     assert status == CANNOT_RUN and "no Kafka record batch or message in it" in err
     status, _, err = run(["repair", str(text), "--out", str(tmp_path / "o.log")])
     assert status == CANNOT_RUN and not (tmp_path / "o.log").exists()
+    snapshot = sorted((BROKER_FILES / "txn-0").glob("*.snapshot"))[0]
+    status, _, err = run(["repair", str(snapshot), "--out", str(tmp_path / "o.log")])
+    assert status == CANNOT_RUN and "is a producer snapshot, not a log segment" in err
     status, _, err = run(["validate", str(tmp_path)])
     assert status == CANNOT_RUN and f"--segment {tmp_path}" in err
     empty = tmp_path / "empty"

@@ -312,6 +312,23 @@ def test_every_window_exported_by_the_cli_and_read_by_spark_is_what_a_consumer_r
         assert spark_source_rows(s, isolation, **extra) == fetched(s, isolation, start, end), (isolation, start, end)
 
 
+@pytest.mark.spark
+def test_every_window_read_by_a_spark_job_is_what_a_consumer_receives(stages, spark):
+    s = stages["retained"]
+    for isolation, start, end in windows(s):
+        reader = (spark.read.format("kafka-segment").option("remoteLogMetadata", metadata_of(s)[0])
+                  .option("localDirs", str(s.data)).option("isolationLevel", isolation)
+                  .option("startingOffset", str(start)))
+        if end is not None:
+            reader = reader.option("endingOffset", str(end + 1))
+        df = reader.load(str(s.remote)).where(f"topic = '{TOPIC}'")
+        got = sorted((r.partition, r.offset, millis(r.timestamp), None if r.key is None else bytes(r.key),
+                      None if r.value is None else bytes(r.value),
+                      tuple((h.key, None if h.value is None else bytes(h.value)) for h in r.headers))
+                     for r in df.collect())
+        assert got == fetched(s, isolation, start, end), (isolation, start, end)
+
+
 def test_the_stages_cover_what_they_should(stages):
     s = stages["retained"]
     events = [r.event for r in records_of_segments(
