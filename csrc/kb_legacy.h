@@ -1,4 +1,4 @@
-/* Message formats v0 and v1 (SPEC.md section 2): one message per log entry,
+/* Message formats v0 and v1 (Kafka's LegacyRecord): one message per log entry,
  *   offset:int64 size:int32 | crc:uint32 magic:int8 attributes:int8 [timestamp:int64 (v1)]
  *                             keyLength:int32 key valueLength:int32 value
  * and compressed wrappers, whose value is codec(an inner set of such entries). */

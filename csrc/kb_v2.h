@@ -2,7 +2,7 @@
  *
  * A record set is entries back to back, each `offset:int64 size:int32` plus
  * `size` bytes; byte 16 of every entry is its magic.  A v2 entry is a record
- * batch: a 61-byte header, then records (see SPEC.md section 3).  Positions
+ * batch: a 61-byte header, then records (Kafka's DefaultRecordBatch and DefaultRecord).  Positions
  * are byte offsets from the start of the caller's buffer.
  */
 #ifndef KB_V2_H

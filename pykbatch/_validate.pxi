@@ -79,9 +79,6 @@ cdef int _decompress_cb(void *ctx, int codec, int magic, const uint8_t *src, siz
     return (<_Decompressor> ctx).run(codec, magic, src, n, out, out_len, f)
 
 
-# compression.type -> codec id for the core (-1: producer, each batch keeps its own)
-
-
 cdef class _Validator:
     """Runs kb_validate with a reusable culprit buffer that grows up to the config's cap."""
     cdef kb_validate_opts opts

@@ -1,4 +1,4 @@
-"""Control records (SPEC.md section 5.3): transaction markers and KRaft control types.
+"""Control records (Kafka's ControlRecordType and EndTransactionMarker): transaction markers and KRaft control types.
 
 A control record's key is ``int16 version | int16 type``; an ABORT/COMMIT
 marker's value is ``int16 version | int32 coordinatorEpoch``.
@@ -149,5 +149,3 @@ def kraft_control_json(control_type: int, value: bytes) -> str:
     return _json(obj)
 
 
-def leader_change_json(value: bytes) -> str:
-    return kraft_control_json(2, value)

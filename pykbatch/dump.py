@@ -1,4 +1,4 @@
-"""``kafka-dump-log.sh``-compatible output for log files (SPEC.md section 11.2)."""
+"""``kafka-dump-log.sh``-compatible output for log files (Kafka's DumpLogSegments)."""
 from __future__ import annotations
 
 import os

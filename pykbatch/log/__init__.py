@@ -1,4 +1,4 @@
-"""A partition's files on disk or in object storage (SPEC.md section 12): their names
+"""A partition's files on disk or in object storage (Kafka's LogSegment, OffsetIndex, TimeIndex, TransactionIndex, ProducerStateManager): their names
 (``files``), the index and state readers with Kafka's checks (``indexes``), segments and
 partition directories (``segments``) and the windows a segment is decoded in (``windows``).
 The dump prints what these return; the audit and the Spark source check with them.

@@ -1,4 +1,4 @@
-"""The names of a partition directory's files (SPEC.md section 12), each rule once.
+"""The names of a partition directory's files (Kafka's LogFileUtils), each rule once.
 
 A segment's files share its base offset, written as at least 20 zero-padded digits, and differ by
 suffix: ``00000000000000001000.log`` and its ``.index``, ``.timeindex``, ``.txnindex``; producer

@@ -1,4 +1,4 @@
-"""Log segments and partition directories on disk or in object storage (SPEC.md section 12).
+"""Log segments and partition directories on disk or in object storage (Kafka's LogSegment and UnifiedLog's directory).
 
     with pykbatch.read_segment("t-0/00000000000000001000.log") as seg:
         for batch in seg.batches(): ...
@@ -22,7 +22,7 @@ from typing import Callable, Iterator
 from .. import _native
 from ..result import LostSpan
 from .files import LEADER_EPOCH_CHECKPOINT, LOG, base_offset_of, is_segment_file, sibling
-from .indexes import Checkpoint, IndexEntry, OffsetIndex, ProducerSnapshot, TimeIndex, TxnIndex
+from .indexes import Checkpoint, IndexEntry, OffsetIndex, ProducerSnapshot, TimeIndex
 
 SPOOL_CHUNK = 8 * 1024 * 1024
 RELEASE_BYTES = 64 * 1024 * 1024  # read pages handed back to the kernel every so often
@@ -164,10 +164,6 @@ class Segment:
     def time_index(self) -> TimeIndex | None:
         return self._sibling(TimeIndex)
 
-    @property
-    def txn_index(self) -> TxnIndex | None:
-        return self._sibling(TxnIndex)
-
     def trusted_start(self, entry: IndexEntry) -> int:
         """Where to start reading for the offsets up to ``entry.offset``: the offset index entry's
         position when a sound entry starts there (``pykbatch.entry_is_sound``) with offsets from
@@ -252,9 +248,6 @@ class Partition:
     def batches(self, *, verify_crc: bool = False) -> Iterator:
         for seg in self.segments():
             yield from seg.batches(verify_crc=verify_crc)
-
-    def latest_snapshot(self) -> ProducerSnapshot | None:
-        return ProducerSnapshot.from_file(self.snapshot_paths[-1]) if self.snapshot_paths else None
 
     def _first(self, paths, find):
         """``find(segment)`` over the segments in order; the first batch found (its segment stays
