@@ -1,8 +1,5 @@
 #include "kb_crc32.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 #include "kb_crc32c.h"
 
 #define POLY 0xEDB88320u /* reflected IEEE polynomial */
@@ -13,8 +10,7 @@ static int hardware = -1; /* -1: not chosen yet */
 static void init(void)
 {
     kb_crc_tables(POLY, table);
-    const char *force = getenv("PYKBATCH_CRC32C_SW"); /* one switch forces both CRCs to software */
-    hardware = kb_crc32_x86_available() && !(force && *force && strcmp(force, "0") != 0);
+    hardware = kb_crc32_x86_available() && !kb_crc_force_software(); /* one switch for both CRCs */
 }
 
 uint32_t kb_crc32_sw(uint32_t crc, const uint8_t *data, size_t n)

@@ -54,7 +54,7 @@ static uint32_t sw_kernel(uint32_t c, const uint8_t *p, size_t n)
     return kb_crc_slice8((const uint32_t(*)[256])table, c, p, n);
 }
 
-static int force_software(void)
+int kb_crc_force_software(void)
 {
     const char *v = getenv("PYKBATCH_CRC32C_SW");
     return v && *v && strcmp(v, "0") != 0;
@@ -67,7 +67,7 @@ void kb_crc32c_init(void)
     kb_crc_tables(POLY, table);
     uint32_t (*chosen)(uint32_t, const uint8_t *, size_t) = sw_kernel;
     const char *name = "software";
-    if (!force_software()) {
+    if (!kb_crc_force_software()) {
         if (kb_crc32c_x86_available()) {
             chosen = kb_crc32c_x86;
             name = "sse4.2+pclmul";

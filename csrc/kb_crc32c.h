@@ -36,6 +36,10 @@ uint32_t kb_crc32c_xpow8n(uint64_t nbytes, int sub_bits);
 void kb_crc_tables(uint32_t poly, uint32_t t[8][256]);
 uint32_t kb_crc_slice8(const uint32_t t[8][256], uint32_t c, const uint8_t *p, size_t n);
 
+/* Whether PYKBATCH_CRC32C_SW (non-empty, not "0") forces both CRCs to their software paths:
+ * the one reading of that switch. */
+int kb_crc_force_software(void);
+
 /* Hardware kernels, compiled with per-function target attributes; each returns
  * 0 from its probe when the CPU lacks the instructions. */
 int kb_crc32c_x86_available(void);
