@@ -124,25 +124,36 @@ def structured_parser(decode: Callable[[bytes], object], error_at: str = "Error 
     return parse
 
 
-def _structured() -> dict[str, RecordParser]:
-    """Structured decoders by flag name (kafka-dump-log's --<name>-decoder), in Kafka's order of
-    precedence."""
-    from .internal import cluster_metadata, coordinator
-    from .tiered.metadata import dump_payload as remote_payload
-    return {
-        "offsets": lambda r: coordinator.dump_parts(coordinator.OFFSETS, r),
-        "transaction-log": lambda r: coordinator.dump_parts(coordinator.TRANSACTIONS, r),
-        "cluster-metadata": structured_parser(cluster_metadata.dump_payload, "Error at"),
-        "remote-log-metadata": structured_parser(remote_payload),
-        "share-group-state": lambda r: coordinator.dump_parts(coordinator.SHARE_STATE, r),
-    }
+def _coordinator(topic_name: str) -> RecordParser:
+    from .internal import coordinator
+    topic = getattr(coordinator, topic_name)
+    return lambda r: coordinator.dump_parts(topic, r)
 
 
-STRUCTURED_DECODERS = ("offsets", "transaction-log", "cluster-metadata", "remote-log-metadata", "share-group-state")
+def _cluster_metadata() -> RecordParser:
+    from .internal import cluster_metadata
+    return structured_parser(cluster_metadata.dump_payload, "Error at")
+
+
+def _remote_log_metadata() -> RecordParser:
+    from .tiered.metadata import dump_payload
+    return structured_parser(dump_payload)
+
+
+# kafka-dump-log's --<name>-decoder flags, in Kafka's order of precedence: each makes its parser
+# (the internal topics' modules are imported only when one is asked for)
+STRUCTURED: dict[str, Callable[[], RecordParser]] = {
+    "offsets": lambda: _coordinator("OFFSETS"),
+    "transaction-log": lambda: _coordinator("TRANSACTIONS"),
+    "cluster-metadata": _cluster_metadata,
+    "remote-log-metadata": _remote_log_metadata,
+    "share-group-state": lambda: _coordinator("SHARE_STATE"),
+}
+STRUCTURED_DECODERS = tuple(STRUCTURED)
 
 
 def parser_for(decoder: str | None = None, key_decoder: Decoder = utf8, value_decoder: Decoder = utf8) -> RecordParser:
-    return _structured()[decoder] if decoder else decoders_parser(key_decoder, value_decoder)
+    return STRUCTURED[decoder]() if decoder else decoders_parser(key_decoder, value_decoder)
 
 
 class DumpErrors:
