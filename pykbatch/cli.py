@@ -13,7 +13,7 @@ import os
 import sys
 
 from . import _native
-from .config import ValidationConfig
+from .config import ORIGINS, ValidationConfig
 from .log.files import STDIN
 from .progress import Progress
 
@@ -533,7 +533,7 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--segment", metavar="DIR", default=None,
                    help="audit a partition directory (segments, offsets, producer state, indexes, snapshots, "
                         "checkpoints), or every partition of a log.dirs folder")
-    v.add_argument("--origin", choices=("client", "log", "replication"), default=None,
+    v.add_argument("--origin", choices=ORIGINS, default=None,
                    help="client: a producer's batches; log: batches from a log (default for *.log files and "
                         "standard input)")
     v.add_argument("--no-crc", action="store_true", help="skip CRC checks")
@@ -557,7 +557,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, metavar="FILE", help="the repaired segment (never the input)")
     r.add_argument("--dead-letter", metavar="FILE", default=None,
                    help="JSON lines: every removed record or batch with its culprits and bytes")
-    r.add_argument("--origin", choices=("client", "log", "replication"), default=None,
+    r.add_argument("--origin", choices=ORIGINS, default=None,
                    help="which of Kafka's checks apply, as for validate: log for *.log files and standard input, "
                         "client (a producer's batches) for others")
     r.add_argument("--compacted", action="store_true", help="the topic is compacted: keyless records go")
