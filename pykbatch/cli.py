@@ -14,7 +14,7 @@ import sys
 
 from . import _native
 from .config import ORIGINS, ValidationConfig
-from .log.files import STDIN
+from .log.files import LOG, STDIN
 from .progress import Progress
 
 
@@ -89,7 +89,7 @@ def _dump(args) -> int:
                              max_bytes=args.max_bytes, parser=parser)
     if args.validate:
         for path in files:
-            if path.endswith(".log"):
+            if path.endswith(LOG):
                 problems += _validate_file(path, ValidationConfig(origin="log", compacted=args.compacted), args)
     if any(not can_dump(f) for f in files):
         return CANNOT_RUN  # each was named on stderr ("Ignoring unknown file"), as Kafka's tool does
@@ -111,7 +111,7 @@ def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool 
         print(f"wrote {sum(r.rows for r in reports)} records of {len(logs)} segment(s) of {files[0]} to "
               f"{dest.rstrip('/')}/ ({fmt})")
     else:
-        logs = [f for f in files if f.endswith(".log")]
+        logs = [f for f in files if f.endswith(LOG)]
         if len(logs) != 1:
             raise UsageError("--to exports one .log file, or a partition directory")
         with Progress(os.path.getsize(logs[0]), logs[0], enabled=progress) as meter:
@@ -146,7 +146,7 @@ def _validate(args) -> int:
             raise UsageError(f"{path} is a directory: audit a partition, or a log.dirs folder of partitions, "
                              f"with --segment {path}")
         kind = kind_of(path)
-        if kind is not None and kind != ".log":
+        if kind is not None and kind != LOG:
             found += _check_state_file(path, kind, args)
             continue
         config = ValidationConfig(origin=args.origin or _origin_of(path), verify_crc=not args.no_crc,
@@ -164,7 +164,7 @@ def _progress(args) -> bool:
 def _origin_of(path: str) -> str:
     """The checks a file gets unless --origin says: a log's for a segment (or standard input),
     a producer's for anything else (a produce request's records, a sample)."""
-    return "log" if path.endswith(".log") or path == STDIN else "client"
+    return "log" if path.endswith(LOG) or path == STDIN else "client"
 
 
 def _check_state_file(path: str, kind: str, args) -> int:
@@ -188,7 +188,7 @@ def _open_input(path: str):
 
 def _not_a_log(path: str, result, size: int) -> bool:
     """Nothing in a file not named as a log reads as an entry: it is some other kind of file."""
-    return size > 0 and not path.endswith(".log") and result.stopped_at == 0 and result.lost_bytes == size
+    return size > 0 and not path.endswith(LOG) and result.stopped_at == 0 and result.lost_bytes == size
 
 
 def _validate_file(path: str, config: ValidationConfig, args) -> int:
@@ -252,7 +252,7 @@ def _print_result(path: str, result) -> None:
 def _partition_dirs(directory: str) -> list[str] | None:
     """The partition directories under a log.dirs folder (sub-directories holding segments), or
     None when ``directory`` is itself a partition (it holds segments, or nothing that is one)."""
-    from .log import LOG, is_segment_file
+    from .log import is_segment_file
     names = os.listdir(directory)
     if any(is_segment_file(n, LOG) for n in names):
         return None
@@ -264,7 +264,7 @@ def _partition_dirs(directory: str) -> list[str] | None:
 def _validate_partition(args) -> int:
     """A partition directory: a table per segment, then offsets, producer state and indexes.  A
     log.dirs folder: each partition in it, then a summary."""
-    from .log import LOG, is_segment_file
+    from .log import is_segment_file
     partitions = _partition_dirs(args.segment)
     if partitions is None:
         if not any(is_segment_file(n, LOG) for n in os.listdir(args.segment)):
@@ -338,7 +338,7 @@ def _repair(args) -> int:
         raise UsageError("repair never writes over its input: give another --out")
     from .log.checks import KINDS, kind_of
     kind = kind_of(args.file)
-    if kind is not None and kind != ".log":
+    if kind is not None and kind != LOG:
         raise UsageError(f"{args.file} is a {KINDS[kind]}, not a log segment: `pykbatch validate {args.file}` "
                          "checks it")
     config = ValidationConfig(origin=args.origin or _origin_of(args.file), compacted=args.compacted,
