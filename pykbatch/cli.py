@@ -381,14 +381,14 @@ def _redpanda(args) -> int:
     from . import redpanda
     if args.to and len(args.files) != 1:
         raise UsageError("--to exports one file")
-    problems = 0
+    problems, refused = 0, False
     for path in args.files:
         with open(path, "rb") as f:
             data = f.read()
         if not redpanda.is_native(data):
-            print(f"{path}: not a Redpanda native segment (no batch header with a matching header CRC at byte 0)",
-                  file=sys.stderr)
-            problems += 1
+            print(f"{path}: not a Redpanda native segment (no batch header with a matching header CRC at byte 0); "
+                  "a Kafka segment is read by pykbatch dump and validate", file=sys.stderr)
+            refused = True
             continue
         report = redpanda.Report()
         rows = [b for b in redpanda.batches(data, report)]
@@ -422,7 +422,7 @@ def _redpanda(args) -> int:
             print(f"  {report.zero_padding} zero bytes after the last batch (preallocated)")
         if result.culprits:
             _print_result(path, result)
-    return 1 if problems else 0
+    return CANNOT_RUN if refused else DAMAGED if problems else OK
 
 
 def _count(text: str) -> int:
@@ -454,6 +454,8 @@ def _rules(args) -> int:
     rows = [{"rule": r.id, "code": r.code, "name": errors.error_name(r.code), "stage": r.stage, "kafka": r.kafka,
              "per_record": r.record_error, "message": r.template, "detail": r.detail} for r in RULES[1:]
             if not args.prefix or r.id.startswith(args.prefix)]
+    if not rows:
+        raise UsageError(f"no rule id starts with {args.prefix!r} (`pykbatch rules` lists them all)")
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -597,6 +599,9 @@ def _inputs(args) -> list[str]:
         files.append(args.file)
     if getattr(args, "segment", None):
         files.append(args.segment)
+    store = getattr(args, "store", None)
+    if store and ("://" not in store or store.startswith("file://")):  # a local store (URLs are fsspec's)
+        files.append(store[len("file://"):] if store.startswith("file://") else store)
     return files
 
 

@@ -220,6 +220,12 @@ def test_wrong_file_types_and_paths_are_refused_with_a_hint(tmp_path):
     assert run(["sample", "--out", str(tmp_path / "s"), "--batches", "-3"])[0] == CANNOT_RUN
     status, _, err = run(["dump", "--files", str(text), "--to", "csv", str(tmp_path / "x")])
     assert status == CANNOT_RUN and "not 'csv'" in err
+    status, _, err = run(["redpanda", str(text)])
+    assert status == CANNOT_RUN and "not a Redpanda native segment" in err
+    status, _, err = run(["tiered", "plan", str(tmp_path / "no-store")])
+    assert status == CANNOT_RUN and "no such file or directory" in err
+    status, _, err = run(["rules", "nosuch."])
+    assert status == CANNOT_RUN and "no rule id starts with 'nosuch.'" in err
 
 
 def test_a_partition_directory_given_to_dump_stands_for_its_files(tmp_path):

@@ -102,7 +102,7 @@ def test_the_command_line_dumps_validates_and_exports(tmp_path, capsys):
     path.write_bytes(bytes(damaged))
     assert main(["redpanda", str(path)]) == 1
     assert "batch.crc_mismatch" in capsys.readouterr().out
-    assert main(["redpanda", str(tmp_path / "r.parquet")]) == 1  # not a native segment: said, exit 1
+    assert main(["redpanda", str(tmp_path / "r.parquet")]) == 2  # not a native segment: refused with a hint
 
 
 @pytest.mark.spark
