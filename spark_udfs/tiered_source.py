@@ -60,8 +60,8 @@ def is_tiered(options) -> bool:
 
 def storage_options(options) -> dict:
     """Options ``fs.<key>`` as fsspec storage options (dotted keys nest)."""
-    from pykbatch.tiered.commands import storage_options as parse
-    return parse(f"{k[3:]}={v}" for k, v in options.items() if k.startswith("fs."))
+    from pykbatch.tiered.layouts import storage_options as nest
+    return nest((k[3:], v) for k, v in options.items() if k.startswith("fs."))
 
 
 def _paths(options, key: str) -> list[str]:

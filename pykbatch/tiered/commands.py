@@ -18,22 +18,15 @@ PROBLEMS = ("missing_object", "truncated_object", "damaged", "txn_index_missing"
 
 
 def storage_options(pairs) -> dict:
-    """``KEY=VALUE`` pairs as fsspec storage options; dotted keys nest
-    (``client_kwargs.endpoint_url=...``); true/false/integers are converted."""
-    out: dict = {}
+    """``--storage-option KEY=VALUE`` texts as fsspec storage options (``layouts.storage_options``)."""
+    from .layouts import storage_options as nest
+    items = []
     for pair in pairs or ():
         key, sep, value = pair.partition("=")
         if not sep:
             raise ValueError(f"a storage option is KEY=VALUE, not {pair!r}")
-        parsed: object = {"true": True, "false": False}.get(value.lower(), value)
-        if isinstance(parsed, str) and parsed.lstrip("-").isdigit():
-            parsed = int(parsed)
-        node = out
-        *parents, last = key.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[last] = parsed
-    return out
+        items.append((key, value))
+    return nest(items)
 
 
 def add_parser(sub) -> None:

@@ -22,17 +22,37 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
+from pykbatch.log import files, indexes
 from pykbatch.messages import parse_kafka_uuid
 from pykbatch.retry import retry_io
 
 from .metadata import TopicIdPartition
 
-LOG = ".log"
-INDEX = ".index"
-TIME_INDEX = ".timeindex"
-TXN_INDEX = ".txnindex"
-SNAPSHOT = ".snapshot"
+# an upload's files carry the local segment's suffixes (pykbatch.log), plus the leader-epoch
+# checkpoint's, which RemoteStorageManager gives a suffix of its own
+LOG = files.LOG
+INDEX = indexes.OffsetIndex.SUFFIX
+TIME_INDEX = indexes.TimeIndex.SUFFIX
+TXN_INDEX = indexes.TxnIndex.SUFFIX
+SNAPSHOT = indexes.ProducerSnapshot.SUFFIX
 EPOCHS = ".leader_epoch_checkpoint"
+
+
+def storage_options(items) -> dict:
+    """(key, value) pairs as fsspec storage options: dotted keys nest
+    (``client_kwargs.endpoint_url``), true/false and integers are converted.  A command's
+    ``--storage-option KEY=VALUE`` and a Spark read's ``fs.<key>`` options are both read so."""
+    out: dict = {}
+    for key, value in items:
+        parsed: object = {"true": True, "false": False}.get(str(value).lower(), value)
+        if isinstance(parsed, str) and parsed.lstrip("-").isdigit():
+            parsed = int(parsed)
+        node = out
+        *parents, last = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[last] = parsed
+    return out
 
 
 @dataclass(frozen=True)
