@@ -12,6 +12,7 @@ from .files import LEADER_EPOCH_CHECKPOINT, LOG, PARTITION_METADATA, is_segment_
 from .indexes import (
     INDEX_TYPES, Checkpoint, OffsetIndex, PartitionMetadata, ProducerSnapshot, TimeIndex, TxnIndex,
 )
+from .reports import IndexReport
 from .segments import Segment
 
 # What each checked file is called in messages, by suffix or whole name.
@@ -39,14 +40,13 @@ def kind_of(path: str) -> str | None:
 def check_index(path: str, headers: dict | None = None) -> list[str]:
     """An offset or time index: the broker's sanity check, then every entry against the log
     beside it (when there is one); ``headers``: that log's header table, if already built."""
-    from ..dump import DumpErrors  # the report's wording of mismatches lives with the dump
     kind = OffsetIndex if path.endswith(OffsetIndex.SUFFIX) else TimeIndex
     index = kind.from_file(path)
     index.sanity_check()
     log = sibling(path, LOG)
     if not os.path.exists(log):
         return []
-    errors = DumpErrors()
+    errors = IndexReport()
     with Segment(log, base_offset=index.base_offset) as seg:
         found = index.check(seg, headers=headers) if kind is OffsetIndex else index.check(seg)
         for _, entry_problems in found:
