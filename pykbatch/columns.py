@@ -40,6 +40,12 @@ in the input, ``batch_position``: its byte position there)."""
 LOCATION: dict[str, pa.DataType] = {"topic": pa.string(), "partition": pa.int32(), "segment": pa.int64()}
 """Where a row read from log files comes from (the segment's base offset)."""
 
+READ: dict[str, pa.DataType] = {
+    "path": pa.string(), "leader_epoch": pa.int32(), "batch_ok": pa.bool_(), "batch_error": pa.string(),
+}
+"""What a read of log files can add to its rows: the file, the leader epoch the tiered lineage
+gives the offset, and the batch's verdict (null ``batch_error``: it passed)."""
+
 SPARK_KAFKA: dict[str, pa.DataType] = {
     "key": pa.binary(), "value": pa.binary(), "topic": pa.string(), "partition": pa.int32(), "offset": pa.int64(),
     "timestamp": pa.timestamp("us", tz="UTC"), "timestampType": pa.int32(), "headers": pa.list_(HEADER),

@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 from pykbatch import validate as kb_validate
 from pykbatch.config import ValidationConfig
 from pykbatch.arrow import append_headers, decode_entries
-from pykbatch.columns import BATCH, LOCATION, RECORD, SPARK_KAFKA, TIMESTAMP_TYPE_IDS, fields
+from pykbatch.columns import BATCH, LOCATION, READ, RECORD, SPARK_KAFKA, TIMESTAMP_TYPE_IDS, fields
 from pykbatch.log import Segment, entry_windows
 from pykbatch.retry import retry_io  # noqa: F401  (kafka-segment's remote reads; tests import it from here)
 
@@ -59,14 +59,14 @@ BATCH_COLUMNS = fields({**LOCATION, **BATCH, "batch_position": RECORD["batch_pos
 RECORD_COLUMNS = fields(SPARK_KAFKA, "key value topic partition offset timestamp timestampType headers") + fields(
     {**LOCATION, **RECORD}, "segment sequence batch_index batch_position base_offset partition_leader_epoch "
     "producer_id producer_epoch is_transactional is_control")
-VALIDATION_COLUMNS = [pa.field("batch_ok", pa.bool_()), pa.field("batch_error", pa.string())]
+VALIDATION_COLUMNS = fields(READ, "batch_ok batch_error")
 LOG = ValidationConfig(origin="log", max_culprits=2**31 - 1)  # every failing entry is named
 # Log bytes per Arrow batch handed to Spark: batches of 1-16 MiB move fastest through the
 # Python worker (../shared/research/spark-notes.md); measured in benchmarks/segment_source.py.
 WINDOW_BYTES = 8 << 20
 
 
-PATH_COLUMN = [pa.field("path", pa.string())]
+PATH_COLUMN = fields(READ, "path")
 
 
 def _flag(options, key: str) -> bool:

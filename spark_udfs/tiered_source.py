@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from pykbatch.columns import READ, fields
 from pykbatch.isolation import READ_UNCOMMITTED, Isolation, check_level
 from pykbatch.log.indexes import AbortedTxn
 from pykbatch.tiered import TieredPartition, TieredTopicStore, open_store
@@ -31,7 +32,7 @@ from pykbatch.tiered.partition import Piece
 from .segment_plan import Ranges
 
 LOG = logging.getLogger("pykbatch.tiered")
-EPOCH_COLUMN = pa.field("leader_epoch", pa.int32())
+(EPOCH_COLUMN,) = fields(READ, "leader_epoch")
 
 
 def _opt(options, key: str, default=None):
@@ -160,7 +161,7 @@ def read_split(split: TieredSplit, mode: str, validate: bool, ranges: Ranges, wi
     iso = Isolation(split.level, [AbortedTxn(*t) for t in split.aborted], split.last_stable_offset,
                     fetch_offset=split.lo)
     base_schema = arrow_schema(mode, validate)
-    out_schema = pa.schema(([pa.field("path", pa.string())] if include_path else []) + list(base_schema)
+    out_schema = pa.schema((fields(READ, "path") if include_path else []) + list(base_schema)
                            + [EPOCH_COLUMN])
     starts, epochs = lineage_arrays(part, piece)
     for data, run in piece_windows(part, piece, iso, split.lo, split.hi, window_bytes,

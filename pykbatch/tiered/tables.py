@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pykbatch.arrow import decode_entries
+from pykbatch.columns import LOCATION, READ, fields
 from pykbatch.isolation import READ_UNCOMMITTED, Isolation
 from pykbatch.log import entry_windows
 
@@ -21,7 +22,7 @@ from .partition import Piece, TieredPartition
 
 WINDOW_BYTES = 8 << 20
 AHEAD = 3  # pieces fetched ahead of the one decoding (object stores: requests overlap decoding)
-LEADING = [pa.field("topic", pa.string()), pa.field("partition", pa.int32()), pa.field("leader_epoch", pa.int32())]
+LEADING = fields({**LOCATION, **READ}, "topic partition leader_epoch")
 
 
 def schema() -> pa.Schema:
