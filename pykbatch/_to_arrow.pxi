@@ -71,10 +71,11 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
         entry = 0
         try:
             while True:
-                st = kb_next_entry(v.ptr, end, pos, &e, &f)
+                # the validator's walk: a size that lies (sound entries follow) is a fault, not a tail
+                st = kb_next_entry_resync(v.ptr, end, pos, &e, &f)
                 if st == KB_ENTRY_END or st == KB_ENTRY_TRUNCATED:
                     break
-                if st == KB_ENTRY_CORRUPT:
+                if st == KB_ENTRY_CORRUPT or st == KB_ENTRY_LOST:
                     _raise_fault(&f, -<Py_ssize_t> row_start[row])
                 memset(&b, 0, sizeof(b))
                 b.entry, b.position = entry, e.pos - row_start[row]

@@ -114,6 +114,21 @@ def test_lost_framing_is_damage_and_every_sound_batch_after_it_is_reached(tmp_pa
     assert status == DAMAGED and rule in out and out.rstrip().endswith("problems found")
 
 
+def test_a_lying_size_inside_a_buffer_fails_its_decode_instead_of_ending_it_quietly():
+    """to_arrow (and so Spark's kbatch_decode) raises the first problem: a size that runs past the
+    end while sound batches follow is one, where a torn tail is not."""
+    import pyarrow as pa
+
+    from pykbatch.arrow import decode_array
+    good = [kb.build_batch([(b"k", b"v%d" % i)], base_offset=i) for i in range(3)]
+    lying = good[0] + lie(good[1], 0, 10**6) + good[2]
+    with pytest.raises(kb.CorruptRecordError, match="framing.size_past_end"):
+        kb.to_arrow(lying)
+    assert kb.to_arrow(good[0] + good[1][:-3]).num_rows == 1  # a torn tail: the records before it
+    decoded = decode_array(pa.array([lying, good[0]], pa.binary()))
+    assert decoded[0].as_py() is None and len(decoded[1].as_py()) == 1
+
+
 def test_a_lie_at_the_last_entry_is_a_torn_tail_not_damage(tmp_path):
     """Nothing sound follows: the same bytes as a write cut short, which Kafka trims on recovery."""
     directory = partition(tmp_path)
