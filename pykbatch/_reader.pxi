@@ -52,18 +52,19 @@ cdef class BatchReader:
                 try:  # an entry that cannot be read (too small for a batch, ...) is skipped whole
                     return self._entry(&e)
                 except _errors.KafkaDataError as exc:
-                    span = LostSpan(self.entry, e.pos, e.size, exc)
-                    self.pos = e.pos + e.size
-                    self.entry += 1
-                    self.on_lost(span)
+                    self._skip(&e, exc)
                     continue
             if self.on_lost is None or not e.size:
                 _raise_fault(&f, 0)
-            span = LostSpan(self.entry, e.pos, e.size, _fault_error(&f, 0))
-            self.pos = e.pos + e.size
-            self.entry += 1
-            self.on_lost(span)
+            self._skip(&e, _fault_error(&f, 0))
         return self._entry(&e)
+
+    cdef _skip(self, const kb_entry *e, exc):
+        """Walks past the entry at *e, handing it to ``on_lost`` as a span that was not read."""
+        span = LostSpan(self.entry, e.pos, e.size, exc)
+        self.pos = e.pos + e.size
+        self.entry += 1
+        self.on_lost(span)
 
     cdef object _entry(self, kb_entry *e):
         if e.magic < 2:
