@@ -1,4 +1,5 @@
-"""Decompression of record payloads (Kafka's CompressionType and its codecs' stream framing), bounded while it runs.
+"""Decompression of record payloads (Kafka's CompressionType and its codecs' stream framing),
+bounded while it runs.
 
 Codecs come from cramjam (snappy, lz4 blocks, zstd) and zlib (gzip, whose member boundaries
 the JDK semantics need); the Kafka framings around them (xerial snappy, Kafka's LZ4 frame

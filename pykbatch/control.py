@@ -1,4 +1,5 @@
-"""Control records (Kafka's ControlRecordType and EndTransactionMarker): transaction markers and KRaft control types.
+"""Control records (Kafka's ControlRecordType and EndTransactionMarker): transaction markers and
+KRaft control types.
 
 A control record's key is ``int16 version | int16 type``; an ABORT/COMMIT
 marker's value is ``int16 version | int32 coordinatorEpoch``.

@@ -1,4 +1,5 @@
-"""Producer state: idempotence and transactions across a partition's batches (Kafka's ProducerStateManager and ProducerAppendInfo).
+"""Producer state: idempotence and transactions across a partition's batches (Kafka's
+ProducerStateManager and ProducerAppendInfo).
 
 A partition leader keeps, per producer id, the epoch, the coordinator epoch, the open transaction
 and the last five batches' sequence ranges (Kafka's ``ProducerStateEntry``), and checks every

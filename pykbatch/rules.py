@@ -46,8 +46,9 @@ class Rule:
         return self.template.format(**values)
 
 
-# The order in which a partition leader checks one append (KafkaApis, ReplicaManager, UnifiedLog.analyzeAndValidateRecords, LogValidator): each stage runs
-# over every batch before the next begins; "batch" runs per batch (header, then its records).
+# The order in which a partition leader checks one append (KafkaApis, ReplicaManager,
+# UnifiedLog.analyzeAndValidateRecords, LogValidator): each stage runs over every batch before
+# the next begins; "batch" runs per batch (header, then its records).
 # Kafka answers with the first failure, so the verdict comes from the earliest (stage, entry).
 # A rule of stage "framing" is found while iterating entries: "request" or "append", by entry.
 # "handler": ReplicaManager.handleProduceAppend, between the request's checks and the log's append;

@@ -1,8 +1,8 @@
-"""A partition's files on disk or in object storage (Kafka's LogSegment, OffsetIndex, TimeIndex, TransactionIndex, ProducerStateManager): their names
-(``files``), the index and state readers with Kafka's checks (``indexes``), segments and
-partition directories (``segments``) and the windows a segment is decoded in (``windows``).
-The dump prints what these return; the audit and the Spark source check with them.
-"""
+"""A partition's files on disk or in object storage (Kafka's LogSegment, OffsetIndex, TimeIndex,
+TransactionIndex, ProducerStateManager): their names (``files``), the index and state readers with
+Kafka's checks (``indexes``), segments and partition directories (``segments``) and the windows a
+segment is decoded in (``windows``). The dump prints what these return; the audit and the Spark
+source check with them."""
 from .files import LOG, base_offset_of, is_segment_file, segment_file_name, sibling, suffix_of, topic_partition_of
 from .indexes import (
     INDEX_TYPES, Checkpoint, CorruptIndexError, IndexEntry, OffsetIndex, ProducerSnapshot, TimeIndex, TimeIndexEntry,

@@ -1,6 +1,7 @@
-"""A partition's index and state files (Kafka's OffsetIndex, TimeIndex, TransactionIndex, ProducerStateManager's snapshots, CheckpointFile): readers, Kafka's sanity checks, the
-checks of an index against its log (what ``kafka-dump-log --verify-index-only`` reports, as data)
-and lookups.  Each reader takes the file's bytes (``from_file`` reads a path); index files are small
+"""A partition's index and state files (Kafka's OffsetIndex, TimeIndex, TransactionIndex,
+ProducerStateManager's snapshots, CheckpointFile): readers, Kafka's sanity checks, the checks of an
+index against its log (what ``kafka-dump-log --verify-index-only`` reports, as data) and lookups.
+Each reader takes the file's bytes (``from_file`` reads a path); index files are small
 (``segment.index.bytes``, 10 MiB by default), so they are read whole.
 
 - ``OffsetIndex`` (``.index``): 8-byte entries {int32 relativeOffset, int32 position}.

@@ -1,4 +1,5 @@
-"""Log segments and partition directories on disk or in object storage (Kafka's LogSegment and UnifiedLog's directory).
+"""Log segments and partition directories on disk or in object storage (Kafka's LogSegment and
+UnifiedLog's directory).
 
     with pykbatch.read_segment("t-0/00000000000000001000.log") as seg:
         for batch in seg.batches(): ...
