@@ -99,7 +99,7 @@ int64_t kb_next_sound_batch(const uint8_t *buf, size_t len, size_t start)
     return kb_next_sound_entry(buf, len, start, 1);
 }
 
-int kb_all_zero(const uint8_t *buf, size_t from, size_t to)
+static int all_zero(const uint8_t *buf, size_t from, size_t to)
 {
     for (; from < to; from++)
         if (buf[from])
@@ -107,11 +107,16 @@ int kb_all_zero(const uint8_t *buf, size_t from, size_t to)
     return 1;
 }
 
-kb_entry_status kb_next_entry_resync(const uint8_t *buf, size_t len, size_t pos, kb_entry *e, kb_fault *f)
+kb_entry_status kb_next_entry_resync(const uint8_t *buf, size_t len, size_t pos, int flags, kb_entry *e,
+                                     kb_fault *f)
 {
     kb_entry_status st = kb_next_entry(buf, len, pos, e, f);
     if (st == KB_ENTRY_OK || st == KB_ENTRY_END || (st == KB_ENTRY_CORRUPT && e->size))
         return st;
+    if (st == KB_ENTRY_TRUNCATED && !(flags & KB_RESYNC_LYING_SIZES))
+        return st;
+    if (st == KB_ENTRY_CORRUPT && (flags & KB_RESYNC_ZERO_TAIL) && all_zero(buf, pos, len))
+        return KB_ENTRY_TRUNCATED;
     int64_t next = kb_next_sound_entry(buf, len, pos + 1, 0);
     if (st == KB_ENTRY_TRUNCATED) {
         if (next < 0)

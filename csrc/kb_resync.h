@@ -23,15 +23,26 @@ int64_t kb_next_sound_entry(const uint8_t *buf, size_t len, size_t start, int v2
 /* The first position at or after `start` where a sound v2 batch starts, or -1. */
 int64_t kb_next_sound_batch(const uint8_t *buf, size_t len, size_t start);
 
+/* What kb_next_entry_resync makes of bytes that do not hold a whole entry (flags). */
+#define KB_RESYNC_LYING_SIZES 1 /* an incomplete entry a sound one follows is lost (its size lies);
+                                   without it, an incomplete entry ends the data, as Kafka reads it */
+#define KB_RESYNC_ZERO_TAIL 2   /* zero bytes from here to the end are a tail (a preallocated log's,
+                                   which recovery trims), not lost framing */
+
+/* The pykbatch checks a buffer gets: lying sizes are a strictness, a zero tail is a log's. */
+static inline int kb_resync_flags(int strict, int log)
+{
+    return (strict ? KB_RESYNC_LYING_SIZES : 0) | (log ? KB_RESYNC_ZERO_TAIL : 0);
+}
+
 /* kb_next_entry for a log whose framing may lie, the one walk every reader of logs shares: where
  * kb_next_entry loses the framing (a size below the minimum, an invalid magic in an entry that
- * does not fit) and where an incomplete entry is followed by a sound one (its size lies: a
- * truncated tail has nothing sound after it), returns KB_ENTRY_LOST with the fault in *f (its
- * third argument the position the walk resumes at) and e->size the bytes up to that position,
- * or up to `len` when nothing sound follows.  Every other answer is kb_next_entry's. */
-kb_entry_status kb_next_entry_resync(const uint8_t *buf, size_t len, size_t pos, kb_entry *e, kb_fault *f);
-
-/* Whether buf[from, to) is all zero bytes: a preallocated segment's unwritten tail. */
-int kb_all_zero(const uint8_t *buf, size_t from, size_t to);
+ * does not fit) and, with KB_RESYNC_LYING_SIZES, where an incomplete entry is followed by a sound
+ * one (its size lies: a truncated tail has nothing sound after it), returns KB_ENTRY_LOST with
+ * the fault in *f (its third argument the position the walk resumes at) and e->size the bytes up
+ * to that position, or up to `len` when nothing sound follows.  With KB_RESYNC_ZERO_TAIL, zero
+ * bytes to the end are KB_ENTRY_TRUNCATED.  Every other answer is kb_next_entry's. */
+kb_entry_status kb_next_entry_resync(const uint8_t *buf, size_t len, size_t pos, int flags, kb_entry *e,
+                                     kb_fault *f);
 
 #endif

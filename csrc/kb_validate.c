@@ -575,6 +575,7 @@ void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_c
     s->tail_pos = -1;
     s->stopped_at = -1;
     size_t pos = 0, reported = 0;
+    int flags = kb_resync_flags(o->strict, o->origin == KB_ORIGIN_LOG);
     for (;; c.entry++) {
         if (o->progress && pos - reported >= o->progress_every) {
             o->progress(o->progress_ctx, pos);
@@ -582,14 +583,10 @@ void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_c
         }
         kb_entry e;
         kb_fault f;
-        kb_entry_status st = kb_next_entry_resync(buf, len, pos, &e, &f);
+        kb_entry_status st = kb_next_entry_resync(buf, len, pos, flags, &e, &f);
         c.entry_pos = pos;
         if (st == KB_ENTRY_END)
             break;
-        if (st == KB_ENTRY_LOST && o->origin == KB_ORIGIN_LOG && pos + e.size == len && kb_all_zero(buf, pos, len))
-            st = KB_ENTRY_TRUNCATED; /* a preallocated segment's zero tail: recovery trims it, as a torn write */
-        if (st == KB_ENTRY_LOST && f.rule == KB_RULE_SIZE_PAST_END && !o->strict)
-            st = KB_ENTRY_TRUNCATED; /* Kafka's own reading: an entry that does not fit ends the data */
         if (st == KB_ENTRY_TRUNCATED) {
             s->tail_pos = (int64_t)pos;
             s->tail_entry = c.entry;

@@ -126,7 +126,11 @@ cdef extern from "kb_resync.h" nogil:
     int kb_entry_sound(const uint8_t *buf, size_t len, size_t pos, int v2_only)
     int64_t kb_next_sound_batch(const uint8_t *buf, size_t len, size_t start)
     int64_t kb_next_sound_entry(const uint8_t *buf, size_t len, size_t start, int v2_only)
-    kb_entry_status kb_next_entry_resync(const uint8_t *buf, size_t len, size_t pos, kb_entry *e, kb_fault *f)
+    int KB_RESYNC_LYING_SIZES
+    int KB_RESYNC_ZERO_TAIL
+    int kb_resync_flags(int strict, int log)
+    kb_entry_status kb_next_entry_resync(const uint8_t *buf, size_t len, size_t pos, int flags, kb_entry *e,
+                                         kb_fault *f)
 
 
 cdef extern from "kb_crc32.h" nogil:

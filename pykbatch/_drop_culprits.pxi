@@ -37,14 +37,13 @@ def drop_culprits(buf, result=None, *, config=None, str unrepairable="drop"):
     cdef int entry = 0
     out, dropped, refused = [], [], []
     # the validator's walk (resynchronised where the framing was lost), so entries number alike
+    cdef int flags = kb_resync_flags(result.config.strict, _origin(result.config) == KB_ORIGIN_LOG)
     cdef kb_entry_status st
     while True:
-        st = kb_next_entry_resync(v.ptr, v.length, pos, &e, &f)
+        st = kb_next_entry_resync(v.ptr, v.length, pos, flags, &e, &f)
         if st == KB_ENTRY_END or st == KB_ENTRY_TRUNCATED:
             break
         culprits = by_entry.get(entry, [])
-        if st == KB_ENTRY_LOST and not culprits:
-            break  # a zero tail the validator took for a preallocated segment's, as a truncated one
         raw = bytes(memoryview(v.mv)[e.pos:e.pos + e.size]) if e.size else b""
         rebuilt = None
         if not culprits:

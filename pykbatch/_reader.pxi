@@ -1,6 +1,10 @@
 # iter_batches: the entry-by-entry reader over any buffer, any magic.
 # Included by _native.pyx: one module, one file per concern.
 
+# how a reader that walks on reads a log: lying sizes found, a zero tail a tail
+cdef int _LOG_RESYNC = KB_RESYNC_LYING_SIZES | KB_RESYNC_ZERO_TAIL
+
+
 cdef class BatchReader:
     """Iterator over the entries of a buffer (see ``iter_batches``).  After
     iteration, ``truncated_tail`` tells whether an incomplete entry ended it.
@@ -9,7 +13,8 @@ cdef class BatchReader:
     does (a framing fault raises; an entry that does not fit ends the walk as an incomplete
     tail).  With it, where the framing is lost (or an entry's size runs past the end while a
     sound entry follows, or its magic is invalid) the span up to the next sound entry is handed
-    to ``on_lost`` and the walk goes on there: no sound entry is lost because a neighbour lied."""
+    to ``on_lost`` and the walk goes on there: no sound entry is lost because a neighbour lied.
+    Zero bytes to the end (a preallocated log) are then an incomplete tail."""
     cdef _View _v
     cdef size_t pos
     cdef int entry
@@ -39,7 +44,7 @@ cdef class BatchReader:
             if self.on_lost is None:
                 st = kb_next_entry(self._v.ptr, self._v.length, self.pos, &e, &f)
             else:
-                st = kb_next_entry_resync(self._v.ptr, self._v.length, self.pos, &e, &f)
+                st = kb_next_entry_resync(self._v.ptr, self._v.length, self.pos, _LOG_RESYNC, &e, &f)
             if st == KB_ENTRY_END:
                 raise StopIteration
             if st == KB_ENTRY_TRUNCATED:

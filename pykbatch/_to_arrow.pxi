@@ -72,7 +72,7 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
         try:
             while True:
                 # the validator's walk: a size that lies (sound entries follow) is a fault, not a tail
-                st = kb_next_entry_resync(v.ptr, end, pos, &e, &f)
+                st = kb_next_entry_resync(v.ptr, end, pos, KB_RESYNC_LYING_SIZES, &e, &f)
                 if st == KB_ENTRY_END or st == KB_ENTRY_TRUNCATED:
                     break
                 if st == KB_ENTRY_CORRUPT or st == KB_ENTRY_LOST:

@@ -79,6 +79,11 @@ cdef int _decompress_cb(void *ctx, int codec, int magic, const uint8_t *src, siz
     return (<_Decompressor> ctx).run(codec, magic, src, n, out, out_len, f)
 
 
+cdef kb_origin _origin(config):
+    """The core's reading of ``config.origin``: a producer's batch, or batches from a log."""
+    return KB_ORIGIN_CLIENT if config.origin == "client" else KB_ORIGIN_LOG
+
+
 cdef class _Validator:
     """Runs kb_validate with a reusable culprit buffer that grows up to the config's cap."""
     cdef kb_validate_opts opts
@@ -96,7 +101,7 @@ cdef class _Validator:
         self.decompressor = _Decompressor(v, config.max_decompressed_bytes)
         self.opts.decompress = _decompress_cb
         self.opts.decompress_ctx = <void *> self.decompressor
-        self.opts.origin = KB_ORIGIN_CLIENT if config.origin == "client" else KB_ORIGIN_LOG
+        self.opts.origin = _origin(config)
         self.opts.verify_crc = 1 if config.verify_crc else 0
         self.opts.strict = 1 if config.strict else 0
         self.opts.compacted = 1 if config.compacted else 0
@@ -158,29 +163,11 @@ cdef class _Validator:
                                 s.unwalked, self.config, counters, s.lost_bytes)
 
 
-def validate(buf, config=None, *, on_error=None):
-    """Check every batch and record of ``buf`` and collect every culprit.
-
-    Returns a ``ValidationResult`` with ``ok``, ``culprits``, per-rule ``counters`` and the
-    KIP-467 fields (``error_code``, ``error_name``, ``error_records``, ``error_message``).
-    ``config`` is a ``ValidationConfig`` (default: a producer's batch).  ``on_error``: a KIP-210
-    handler asked about each culprit (``pykbatch.errors.CONTINUE`` or ``FAIL``; see
-    ``apply_handler``).
-    """
-    cdef _View v = _view(buf)
-    config = config if config is not None else _DEFAULT_CONFIG
-    cdef _Validator checker = _Validator(config, v)
-    checker.run(v.ptr, v.length)
-    result = checker.result()
-    if checker.rebuilt(v.ptr, v.length):
-        result = _check_rebuilt_size(result, v.mv, config)
-    return result if on_error is None else apply_handler(result, on_error)
-
-
 cdef struct _Pages:
     const uint8_t *base
     size_t released
     size_t page
+    size_t every     # bytes between two hand-backs
     void *progress  # a Python callable taking the position reached, or NULL
 
 
@@ -202,24 +189,48 @@ cdef void _release_pages(void *ctx, size_t pos) noexcept nogil:
                 pass
 
 
+def validate(buf, config=None, *, on_error=None):
+    """Check every batch and record of ``buf`` and collect every culprit.
+
+    Returns a ``ValidationResult`` with ``ok``, ``culprits``, per-rule ``counters`` and the
+    KIP-467 fields (``error_code``, ``error_name``, ``error_records``, ``error_message``).
+    ``config`` is a ``ValidationConfig`` (default: a producer's batch).  ``on_error``: a KIP-210
+    handler asked about each culprit (``pykbatch.errors.CONTINUE`` or ``FAIL``; see
+    ``apply_handler``).
+    """
+    result = _validated(_view(buf), config, NULL)
+    return result if on_error is None else apply_handler(result, on_error)
+
+
+cdef object _validated(_View v, config, _Pages *pages):
+    """The validation of ``validate``; ``pages``: a file mapping's, handed back as the walk passes
+    them (``_validate_mapped``), or NULL."""
+    config = config if config is not None else _DEFAULT_CONFIG
+    cdef _Validator checker = _Validator(config, v)
+    if pages != NULL:
+        checker.opts.progress = _release_pages
+        checker.opts.progress_ctx = pages
+        checker.opts.progress_every = pages.every
+    checker.run(v.ptr, v.length)
+    result = checker.result()
+    if checker.rebuilt(v.ptr, v.length):
+        result = _check_rebuilt_size(result, v.mv, config)
+    return result
+
+
 def _validate_mapped(buf, config=None, size_t every=64 * 1024 * 1024, progress=None):
     """``validate`` of a read-only file mapping (an ``mmap`` or a view of one starting at its
     first byte), handing pages back every ``every`` bytes: how a segment of any size is
     validated in bounded memory (``Segment.validate``).  ``progress``: called with the byte
     position reached, every ``every`` bytes."""
     cdef _View v = _view(buf)
-    config = config if config is not None else _DEFAULT_CONFIG
-    cdef _Validator checker = _Validator(config, v)
     cdef _Pages pages
     pages.base = v.ptr
     pages.page = <size_t> sysconf(_SC_PAGESIZE)
     pages.released = (pages.page - (<uintptr_t> v.ptr) % pages.page) % pages.page
+    pages.every = every
     pages.progress = <void *> progress if progress is not None else NULL
-    checker.opts.progress = _release_pages
-    checker.opts.progress_ctx = &pages
-    checker.opts.progress_every = every
-    checker.run(v.ptr, v.length)
-    return checker.result()
+    return _validated(v, config, &pages)
 
 
 def _validate_rows(_View v, starts, ends, valid, config):

@@ -102,8 +102,6 @@ class Segment:
         self.lost = []
 
         def lost(span: LostSpan) -> None:
-            if span.position + span.size == len(data) and _all_zero(data[span.position:]):
-                return  # a preallocated tail, not damage: valid_bytes stays where it starts
             self.valid_bytes = span.position + span.size
             self.lost.append(span)
             if self.error is None:
@@ -277,11 +275,6 @@ class Partition:
 
 def open_partition(directory) -> Partition:
     return Partition(directory)
-
-
-def _all_zero(view: memoryview, chunk: int = 1 << 20) -> bool:
-    zeros = bytes(min(chunk, len(view)))
-    return all(view[i:i + chunk] == zeros[:len(view[i:i + chunk])] for i in range(0, len(view), chunk))
 
 
 def index_entry_trusted(data, entry: IndexEntry, segment_base: int) -> bool:
