@@ -52,11 +52,12 @@ def _dump_inputs(specs) -> list[str]:
     """The files of --files (comma lists; a partition directory stands for its files: each
     segment's log, then its indexes and snapshot, in offset order)."""
     from .dump import can_dump
+    from .log import base_offset_of
     files = []
     for f in (f for spec in specs for f in spec.split(",") if f):
         if os.path.isdir(f):
             names = [n for n in os.listdir(f) if can_dump(n) and n.split(".")[0].isdigit()]
-            files += [os.path.join(f, n) for n in sorted(names, key=lambda n: (int(n.split(".")[0]), n))]
+            files += [os.path.join(f, n) for n in sorted(names, key=lambda n: (base_offset_of(n), n))]
         else:
             files.append(f)
     return files
@@ -180,12 +181,6 @@ def _check_state_file(path: str, kind: str, args) -> int:
     return len(problems)
 
 
-def _open_input(path: str):
-    """A file to read as a segment ("-": standard input, spooled to a temporary file)."""
-    from .log import Segment
-    return Segment(sys.stdin.buffer if path == STDIN else path)
-
-
 def _not_a_log(path: str, result, size: int) -> bool:
     """Nothing in a file not named as a log reads as an entry: it is some other kind of file."""
     return size > 0 and not path.endswith(LOG) and result.stopped_at == 0 and result.lost_bytes == size
@@ -193,8 +188,9 @@ def _not_a_log(path: str, result, size: int) -> bool:
 
 def _validate_file(path: str, config: ValidationConfig, args) -> int:
     """Validates one file and prints its culprits (JSON with --json); returns how many."""
+    from .log.segments import open_input
     producers = getattr(args, "producers", False)
-    with _open_input(path) as seg, Progress(seg.size, path, enabled=_progress(args)) as meter:
+    with open_input(path) as seg, Progress(seg.size, path, enabled=_progress(args)) as meter:
         result = seg.validate(config, progress=meter.update)
         if _not_a_log(path, result, seg.size):
             raise UsageError(f"{path}: no Kafka record batch or message in it (not a log segment, a produce "
@@ -249,27 +245,27 @@ def _print_result(path: str, result) -> None:
         print(f"  note: records of {result.unwalked_batches} compressed batch(es) were not checked")
 
 
-def _partition_dirs(directory: str) -> list[str] | None:
-    """The partition directories under a log.dirs folder (sub-directories holding segments), or
-    None when ``directory`` is itself a partition (it holds segments, or nothing that is one)."""
+def _partition_dirs(directory: str) -> list[str]:
+    """``[directory]`` when it holds segments (a partition), else the sub-directories that do (a
+    log.dirs folder)."""
     from .log import is_segment_file
-    names = os.listdir(directory)
-    if any(is_segment_file(n, LOG) for n in names):
-        return None
-    subdirs = sorted(os.path.join(directory, n) for n in names if os.path.isdir(os.path.join(directory, n)))
-    found = [d for d in subdirs if any(is_segment_file(n, LOG) for n in os.listdir(d))]
-    return found or None
+
+    def holds_segments(d: str) -> bool:
+        return any(is_segment_file(n, LOG) for n in os.listdir(d))
+    if holds_segments(directory):
+        return [directory]
+    found = sorted(os.path.join(directory, n) for n in os.listdir(directory)
+                   if os.path.isdir(os.path.join(directory, n)) and holds_segments(os.path.join(directory, n)))
+    if not found:
+        raise UsageError(f"{directory}: no log segments (<offset>.log) in it, nor partition directories holding them")
+    return found
 
 
 def _validate_partition(args) -> int:
     """A partition directory: a table per segment, then offsets, producer state and indexes.  A
     log.dirs folder: each partition in it, then a summary."""
-    from .log import is_segment_file
     partitions = _partition_dirs(args.segment)
-    if partitions is None:
-        if not any(is_segment_file(n, LOG) for n in os.listdir(args.segment)):
-            raise UsageError(f"{args.segment}: no log segments (<offset>.log) in it, nor partition directories "
-                             "holding them")
+    if partitions == [args.segment]:
         return _audit_one(args.segment, args)
     statuses = [(d, _audit_one(d, args, heading=True)) for d in partitions]
     bad = [d for d, status in statuses if status != OK]
@@ -341,9 +337,10 @@ def _repair(args) -> int:
     if kind is not None and kind != LOG:
         raise UsageError(f"{args.file} is a {KINDS[kind]}, not a log segment: `pykbatch validate {args.file}` "
                          "checks it")
+    from .log.segments import open_input
     config = ValidationConfig(origin=args.origin or _origin_of(args.file), compacted=args.compacted,
                               topic_partition=args.topic_partition)
-    with _open_input(args.file) as seg, Progress(seg.size, args.file, enabled=_progress(args)) as meter:
+    with open_input(args.file) as seg, Progress(seg.size, args.file, enabled=_progress(args)) as meter:
         report = repair_segment(seg, args.out, args.dead_letter, config, progress=meter.update)
         if _not_a_log(args.file, report.result, seg.size):
             os.remove(args.out)

@@ -15,6 +15,7 @@ from .log import (
     suffix_of, topic_partition_of,
 )
 from .log.files import KRAFT_SNAPSHOT, STDIN
+from .log.segments import open_input
 from .log.reports import IndexReport
 
 Decoder = Callable[[bytes], str]
@@ -51,11 +52,14 @@ def _bool(b: bool) -> str:
     return "true" if b else "false"
 
 
-def batch_line(b) -> str:
+def batch_line(b, is_valid: bool | None = None) -> str:
+    """The batch's line; ``is_valid``: its checksum's verdict when the caller already has it (it
+    costs a pass over the batch's bytes)."""
+    valid = _bool(b.is_valid if is_valid is None else is_valid)
     if b.magic < 2:
         return (f"offset: {b.last_offset} position: {b.position} {b.timestamp_type}: {b.max_timestamp} "
                 f"size: {b.size} magic: {b.magic} compresscodec: {b.compression} crc: {b.crc} "
-                f"isvalid: {_bool(b.is_valid)}")
+                f"isvalid: {valid}")
     horizon = "OptionalLong.empty" if b.delete_horizon_ms is None else f"OptionalLong[{b.delete_horizon_ms}]"
     return (f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.record_count} "
             f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id} "
@@ -63,7 +67,7 @@ def batch_line(b) -> str:
             f"isTransactional: {_bool(b.is_transactional)} isControl: {_bool(b.is_control)} "
             f"deleteHorizonMs: {horizon} position: {b.position} {b.timestamp_type}: {b.max_timestamp} "
             f"size: {b.size} magic: {b.magic} compresscodec: {b.compression} crc: {b.crc} "
-            f"isvalid: {_bool(b.is_valid)}")
+            f"isvalid: {valid}")
 
 
 def _control_part(r, style: Style) -> str:
@@ -230,7 +234,7 @@ def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *,
         stem = name.split(".")[0]
         if stem.isdigit():
             out.write(f"Log starting offset: {int(stem)}\n")
-    with _open_log(path) as seg:
+    with open_input(path, 0) as seg:
         if seg.size == 0:
             return 0
         meter = Progress(seg.size, os.path.basename(path), err, enabled=progress)
@@ -281,8 +285,9 @@ def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, par
     for b in seg.batches(max_bytes=max_bytes, on_lost=lost):
         if meter:
             meter.update(b.position)
-        out.write(batch_line(b) + "\n")
-        problems += not b.is_valid
+        valid = b.is_valid
+        out.write(batch_line(b, valid) + "\n")
+        problems += not valid
         if deep:
             try:
                 for r in b:
@@ -411,11 +416,6 @@ def can_dump(path: str) -> bool:
     return path == STDIN or suffix_of(path) in (LOG, KRAFT_SNAPSHOT) + tuple(kind.SUFFIX for kind in INDEX_TYPES)
 
 
-def _open_log(path: str) -> Segment:
-    """A log to dump, from its path or standard input (spooled: it is read as a file)."""
-    return Segment(sys.stdin.buffer, base_offset=0) if path == STDIN else Segment(path, base_offset=0)
-
-
 def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, lines: bool = False,
               deep: bool = False, print_data: bool = False, max_bytes: int | None = None,
               parser: RecordParser | None = None) -> int:
@@ -446,10 +446,10 @@ def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, li
             else:
                 doc["unreadable"].append(obj)
 
-        with _open_log(path) as seg:
+        with open_input(path, 0) as seg:
             for b in seg.batches(max_bytes=max_bytes, on_lost=lost):
                 obj = batch_object(b)
-                problems += not b.is_valid
+                problems += not obj["is_valid"]
                 records = None
                 if deep:
                     try:

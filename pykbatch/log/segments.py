@@ -22,7 +22,7 @@ from typing import Callable, Iterator
 
 from .. import _native
 from ..result import LostSpan
-from .files import LEADER_EPOCH_CHECKPOINT, LOG, base_offset_of, is_segment_file, sibling
+from .files import LEADER_EPOCH_CHECKPOINT, LOG, STDIN, base_offset_of, is_segment_file, sibling
 from .indexes import Checkpoint, IndexEntry, OffsetIndex, ProducerSnapshot, TimeIndex
 
 SPOOL_CHUNK = 8 * 1024 * 1024
@@ -206,6 +206,13 @@ class Segment:
 
     def __repr__(self):
         return f"<Segment {self.path or '(stream)'} base offset {self.base_offset}, {self.size} bytes>"
+
+
+def open_input(path: str, base_offset: int | None = None) -> Segment:
+    """The segment a command is handed: a file's path, or "-" for standard input (spooled to a
+    temporary file, so it is read as a file is)."""
+    import sys
+    return Segment(sys.stdin.buffer if path == STDIN else path, base_offset)
 
 
 def read_segment(source, base_offset: int | None = None) -> Segment:
