@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ._native import _v2_header_table, validate
+from ._native import _v2_header_table
 from .config import ValidationConfig
 from .result import ValidationResult
 from .log import OffsetIndex, Partition, Segment, TimeIndex, sibling, topic_partition_of
