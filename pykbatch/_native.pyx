@@ -49,8 +49,7 @@ from pykbatch.errors import apply_handler
 from pykbatch.result import Culprit, DroppedRecord, LostSpan, Repair, TruncatedTail, ValidationResult
 from pykbatch._catalogue import CODEC_IDS as _COMPRESSION_IDS, CODEC_NAMES as COMPRESSION_NAMES, codec_name as _codec_name
 from pykbatch._catalogue import CREATE_TIME, LOG_APPEND_TIME, TIMESTAMP_TYPES as _TIMESTAMP_TYPES, timestamp_type_name as _timestamp_type_name
-from pykbatch.rules import INDEX as _RULE_INDEX, RULES, render as _render
-from pykbatch.broker_rebuild import check_rebuilt_size as _check_rebuilt_size
+from pykbatch.rules import BY_ID as _RULES_BY_ID, INDEX as _RULE_INDEX, RULES, render as _render
 
 kb_crc32c_init()
 
@@ -171,6 +170,7 @@ include "_validate.pxi"
 include "_to_arrow.pxi"
 include "_encode.pxi"
 include "_drop_culprits.pxi"
+include "_broker_rebuild.pxi"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -112,7 +112,7 @@ cdef class _Validator:
         self.may_rebuild = config.origin == "client" and (config.max_message_bytes is not None
                                                           or config.segment_bytes is not None)
         self.always_rebuilt = config.reencodes
-        # segment.bytes is checked against the batch the broker writes: re-encoded, pykbatch.broker_rebuild
+        # segment.bytes is checked against the batch the broker writes: re-encoded, _broker_rebuild.pxi
         self.opts.max_append_bytes = -1 if config.segment_bytes is None or (
             self.may_rebuild and self.always_rebuilt) else config.segment_bytes
         self.opts.target_magic = config.target_magic
@@ -147,7 +147,7 @@ cdef class _Validator:
             self.out = grown
 
     cdef bint rebuilt(self, const uint8_t *ptr, size_t length):
-        """Whether Kafka may re-encode this append (then pykbatch.broker_rebuild sizes it): v0/v1
+        """Whether Kafka may re-encode this append (then _broker_rebuild.pxi sizes it): v0/v1
         entries always, any entry when the topic stores another codec or record version."""
         return self.may_rebuild and length > 16 and (self.always_rebuilt or ptr[16] != 2)
 
