@@ -9,6 +9,8 @@ cdef extern from "kb_wire.h" nogil:
     int kb_read_varlong(const uint8_t *p, const uint8_t *end, int64_t *out)
     int64_t kb_wrap_add64(int64_t a, int64_t b)
     int32_t kb_increment_sequence(int32_t base, int32_t delta)
+    uint32_t kb_load_be32(const uint8_t *p)
+    void kb_store_be32(uint8_t *p, uint32_t v)
 
 
 cdef extern from "kb_crc32c.h" nogil:
@@ -44,6 +46,7 @@ cdef extern from "kb_v2.h" nogil:
     enum:
         KB_LOG_OVERHEAD
         KB_V2_HEADER_SIZE
+        KB_V2_AT_CRC
         KB_ATTR_CODEC_MASK
         KB_ATTR_LOG_APPEND_TIME
         KB_ATTR_TRANSACTIONAL

@@ -318,3 +318,37 @@ def encode(batches):
                       base_sequence=b.base_sequence, record_count=b.record_count)
         out.append(_encode(header, rows))
     return b"".join(out)
+
+
+def frame_v2(records, *, int64_t base_offset, int32_t partition_leader_epoch, int16_t attributes,
+             int32_t last_offset_delta, int64_t base_timestamp, int64_t max_timestamp, int64_t producer_id,
+             int16_t producer_epoch, int32_t base_sequence, int32_t record_count, crc=None):
+    """A v2 batch around a records area already in its final form (compressed or not), every
+    header field given; returns ``(batch, computed_crc)``.  ``crc``: the CRC to store instead of the
+    computed one (a batch carried over from another format keeps its own, so Kafka's checks judge
+    it)."""
+    cdef const uint8_t *rp
+    cdef int32_t n = _blob(_as_bytes(records, "records") or b"", &rp)
+    cdef Py_ssize_t size = KB_V2_HEADER_SIZE + <Py_ssize_t> n
+    if size - KB_LOG_OVERHEAD > INT32_MAX:
+        raise ValueError("a batch's records area must fit an int32 length")
+    cdef kb_v2_header h
+    memset(&h, 0, sizeof(h))
+    h.base_offset = base_offset
+    h.partition_leader_epoch = partition_leader_epoch
+    h.attributes = attributes
+    h.last_offset_delta = last_offset_delta
+    h.base_timestamp = base_timestamp
+    h.max_timestamp = max_timestamp
+    h.producer_id = producer_id
+    h.producer_epoch = producer_epoch
+    h.base_sequence = base_sequence
+    h.record_count = record_count
+    out = PyBytes_FromStringAndSize(NULL, size)
+    cdef uint8_t *p = <uint8_t *> PyBytes_AS_STRING(out)
+    memcpy(p + KB_V2_HEADER_SIZE, rp, n)
+    kb_v2_write_header(&h, p, <size_t> size)
+    cdef uint32_t computed = kb_load_be32(p + KB_V2_AT_CRC)
+    if crc is not None:
+        kb_store_be32(p + KB_V2_AT_CRC, <uint32_t> crc)
+    return out, computed

@@ -22,10 +22,10 @@ import struct
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from ._native import crc32c
+from ._native import crc32c, frame_v2
+from .rules import BY_ID as _RULES, render
 
 HEADER = struct.Struct("<IiqbIhiqqqhii")  # 61 bytes
-KAFKA_TAIL = struct.Struct(">hiqqqhii")  # attributes .. record count, as Kafka lays them out
 RAFT_DATA = 1
 # record_batch_type values Redpanda writes (model/record_batch_types.h)
 TYPE_NAMES = {1: "raft_data", 2: "raft_configuration", 3: "controller", 4: "kvstore", 5: "checkpoint",
@@ -59,15 +59,19 @@ class RedpandaBatch:
     def type_name(self) -> str:
         return type_name(self.type)
 
-    def _kafka_header_tail(self) -> bytes:
-        """Attributes .. record count, as Kafka lays them out (its CRC starts there)."""
-        return KAFKA_TAIL.pack(self.attributes, self.last_offset_delta, self.first_timestamp, self.max_timestamp,
-                               self.producer_id, self.producer_epoch, self.base_sequence, self.record_count)
+    def _framed(self, partition_leader_epoch: int = -1) -> tuple[bytes, int]:
+        """This batch framed as Kafka's v2 batch (the native encoder lays the header out) with the
+        stored CRC kept, and the CRC Kafka computes over it."""
+        return frame_v2(self.records, base_offset=self.base_offset, partition_leader_epoch=partition_leader_epoch,
+                        attributes=self.attributes, last_offset_delta=self.last_offset_delta,
+                        base_timestamp=self.first_timestamp, max_timestamp=self.max_timestamp,
+                        producer_id=self.producer_id, producer_epoch=self.producer_epoch,
+                        base_sequence=self.base_sequence, record_count=self.record_count, crc=self.crc)
 
     @functools.cached_property
     def kafka_crc(self) -> int:
-        """Kafka's CRC computed over this batch (the records continue the header's CRC: no copy)."""
-        return crc32c(self.records, crc32c(self._kafka_header_tail()))
+        """Kafka's CRC computed over this batch."""
+        return self._framed()[1]
 
     @property
     def kafka_crc_ok(self) -> bool:
@@ -75,8 +79,7 @@ class RedpandaBatch:
 
     def to_kafka(self, partition_leader_epoch: int = -1) -> bytes:
         """The batch as a Kafka v2 record batch (Kafka's CRC carried over as stored)."""
-        return b"".join((struct.pack(">qiibI", self.base_offset, 4 + 1 + 4 + KAFKA_TAIL.size + len(self.records),
-                                     partition_leader_epoch, 2, self.crc), self._kafka_header_tail(), self.records))
+        return self._framed(partition_leader_epoch)[0]
 
 
 @dataclass
@@ -118,19 +121,17 @@ def batches(data, report: Report | None = None) -> Iterator[RedpandaBatch]:
             return
         ok = crc32c(view[pos + 4:pos + HEADER.size]) == hcrc
         if not ok:
-            report.faults.append((pos, "redpanda.header_crc", f"header CRC {hcrc} does not match the header "
-                                  f"({crc32c(view[pos + 4:pos + HEADER.size])}): its size cannot be trusted"))
+            _fault(report, pos, "redpanda.header_crc", stored=hcrc, computed=crc32c(view[pos + 4:pos + HEADER.size]))
             return
         if size < HEADER.size:
-            report.faults.append((pos, "redpanda.size", f"size_bytes {size} is below the {HEADER.size}-byte header"))
+            _fault(report, pos, "redpanda.size", size=size, header=HEADER.size)
             return
         if size > len(view) - pos:
             _tail(view, pos, report, f"size_bytes {size} runs past the end ({len(view) - pos} bytes left)")
             return
         batch = RedpandaBatch(pos, *fields[1:2], fields[0], *fields[2:], records=bytes(view[pos + HEADER.size:pos + size]))
         if not batch.kafka_crc_ok:
-            report.faults.append((pos, "batch.crc_mismatch", f"Kafka CRC {batch.crc} does not match the "
-                                  f"batch ({batch.kafka_crc})"))
+            _fault(report, pos, "batch.crc_mismatch", (batch.crc, batch.kafka_crc, 0))
         report.batches += 1
         if batch.type != RAFT_DATA:
             report.non_data.append((pos, batch.base_offset, batch.type_name, batch.record_count))
@@ -143,7 +144,15 @@ def _tail(view, pos, report: Report, message: str) -> None:
     if not any(view[pos:]):
         report.zero_padding = len(view) - pos
     else:
-        report.faults.append((pos, "redpanda.truncated", message))
+        _fault(report, pos, "redpanda.truncated", what=message)
+
+
+def _fault(report: Report, pos: int, rule: str, args=(), **values) -> None:
+    """A fault with its catalogue message: named ``values`` for Redpanda's rules, the core's
+    ``args`` for Kafka's."""
+    checked = _RULES[rule]
+    message = checked.message(**values) if values else render(checked, args, "", reader=True)[0]
+    report.faults.append((pos, rule, message))
 
 
 def kafka_log(data, *, data_only: bool = True) -> tuple[bytes, Report]:
