@@ -49,104 +49,25 @@ def parse_control(key: bytes | None, value: bytes | None) -> ControlRecord:
     return ControlRecord(typ, name, epoch)
 
 
-class _Reader:
-    """Kafka's flexible-version message encoding: fixed ints, compact arrays, tagged fields."""
-
-    def __init__(self, data: bytes):
-        self.data, self.pos = data, 0
-
-    def fixed(self, fmt: str) -> int:
-        (value,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return value
-
-    def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            if self.pos >= len(self.data) or shift > 28:
-                raise _fail("control.message", None, what="a varint runs past the value")
-            b = self.data[self.pos]
-            self.pos += 1
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                return value
-            shift += 7
-
-    def skip_tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.pos += self.uvarint()
-
-    def array(self, item) -> list:
-        n = self.uvarint() - 1
-        return [] if n < 0 else [item() for _ in range(n)]
-
-
-def _json(obj) -> str:
-    import json
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-
-
-def _uuid(r: "_Reader") -> str:
-    import base64
-    raw = r.data[r.pos:r.pos + 16]
-    if len(raw) < 16:
-        raise struct.error("uuid")
-    r.pos += 16
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-
-
-def _string(r: "_Reader") -> str:
-    n = r.uvarint() - 1
-    text = r.data[r.pos:r.pos + n].decode("utf-8", "replace")
-    r.pos += n
-    return text
-
-
-def _leader_change(r: _Reader) -> dict:
-    def voter():
-        v = {"voterId": r.fixed(">i")}
-        r.skip_tags()
-        return v
-    return {"version": r.fixed(">h"), "leaderId": r.fixed(">i"), "voters": r.array(voter),
-            "grantingVoters": r.array(voter)}
-
-
-def _voters(r: _Reader) -> dict:
-    def endpoint():
-        e = {"name": _string(r), "host": _string(r), "port": r.fixed(">H")}
-        r.skip_tags()
-        return e
-
-    def voter():
-        v = {"voterId": r.fixed(">i"), "voterDirectoryId": _uuid(r), "endpoints": r.array(endpoint)}
-        feature = {"minSupportedVersion": r.fixed(">h"), "maxSupportedVersion": r.fixed(">h")}
-        r.skip_tags()
-        v["kRaftVersionFeature"] = feature
-        r.skip_tags()
-        return v
-    return {"version": r.fixed(">h"), "voters": r.array(voter)}
-
-
-# control type -> (the label Kafka's tools print, the message's fields as JSON)
+# control type -> (the label Kafka's tools print, Kafka's definition of its value)
 KRAFT_MESSAGES = {
-    2: ("LeaderChange:", _leader_change),
-    3: ("SnapshotHeader", lambda r: {"version": r.fixed(">h"), "lastContainedLogTimestamp": r.fixed(">q")}),
-    4: ("SnapshotFooter", lambda r: {"version": r.fixed(">h")}),
-    5: ("KRaftVersion", lambda r: {"version": r.fixed(">h"), "kRaftVersion": r.fixed(">h")}),
-    6: ("KRaftVoters", _voters),
+    2: ("LeaderChange:", "LeaderChangeMessage"),
+    3: ("SnapshotHeader", "SnapshotHeaderRecord"),
+    4: ("SnapshotFooter", "SnapshotFooterRecord"),
+    5: ("KRaftVersion", "KRaftVersionRecord"),
+    6: ("KRaftVoters", "VotersRecord"),
 }
+_VALUE_VERSION = 0  # the version Kafka's tools read these values at (the value's own "version" field aside)
 
 
 def kraft_control_json(control_type: int, value: bytes) -> str:
-    """A KRaft control record's value (LeaderChangeMessage, SnapshotHeader/FooterRecord,
-    KRaftVersionRecord, VotersRecord: flexible version 0) as the JSON Kafka's tools print."""
-    r = _Reader(value or b"")
+    """A KRaft control record's value as the JSON Kafka's tools print, read through Kafka's own
+    definition of it (``messages``)."""
+    from .messages import MessageFormatError, jackson, load
+    schema = load(KRAFT_MESSAGES[control_type][1])
     try:
-        obj = KRAFT_MESSAGES[control_type][1](r)
-        r.skip_tags()
-    except (struct.error, IndexError):
-        raise _fail("control.message", None, what=f"the {TYPE_NAMES[control_type]} value is too short") from None
-    return _json(obj)
-
-
+        fields, _ = schema.decode(value or b"", 0, _VALUE_VERSION)
+    except MessageFormatError as exc:  # names the field and the byte of the value where it failed
+        raise _fail("control.message", None,
+                    what=f"the {TYPE_NAMES[control_type]} value does not read as {schema.name}: {exc}") from None
+    return jackson(schema.to_json(fields, _VALUE_VERSION))

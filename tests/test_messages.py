@@ -5,6 +5,7 @@ unbounded allocation), and the dump prints crafted records — every record type
 Kafka's deserializer names — line for line as kafka-dump-log --remote-log-metadata-decoder."""
 from __future__ import annotations
 
+import json
 import uuid
 import zipfile
 from importlib import resources
@@ -50,6 +51,26 @@ def test_the_vendored_definitions_are_kafkas(tmp_path):
     with zipfile.ZipFile(jar) as z:
         for name in DEFINITIONS:
             assert folder.joinpath(f"{name}.json").read_bytes() == z.read(f"message/{name}.json"), name
+
+
+def test_every_indexed_definition_is_the_one_in_its_jar():
+    """Every definition index.json names (internal topics, embedded messages, KRaft control record
+    values) is byte for byte the file in the Kafka 4.3.1 jar it names, and no file is unnamed."""
+    if kafka_tools.unavailable():
+        pytest.skip(kafka_tools.unavailable())
+    jars = {p.rsplit("/", 1)[-1]: p for p in kafka_tools.classpath().split(":")}
+    folder = resources.files("pykbatch").joinpath("schemas", "messages")
+    index = json.loads(folder.joinpath("index.json").read_text("utf-8"))
+    sections = [*index["topics"].values(), index["embedded"], index["control"]]
+    named = set()
+    for section in sections:
+        with zipfile.ZipFile(jars[f"{section['jar']}-4.3.1.jar"]) as z:
+            inside = {n.rsplit("/", 1)[-1]: n for n in z.namelist() if n.endswith(".json") and n.count("/") <= 2}
+            for name in section["definitions"]:
+                assert folder.joinpath(f"{name}.json").read_bytes() == z.read(inside[f"{name}.json"]), name
+                named.add(f"{name}.json")
+    files = {f.name for f in folder.iterdir() if f.name.endswith(".json") and f.name != "index.json"}
+    assert files == named
 
 
 @pytest.mark.parametrize("name", DEFINITIONS)
