@@ -12,9 +12,9 @@ from operator import attrgetter
 import numpy as np
 import pyarrow as pa
 
-from . import _native, errors
-from .config import ValidationConfig
-from .columns import BATCH, RECORD as _RECORD_TYPES, fields
+from pykbatch import _native, errors
+from pykbatch.config import ValidationConfig
+from pykbatch.columns import BATCH, RECORD as _RECORD_TYPES, fields
 
 ERROR_RECORD = pa.struct([("batch_index", pa.int32()), ("message", pa.string())])
 CULPRIT = pa.struct([

@@ -12,13 +12,13 @@ from typing import Callable
 
 import numpy as np
 
-from ._native import _v2_header_table
-from .config import ValidationConfig
-from .result import ValidationResult
-from .log import OffsetIndex, Partition, Segment, TimeIndex, sibling, topic_partition_of
-from .log.checks import check_file, check_partition_files
-from .parallel import ordered_map
-from .producer_state import ProducerAudit, ProducerStateTracker
+from pykbatch._native import _v2_header_table
+from pykbatch.config import ValidationConfig
+from pykbatch.result import ValidationResult
+from pykbatch.log import OffsetIndex, Partition, Segment, TimeIndex, sibling, topic_partition_of
+from pykbatch.log.checks import check_file, check_partition_files
+from pykbatch.parallel import ordered_map
+from pykbatch.producer_state import ProducerAudit, ProducerStateTracker
 
 
 @dataclass

@@ -12,10 +12,10 @@ import json
 import os
 import sys
 
-from . import _native
-from .config import ORIGINS, ValidationConfig
-from .log.files import LOG, STDIN
-from .progress import Progress
+from pykbatch import _native
+from pykbatch.config import ORIGINS, ValidationConfig
+from pykbatch.log.files import LOG, STDIN
+from pykbatch.progress import Progress
 
 
 OK, DAMAGED, CANNOT_RUN = 0, 1, 2
@@ -51,8 +51,8 @@ def _callable(spec: str):
 def _dump_inputs(specs) -> list[str]:
     """The files of --files (comma lists; a partition directory stands for its files: each
     segment's log, then its indexes and snapshot, in offset order)."""
-    from .dump import can_dump
-    from .log import base_offset_of
+    from pykbatch.dump import can_dump
+    from pykbatch.log import base_offset_of
     files = []
     for f in (f for spec in specs for f in spec.split(",") if f):
         if os.path.isdir(f):
@@ -64,7 +64,7 @@ def _dump_inputs(specs) -> list[str]:
 
 
 def _dump(args) -> int:
-    from .dump import STRUCTURED_DECODERS, can_dump, dump_files, dump_json, parser_for
+    from pykbatch.dump import STRUCTURED_DECODERS, can_dump, dump_files, dump_json, parser_for
     if args.to:
         files = [f for spec in args.files for f in spec.split(",") if f]
         return _export(files, *args.to, jobs=args.jobs, progress=not args.no_progress)
@@ -99,8 +99,8 @@ def _dump(args) -> int:
 
 def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool = True) -> int:
     """One .log file into a file, or a partition directory into a directory of files (one per segment)."""
-    from .export import FORMATS, export_partition, export_segment
-    from .log import Partition
+    from pykbatch.export import FORMATS, export_partition, export_segment
+    from pykbatch.log import Partition
     if fmt not in FORMATS:
         raise UsageError(f"--to takes a format ({' or '.join(FORMATS)}), then a file (a directory for a partition), "
                          f"not {fmt!r}")
@@ -140,7 +140,7 @@ def _validate(args) -> int:
         return _validate_partition(args)
     if not args.files:
         raise UsageError("give FILEs (- for standard input) or --segment DIR")
-    from .log.checks import kind_of
+    from pykbatch.log.checks import kind_of
     found = 0
     for path in args.files:
         if os.path.isdir(path):
@@ -171,7 +171,7 @@ def _origin_of(path: str) -> str:
 def _check_state_file(path: str, kind: str, args) -> int:
     """An index or state file handed to validate: checked as what it is (its log beside it, if
     any); returns how many problems."""
-    from .log.checks import KINDS, check_file
+    from pykbatch.log.checks import KINDS, check_file
     problems = check_file(path)
     if getattr(args, "json", False):
         print(json.dumps({"file": path, "kind": KINDS[kind], "ok": not problems, "problems": problems}))
@@ -188,7 +188,7 @@ def _not_a_log(path: str, result, size: int) -> bool:
 
 def _validate_file(path: str, config: ValidationConfig, args) -> int:
     """Validates one file and prints its culprits (JSON with --json); returns how many."""
-    from .log.segments import open_input
+    from pykbatch.log.segments import open_input
     producers = getattr(args, "producers", False)
     with open_input(path) as seg, Progress(seg.size, path, enabled=_progress(args)) as meter:
         result = seg.validate(config, progress=meter.update)
@@ -248,7 +248,7 @@ def _print_result(path: str, result) -> None:
 def _partition_dirs(directory: str) -> list[str]:
     """``[directory]`` when it holds segments (a partition), else the sub-directories that do (a
     log.dirs folder)."""
-    from .log import is_segment_file
+    from pykbatch.log import is_segment_file
 
     def holds_segments(d: str) -> bool:
         return any(is_segment_file(n, LOG) for n in os.listdir(d))
@@ -276,10 +276,10 @@ def _validate_partition(args) -> int:
 
 
 def _audit_one(directory: str, args, heading: bool = False) -> int:
-    from .audit import audit_partition
+    from pykbatch.audit import audit_partition
     config = ValidationConfig(origin="log", verify_crc=not args.no_crc, max_culprits=args.max_culprits,
                               topic_partition=args.topic_partition, compacted=args.compacted)
-    from .log import Partition
+    from pykbatch.log import Partition
     with Progress(len(Partition(directory).segment_paths), directory, unit="segments",
                   enabled=_progress(args)) as meter:
         audit = audit_partition(directory, config, jobs=args.jobs, progress=meter.update)
@@ -329,15 +329,15 @@ def _audit_one(directory: str, args, heading: bool = False) -> int:
 
 def _repair(args) -> int:
     """A new segment without the culprits, and a dead-letter file of what was removed."""
-    from .repair import repair_segment
+    from pykbatch.repair import repair_segment
     if args.file != STDIN and os.path.abspath(args.out) == os.path.abspath(args.file):
         raise UsageError("repair never writes over its input: give another --out")
-    from .log.checks import KINDS, kind_of
+    from pykbatch.log.checks import KINDS, kind_of
     kind = kind_of(args.file)
     if kind is not None and kind != LOG:
         raise UsageError(f"{args.file} is a {KINDS[kind]}, not a log segment: `pykbatch validate {args.file}` "
                          "checks it")
-    from .log.segments import open_input
+    from pykbatch.log.segments import open_input
     config = ValidationConfig(origin=args.origin or _origin_of(args.file), compacted=args.compacted,
                               topic_partition=args.topic_partition)
     with open_input(args.file) as seg, Progress(seg.size, args.file, enabled=_progress(args)) as meter:
@@ -357,7 +357,7 @@ def _repair(args) -> int:
 
 def _audit(data, result, topic_partition):
     """The producer-state audit of the batches before any framing loss."""
-    from .producer_state import audit_producers
+    from pykbatch.producer_state import audit_producers
     end = result.stopped_at if result.stopped_at is not None else result.valid_bytes
     return audit_producers(memoryview(data)[:end], topic_partition)
 
@@ -375,7 +375,7 @@ def _print_audit(audit, cap: int) -> None:
 def _redpanda(args) -> int:
     """Redpanda native segments: every batch with its type and both CRCs, non-data batches by
     type, then the raft_data batches re-framed as Kafka batches through the validator."""
-    from . import redpanda
+    from pykbatch import redpanda
     if args.to and len(args.files) != 1:
         raise UsageError("--to exports one file")
     problems, refused = 0, False
@@ -393,7 +393,7 @@ def _redpanda(args) -> int:
         result = _native.validate(kafka, ValidationConfig(origin="log"))
         problems += len(report.faults) + result.culprit_count
         if args.to:
-            from .export import export_segment
+            from pykbatch.export import export_segment
             import io
             export_segment(io.BytesIO(kafka), args.to[1], args.to[0])
         if args.json:
@@ -430,7 +430,7 @@ def _count(text: str) -> int:
 
 
 def _sample(args) -> int:
-    from .samples import FAULTS, iter_sample_batches
+    from pykbatch.samples import FAULTS, iter_sample_batches
     with open(args.out, "wb") as f, Progress(args.batches, args.out, unit="batches",
                                              enabled=_progress(args) and args.batches >= 10_000) as meter:
         for n, batch in enumerate(iter_sample_batches(args.batches), 1):
@@ -446,8 +446,8 @@ def _sample(args) -> int:
 
 def _rules(args) -> int:
     """The catalogue of rules (csrc/kb_rules.def): every rule pykbatch reports."""
-    from . import errors
-    from .rules import RULES
+    from pykbatch import errors
+    from pykbatch.rules import RULES
     rows = [{"rule": r.id, "code": r.code, "name": errors.error_name(r.code), "stage": r.stage, "kafka": r.kafka,
              "per_record": r.record_error, "message": r.template, "detail": r.detail} for r in RULES[1:]
             if not args.prefix or r.id.startswith(args.prefix)]
@@ -519,7 +519,7 @@ def parser() -> argparse.ArgumentParser:
                    help="a Python callable bytes -> str for keys (implies --print-data-log)")
     d.add_argument("--value-decoder", "--value-decoder-class", metavar="MODULE:FUNCTION", default=None,
                    help="a Python callable bytes -> str for values (implies --print-data-log)")
-    from .dump import STRUCTURED_DECODERS
+    from pykbatch.dump import STRUCTURED_DECODERS
     for name in STRUCTURED_DECODERS:  # with several, the first in Kafka's order wins, as in its tool
         d.add_argument(f"--{name}-decoder", dest=f"decoder_{name.replace('-', '_')}", action="store_true",
                        help=f"decode {name} records as kafka-dump-log does (implies --print-data-log)")
@@ -584,7 +584,7 @@ def parser() -> argparse.ArgumentParser:
                     help="export the raft_data records of one file: parquet or arrow")
     rp.set_defaults(run=_redpanda)
 
-    from .tiered.commands import add_parser as add_tiered
+    from pykbatch.tiered.commands import add_parser as add_tiered
     add_tiered(sub)
     return p
 

@@ -15,7 +15,7 @@ import zlib
 import cramjam
 import xxhash
 
-from ._catalogue import CODEC_IDS, CODEC_NAMES as NAMES, codec_name  # noqa: F401 (NAMES: by id)
+from pykbatch._catalogue import CODEC_IDS, CODEC_NAMES as NAMES, codec_name  # noqa: F401 (NAMES: by id)
 
 GZIP, SNAPPY, LZ4, ZSTD = (CODEC_IDS[name] for name in ("gzip", "snappy", "lz4", "zstd"))
 

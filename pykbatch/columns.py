@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ._catalogue import NO_TIMESTAMP_TYPE, TIMESTAMP_TYPES as _TYPES
+from pykbatch._catalogue import NO_TIMESTAMP_TYPE, TIMESTAMP_TYPES as _TYPES
 
 HEADER = pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())])
 """One record header: key (UTF-8, never null) and value (binary, nullable)."""

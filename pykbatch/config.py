@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._catalogue import CODEC_IDS, CODEC_NAMES, CREATE_TIME, TIMESTAMP_TYPES
+from pykbatch._catalogue import CODEC_IDS, CODEC_NAMES, CREATE_TIME, TIMESTAMP_TYPES
 
 ORIGINS = ("client", "log", "replication")
 LONG_MAX = 2**63 - 1

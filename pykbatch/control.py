@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from .errors import rule_error as _fail
+from pykbatch.errors import rule_error as _fail
 
 ABORT, COMMIT = 0, 1
 TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",
@@ -63,7 +63,7 @@ _VALUE_VERSION = 0  # the version Kafka's tools read these values at (the value'
 def kraft_control_json(control_type: int, value: bytes) -> str:
     """A KRaft control record's value as the JSON Kafka's tools print, read through Kafka's own
     definition of it (``messages``)."""
-    from .messages import MessageFormatError, jackson, load
+    from pykbatch.messages import MessageFormatError, jackson, load
     schema = load(KRAFT_MESSAGES[control_type][1])
     try:
         fields, _ = schema.decode(value or b"", 0, _VALUE_VERSION)

@@ -6,17 +6,17 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, TextIO
 
-from .control import KRAFT_MESSAGES, kraft_control_json, parse_control
-from .errors import KafkaDataError
-from .javautf8 import java_utf8
-from .progress import Progress
-from .log import (
+from pykbatch.control import KRAFT_MESSAGES, kraft_control_json, parse_control
+from pykbatch.errors import KafkaDataError
+from pykbatch.javautf8 import java_utf8
+from pykbatch.progress import Progress
+from pykbatch.log import (
     INDEX_TYPES, LOG, CorruptIndexError, OffsetIndex, ProducerSnapshot, Segment, TimeIndex, TxnIndex, sibling,
     suffix_of, topic_partition_of,
 )
-from .log.files import KRAFT_SNAPSHOT, STDIN
-from .log.segments import open_input
-from .log.reports import IndexReport
+from pykbatch.log.files import KRAFT_SNAPSHOT, STDIN
+from pykbatch.log.segments import open_input
+from pykbatch.log.reports import IndexReport
 
 Decoder = Callable[[bytes], str]
 
@@ -130,18 +130,18 @@ def structured_parser(decode: Callable[[bytes], object], error_at: str = "Error 
 
 
 def _coordinator(topic_name: str) -> RecordParser:
-    from .internal import coordinator
+    from pykbatch.internal import coordinator
     topic = getattr(coordinator, topic_name)
     return lambda r: coordinator.dump_parts(topic, r)
 
 
 def _cluster_metadata() -> RecordParser:
-    from .internal import cluster_metadata
+    from pykbatch.internal import cluster_metadata
     return structured_parser(cluster_metadata.dump_payload, "Error at")
 
 
 def _remote_log_metadata() -> RecordParser:
-    from .tiered.metadata import dump_payload
+    from pykbatch.tiered.metadata import dump_payload
     return structured_parser(dump_payload)
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from . import _catalogue
-from .rules import BY_ID as _RULES
+from pykbatch import _catalogue
+from pykbatch.rules import BY_ID as _RULES
 
 RETRIABLE = "retriable"
 ABORTABLE = "abortable"

@@ -11,11 +11,11 @@ from typing import Callable
 
 import pyarrow as pa
 
-from ._native import to_arrow
-from .arrow import decode_entries
-from .errors import KafkaDataError
-from .log import Segment, entry_windows
-from .parallel import ordered_map
+from pykbatch._native import to_arrow
+from pykbatch.arrow import decode_entries
+from pykbatch.errors import KafkaDataError
+from pykbatch.log import Segment, entry_windows
+from pykbatch.parallel import ordered_map
 
 WINDOW_BYTES = 32 * 1024 * 1024
 FORMATS = ("parquet", "arrow")
@@ -64,7 +64,7 @@ def export_partition(paths, dest_dir: str, format: str = "parquet", *,
     each with a ``segment`` column (that base offset, as ``batch_position`` is within it).  ``jobs``
     segments are exported side by side.  (output path, report) per segment, in offset order.
     ``progress``: called with the number of segments written after each."""
-    from .log import base_offset_of
+    from pykbatch.log import base_offset_of
     os.makedirs(dest_dir, exist_ok=True)
     paths = list(paths)
     outputs = [os.path.join(dest_dir, f"{base_offset_of(p):020d}.{format}") for p in paths]

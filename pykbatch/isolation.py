@@ -13,8 +13,8 @@ from __future__ import annotations
 import heapq
 from typing import Iterable
 
-from .control import ABORT, control_type
-from .log.indexes import AbortedTxn, SnapshotEntry
+from pykbatch.control import ABORT, control_type
+from pykbatch.log.indexes import AbortedTxn, SnapshotEntry
 
 READ_UNCOMMITTED = "read_uncommitted"
 READ_COMMITTED = "read_committed"

@@ -18,9 +18,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
 
-from .result import Culprit
-from .rules import BY_ID
-from .errors import KafkaDataError
+from pykbatch.result import Culprit
+from pykbatch.rules import BY_ID
+from pykbatch.errors import KafkaDataError
 
 INT32_MAX = 2**31 - 1
 BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
@@ -255,7 +255,7 @@ def audit_producers(data_or_batches, topic_partition: str = "t-0") -> ProducerAu
     """Audits the producer state of a partition's batches in log order (a segment's bytes, or
     batches from ``iter_batches``): sequence gaps, duplicates, stale epochs, fenced coordinators,
     non-transactional writes inside a transaction, and transactions left open."""
-    from ._native import iter_batches
+    from pykbatch._native import iter_batches
     batches: Iterable = data_or_batches
     if isinstance(data_or_batches, (bytes, bytearray, memoryview)):
         batches = iter_batches(data_or_batches, verify_crc=False)

@@ -22,8 +22,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from ._native import crc32c, frame_v2
-from .rules import BY_ID as _RULES, render
+from pykbatch._native import crc32c, frame_v2
+from pykbatch.rules import BY_ID as _RULES, render
 
 HEADER = struct.Struct("<IiqbIhiqqqhii")  # 61 bytes
 RAFT_DATA = 1

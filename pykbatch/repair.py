@@ -16,12 +16,12 @@ import dataclasses
 import json
 from dataclasses import dataclass
 
-from ._native import drop_culprits, iter_batches
-from .config import ValidationConfig
-from .errors import classify
-from .log import Segment
-from .result import ValidationResult
-from .rules import BY_ID
+from pykbatch._native import drop_culprits, iter_batches
+from pykbatch.config import ValidationConfig
+from pykbatch.errors import classify
+from pykbatch.log import Segment
+from pykbatch.result import ValidationResult
+from pykbatch.rules import BY_ID
 
 
 @dataclass

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from . import errors
-from .config import ValidationConfig
-from .rules import BY_ID as _RULES_BY_ID
-from .rules import STAGES as _STAGES
+from pykbatch import errors
+from pykbatch.config import ValidationConfig
+from pykbatch.rules import BY_ID as _RULES_BY_ID
+from pykbatch.rules import STAGES as _STAGES
 
 # Kafka's broker validation metrics (KIP-467) and the rules that feed each.
 BROKER_METRICS = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import _catalogue
+from pykbatch import _catalogue
 
 
 @dataclass(frozen=True)

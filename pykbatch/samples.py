@@ -7,7 +7,7 @@ import random
 import struct
 from typing import Iterator
 
-from . import _native
+from pykbatch import _native
 
 # batch index -> the damage done to it (and what validation must report)
 FAULTS = {

@@ -23,7 +23,7 @@ import pyarrow as pa
 from pykbatch import iter_batches, messages
 from pykbatch.messages import MessageFormatError
 
-from . import cluster_metadata, coordinator
+from pykbatch.internal import cluster_metadata, coordinator
 
 _ARROW = {"bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "uint16": pa.uint16(), "int32": pa.int32(),
           "uint32": pa.uint32(), "int64": pa.int64(), "float64": pa.float64(), "string": pa.string(),

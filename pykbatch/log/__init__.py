@@ -3,13 +3,13 @@ TransactionIndex, ProducerStateManager): their names (``files``), the index and 
 Kafka's checks (``indexes``), segments and partition directories (``segments``) and the windows a
 segment is decoded in (``windows``). The dump prints what these return; the audit and the Spark
 source check with them."""
-from .files import LOG, base_offset_of, is_segment_file, segment_file_name, sibling, suffix_of, topic_partition_of
-from .indexes import (
+from pykbatch.log.files import LOG, base_offset_of, is_segment_file, segment_file_name, sibling, suffix_of, topic_partition_of
+from pykbatch.log.indexes import (
     INDEX_TYPES, Checkpoint, CorruptIndexError, IndexEntry, OffsetIndex, ProducerSnapshot, TimeIndex, TimeIndexEntry,
     TxnIndex,
 )
-from .segments import Partition, Segment, index_entry_trusted, open_partition, read_segment
-from .windows import entry_windows
+from pykbatch.log.segments import Partition, Segment, index_entry_trusted, open_partition, read_segment
+from pykbatch.log.windows import entry_windows
 
 __all__ = [
     "LOG", "INDEX_TYPES", "Checkpoint", "CorruptIndexError", "IndexEntry", "OffsetIndex", "Partition",

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 
-from .files import LEADER_EPOCH_CHECKPOINT, LOG, PARTITION_METADATA, is_segment_file, sibling, suffix_of
-from .indexes import Checkpoint, OffsetIndex, PartitionMetadata, ProducerSnapshot, TimeIndex, TxnIndex
-from .reports import IndexReport
-from .segments import Segment
+from pykbatch.log.files import LEADER_EPOCH_CHECKPOINT, LOG, PARTITION_METADATA, is_segment_file, sibling, suffix_of
+from pykbatch.log.indexes import Checkpoint, OffsetIndex, PartitionMetadata, ProducerSnapshot, TimeIndex, TxnIndex
+from pykbatch.log.reports import IndexReport
+from pykbatch.log.segments import Segment
 
 # What each checked file is called in messages, by suffix or whole name.
 KINDS = {

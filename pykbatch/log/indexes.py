@@ -20,9 +20,9 @@ import struct
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .._native import crc32c
-from ..errors import KafkaDataError
-from .files import base_offset_of
+from pykbatch._native import crc32c
+from pykbatch.errors import KafkaDataError
+from pykbatch.log.files import base_offset_of
 
 
 class CorruptIndexError(ValueError):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import TextIO
 
-from .indexes import OffsetIndex
+from pykbatch.log.indexes import OffsetIndex
 
 
 class IndexReport:

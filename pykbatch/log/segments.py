@@ -20,10 +20,10 @@ import stat
 import tempfile
 from typing import Callable, Iterator
 
-from .. import _native
-from ..result import LostSpan
-from .files import LEADER_EPOCH_CHECKPOINT, LOG, STDIN, base_offset_of, is_segment_file, sibling
-from .indexes import Checkpoint, IndexEntry, OffsetIndex, ProducerSnapshot, TimeIndex
+from pykbatch import _native
+from pykbatch.result import LostSpan
+from pykbatch.log.files import LEADER_EPOCH_CHECKPOINT, LOG, STDIN, base_offset_of, is_segment_file, sibling
+from pykbatch.log.indexes import Checkpoint, IndexEntry, OffsetIndex, ProducerSnapshot, TimeIndex
 
 SPOOL_CHUNK = 8 * 1024 * 1024
 RELEASE_BYTES = 64 * 1024 * 1024  # read pages handed back to the kernel every so often

@@ -19,7 +19,7 @@ PROBLEMS = ("missing_object", "truncated_object", "damaged", "txn_index_missing"
 
 def storage_options(pairs) -> dict:
     """``--storage-option KEY=VALUE`` texts as fsspec storage options (``layouts.storage_options``)."""
-    from .layouts import storage_options as nest
+    from pykbatch.tiered.layouts import storage_options as nest
     items = []
     for pair in pairs or ():
         key, sep, value = pair.partition("=")
@@ -59,7 +59,7 @@ def add_parser(sub) -> None:
 
 def _partitions(args):
     from pykbatch.cli import UsageError
-    from . import TieredTopicStore, open_store
+    from pykbatch.tiered import TieredTopicStore, open_store
     try:
         store = open_store(args.store, args.layout, **storage_options(args.storage_option))
     except (ValueError, ImportError) as exc:  # no such layout, a bad option, no s3fs: the command line's
@@ -101,7 +101,7 @@ def _export(args) -> int:
     import pyarrow as pa
 
     from pykbatch.export import FORMATS
-    from .tables import partition_tables, schema
+    from pykbatch.tiered.tables import partition_tables, schema
     fmt, dest = args.to
     if fmt not in FORMATS:
         from pykbatch.cli import UsageError

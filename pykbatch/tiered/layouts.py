@@ -26,7 +26,7 @@ from pykbatch.log import files, indexes
 from pykbatch.messages import parse_kafka_uuid
 from pykbatch.retry import retry_io
 
-from .metadata import TopicIdPartition
+from pykbatch.tiered.metadata import TopicIdPartition
 
 # an upload's files carry the local segment's suffixes (pykbatch.log), plus the leader-epoch
 # checkpoint's, which RemoteStorageManager gives a suffix of its own

@@ -25,10 +25,10 @@ from pykbatch.log import Partition, Segment, base_offset_of, sibling
 from pykbatch.log.indexes import AbortedTxn, Checkpoint, CorruptIndexError, OffsetIndex, ProducerSnapshot, TxnIndex
 from pykbatch.messages import kafka_uuid
 
-from . import layouts
-from .layouts import Layout, RemoteObject
-from .metadata import TopicIdPartition
-from .remote_log import Copy, Lineage, RemotePartition, replay
+from pykbatch.tiered import layouts
+from pykbatch.tiered.layouts import Layout, RemoteObject
+from pykbatch.tiered.metadata import TopicIdPartition
+from pykbatch.tiered.remote_log import Copy, Lineage, RemotePartition, replay
 
 RANGE_BLOCK = 16 << 20  # bytes per ranged request of a remote object: few requests, bounded memory
 
@@ -425,7 +425,7 @@ class TieredTopicStore:
     directories; without it the listing is trusted (``NoMetadataWarning``)."""
 
     def __init__(self, store: Layout, metadata: Iterable[str] = ()):
-        from .metadata import records_of_segments
+        from pykbatch.tiered.metadata import records_of_segments
         self.store = store
         self.metadata_errors: list = []
         paths = _segment_files(metadata)

@@ -14,7 +14,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from .metadata import (PartitionDelete, PartitionDeleteState, SegmentId, SegmentMetadata, SegmentSnapshot,
+from pykbatch.tiered.metadata import (PartitionDelete, PartitionDeleteState, SegmentId, SegmentMetadata, SegmentSnapshot,
                        SegmentState, SegmentUpdate, TopicIdPartition)
 
 _VALID = {  # RemoteLogSegmentState.isValidTransition (a self transition is also valid)

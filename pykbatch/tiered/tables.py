@@ -18,7 +18,7 @@ from pykbatch.columns import LOCATION, READ, fields
 from pykbatch.isolation import READ_UNCOMMITTED, Isolation
 from pykbatch.log import entry_windows
 
-from .partition import Piece, TieredPartition
+from pykbatch.tiered.partition import Piece, TieredPartition
 
 WINDOW_BYTES = 8 << 20
 AHEAD = 3  # pieces fetched ahead of the one decoding (object stores: requests overlap decoding)
