@@ -19,13 +19,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import pykbatch as kb  # noqa: E402
-from pykbatch import messages  # noqa: E402
+from pykbatch.kafka import definitions  # noqa: E402
 from segment_memory import run  # noqa: E402
 
 
 def records(rng: random.Random, n: int, base: int) -> list:
-    key_s, value_s = messages.load("OffsetCommitKey"), messages.load("OffsetCommitValue")
-    gkey, gvalue = messages.load("GroupMetadataKey"), messages.load("GroupMetadataValue")
+    key_s, value_s = definitions.load("OffsetCommitKey"), definitions.load("OffsetCommitValue")
+    gkey, gvalue = definitions.load("GroupMetadataKey"), definitions.load("GroupMetadataValue")
     out = []
     for i in range(n):
         group = f"group-{rng.randrange(500)}"
@@ -70,7 +70,7 @@ def main():
         n = write_log(log, int(args.gib * 2**30))
         size = log.stat().st_size
         print(f"__consumer_offsets log: {size / 2**20:.0f} MiB, {n} records")
-        _, base_rss = run([sys.executable, "-c", "import pykbatch.cli"])
+        _, base_rss = run([sys.executable, "-c", "import pykbatch.commands"])
         plain, _ = run([sys.executable, "-m", "pykbatch", "dump", "--files", str(log), "--print-data-log",
                         "--no-progress"])
         print(f"pykbatch dump --print-data-log (keys and values as text, no decoder): {plain:.1f} s, "

@@ -61,8 +61,8 @@ def timed(argv, cpus: str, repeats: int) -> float:
 
 IN_PROCESS = """
 import sys, time, statistics, shutil
-from pykbatch.audit import audit_partition
-from pykbatch.export import export_partition
+from pykbatch.log.audit import audit_partition
+from pykbatch.log.export import export_partition
 from pykbatch.log import Partition
 what, directory, out, jobs, repeats = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 paths = Partition(directory).segment_paths

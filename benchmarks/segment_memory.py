@@ -64,7 +64,7 @@ def main():
         empty.write_bytes(b"")
         print(f"segment: {size / 2**20:.0f} MiB, {batches} batches, {batches * 100} records; flags {flags}")
 
-        _, base_rss = run([sys.executable, "-c", "import pykbatch.cli"])
+        _, base_rss = run([sys.executable, "-c", "import pykbatch.commands"])
         wall, rss = run([sys.executable, "-m", "pykbatch", "dump", "--files", str(seg), "--no-progress", *flags])
         print(f"pykbatch dump: {wall:.2f} s, {size / 2**20 / wall:.0f} MiB/s, peak RSS {rss:.0f} MiB, "
               f"{rss - base_rss:.0f} MiB above the interpreter's {base_rss:.0f} MiB (target < 150)")

@@ -1,6 +1,6 @@
 """MkDocs hook: pages that are generated from the code they document, so they cannot drift.
 
-``<!-- pykbatch:cli -->`` becomes the reference of every command, from ``pykbatch.cli.parser()``;
+``<!-- pykbatch:cli -->`` becomes the reference of every command, from ``pykbatch.commands.parser()``;
 ``<!-- pykbatch:rules -->`` the table of every rule, from the C catalogue (``pykbatch.rules``)."""
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ CLI_WIDTH = 88  # characters a code box of the page shows without scrolling
 
 def cli_reference() -> str:
     import os
-    from pykbatch.cli import parser
+    from pykbatch.commands import parser
     os.environ["COLUMNS"] = str(CLI_WIDTH)  # argparse wraps to the terminal: the same page everywhere
     top = parser()
     parts = ["```text", _usage(top), "```"]

@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised by test_native_requir
 from pykbatch import errors  # noqa: E402,F401
 from pykbatch.config import ValidationConfig  # noqa: E402,F401
 from pykbatch.result import Culprit, DroppedRecord, LostSpan, Repair, TruncatedTail, ValidationResult  # noqa: E402,F401
-from pykbatch.producer_state import ProducerStateTracker, audit_producers  # noqa: E402,F401
+from pykbatch.kafka.producer_state import ProducerStateTracker, audit_producers  # noqa: E402,F401
 from pykbatch.log import Partition, Segment, open_partition, read_segment  # noqa: E402,F401
 from pykbatch.errors import (  # noqa: E402,F401
     CorruptRecordError, InvalidRecordError, InvalidTimestampError, KafkaDataError,

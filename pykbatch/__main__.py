@@ -1,5 +1,5 @@
 import sys
 
-from pykbatch.cli import main
+from pykbatch.commands import main
 
 sys.exit(main())

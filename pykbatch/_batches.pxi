@@ -231,7 +231,7 @@ cdef class Batch:
     def is_control(self): return bool(self.h.attributes & KB_ATTR_CONTROL)
     @property
     def control(self):
-        """For a control batch, its control record parsed (``pykbatch.control.ControlRecord``:
+        """For a control batch, its control record parsed (``pykbatch.kafka.control.ControlRecord``:
         ``type``, ``type_name`` such as COMMIT / ABORT, ``coordinator_epoch`` of a transaction
         marker); None for a data batch or an empty control batch."""
         if not self.h.attributes & KB_ATTR_CONTROL:

@@ -43,7 +43,7 @@ import time
 
 from pykbatch import codecs as _codecs
 from pykbatch import errors as _errors
-from pykbatch.control import parse_control as _parse_control
+from pykbatch.kafka.control import parse_control as _parse_control
 from pykbatch.config import ValidationConfig
 from pykbatch.errors import apply_handler
 from pykbatch.result import Culprit, DroppedRecord, LostSpan, Repair, TruncatedTail, ValidationResult

@@ -18,7 +18,7 @@ there is one) into input partitions of about ``splitBytes`` (default 64 MiB).  O
 re-framed as Kafka's batches; one split per segment),
 ``decode`` (an internal topic's record type: ``offsets`` / ``OffsetCommit``, ``group-metadata``,
 ``transactions``, ``TopicRecord``...: one row per such record, one column per field, tombstones
-marked, undecodable records as rows with ``decode_error``; pykbatch.internal.tables),
+marked, undecodable records as rows with ``decode_error``; pykbatch.topics.tables),
 ``pushFilters`` (true: WHERE clauses on offset, timestamp, topic and partition prune too; needs
 ``spark.sql.python.filterPushdown.enabled=true``, off by default in Spark 4.3).
 Ranges prune before reading: whole segments by the base offsets in their names
@@ -80,8 +80,8 @@ def arrow_schema(mode: str, validate: bool, include_path: bool = False) -> pa.Sc
 
 
 def _open(path: str, fmt: str = "kafka"):
-    if fmt == "redpanda":  # Redpanda's native batches re-framed as Kafka's (pykbatch.redpanda)
-        from pykbatch import redpanda
+    if fmt == "redpanda":  # Redpanda's native batches re-framed as Kafka's (pykbatch.log.redpanda)
+        from pykbatch.log import redpanda
         with open(_local(path), "rb") as f:
             kafka, _ = redpanda.kafka_log(f.read())
         return Segment.in_memory(kafka, 0, path)
@@ -100,8 +100,8 @@ DECODED_LOCATION = [pa.field(f"log_{f.name}", f.type) for f in fields(LOCATION, 
 
 
 def decoded_schema(decode: str) -> pa.Schema:
-    """``decode`` (an internal record type or alias, pykbatch.internal.tables): its columns."""
-    from pykbatch.internal.tables import ERROR_COLUMN, ALIASES, kind
+    """``decode`` (an internal record type or alias, pykbatch.topics.tables): its columns."""
+    from pykbatch.topics.tables import ERROR_COLUMN, ALIASES, kind
     return pa.schema(DECODED_LOCATION + list(kind(ALIASES.get(decode, decode)).schema()) + [ERROR_COLUMN])
 
 
@@ -109,7 +109,7 @@ def read_decoded_split(path: str, topic: str, partition: int, start: int, end: i
                        window_bytes: int = WINDOW_BYTES):
     """An internal topic's split decoded: one row per record of type ``decode``, one column per
     field; records that do not decode are rows with ``decode_error`` set."""
-    from pykbatch.internal.tables import record_table
+    from pykbatch.topics.tables import record_table
     schema = decoded_schema(decode)
     with _open(path) as seg:
         data = seg.view()
@@ -236,7 +236,7 @@ def data_source_class():
                 splits = [TieredInput(s) for s in tiered_source.plan(self.options, self.ranges, self.split_bytes)]
                 return splits or [SegmentSplit(None, "", -1, 0, 0)]
             if self.format == "redpanda":  # a native segment is one split
-                from pykbatch import redpanda
+                from pykbatch.log import redpanda
                 if not os.path.exists(_local(self.path)):
                     raise FileNotFoundError(path_not_found(self.path))
                 return [SegmentSplit(f, t, p, 0, None) for f, t, p in redpanda.find_segments(_local(self.path))] \

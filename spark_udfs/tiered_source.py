@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from pykbatch.columns import READ, fields
-from pykbatch.isolation import READ_UNCOMMITTED, Isolation, check_level
+from pykbatch.kafka.isolation import READ_UNCOMMITTED, Isolation, check_level
 from pykbatch.log.indexes import AbortedTxn
 from pykbatch.tiered import TieredPartition, TieredTopicStore, open_store
 from pykbatch.tiered.layouts import INDEX, LAYOUTS

@@ -7,7 +7,8 @@ import pickle
 import pytest
 
 import pykbatch as kb
-from pykbatch import control, errors
+from pykbatch import errors
+from pykbatch.kafka import control
 from tests.samples import batch
 
 

@@ -12,8 +12,8 @@ import struct
 import pytest
 
 import pykbatch as kb
-import pykbatch.audit as audit
-from pykbatch.cli import main
+import pykbatch.log.audit as audit
+from pykbatch.commands import main
 from pykbatch.log import OffsetIndex, Segment, segment_file_name
 
 INT64_MAX = 2**63 - 1

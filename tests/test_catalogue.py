@@ -97,7 +97,8 @@ def test_names_come_from_the_core():
 def test_every_columnar_output_selects_from_the_one_schema():
     """to_arrow, the Spark structs, the kafka-segment source and the dump's JSON name fields of
     pykbatch.columns with its types."""
-    from pykbatch import arrow, columns, dump
+    from pykbatch import arrow, columns
+    from pykbatch.log import dump
     from spark_udfs import segment_source
     table = kb.to_arrow(kb.build_batch([{"key": b"k", "value": b"v", "headers": [("h", b"1")]}]))
     for field in table.schema:
@@ -121,7 +122,7 @@ def pa_is_dictionary(t) -> bool:
 def test_rules_command_lists_the_catalogue(capsys):
     import json
 
-    from pykbatch.cli import main
+    from pykbatch.commands import main
     assert main(["rules", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [r["rule"] for r in listed] == [r.id for r in RULES[1:]]
@@ -142,7 +143,7 @@ def test_every_log_file_type_is_dumped_and_fuzzed():
     """A reader added to pykbatch.log.INDEX_TYPES is dispatched by the dump (by its SUFFIX),
     checked by the audit and validate, and reached by the CLI fuzz (tests/test_cli_fuzz.py damages
     every file ``pykbatch.log.checks.kind_of`` names)."""
-    from pykbatch import dump
+    from pykbatch.log import dump
     from pykbatch.log import INDEX_TYPES, OffsetIndex, TimeIndex
     from pykbatch.log.checks import KINDS, _CHECKS
     suffixes = {kind.SUFFIX for kind in INDEX_TYPES}

@@ -4,7 +4,7 @@ import json
 import pytest
 
 import pykbatch as kb
-from pykbatch.cli import main
+from pykbatch.commands import main
 from tests.samples import batch, batch_of_records, recrc, record
 
 
@@ -137,7 +137,7 @@ def test_export_leaves_a_damaged_batch_out_and_says_so(tmp_path, capsys, how, fm
 
 
 def test_exit_codes_are_documented(tmp_path, capsys):
-    from pykbatch.cli import EXIT_CODES, parser
+    from pykbatch.commands import EXIT_CODES, parser
     assert sorted(EXIT_CODES) == [0, 1, 2]
     assert all(f"{code} {what}" in " ".join(parser().format_help().split()) for code, what in EXIT_CODES.items())
     assert main(["validate", str(tmp_path / "missing.log")]) == 2
@@ -254,7 +254,7 @@ def test_export_to_parquet_and_arrow_round_trips(tmp_path, capsys):
 def test_export_windows_keep_file_positions(tmp_path):
     import pyarrow.parquet as pq
 
-    from pykbatch.export import export_segment
+    from pykbatch.log.export import export_segment
     data = b"".join(kb.build_batch([{"key": b"k", "value": b"v" * 50, "timestamp": i}] * 3, base_offset=3 * i,
                                    compression=("none", "lz4")[i % 2]) for i in range(40))
     path = tmp_path / "00000000000000000000.log"

@@ -1,5 +1,5 @@
 """Damaged files through every CLI command, in-process: no uncaught exception, only the documented
-exit codes (``pykbatch.cli.EXIT_CODES``).
+exit codes (``pykbatch.commands.EXIT_CODES``).
 
 Seeds are real files: the partitions a Kafka 4.3.1 broker wrote (tests/kafka/broker-files: every
 codec, transactions with control batches and a .txnindex, a compacted partition, consumer offsets,
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import pykbatch as kb
-from pykbatch.cli import EXIT_CODES, main
+from pykbatch.commands import EXIT_CODES, main
 from pykbatch.log import LOG
 from pykbatch.log.checks import kind_of
 from tests.conftest import CONFORMANCE, ROOT
@@ -219,7 +219,7 @@ def test_the_header_table_walk_answers_as_the_batch_walk_does(tmp_path, monkeypa
     once, index entries looked up in it, producer state without batch objects): on damaged
     partitions (edge-value offsets, overlaps, gaps, control batches, broken indexes) its report,
     JSON and text, is the batch-by-batch walk's to the byte."""
-    import pykbatch.audit as audit
+    import pykbatch.log.audit as audit
     rng = random.Random(SEED + 2)
     seeds = partitions(tmp_path)
     tables_used = 0

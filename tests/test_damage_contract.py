@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pykbatch as kb
-from pykbatch.cli import CANNOT_RUN, DAMAGED, OK, main
+from pykbatch.commands import CANNOT_RUN, DAMAGED, OK, main
 from tests.conftest import ROOT
 from tests.samples import write_partition
 

@@ -6,7 +6,7 @@ import struct
 import pytest
 
 import pykbatch as kb
-from pykbatch.cli import main
+from pykbatch.commands import main
 from pykbatch.log import (
     Checkpoint, CorruptIndexError, OffsetIndex, ProducerSnapshot, TimeIndex, TxnIndex, open_partition, read_segment,
     segment_file_name,

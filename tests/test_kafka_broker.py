@@ -145,7 +145,7 @@ def producer_case(i: int) -> Case:
 def test_producer_state_gets_kafkas_answers():
     """ProducerStateTracker(mode="leader") beside Kafka's log, append by append: the same errors
     with the same messages, the same duplicates answered with the same original offsets."""
-    from pykbatch.producer_state import ProducerStateTracker
+    from pykbatch.kafka.producer_state import ProducerStateTracker
     cases = [producer_case(i) for i in range(60)]
     answers = kafka_broker.run(cases)
     seen = set()

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from pykbatch.cli import main
+from pykbatch.commands import main
 from tests import kafka_tools
 from tests.conftest import CONFORMANCE, shared_file
 
@@ -245,7 +245,7 @@ def test_corpus_internal_topics_decode_like_kafka(flag, capsys):
 
 def snaked(value):
     """Kafka's JSON with nested field names as the Arrow struct fields name them."""
-    from pykbatch.internal.tables import snake
+    from pykbatch.topics.tables import snake
     if isinstance(value, dict):
         return {snake(k): snaked(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -265,7 +265,7 @@ def test_arrow_columns_equal_the_json_kafkas_tool_prints(broker_files, name, cap
     that record (camelCase names in snake_case; uuids as Kafka's text)."""
     import json
 
-    from pykbatch.internal import tables
+    from pykbatch.topics import tables
     files = [f for f in broker_files if TABLE_TYPES[name] in f and f.endswith(".log")]
     flag = next(k for k, v in DECODERS.items() if v == TABLE_TYPES[name])
     printed = {}

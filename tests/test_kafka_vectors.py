@@ -188,7 +188,7 @@ def test_log_validator_verdicts(v):
 
 @pytest.mark.parametrize("v", kafka_vectors(lambda v: "DumpLogSegments" in v["source_file"]))
 def test_dump_output_line_for_line(v, tmp_path, capsys):
-    from pykbatch.cli import main
+    from pykbatch.commands import main
     name = v["expected"]["description"].split("--files ")[1].split()[0]
     path = tmp_path / name
     path.write_bytes(bytes.fromhex(v["hex"]))

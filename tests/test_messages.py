@@ -1,4 +1,4 @@
-"""Kafka's message definitions interpreted (pykbatch/messages.py) and the __remote_log_metadata
+"""Kafka's message definitions interpreted (pykbatch/kafka/definitions.py) and the __remote_log_metadata
 records built on them: the vendored definitions are Kafka's own, every version and encoding
 decodes, hostile bytes give a MessageFormatError naming the byte (never another exception or an
 unbounded allocation), and the dump prints crafted records — every record type, every failure
@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pykbatch as kb
-from pykbatch import messages
-from pykbatch.cli import main
-from pykbatch.messages import MessageFormatError
+from pykbatch.kafka import definitions
+from pykbatch.commands import main
+from pykbatch.kafka.definitions import MessageFormatError
 from pykbatch.tiered import metadata
 from pykbatch.tiered.metadata import DEFINITIONS, decode_value, encode_value
 from tests import kafka_tools
@@ -75,13 +75,13 @@ def test_every_indexed_definition_is_the_one_in_its_jar():
 
 @pytest.mark.parametrize("name", DEFINITIONS)
 def test_every_definition_round_trips(name):
-    schema = messages.load(name)
+    schema = definitions.load(name)
     data = schema.encode(EXAMPLES[name], 0)
     assert schema.decode(data, 0, 0) == (EXAMPLES[name], len(data))
 
 
 def test_a_tagged_field_left_at_its_default_is_not_written_and_unknown_tags_are_kept():
-    schema = messages.load("RemoteLogSegmentMetadataRecord")
+    schema = definitions.load("RemoteLogSegmentMetadataRecord")
     plain = schema.encode({**SEGMENT, "TxnIndexEmpty": False}, 0)
     tagged = schema.encode({**SEGMENT, "TxnIndexEmpty": True}, 0)
     assert plain[-1] == 0 and tagged.endswith(b"\x01\x00\x01\x01")  # one tag: 0, size 1, true
@@ -105,7 +105,7 @@ NON_FLEXIBLE = """// a definition in the style of Kafka's older messages
 
 
 def test_non_flexible_versions_defaults_and_common_structs():
-    schema = messages.parse_definition(NON_FLEXIBLE)
+    schema = definitions.parse_definition(NON_FLEXIBLE)
     v0 = b"\x00\x00\x00\x2a" + b"\x00\x02hi" + b"\x00\x00\x00\x01" + b"\x00" * 7 + b"\x09" + b"\x01"
     assert schema.decode(v0, 0, 0) == ({"Id": 42, "Label": "hi", "Items": [{"Value": 9}], "Since1": -1,
                                         "Shared": {"Flag": True}}, len(v0))
@@ -132,7 +132,7 @@ def test_every_truncation_names_a_byte_inside_the_value():
 
 def test_a_huge_array_count_is_refused_before_anything_is_allocated():
     value = encode_value("RemoteLogSegmentMetadataRecord", SEGMENT)
-    schema = messages.load("RemoteLogSegmentMetadataRecord")
+    schema = definitions.load("RemoteLogSegmentMetadataRecord")
     # the epochs array's count sits after the id (2 + 6 + 16 + 4 + 16 + 1 tag byte... found by search)
     at = value.index(bytes([len(SEGMENT["SegmentLeaderEpochs"]) + 1]), 3 + 60)
     hostile = value[:at] + b"\xff\xff\xff\xff\x07" + value[at + 1:]
@@ -190,8 +190,8 @@ def test_a_repeated_key_with_a_damaged_value_dumps_like_kafka(tmp_path, capsys):
     not decode still gets Kafka's line (the error on the key side, no payload)."""
     if kafka_tools.unavailable():
         pytest.skip(kafka_tools.unavailable())
-    key = (1).to_bytes(2, "big") + messages.load("OffsetCommitKey").encode({"group": "g", "topic": "t", "partition": 0}, 0)
-    value = (3).to_bytes(2, "big") + messages.load("OffsetCommitValue").encode(
+    key = (1).to_bytes(2, "big") + definitions.load("OffsetCommitKey").encode({"group": "g", "topic": "t", "partition": 0}, 0)
+    value = (3).to_bytes(2, "big") + definitions.load("OffsetCommitValue").encode(
         {"offset": 5, "leaderEpoch": 1, "metadata": "", "commitTimestamp": 7}, 3)
     log = tmp_path / "00000000000000000000.log"
     log.write_bytes(kb.build_batch([{"key": key, "value": value, "timestamp": 1},

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import pykbatch
-from pykbatch.cli import main
+from pykbatch.commands import main
 from tests.conftest import ROOT
 
 # PEP 440, as setuptools-scm writes it (release, .devN, +local)

@@ -4,7 +4,7 @@ import re
 import pytest
 
 import pykbatch as kb
-from pykbatch.producer_state import ProducerStateTracker, audit_producers
+from pykbatch.kafka.producer_state import ProducerStateTracker, audit_producers
 from tests.conftest import kafka_vector
 
 TP = "t-0"

@@ -1,4 +1,4 @@
-"""Redpanda native segments (pykbatch/redpanda.py): the two real ones in the conformance corpus
+"""Redpanda native segments (pykbatch/log/redpanda.py): the two real ones in the conformance corpus
 decode to their manifest's batches, types and record counts and re-frame byte for byte as the
 corpus's Kafka conversion; native segments built here from Kafka batches round-trip; damage in
 either CRC, the size or a truncation is reported at its byte, never raised."""
@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import pykbatch as kb
-from pykbatch import redpanda
-from pykbatch.cli import main
+from pykbatch.log import redpanda
+from pykbatch.commands import main
 from tests.conftest import CONFORMANCE, load_json, shared_file
 from tests.samples import batch
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import pykbatch as kb
-from pykbatch.dump import dump_log
+from pykbatch.log.dump import dump_log
 from tests.conftest import CONFORMANCE, load_json, shared_file, shared_params
 
 MANIFEST = CONFORMANCE / "segments" / "manifest.json"
@@ -53,7 +53,7 @@ def corpus_partitions():
 def test_real_partitions_audit_clean(directory):
     """Partition directories written by real brokers: segments, offsets across them, producer
     state and whatever index files survived all check out."""
-    from pykbatch.audit import audit_partition
+    from pykbatch.log.audit import audit_partition
     audit = audit_partition(directory)
     assert audit.ok, (audit.overlaps, audit.below_base, audit.index_problems, audit.producers.culprits,
                       [(s.path, s.result.culprits[:3], s.read_error) for s in audit.segments if not s.result.ok])
@@ -75,5 +75,5 @@ def test_dumping_a_large_segment_keeps_memory_bounded(tmp_path):
         _, status, usage = os.wait4(proc.pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
         return usage.ru_maxrss / 1024
-    baseline = peak_mib("-c", "import pykbatch.cli")
+    baseline = peak_mib("-c", "import pykbatch.commands")
     assert peak_mib("-m", "pykbatch", "dump", "--files", str(seg), "--no-progress") - baseline < 150

@@ -451,10 +451,10 @@ def test_a_missing_object_is_not_retried():
 
 def test_kafka_segment_decodes_consumer_offsets(spark):
     """decode=offsets: __consumer_offsets as (group, topic, partition, offset, commit timestamp...)
-    rows, from Spark SQL, equal to pykbatch.internal's table of the same file."""
+    rows, from Spark SQL, equal to pykbatch.topics's table of the same file."""
     from pathlib import Path
 
-    from pykbatch.internal.tables import record_table
+    from pykbatch.topics.tables import record_table
     path = Path(__file__).parent / "kafka" / "broker-files" / "__consumer_offsets-0"
     df = spark.read.format("kafka-segment").option("decode", "offsets").load(str(path))
     df.createOrReplaceTempView("offsets")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pykbatch import tiered
-from pykbatch.cli import main
+from pykbatch.commands import main
 from pykbatch.tiered.metadata import SegmentState, SegmentUpdate, records_of_segments
 from tests import kafka_tools
 

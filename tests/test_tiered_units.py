@@ -8,8 +8,8 @@ import uuid
 import pytest
 
 import pykbatch as kb
-from pykbatch.control import ABORT, COMMIT
-from pykbatch.isolation import Isolation, open_transactions
+from pykbatch.kafka.control import ABORT, COMMIT
+from pykbatch.kafka.isolation import Isolation, open_transactions
 from pykbatch.log.indexes import AbortedTxn, SnapshotEntry
 from pykbatch.tiered.layouts import LocalTieredStorage
 from pykbatch.tiered.metadata import SegmentId, SegmentMetadata, SegmentState, SegmentUpdate, TopicIdPartition
@@ -146,7 +146,7 @@ def test_a_trusted_listing_with_local_dirs_plans_the_newest_upload_up_to_the_loc
     import warnings
 
     from pykbatch import tiered
-    from pykbatch.messages import kafka_uuid
+    from pykbatch.kafka.definitions import kafka_uuid
     from pykbatch.log import segment_file_name
     root = tmp_path / "rsm" / "kafka-tiered-storage"
     folder = root / f"t-0-{kafka_uuid(uuid.UUID(int=1))}"

@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from pykbatch.audit import audit_partition
-from pykbatch.cli import main
+from pykbatch.log.audit import audit_partition
+from pykbatch.commands import main
 from tests import kafka_tools
 
 pytestmark = pytest.mark.skipif(kafka_tools.unavailable() is not None, reason=str(kafka_tools.unavailable()))

@@ -8,7 +8,7 @@ import platform
 import tempfile
 
 import pykbatch as kb
-from pykbatch.cli import main
+from pykbatch.commands import main
 
 LOG = kb.ValidationConfig(origin="log")
 

@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from pykbatch.log import files, indexes
-from pykbatch.messages import parse_kafka_uuid
+from pykbatch.kafka.definitions import parse_kafka_uuid
 from pykbatch.retry import retry_io
 
 from pykbatch.tiered.metadata import TopicIdPartition

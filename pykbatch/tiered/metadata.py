@@ -2,7 +2,7 @@
 
 A record's value is a framed message (Kafka's ``AbstractApiMessageSerde``): unsigned varints
 frame version (1), api key and version, then the message of that key, decoded from Kafka's own
-definitions (``pykbatch/messages.py``).  Keys are null.
+definitions (``pykbatch/kafka/definitions.py``).  Keys are null.
 
     for event in metadata.events_of_segments(["__remote_log_metadata-0/00000000000000000000.log"]):
         event.partition, event.state ...
@@ -16,11 +16,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Union
 
-from pykbatch import messages
-from pykbatch.messages import MessageFormatError, kafka_uuid, parse_kafka_uuid  # noqa: F401  (re-exported)
+from pykbatch.kafka import definitions, framing
+from pykbatch.kafka.definitions import MessageFormatError, kafka_uuid, parse_kafka_uuid  # noqa: F401  (re-exported)
 
 TOPIC = "__remote_log_metadata"
-DEFINITIONS = messages.topic_definitions(TOPIC)
+DEFINITIONS = definitions.topic_definitions(TOPIC)
 
 
 class SegmentState(enum.IntEnum):
@@ -198,7 +198,7 @@ _BUILD = {
 def decode_value(value: bytes) -> Event:
     """One record value of ``__remote_log_metadata``; ``MessageFormatError`` names the byte and
     what was wrong (frame version, unknown type, a field, trailing bytes)."""
-    schema, _, fields = messages.decode_framed(value, TOPIC)
+    schema, _, fields = framing.decode_framed(value, TOPIC)
     state = fields.get("RemoteLogSegmentState", fields.get("RemotePartitionDeleteState"))
     states = PartitionDeleteState if "RemotePartitionDeleteState" in fields else SegmentState
     if state not in set(states):  # Kafka's constructors refuse a null state
@@ -209,7 +209,7 @@ def decode_value(value: bytes) -> Event:
 def encode_value(definition: str, fields: dict, version: int = 0) -> bytes:
     """A record value of ``__remote_log_metadata``: the frame, then the message ``definition``
     (one of ``DEFINITIONS``) with ``fields`` (for tests and tools that write metadata)."""
-    return messages.encode_framed(messages.load(definition), fields, version)
+    return framing.encode_framed(definitions.load(definition), fields, version)
 
 
 def dump_payload(value: bytes | None) -> str:

@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Iterator
 
 from pykbatch.errors import KafkaDataError
-from pykbatch.isolation import READ_UNCOMMITTED, Isolation, open_transactions
+from pykbatch.kafka.isolation import READ_UNCOMMITTED, Isolation, open_transactions
 from pykbatch.log import Partition, Segment, base_offset_of, sibling
 from pykbatch.log.indexes import AbortedTxn, Checkpoint, CorruptIndexError, OffsetIndex, ProducerSnapshot, TxnIndex
-from pykbatch.messages import kafka_uuid
+from pykbatch.kafka.definitions import kafka_uuid
 
 from pykbatch.tiered import layouts
 from pykbatch.tiered.layouts import Layout, RemoteObject

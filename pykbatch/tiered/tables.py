@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from pykbatch.arrow import decode_entries
 from pykbatch.columns import LOCATION, READ, fields
-from pykbatch.isolation import READ_UNCOMMITTED, Isolation
+from pykbatch.kafka.isolation import READ_UNCOMMITTED, Isolation
 from pykbatch.log import entry_windows
 
 from pykbatch.tiered.partition import Piece, TieredPartition

@@ -11,8 +11,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from pykbatch import messages
-from pykbatch.messages import MessageFormatError, jackson
+from pykbatch.kafka import definitions
+from pykbatch.kafka.definitions import MessageFormatError
+from pykbatch.kafka.jackson import jackson
 
 OFFSETS, TRANSACTIONS, SHARE_STATE = "__consumer_offsets", "__transaction_state", "__share_group_state"
 
@@ -43,7 +44,7 @@ def _version(data: bytes, what: str) -> int:
     return struct.unpack_from(">h", data)[0]
 
 
-def _read(schema: messages.MessageSchema, data: bytes, version: int, what: str, named: int | None = None) -> dict:
+def _read(schema: definitions.MessageSchema, data: bytes, version: int, what: str, named: int | None = None) -> dict:
     """The message after the int16 prefix; ``named``: the version Kafka's message names (a key's
     record type)."""
     try:
@@ -62,7 +63,7 @@ def decode_coordinator(topic: str, key: bytes | None, value: bytes | None) -> Co
     record_type, key_name, key_fields, _ = _key(topic, key)
     if value is None:
         return CoordinatorRecord(topic, record_type, key_name, key_fields, None, None, None)
-    value_schema = messages.by_api_key(topic, "coordinator-value")[record_type]
+    value_schema = definitions.by_api_key(topic, "coordinator-value")[record_type]
     version = _version(value, "value")
     return CoordinatorRecord(topic, record_type, key_name, key_fields, version, value_schema.name,
                              _read(value_schema, value, version, "value"))
@@ -80,7 +81,7 @@ def _key(topic: str, key: bytes | None) -> tuple:
         raise MessageFormatError("a coordinator record has a key; this one is null", 0,
                                  "the record has no key (Kafka's tool stops here: \"message had a missing key\")")
     record_type = _version(key, "key")
-    keys = messages.by_api_key(topic, "coordinator-key")
+    keys = definitions.by_api_key(topic, "coordinator-key")
     if record_type not in keys:
         raise UnknownRecordType(f"record type {record_type} is not one of {topic}'s", 0,
                                 f"Unknown record type {record_type}")
@@ -93,19 +94,19 @@ def _key(topic: str, key: bytes | None) -> tuple:
     return decoded
 
 
-def _key_document(schema: messages.MessageSchema, record_type: int, fields: dict) -> dict:
+def _key_document(schema: definitions.MessageSchema, record_type: int, fields: dict) -> dict:
     return {"type": str(record_type), "data": schema.to_json(fields, 0)}
 
 
 def key_json(record: CoordinatorRecord) -> dict:
-    schema = messages.by_api_key(record.topic, "coordinator-key")[record.record_type]
+    schema = definitions.by_api_key(record.topic, "coordinator-key")[record.record_type]
     return _key_document(schema, record.record_type, record.key)
 
 
 def value_json(record: CoordinatorRecord) -> dict | None:
     if record.value is None:
         return None
-    schema = messages.by_api_key(record.topic, "coordinator-value")[record.record_type]
+    schema = definitions.by_api_key(record.topic, "coordinator-value")[record.record_type]
     data = schema.to_json(record.value, record.value_version)
     if record.value_name == "GroupMetadataValue" and data.get("protocolType") == "consumer":
         for member in data.get("members") or ():
@@ -122,7 +123,7 @@ def _embedded(member: dict, field: str, definition: str) -> None:
         return
     try:
         version = _version(raw, field)
-        schema = messages.load(definition)
+        schema = definitions.load(definition)
         fields, _ = schema.decode(raw, 2, version)
         member[field] = schema.to_json(fields, version)
     except (MessageFormatError, ValueError):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pykbatch import messages
+from pykbatch.kafka import definitions, framing, jackson
 
 TOPIC = "__cluster_metadata"
 
@@ -17,7 +17,7 @@ class MetadataRecord:
     type_name: str  # Kafka's MetadataRecordType name, e.g. TOPIC_RECORD
     version: int
     fields: dict
-    schema: messages.MessageSchema  # its file can be named otherwise (ZkMigrationRecord.json)
+    schema: definitions.MessageSchema  # its file can be named otherwise (ZkMigrationRecord.json)
 
 
 def type_name(definition: str) -> str:
@@ -26,11 +26,11 @@ def type_name(definition: str) -> str:
 
 
 def decode_metadata(value: bytes) -> MetadataRecord:
-    schema, version, fields = messages.decode_framed(value, TOPIC)
+    schema, version, fields = framing.decode_framed(value, TOPIC)
     return MetadataRecord(type_name(schema.name), version, fields, schema)
 
 
 def dump_payload(value: bytes | None) -> str:
     record = decode_metadata(value)
     data = record.schema.to_json(record.fields, record.version)
-    return messages.jackson({"type": record.type_name, "version": record.version, "data": data})
+    return jackson.jackson({"type": record.type_name, "version": record.version, "data": data})

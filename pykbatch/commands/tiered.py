@@ -11,7 +11,8 @@ import json
 import sys
 import warnings
 
-from pykbatch.isolation import ISOLATION_LEVELS, READ_UNCOMMITTED
+from pykbatch.commands.common import DAMAGED, OK, UsageError
+from pykbatch.kafka.isolation import ISOLATION_LEVELS, READ_UNCOMMITTED
 
 # reports that mean data a consumer would get could not be read (exit status 1)
 PROBLEMS = ("missing_object", "truncated_object", "damaged", "txn_index_missing")
@@ -58,7 +59,6 @@ def add_parser(sub) -> None:
 
 
 def _partitions(args):
-    from pykbatch.cli import UsageError
     from pykbatch.tiered import TieredTopicStore, open_store
     try:
         store = open_store(args.store, args.layout, **storage_options(args.storage_option))
@@ -94,18 +94,17 @@ def _plan(args) -> int:
                 print(f"  {p.start}-{'' if p.end is None else p.end} {p.source} {p.path}")
             for r in part.reports:
                 print(f"  report: {r.line()}")
-    return 1 if any(r.kind in PROBLEMS for part in parts for r in part.reports) else 0
+    return DAMAGED if any(r.kind in PROBLEMS for part in parts for r in part.reports) else OK
 
 
 def _export(args) -> int:
     import pyarrow as pa
 
-    from pykbatch.export import FORMATS
+    from pykbatch.log.export import FORMATS
     from pykbatch.tiered.tables import partition_tables, schema
     fmt, dest = args.to
     if fmt not in FORMATS:
-        from pykbatch.cli import UsageError
-        raise UsageError(f"--to FORMAT is one of {', '.join(FORMATS)}")
+            raise UsageError(f"--to FORMAT is one of {', '.join(FORMATS)}")
     _, parts = _partitions(args)
     target = schema()
     if fmt == "parquet":
@@ -126,4 +125,4 @@ def _export(args) -> int:
         for r in part.reports:
             print(f"report: {r.line()}", file=sys.stderr)
     print(f"wrote {rows} record(s) of {len(parts)} partition(s) to {dest} ({args.isolation_level})")
-    return 1 if problems else 0
+    return DAMAGED if problems else OK

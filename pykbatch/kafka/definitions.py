@@ -1,11 +1,11 @@
 """Kafka's versioned message definitions, interpreted (``pykbatch/schemas/messages/*.json``).
 
-Internal topics (``__remote_log_metadata`` here; offsets, transactions, cluster metadata next)
-store records whose bytes are one of Kafka's generated messages.  Rather than hand-write a
-reader per record type and version, this module reads the very JSON definitions Kafka's code
-generator reads and decodes any version of them:
+The one place Kafka's JSON definitions are read.  Internal topics' records, KRaft control
+record values and (next) the network protocol's requests and responses are Kafka's generated
+messages; rather than hand-write a reader per message and version, this module reads the very
+JSON definitions Kafka's code generator reads and decodes (and encodes) any version of them:
 
-    schema = messages.load("RemoteLogSegmentMetadataRecord")
+    schema = definitions.load("RemoteLogSegmentMetadataRecord")
     fields, end = schema.decode(value, pos, version)   # {"RemoteLogSegmentId": {...}, ...}
 
 Encoding rules (Kafka's generator): in a *flexible* version strings, bytes and arrays carry an
@@ -18,14 +18,14 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import re
 import struct
 import uuid
 from dataclasses import dataclass, field
 from importlib import resources
 
 from pykbatch.errors import CorruptRecordError
-from pykbatch.javautf8 import java_utf8
+from pykbatch.kafka.jackson import JsonBytes, JsonDouble
+from pykbatch.kafka.javautf8 import java_utf8
 
 _FIXED = {"bool": (1, "?"), "int8": (1, "b"), "int16": (2, ">h"), "uint16": (2, ">H"), "int32": (4, ">i"),
           "uint32": (4, ">I"), "int64": (8, ">q"), "float64": (8, ">d")}
@@ -167,125 +167,8 @@ def _json_struct(fields: list[Field], values: dict, version: int) -> dict:
 _ALWAYS = object()  # a field written whatever its value (not tagged)
 
 
-class JsonBytes(bytes):
-    """A bytes value in JSON: Jackson writes a BinaryNode as base64 (standard alphabet, padded)."""
-
-
-class JsonDouble(float):
-    """A float64 in JSON, written as Java's Double.toString."""
-
-
-def jackson(obj) -> str:
-    """``obj`` as Jackson's ``JsonNode.toString()`` writes it (Kafka's tools print that): compact,
-    non-ASCII as is, control characters escaped with upper-case hex."""
-    write = _JACKSON.get(type(obj))
-    if write is None:
-        raise TypeError(f"not JSON: {type(obj).__name__}")
-    return write(obj)
-
-
-def _jackson_bytes(obj: bytes) -> str:
-    return '"' + base64.b64encode(obj).decode() + '"'
-
-
-_JACKSON = {
-    type(None): lambda o: "null", bool: lambda o: "true" if o else "false", int: str,
-    JsonBytes: _jackson_bytes, JsonDouble: lambda o: _java_double(float(o)), float: lambda o: _java_double(o),
-    str: lambda o: _jackson_string(o),
-    dict: lambda o: "{" + ",".join([_jackson_string(k) + ":" + jackson(v) for k, v in o.items()]) + "}",
-    list: lambda o: "[" + ",".join([jackson(v) for v in o]) + "]",
-    tuple: lambda o: "[" + ",".join([jackson(v) for v in o]) + "]",
-}
-
-
-_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
-
-
-_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]')
-
-
-def _escape(m) -> str:
-    ch = m.group()
-    return _SHORT_ESCAPES.get(ch) or f"\\u{ord(ch):04X}"
-
-
-def _jackson_string(text: str) -> str:
-    if _NEEDS_ESCAPE.search(text) is None:  # the usual case: nothing to escape
-        return '"' + text + '"'
-    return '"' + _NEEDS_ESCAPE.sub(_escape, text) + '"'
-
-
-def _java_double(x: float) -> str:
-    """Java's Double.toString: decimal between 1e-3 and 1e7, else d.dddE±n; shortest digits."""
-    import math
-    from decimal import Decimal
-    if x != x or x in (math.inf, -math.inf):
-        return {True: '"NaN"'}.get(x != x) or ('"Infinity"' if x > 0 else '"-Infinity"')
-    if x == 0:
-        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
-    if 1e-3 <= abs(x) < 1e7:
-        text = repr(x)
-        return text if "." in text else text + ".0"
-    sign, digits, exp = Decimal(repr(x)).normalize().as_tuple()
-    digits = "".join(map(str, digits))
-    return f"{'-' if sign else ''}{digits[0]}.{digits[1:] or '0'}E{exp + len(digits) - 1}"
-
-
-# Records framed as Kafka's AbstractApiMessageSerde frames them (the KRaft metadata log, remote
-# log metadata): unsigned varints frame version (1), api key, version; then the message.  The
-# failures carry Kafka's own texts, which its dump tool prints.
-FRAME_VERSION = 1
-_NULL_VALUE = ('Cannot invoke "java.nio.ByteBuffer.remaining()" because the return value of '
-               '"org.apache.kafka.common.record.internal.Record.value()" is null')
-
-
-def _frame_field(reader: "Reader", entity: str) -> int:
-    at = reader.pos
-    try:
-        value = reader.uvarint(entity)
-    except MessageFormatError as exc:
-        raise MessageFormatError(exc.message, exc.offset, f"Error while reading {entity}") from None
-    if value > 0x7FFF:
-        raise MessageFormatError(f"{entity} {value} does not fit a short", at, f"Value for {entity} was too large.")
-    return value
-
-
-def decode_framed(value: bytes | None, topic: str) -> tuple[MessageSchema, int, dict]:
-    """A framed record value of an internal topic: (its definition, version, fields)."""
-    if value is None:
-        raise MessageFormatError("a framed record has a value; this one is null", 0, _NULL_VALUE)
-    reader = Reader(memoryview(value), 0, len(value), True)
-    frame = _frame_field(reader, "frame version")
-    if frame == 0:
-        raise MessageFormatError("frame version 0 (KRaft's 2.8 preview) is not readable", 0,
-                                 "Could not deserialize metadata record with frame version 0. Note that upgrades "
-                                 "from the preview release of KRaft in 2.8 to newer versions are not supported.")
-    if frame != FRAME_VERSION:
-        raise MessageFormatError(f"unknown frame version {frame}", 0,
-                                 f"Could not deserialize metadata record due to unknown frame version {frame}"
-                                 f"(only frame version {FRAME_VERSION} is supported)")
-    at = reader.pos
-    api_key = _frame_field(reader, "type")
-    version = _frame_field(reader, "version")
-    schema = by_api_key(topic).get(api_key)
-    if schema is None:
-        raise MessageFormatError(f"unknown {topic} record type {api_key}", at,
-                                 f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id {api_key}")
-    try:
-        fields, end = schema.decode(value, reader.pos, version)
-    except MessageFormatError as exc:
-        raise MessageFormatError(exc.message, exc.offset, f"Failed to deserialize record with type {api_key}") from None
-    if end != len(value):
-        text = f"Found {len(value) - end} byte(s) of garbage after {api_key}"
-        raise MessageFormatError(text, end, text)
-    return schema, version, fields
-
-
-def encode_framed(schema: MessageSchema, fields: dict, version: int = 0) -> bytes:
-    return _uvarint(FRAME_VERSION) + _uvarint(schema.api_key) + _uvarint(version) + schema.encode(fields, version)
-
-
-def _uvarint(n: int) -> bytes:
+def uvarint_bytes(n: int) -> bytes:
+    """An unsigned varint's bytes."""
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -300,7 +183,7 @@ class _Writer:
 
     def length(self, n: int, wide: bool) -> None:
         if self.flexible:
-            self.out += _uvarint(n + 1)
+            self.out += uvarint_bytes(n + 1)
         else:
             self.out += struct.pack(">i" if wide else ">h", n)
 
@@ -315,7 +198,7 @@ class _Writer:
                 self.value(element, item, version)
         elif f.fields:
             if version in f.nullable:
-                self.out += (_uvarint(0 if v is None else 1) if tagged else struct.pack("b", -1 if v is None else 1))
+                self.out += (uvarint_bytes(0 if v is None else 1) if tagged else struct.pack("b", -1 if v is None else 1))
                 if v is None:
                     return
             self.struct(f.fields, v or {}, version)
@@ -343,11 +226,11 @@ class _Writer:
                 continue
             self.value(f, v, version)
         if self.flexible:
-            self.out += _uvarint(len(tagged))
+            self.out += uvarint_bytes(len(tagged))
             for tag, f, v in sorted(tagged, key=lambda t: t[0]):
                 inner = bytearray()
                 _Writer(inner, True).value(f, v, version, tagged=True)
-                self.out += _uvarint(tag) + _uvarint(len(inner)) + inner
+                self.out += uvarint_bytes(tag) + uvarint_bytes(len(inner)) + inner
 
 
 def _load_fields(raw: list, structs: dict) -> list[Field]:

@@ -63,7 +63,8 @@ _VALUE_VERSION = 0  # the version Kafka's tools read these values at (the value'
 def kraft_control_json(control_type: int, value: bytes) -> str:
     """A KRaft control record's value as the JSON Kafka's tools print, read through Kafka's own
     definition of it (``messages``)."""
-    from pykbatch.messages import MessageFormatError, jackson, load
+    from pykbatch.kafka.definitions import MessageFormatError, load
+    from pykbatch.kafka.jackson import jackson
     schema = load(KRAFT_MESSAGES[control_type][1])
     try:
         fields, _ = schema.decode(value or b"", 0, _VALUE_VERSION)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 from typing import Iterable
 
-from pykbatch.control import ABORT, control_type
+from pykbatch.kafka.control import ABORT, control_type
 from pykbatch.log.indexes import AbortedTxn, SnapshotEntry
 
 READ_UNCOMMITTED = "read_uncommitted"

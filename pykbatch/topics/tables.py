@@ -20,10 +20,11 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from pykbatch import iter_batches, messages
-from pykbatch.messages import MessageFormatError
+from pykbatch import iter_batches
+from pykbatch.kafka import definitions, jackson
+from pykbatch.kafka.definitions import MessageFormatError
 
-from pykbatch.internal import cluster_metadata, coordinator
+from pykbatch.topics import cluster_metadata, coordinator
 
 _ARROW = {"bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "uint16": pa.uint16(), "int32": pa.int32(),
           "uint32": pa.uint32(), "int64": pa.int64(), "float64": pa.float64(), "string": pa.string(),
@@ -36,26 +37,26 @@ def snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
-def arrow_type(f: messages.Field) -> pa.DataType:
+def arrow_type(f: definitions.Field) -> pa.DataType:
     if f.type.startswith("[]"):
-        element = messages.Field(f.name, f.element, f.versions, f.nullable, f.tagged, None, None, f.fields)
+        element = definitions.Field(f.name, f.element, f.versions, f.nullable, f.tagged, None, None, f.fields)
         return pa.list_(arrow_type(element))
     if f.fields:
         return pa.struct([pa.field(snake(s.name), arrow_type(s)) for s in f.fields])
     return _ARROW[f.type]
 
 
-def _plain(f: messages.Field, v):
+def _plain(f: definitions.Field, v):
     """A decoded value as Arrow takes it: uuids as Kafka's text, structs with snake_case keys."""
     if v is None:
         return None
     if f.type.startswith("[]"):
-        element = messages.Field(f.name, f.element, f.versions, f.nullable, f.tagged, None, None, f.fields)
+        element = definitions.Field(f.name, f.element, f.versions, f.nullable, f.tagged, None, None, f.fields)
         return [_plain(element, x) for x in v]
     if f.fields:
         return {snake(s.name): _plain(s, v.get(s.name)) for s in f.fields}
     if isinstance(v, uuid.UUID):
-        return messages.kafka_uuid(v)
+        return definitions.kafka_uuid(v)
     return v
 
 
@@ -72,10 +73,10 @@ class RecordError:
 class Kind:
     """How one record type is found and laid out: the topic, its key and value definitions."""
     topic: str
-    key: messages.MessageSchema | None  # None: a framed metadata record (no key)
-    value: messages.MessageSchema
+    key: definitions.MessageSchema | None  # None: a framed metadata record (no key)
+    value: definitions.MessageSchema
 
-    def columns(self) -> list[tuple[str, messages.Field, str]]:
+    def columns(self) -> list[tuple[str, definitions.Field, str]]:
         out = []
         for part, schema in (("key", self.key), ("value", self.value)):
             for f in (schema.fields if schema else ()):
@@ -96,11 +97,11 @@ def kind(name: str) -> Kind:
     """A record type by name: ``OffsetCommit`` (key OffsetCommitKey, value OffsetCommitValue),
     ``TransactionLog``, ``ConsumerGroupMetadata``...; or a metadata record, ``TopicRecord``."""
     for topic in (coordinator.OFFSETS, coordinator.TRANSACTIONS, coordinator.SHARE_STATE):
-        keys = {s.name: s for s in messages.by_api_key(topic, "coordinator-key").values()}
+        keys = {s.name: s for s in definitions.by_api_key(topic, "coordinator-key").values()}
         if name + "Key" in keys:
             key = keys[name + "Key"]
-            return Kind(topic, key, messages.by_api_key(topic, "coordinator-value")[key.api_key])
-    for schema in messages.by_api_key(cluster_metadata.TOPIC).values():
+            return Kind(topic, key, definitions.by_api_key(topic, "coordinator-value")[key.api_key])
+    for schema in definitions.by_api_key(cluster_metadata.TOPIC).values():
         if schema.name == name:
             return Kind(cluster_metadata.TOPIC, None, schema)
     raise ValueError(f"no internal record type {name!r}")
@@ -186,15 +187,15 @@ def json_table(data, topic: str) -> tuple[pa.Table, list[RecordError]]:
                 out["value_version"].append(meta.version)
                 out["tombstone"].append(False)
                 out["key"].append(None)
-                out["value"].append(messages.jackson(meta.schema.to_json(meta.fields, meta.version)))
+                out["value"].append(jackson.jackson(meta.schema.to_json(meta.fields, meta.version)))
             else:
                 rec = coordinator.decode_coordinator(topic, r.key, r.value)
                 value = coordinator.value_json(rec)
                 out["record_type"].append(rec.key_name[:-len("Key")])
                 out["value_version"].append(rec.value_version)
                 out["tombstone"].append(rec.value is None)
-                out["key"].append(messages.jackson(coordinator.key_json(rec)["data"]))
-                out["value"].append(None if value is None else messages.jackson(value["data"]))
+                out["key"].append(jackson.jackson(coordinator.key_json(rec)["data"]))
+                out["value"].append(None if value is None else jackson.jackson(value["data"]))
         except MessageFormatError as exc:
             errors.append(_error(r, exc))
             continue

@@ -2,5 +2,5 @@
 ``__transaction_state``, ``__share_group_state`` (coordinator records: ``coordinator.py``) and the
 KRaft ``__cluster_metadata`` log (``cluster_metadata.py``); ``__remote_log_metadata`` is in
 ``pykbatch.tiered.metadata``."""
-from pykbatch.internal.coordinator import CoordinatorRecord, decode_coordinator  # noqa: F401
-from pykbatch.internal.cluster_metadata import MetadataRecord, decode_metadata  # noqa: F401
+from pykbatch.topics.coordinator import CoordinatorRecord, decode_coordinator  # noqa: F401
+from pykbatch.topics.cluster_metadata import MetadataRecord, decode_metadata  # noqa: F401

@@ -13,6 +13,7 @@ reported by type.  Zero bytes after the last batch (preallocated space) end the 
 
     for b in redpanda.batches(data): b.type_name, b.header_crc_ok, b.to_kafka()
     kafka, report = redpanda.kafka_log(data)          # the raft_data batches as a Kafka log
+    reading = redpanda.read(data)                     # all of it, and Kafka's checks of the data
 """
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ import struct
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from pykbatch._native import crc32c, frame_v2
+from pykbatch._native import crc32c, frame_v2, validate
+from pykbatch.config import ValidationConfig
+from pykbatch.result import ValidationResult
 from pykbatch.rules import BY_ID as _RULES, render
 
 HEADER = struct.Struct("<IiqbIhiqqqhii")  # 61 bytes
@@ -159,8 +162,34 @@ def kafka_log(data, *, data_only: bool = True) -> tuple[bytes, Report]:
     """The batches re-framed as a Kafka log (only ``raft_data`` ones unless ``data_only`` is
     False), and the walk's report."""
     report = Report()
-    out = b"".join(b.to_kafka() for b in batches(data, report) if not data_only or b.type == RAFT_DATA)
-    return out, report
+    return _as_kafka(batches(data, report), data_only), report
+
+
+def _as_kafka(walk, data_only: bool = True) -> bytes:
+    return b"".join(b.to_kafka() for b in walk if not data_only or b.type == RAFT_DATA)
+
+
+@dataclass
+class Reading:
+    """A native segment read whole: every batch, the walk's report, the ``raft_data`` batches as
+    a Kafka log and what Kafka's checks say of it (``validate`` with origin="log")."""
+    batches: list
+    report: Report
+    kafka: bytes
+    result: ValidationResult
+
+    @property
+    def problems(self) -> int:
+        """Faults of Redpanda's framing plus culprits of Kafka's checks."""
+        return len(self.report.faults) + self.result.culprit_count
+
+
+def read(data) -> Reading:
+    """Walks a native segment, re-frames its data batches for Kafka and validates them."""
+    report = Report()
+    rows = list(batches(data, report))
+    kafka = _as_kafka(rows)
+    return Reading(rows, report, kafka, validate(kafka, ValidationConfig(origin="log")))
 
 
 _SEGMENT = re.compile(r"(?:^|/)(?P<topic>[^/]+)/(?P<partition>\d+)_\d+/\d+-\d+-v\d+\.log$")

@@ -6,9 +6,9 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, TextIO
 
-from pykbatch.control import KRAFT_MESSAGES, kraft_control_json, parse_control
+from pykbatch.kafka.control import KRAFT_MESSAGES, kraft_control_json, parse_control
 from pykbatch.errors import KafkaDataError
-from pykbatch.javautf8 import java_utf8
+from pykbatch.kafka.javautf8 import java_utf8
 from pykbatch.progress import Progress
 from pykbatch.log import (
     INDEX_TYPES, LOG, CorruptIndexError, OffsetIndex, ProducerSnapshot, Segment, TimeIndex, TxnIndex, sibling,
@@ -130,13 +130,13 @@ def structured_parser(decode: Callable[[bytes], object], error_at: str = "Error 
 
 
 def _coordinator(topic_name: str) -> RecordParser:
-    from pykbatch.internal import coordinator
+    from pykbatch.topics import coordinator
     topic = getattr(coordinator, topic_name)
     return lambda r: coordinator.dump_parts(topic, r)
 
 
 def _cluster_metadata() -> RecordParser:
-    from pykbatch.internal import cluster_metadata
+    from pykbatch.topics import cluster_metadata
     return structured_parser(cluster_metadata.dump_payload, "Error at")
 
 
@@ -205,7 +205,7 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
         except CorruptIndexError as exc:
             err.write(f"{exc}\n" if suffix == ProducerSnapshot.SUFFIX else f"Error while dumping {path}: {exc}\n")
             problems += 1
-        except BrokenPipeError:  # the reader went away: the command ends (quietly, pykbatch.cli)
+        except BrokenPipeError:  # the reader went away: the command ends (quietly, pykbatch.commands)
             raise
         except (ValueError, OSError) as exc:  # KafkaDataError and CorruptIndexError are ValueErrors
             err.write(f"Error while dumping {path}: {exc}\n")

@@ -1,0 +1,80 @@
+"""What every command shares: the exit statuses, the usage error, argument types and the way
+findings are printed."""
+from __future__ import annotations
+
+import argparse
+
+from pykbatch.log.files import LOG, STDIN
+
+OK, DAMAGED, CANNOT_RUN = 0, 1, 2
+EXIT_CODES = {
+    OK: "nothing wrong found",
+    DAMAGED: "damage found in the data (culprits, damaged batches, index mismatches); what was "
+             "readable was still printed",
+    CANNOT_RUN: "the command could not run: bad arguments, an input that cannot be opened, or an "
+                "output that cannot be written",
+}
+
+
+class UsageError(Exception):
+    """A command given what it cannot work with (exit status 2, as argparse's own errors)."""
+
+
+def threads(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--jobs takes a number of threads, at least 1, not {text}")
+    return n
+
+
+def at_least_one(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"takes a number, at least 1, not {text}")
+    return n
+
+
+def progress_enabled(args) -> bool:
+    """Whether a progress line may be shown (on a terminal, for large work) for this command."""
+    return not getattr(args, "no_progress", False)
+
+
+def origin_of(path: str) -> str:
+    """The checks a file gets unless --origin says: a log's for a segment (or standard input),
+    a producer's for anything else (a produce request's records, a sample)."""
+    return "log" if path.endswith(LOG) or path == STDIN else "client"
+
+
+def not_a_log(path: str, result, size: int) -> bool:
+    """Nothing in a file not named as a log reads as an entry: it is some other kind of file."""
+    return size > 0 and not path.endswith(LOG) and result.stopped_at == 0 and result.lost_bytes == size
+
+
+def print_capped(lines, cap: int, what: str, indent: str = "  ") -> None:
+    """Per-finding lines, at most ``cap`` of them, then how many more were left out."""
+    lines = list(lines)
+    for line in lines[:cap]:
+        print(f"{indent}{line}")
+    if len(lines) > cap:
+        print(f"{indent}... {len(lines) - cap} more {what} not shown (--max-culprits)")
+
+
+def print_result(path: str, result) -> None:
+    status = "ok" if result.ok else f"{result.culprit_count} culprit(s)"
+    print(f"{path}: {result.batches} batches, {result.records} records, {status}")
+    for c in result.culprits:
+        rec = f" record {c.record_index}" if c.record_index is not None else ""
+        off = f" (offset delta {c.relative_offset})" if c.relative_offset is not None else ""
+        detail = f" ({c.detail})" if c.detail else ""
+        print(f"  batch {c.entry}{rec}{off} at byte {c.position}: {c.name}({c.code}) {c.rule}: "
+              f"{c.message}{detail}")
+    if result.culprit_count > len(result.culprits):
+        print(f"  ... {result.culprit_count - len(result.culprits)} more not shown (--max-culprits)")
+    if result.lost_bytes:
+        print(f"  {result.lost_bytes} unreadable byte(s) skipped where the framing was lost; the batches after "
+              "them were read")
+    if result.truncated_tail:
+        t = result.truncated_tail
+        print(f"  incomplete trailing entry {t.entry} at byte {t.position} (not an error)")
+    if result.unwalked_batches:
+        print(f"  note: records of {result.unwalked_batches} compressed batch(es) were not checked")

@@ -1,0 +1,149 @@
+"""``pykbatch dump``: log, index and state files printed as kafka-dump-log.sh prints them, or a
+segment's records exported with their batch columns (``--to``)."""
+from __future__ import annotations
+
+import os
+import sys
+
+from pykbatch.config import ValidationConfig
+from pykbatch.log.files import LOG
+from pykbatch.progress import Progress
+
+from pykbatch.commands.validate import validate_file
+from pykbatch.commands.common import (
+    CANNOT_RUN, DAMAGED, OK, UsageError, threads,
+)
+
+
+def add_parser(sub) -> None:
+    d = sub.add_parser("dump", help="print log, index and state files as kafka-dump-log.sh does")
+    d.add_argument("--files", action="append", required=True, metavar="FILE[,FILE...]",
+                   help="log (.log, KRaft .checkpoint), index (.index, .timeindex, .txnindex) and producer snapshot "
+                        "files, comma-separated or repeated; a partition directory stands for all of its files")
+    d.add_argument("--deep-iteration", action="store_true", help="print every record")
+    d.add_argument("--print-data-log", action="store_true", help="print keys and values (implies deep)")
+    d.add_argument("--skip-record-metadata", action="store_true",
+                   help="with --print-data-log: print keys and values only, not offsets, sizes and headers")
+    d.add_argument("--max-bytes", type=int, default=None, help="read only the first N bytes of .log files")
+    d.add_argument("--verify-index-only", action="store_true", help="index files: check entries, print none")
+    d.add_argument("--index-sanity-check", action="store_true",
+                   help="index files: run the broker's start-up sanity check only")
+    d.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024,
+                   help="bytes read at an offset-index entry's position to find its batch")
+    d.add_argument("--format", choices=("text", "json", "jsonl"), default="text",
+                   help="text: kafka-dump-log's lines; json: one document; jsonl: one object per batch/record")
+    d.add_argument("--to", nargs=2, metavar=("FORMAT", "FILE"), default=None,
+                   help="export the records of one .log file with their batch columns: parquet or arrow; of a "
+                        "partition directory: into a directory, a file per segment")
+    d.add_argument("--jobs", type=threads, default=None, metavar="N",
+                   help="with --to: threads decoding ahead of the writer (default: the cores this process may use)")
+    d.add_argument("--validate", action="store_true", help="also print the validator's culprits for .log files")
+    d.add_argument("--compacted", action="store_true", help="with --validate: the topic is compacted")
+    d.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
+    d.add_argument("--style", choices=("java", "scala"), default="java",
+                   help="print as kafka-dump-log of Kafka 4.3+ (java, default) or of 4.2 and earlier (scala)")
+    d.add_argument("--key-decoder", "--key-decoder-class", metavar="MODULE:FUNCTION", default=None,
+                   help="a Python callable bytes -> str for keys (implies --print-data-log)")
+    d.add_argument("--value-decoder", "--value-decoder-class", metavar="MODULE:FUNCTION", default=None,
+                   help="a Python callable bytes -> str for values (implies --print-data-log)")
+    from pykbatch.log.dump import STRUCTURED_DECODERS
+    for name in STRUCTURED_DECODERS:  # with several, the first in Kafka's order wins, as in its tool
+        d.add_argument(f"--{name}-decoder", dest=f"decoder_{name.replace('-', '_')}", action="store_true",
+                       help=f"decode {name} records as kafka-dump-log does (implies --print-data-log)")
+    d.set_defaults(run=_dump)
+
+
+def _callable(spec: str):
+    """A decoder given as ``module:function`` (the Python form of --value-decoder-class)."""
+    import importlib
+    module, _, name = spec.partition(":")
+    if not name:
+        raise UsageError(f"a decoder is given as module:function, not {spec!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def _dump_inputs(specs) -> list[str]:
+    """The files of --files (comma lists; a partition directory stands for its files: each
+    segment's log, then its indexes and snapshot, in offset order)."""
+    from pykbatch.log.dump import can_dump
+    from pykbatch.log import base_offset_of
+    files = []
+    for f in (f for spec in specs for f in spec.split(",") if f):
+        if os.path.isdir(f):
+            names = [n for n in os.listdir(f) if can_dump(n) and n.split(".")[0].isdigit()]
+            files += [os.path.join(f, n) for n in sorted(names, key=lambda n: (base_offset_of(n), n))]
+        else:
+            files.append(f)
+    return files
+
+
+def _dump(args) -> int:
+    from pykbatch.log.dump import STRUCTURED_DECODERS, can_dump, dump_files, dump_json, parser_for
+    if args.to:
+        files = [f for spec in args.files for f in spec.split(",") if f]
+        return _export(files, *args.to, jobs=args.jobs, progress=not args.no_progress)
+    files = _dump_inputs(args.files)
+    if not files:
+        raise UsageError(f"no files to dump in {', '.join(args.files)}")
+    args.structured = next((n for n in STRUCTURED_DECODERS if getattr(args, f"decoder_{n.replace('-', '_')}")), None)
+    decoders = {}
+    if args.key_decoder:
+        decoders["key_decoder"] = _callable(args.key_decoder)
+    if args.value_decoder:
+        decoders["value_decoder"] = _callable(args.value_decoder)
+    print_data = args.print_data_log or bool(decoders) or bool(args.structured)
+    if args.format == "text":
+        problems = dump_files(files, deep=args.deep_iteration, print_data=print_data,
+                              skip_metadata=args.skip_record_metadata, max_bytes=args.max_bytes,
+                              verify_index_only=args.verify_index_only, index_sanity_check=args.index_sanity_check,
+                              max_message_size=args.max_message_size, progress=not args.no_progress,
+                              style=args.style, decoder=args.structured, **decoders)
+    else:
+        parser = parser_for(args.structured, **decoders) if decoders or args.structured else None
+        problems = dump_json(files, lines=args.format == "jsonl", deep=args.deep_iteration, print_data=print_data,
+                             max_bytes=args.max_bytes, parser=parser)
+    if args.validate:
+        for path in files:
+            if path.endswith(LOG):
+                problems += validate_file(path, ValidationConfig(origin="log", compacted=args.compacted), args)
+    if any(not can_dump(f) for f in files):
+        return CANNOT_RUN  # each was named on stderr ("Ignoring unknown file"), as Kafka's tool does
+    return DAMAGED if problems else OK
+
+
+def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool = True) -> int:
+    """One .log file into a file, or a partition directory into a directory of files (one per segment)."""
+    from pykbatch.log.export import FORMATS, export_partition, export_segment
+    from pykbatch.log import Partition
+    if fmt not in FORMATS:
+        raise UsageError(f"--to takes a format ({' or '.join(FORMATS)}), then a file (a directory for a partition), "
+                         f"not {fmt!r}")
+    if len(files) == 1 and os.path.isdir(files[0]):
+        logs = Partition(files[0]).segment_paths
+        with Progress(len(logs), files[0], unit="segments", enabled=progress) as meter:
+            done = export_partition(logs, dest, fmt, jobs=jobs, progress=meter.update)
+        reports = [report for _, report in done]
+        print(f"wrote {sum(r.rows for r in reports)} records of {len(logs)} segment(s) of {files[0]} to "
+              f"{dest.rstrip('/')}/ ({fmt})")
+    else:
+        logs = [f for f in files if f.endswith(LOG)]
+        if len(logs) != 1:
+            raise UsageError("--to exports one .log file, or a partition directory")
+        with Progress(os.path.getsize(logs[0]), logs[0], enabled=progress) as meter:
+            reports = [export_segment(logs[0], dest, fmt, jobs=jobs, progress=meter.update)]
+        print(f"wrote {reports[0].rows} records of {logs[0]} to {dest} ({fmt})")
+    for log, report in zip(logs, reports):
+        where = f" of {log}" if len(logs) > 1 else ""
+        for position, entry, exc in report.damaged:
+            print(f"left out batch {entry} at byte {position}{where}: records not readable {exc.line()}",
+                  file=sys.stderr)
+        for span in report.lost:
+            print(f"left out {span.size} unreadable byte(s) at byte {span.position}{where} (the framing was lost; "
+                  f"resumed at byte {span.position + span.size}): {span.error.line()}", file=sys.stderr)
+        if report.stopped is not None:
+            print(f"the walk of {log} stopped {report.stopped.line()}; nothing after it was exported",
+                  file=sys.stderr)
+    damaged = sum(len(r.damaged) for r in reports)
+    if damaged:
+        print(f"{damaged} damaged batch(es) left out of {dest}", file=sys.stderr)
+    return OK if all(r.ok for r in reports) else DAMAGED

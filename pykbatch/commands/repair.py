@@ -1,0 +1,56 @@
+"""``pykbatch repair``: a new segment without the culprits, and a dead-letter file of what was removed."""
+from __future__ import annotations
+
+import os
+
+from pykbatch.config import ORIGINS, ValidationConfig
+from pykbatch.log.files import LOG, STDIN
+from pykbatch.progress import Progress
+
+from pykbatch.commands.common import (
+    DAMAGED, OK, UsageError, not_a_log, origin_of, progress_enabled,
+)
+
+
+def add_parser(sub) -> None:
+    r = sub.add_parser("repair", help="write a segment without its culprits, and a dead-letter file")
+    r.add_argument("file", metavar="FILE", help="the segment to repair (- for standard input); never modified")
+    r.add_argument("--out", required=True, metavar="FILE", help="the repaired segment (never the input)")
+    r.add_argument("--dead-letter", metavar="FILE", default=None,
+                   help="JSON lines: every removed record or batch with its culprits and bytes")
+    r.add_argument("--origin", choices=ORIGINS, default=None,
+                   help="which of Kafka's checks apply, as for validate: log for *.log files and standard input, "
+                        "client (a producer's batches) for others")
+    r.add_argument("--compacted", action="store_true", help="the topic is compacted: keyless records go")
+    r.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
+    r.add_argument("--topic-partition", default="t-0", metavar="TOPIC-PARTITION",
+                   help="the partition named in Kafka's messages and the dead letters (default t-0)")
+    r.set_defaults(run=_repair)
+
+
+def _repair(args) -> int:
+    """A new segment without the culprits, and a dead-letter file of what was removed."""
+    from pykbatch.repair import repair_segment
+    if args.file != STDIN and os.path.abspath(args.out) == os.path.abspath(args.file):
+        raise UsageError("repair never writes over its input: give another --out")
+    from pykbatch.log.checks import KINDS, kind_of
+    kind = kind_of(args.file)
+    if kind is not None and kind != LOG:
+        raise UsageError(f"{args.file} is a {KINDS[kind]}, not a log segment: `pykbatch validate {args.file}` "
+                         "checks it")
+    from pykbatch.log.segments import open_input
+    config = ValidationConfig(origin=args.origin or origin_of(args.file), compacted=args.compacted,
+                              topic_partition=args.topic_partition)
+    with open_input(args.file) as seg, Progress(seg.size, args.file, enabled=progress_enabled(args)) as meter:
+        report = repair_segment(seg, args.out, args.dead_letter, config, progress=meter.update)
+        if not_a_log(args.file, report.result, seg.size):
+            os.remove(args.out)
+            if args.dead_letter:
+                os.remove(args.dead_letter)
+            raise UsageError(f"{args.file}: no Kafka record batch or message in it: nothing to repair (not a log "
+                             "segment?)")
+    print(f"{args.file}: kept {report.kept_batches} batches, dropped {report.dropped_records} record(s) and "
+          f"{report.dropped_batches} batch(es), {report.unreadable_bytes} unreadable byte(s)"
+          + (f", {report.truncated_tail_bytes} byte(s) of an incomplete tail" if report.truncated_tail_bytes else ""))
+    print(f"wrote {args.out}" + (f"; dead letters in {args.dead_letter}" if args.dead_letter else ""))
+    return DAMAGED if report.result.culprit_count else OK

@@ -1,0 +1,201 @@
+"""Audit of a whole partition directory: every segment validated, offsets followed across
+segments, producer state replayed, indexes checked against the log.
+
+    audit = pykbatch.log.audit.audit_partition("/var/lib/kafka/t-0")
+    audit.ok, audit.segments, audit.overlaps, audit.producers, audit.index_problems
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from pykbatch._native import _v2_header_table
+from pykbatch.config import ValidationConfig
+from pykbatch.result import ValidationResult
+from pykbatch.log import OffsetIndex, Partition, Segment, TimeIndex, sibling, topic_partition_of
+from pykbatch.log.checks import check_file, check_partition_files
+from pykbatch.parallel import ordered_map
+from pykbatch.kafka.producer_state import ProducerAudit, ProducerStateTracker
+
+
+@dataclass
+class SegmentAudit:
+    path: str
+    base_offset: int
+    result: ValidationResult
+    batches: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    invalid_tail_bytes: int = 0
+    read_error: str | None = None
+    """Why reading stopped early (the validator's culprits say where)."""
+    newest_timestamp: int = -1
+    """The largest batch max timestamp seen (-1: none)."""
+
+
+@dataclass
+class PartitionAudit:
+    directory: str
+    segments: list = field(default_factory=list)
+    overlaps: list = field(default_factory=list)
+    """(segment path, byte position, previous last offset, this batch's base offset): offsets that
+    go back, which no broker writes."""
+    gaps: int = 0
+    """Offset gaps between consecutive batches: normal after compaction or transaction markers'
+    removal, so counted, not blamed."""
+    below_base: list = field(default_factory=list)
+    """(segment path, first offset) of segments starting below the offset in their file name."""
+    producers: ProducerAudit | None = None
+    index_problems: list = field(default_factory=list)
+    open_transactions: list = field(default_factory=list)
+    """``OpenTransaction``s left at the end of the log, each with its abort command."""
+
+    @property
+    def culprit_count(self) -> int:
+        return sum(s.result.culprit_count for s in self.segments)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.culprit_count or self.overlaps or self.below_base or self.index_problems
+                    or any(s.read_error for s in self.segments) or (self.producers and self.producers.culprits))
+
+
+def audit_partition(directory: str, config: ValidationConfig | None = None, *, producers: bool = True,
+                    indexes: bool = True, jobs: int | None = None,
+                    progress: Callable[[int], object] | None = None) -> PartitionAudit:
+    """``jobs``: threads validating segments (and checking indexes) ahead of the walk that follows
+    offsets and producer state in order; default, every core this process may use.
+    ``progress``: called with the number of segments done after each."""
+    config = config or ValidationConfig(origin="log")
+    part = Partition(directory)
+    audit = PartitionAudit(part.directory)
+    tracker = ProducerStateTracker(config.topic_partition, mode="audit") if producers else None
+    producer_culprits = []
+
+    def check(path):
+        with Segment(path) as seg:
+            verdict = seg.validate(config)
+            headers = _v2_header_table(seg.view()) if _WALK_TABLES else None
+            base_offset = seg.base_offset
+        return verdict, base_offset, headers, _check_indexes(path, headers) if indexes else []
+
+    with ordered_map(check, part.segment_paths, jobs) as checked:
+        for done, (path, (verdict, base_offset, headers, index_problems)) in enumerate(
+                zip(part.segment_paths, checked), 1):
+            if headers is None:
+                _walk_segment(path, verdict, audit, tracker, producer_culprits)
+            else:
+                _walk_table(path, verdict, base_offset, headers, audit, tracker, producer_culprits)
+            audit.index_problems += index_problems
+            if progress is not None:
+                progress(done)
+    if indexes:
+        audit.index_problems += check_partition_files(part.directory, part.segment_paths)
+    if tracker is not None:
+        audit.producers = ProducerAudit(producer_culprits, tracker.producers, tracker.completed_transactions,
+                                        tracker.open_transactions())
+        named = topic_partition_of(part.directory)
+        if named is not None:
+            last = [s.newest_timestamp for s in audit.segments]
+            audit.open_transactions = tracker.open_transaction_details(*named, max(last, default=-1))
+    return audit
+
+
+# A segment of whole v2 batches is walked from its header table, built beside validation by the
+# worker threads; any other segment batch by batch (tests turn the tables off to compare).
+_WALK_TABLES = True
+
+
+def _previous_last_offset(audit):
+    return next((s.last_offset for s in reversed(audit.segments) if s.last_offset is not None), None)
+
+
+def _walk_table(path, verdict, base_offset, t, audit, tracker, producer_culprits):
+    """``_walk_segment`` over a segment's header table (``_v2_header_table``): the offset checks
+    at once, producer state batch by batch without a batch object."""
+    entry = SegmentAudit(path, base_offset, verdict, batches=len(t["position"]))
+    base, last, position = t["base_offset"], t["last_offset"], t["position"]
+    if entry.batches:
+        entry.first_offset, entry.last_offset = int(base[0]), int(last[-1])
+        entry.newest_timestamp = max(-1, int(t["max_timestamp"].max()))
+        if entry.first_offset < entry.base_offset:
+            audit.below_base.append((path, entry.first_offset))
+        prev_last = _previous_last_offset(audit)
+        before = np.empty_like(last)
+        before[1:] = last[:-1]
+        before[0] = prev_last if prev_last is not None else 0
+        first = 0 if prev_last is not None else 1  # the log's first batch follows nothing
+        ahead = base[first:] > before[first:]
+        for i in (np.flatnonzero(~ahead) + first).tolist():
+            audit.overlaps.append((path, int(position[i]), int(before[i]), int(base[i])))
+        # a gap: more than one past the last offset (base - before never overflows to 1)
+        audit.gaps += int(np.count_nonzero(ahead & (base[first:] - before[first:] != 1)))
+    if tracker is not None:
+        _replay_producers(path, t, tracker, producer_culprits)
+    audit.segments.append(entry)
+
+
+def _replay_producers(path, t, tracker, producer_culprits):
+    """``tracker.append`` of every batch with a producer id, from the table's columns (a control
+    batch is read for its marker)."""
+    rows = np.flatnonzero(t["producer_id"] >= 0)
+    columns = [t[name][rows].tolist() for name in (
+        "producer_id", "producer_epoch", "base_sequence", "last_sequence", "base_offset", "last_offset",
+        "max_timestamp", "is_transactional", "is_control", "position")]
+    seg = None
+    try:
+        for i, pid, epoch, seq, last_seq, base, last, ts, txn, control, pos in zip(rows.tolist(), *columns):
+            if control:
+                seg = seg or Segment(path)
+                check = tracker.append(next(iter(seg.batches(start=pos))), entry=i)
+            else:
+                check = tracker.append_data(pid, epoch, seq, last_seq, base, last, ts, txn, (i, pos))
+            producer_culprits += check.culprits
+    finally:
+        if seg is not None:
+            seg.close()
+
+
+def _walk_segment(path, verdict, audit, tracker, producer_culprits):
+    """One segment's batches in order: offsets against the last batch before them, producer state."""
+    prev_last = _previous_last_offset(audit)
+    newest = -1
+    with Segment(path) as seg:
+        entry = SegmentAudit(path, seg.base_offset, verdict)
+        try:
+            for b in seg.batches():
+                entry.batches += 1
+                if entry.first_offset is None:
+                    entry.first_offset = b.base_offset
+                    if b.base_offset < seg.base_offset:
+                        audit.below_base.append((path, b.base_offset))
+                entry.last_offset = b.last_offset
+                if prev_last is not None:
+                    if b.base_offset <= prev_last:
+                        audit.overlaps.append((path, b.position, prev_last, b.base_offset))
+                    elif b.base_offset > prev_last + 1:
+                        audit.gaps += 1
+                prev_last = b.last_offset
+                newest = max(newest, b.max_timestamp)
+                if tracker is not None:
+                    producer_culprits += tracker.append(b).culprits
+                del b
+        except ValueError as exc:
+            entry.read_error = str(exc)
+        entry.invalid_tail_bytes = seg.invalid_tail_bytes
+        entry.newest_timestamp = newest
+    audit.segments.append(entry)
+
+
+def _check_indexes(log_path: str, headers: dict | None = None) -> list[str]:
+    """The segment's offset and time indexes (``pykbatch.log.checks.check_file``): Kafka's
+    --verify-index-only against the log, and the broker's start-up sanity checks."""
+    problems = []
+    for kind in (OffsetIndex, TimeIndex):
+        path = sibling(log_path, kind.SUFFIX)
+        if os.path.exists(path):
+            problems += check_file(path, headers)
+    return problems
