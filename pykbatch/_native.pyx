@@ -165,7 +165,8 @@ cdef _raise_fault(const kb_fault *f, Py_ssize_t base, Py_ssize_t payload=-1, str
 
 include "_batches.pxi"
 include "_legacy.pxi"
-include "_reader.pxi"
+include "_entries.pxi"
+include "_header_table.pxi"
 include "_validate.pxi"
 include "_to_arrow.pxi"
 include "_encode.pxi"

@@ -36,47 +36,27 @@ import itertools
 import os
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from pykbatch import validate as kb_validate
-from pykbatch.config import ValidationConfig
-from pykbatch.arrow import append_headers, decode_entries
-from pykbatch.columns import BATCH, LOCATION, READ, RECORD, SPARK_KAFKA, TIMESTAMP_TYPE_IDS, fields
+from pykbatch.columns import LOCATION, fields
 from pykbatch.log import Segment, entry_windows
 from pykbatch.retry import retry_io  # noqa: F401  (kafka-segment's remote reads; tests import it from here)
 
 from . import tiered_source
+from .segment_columns import (  # noqa: F401 (tests and the tiered source read them here too)
+    BATCH_COLUMNS, LOG, PATH_COLUMN, RECORD_COLUMNS, VALIDATION_COLUMNS, arrow_schema, entries_batch, spark_timestamps,
+)
 from .segment_plan import Ranges, _fsspec, _is_local, _local, narrow, path_not_found, plan_splits, read_mode
 
 NAME = "kafka-segment"
 
-# a batch's position is its record's batch_position
-BATCH_COLUMNS = fields({**LOCATION, **BATCH, "batch_position": RECORD["batch_position"]},
-                       "topic partition segment batch_position base_offset last_offset record_count magic "
-                       "compression timestamp_type max_timestamp producer_id producer_epoch base_sequence "
-                       "partition_leader_epoch is_transactional is_control size")
-# Spark's Kafka source's columns first (names, types, order), then what a log adds
-RECORD_COLUMNS = fields(SPARK_KAFKA, "key value topic partition offset timestamp timestampType headers") + fields(
-    {**LOCATION, **RECORD}, "segment sequence batch_index batch_position base_offset partition_leader_epoch "
-    "producer_id producer_epoch is_transactional is_control")
-VALIDATION_COLUMNS = fields(READ, "batch_ok batch_error")
-LOG = ValidationConfig(origin="log", max_culprits=2**31 - 1)  # every failing entry is named
 # Log bytes per Arrow batch handed to Spark: batches of 1-16 MiB move fastest through the
 # Python worker (../shared/research/spark-notes.md); measured in benchmarks/segment_source.py.
 WINDOW_BYTES = 8 << 20
 
 
-PATH_COLUMN = fields(READ, "path")
-
-
 def _flag(options, key: str) -> bool:
     """A true/false option (Spark passes every option as a string)."""
     return str(options.get(key, "false")).lower() == "true"
-
-
-def arrow_schema(mode: str, validate: bool, include_path: bool = False) -> pa.Schema:
-    cols = RECORD_COLUMNS if mode == "records" else BATCH_COLUMNS
-    return pa.schema((PATH_COLUMN if include_path else []) + cols + (VALIDATION_COLUMNS if validate else []))
 
 
 def _open(path: str, fmt: str = "kafka"):
@@ -101,8 +81,8 @@ DECODED_LOCATION = [pa.field(f"log_{f.name}", f.type) for f in fields(LOCATION, 
 
 def decoded_schema(decode: str) -> pa.Schema:
     """``decode`` (an internal record type or alias, pykbatch.topics.tables): its columns."""
-    from pykbatch.topics.tables import ERROR_COLUMN, ALIASES, kind
-    return pa.schema(DECODED_LOCATION + list(kind(ALIASES.get(decode, decode)).schema()) + [ERROR_COLUMN])
+    from pykbatch.topics.tables import ERROR_COLUMN, ALIASES, record_type
+    return pa.schema(DECODED_LOCATION + list(record_type(ALIASES.get(decode, decode)).schema()) + [ERROR_COLUMN])
 
 
 def read_decoded_split(path: str, topic: str, partition: int, start: int, end: int | None, decode: str,
@@ -144,58 +124,8 @@ def _read_split(path, topic, partition, start, end, mode, validate, ranges, wind
         in_split = itertools.takewhile(lambda b: end is None or b.position < end, seg.batches(start=start))
         # a window is a contiguous run of entries: its entry indexes are its own
         for run in entry_windows(in_split, window_bytes, lambda b: ranges.keeps_batch(b, mode)):
-            yield _arrow(data, run, seg.base_offset, topic, partition, mode, validate, schema, ranges)
+            yield entries_batch(data, run, seg.base_offset, topic, partition, mode, validate, schema, ranges)
         del data
-
-
-def _verdicts(chunk) -> dict:
-    """entry index -> the validator's first message, for the failing entries of a window (one
-    validation pass over the whole window)."""
-    bad = {}
-    for c in kb_validate(chunk, LOG).culprits:
-        bad.setdefault(c.entry, c.message)
-    return bad
-
-
-def _arrow(data, entries, segment, topic, partition, mode, validate, schema, ranges):
-    lo, hi = entries[0][0], entries[-1][0] + entries[-1][1]
-    chunk = data[lo:hi]
-    bad = _verdicts(chunk) if validate else {}
-    verdicts = pa.array([bad.get(e) for e in range(len(entries))], pa.string())  # per entry; null: it passed
-    if mode == "records":
-        table, _ = decode_entries(data, entries, verify_crc=False)  # CRCs: validate's business
-        keep = ranges.record_mask(table)
-        if keep is not None:
-            table = table.filter(keep)
-        cols = {name: table[name].combine_chunks() for name in table.column_names}
-        cols["timestamp"], cols["timestampType"] = spark_timestamps(cols["timestamp"], cols["timestamp_type"])
-        errors = verdicts.take(cols["batch_index"]) if validate else None  # each record gets its batch's
-    else:
-        headers = {f.name: [] for f in BATCH_COLUMNS[4:]}
-        headers["position"] = []
-        append_headers(chunk, headers)
-        cols = {f.name: pa.array(headers[f.name], f.type) for f in BATCH_COLUMNS[4:]}
-        cols["batch_position"] = pc.add(pa.array(headers["position"], pa.int64()), pa.scalar(lo, pa.int64()))
-        errors = verdicts
-    n = len(cols["base_offset"])
-    cols["topic"] = pa.repeat(pa.scalar(topic, pa.string()), n)
-    cols["partition"] = pa.repeat(pa.scalar(partition, pa.int32()), n)
-    cols["segment"] = pa.repeat(pa.scalar(segment, pa.int64()), n)
-    if validate:
-        cols["batch_ok"] = errors.is_null()
-        cols["batch_error"] = errors
-    return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in schema], schema=schema)
-
-
-def spark_timestamps(millis: pa.Array, types: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """Record timestamps (epoch milliseconds) and their type names as Spark's Kafka source has
-    them: a TimestampType (microseconds, UTC; a hostile value wraps rather than fails the task)
-    and Kafka's timestamp type id."""
-    micros = pc.multiply(millis, pa.scalar(1000, pa.int64())).cast(SPARK_KAFKA["timestamp"], safe=False)
-    names = list(TIMESTAMP_TYPE_IDS)
-    ids = pc.take(pa.array([TIMESTAMP_TYPE_IDS[n] for n in names], pa.int32()),
-                  pc.index_in(types.cast(pa.string()), pa.array(names)))
-    return micros, ids
 
 
 def data_source_class():

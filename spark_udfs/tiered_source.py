@@ -156,7 +156,7 @@ def read_split(split: TieredSplit, mode: str, validate: bool, ranges: Ranges, wi
     """Arrow record batches of one split: kafka-segment's columns, then ``leader_epoch``."""
     from pykbatch.tiered.tables import edge_mask, epoch_column, lineage_arrays, piece_windows
 
-    from .segment_source import _arrow, arrow_schema
+    from .segment_columns import arrow_schema, entries_batch
     part, piece = split.part, split.piece
     iso = Isolation(split.level, [AbortedTxn(*t) for t in split.aborted], split.last_stable_offset,
                     fetch_offset=split.lo)
@@ -166,7 +166,7 @@ def read_split(split: TieredSplit, mode: str, validate: bool, ranges: Ranges, wi
     starts, epochs = lineage_arrays(part, piece)
     for data, run in piece_windows(part, piece, iso, split.lo, split.hi, window_bytes,
                                    lambda b: ranges.keeps_batch(b, mode)):
-        rb = _arrow(data, run, piece.base_offset, part.partition.topic, part.partition.partition, mode, validate,
+        rb = entries_batch(data, run, piece.base_offset, part.partition.topic, part.partition.partition, mode, validate,
                     base_schema, ranges)
         offsets = rb.column(rb.schema.get_field_index("offset" if mode == "records" else "base_offset"))
         inside = edge_mask(offsets, split.lo, split.hi, iso.last_stable_offset)

@@ -70,7 +70,7 @@ class RecordError:
 
 
 @dataclass(frozen=True)
-class Kind:
+class RecordType:
     """How one record type is found and laid out: the topic, its key and value definitions."""
     topic: str
     key: definitions.MessageSchema | None  # None: a framed metadata record (no key)
@@ -93,17 +93,17 @@ class Kind:
         return pa.schema(LEADING + [pa.field(name, arrow_type(f)) for name, f, _ in self.columns()])
 
 
-def kind(name: str) -> Kind:
+def record_type(name: str) -> RecordType:
     """A record type by name: ``OffsetCommit`` (key OffsetCommitKey, value OffsetCommitValue),
     ``TransactionLog``, ``ConsumerGroupMetadata``...; or a metadata record, ``TopicRecord``."""
     for topic in (coordinator.OFFSETS, coordinator.TRANSACTIONS, coordinator.SHARE_STATE):
         keys = {s.name: s for s in definitions.by_api_key(topic, "coordinator-key").values()}
         if name + "Key" in keys:
             key = keys[name + "Key"]
-            return Kind(topic, key, definitions.by_api_key(topic, "coordinator-value")[key.api_key])
+            return RecordType(topic, key, definitions.by_api_key(topic, "coordinator-value")[key.api_key])
     for schema in definitions.by_api_key(cluster_metadata.TOPIC).values():
         if schema.name == name:
-            return Kind(cluster_metadata.TOPIC, None, schema)
+            return RecordType(cluster_metadata.TOPIC, None, schema)
     raise ValueError(f"no internal record type {name!r}")
 
 
@@ -124,7 +124,7 @@ def record_table(data, name: str, error_rows: bool = False) -> tuple[pa.Table, l
     records that did not decode; ``error_rows``: those also as rows (only ``log_offset``,
     ``log_timestamp`` and a ``decode_error`` column set), so a table user sees them."""
     name = ALIASES.get(name, name)
-    k = kind(name)
+    k = record_type(name)
     cols = k.columns()
     rows = {c.name: [] for c in LEADING} | {n: [] for n, _, _ in cols}
     errors: list = []

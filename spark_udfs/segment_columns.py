@@ -1,0 +1,80 @@
+"""kafka-segment's output, one home for the plain and the tiered reader: its columns (Spark's Kafka
+source's first, then what a log adds; from ``pykbatch.columns``) and the Arrow batch of one window
+of entries."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pykbatch import validate as kb_validate
+from pykbatch.arrow import append_headers, decode_entries
+from pykbatch.columns import BATCH, LOCATION, READ, RECORD, SPARK_KAFKA, TIMESTAMP_TYPE_IDS, fields
+from pykbatch.config import ValidationConfig
+
+# a batch's position is its record's batch_position
+BATCH_COLUMNS = fields({**LOCATION, **BATCH, "batch_position": RECORD["batch_position"]},
+                       "topic partition segment batch_position base_offset last_offset record_count magic "
+                       "compression timestamp_type max_timestamp producer_id producer_epoch base_sequence "
+                       "partition_leader_epoch is_transactional is_control size")
+# Spark's Kafka source's columns first (names, types, order), then what a log adds
+RECORD_COLUMNS = fields(SPARK_KAFKA, "key value topic partition offset timestamp timestampType headers") + fields(
+    {**LOCATION, **RECORD}, "segment sequence batch_index batch_position base_offset partition_leader_epoch "
+    "producer_id producer_epoch is_transactional is_control")
+VALIDATION_COLUMNS = fields(READ, "batch_ok batch_error")
+LOG = ValidationConfig(origin="log", max_culprits=2**31 - 1)  # every failing entry is named
+PATH_COLUMN = fields(READ, "path")
+
+
+def arrow_schema(mode: str, validate: bool, include_path: bool = False) -> pa.Schema:
+    cols = RECORD_COLUMNS if mode == "records" else BATCH_COLUMNS
+    return pa.schema((PATH_COLUMN if include_path else []) + cols + (VALIDATION_COLUMNS if validate else []))
+
+
+def _verdicts(chunk) -> dict:
+    """entry index -> the validator's first message, for the failing entries of a window (one
+    validation pass over the whole window)."""
+    bad = {}
+    for c in kb_validate(chunk, LOG).culprits:
+        bad.setdefault(c.entry, c.message)
+    return bad
+
+
+def entries_batch(data, entries, segment, topic, partition, mode, validate, schema, ranges):
+    lo, hi = entries[0][0], entries[-1][0] + entries[-1][1]
+    chunk = data[lo:hi]
+    bad = _verdicts(chunk) if validate else {}
+    verdicts = pa.array([bad.get(e) for e in range(len(entries))], pa.string())  # per entry; null: it passed
+    if mode == "records":
+        table, _ = decode_entries(data, entries, verify_crc=False)  # CRCs: validate's business
+        keep = ranges.record_mask(table)
+        if keep is not None:
+            table = table.filter(keep)
+        cols = {name: table[name].combine_chunks() for name in table.column_names}
+        cols["timestamp"], cols["timestampType"] = spark_timestamps(cols["timestamp"], cols["timestamp_type"])
+        errors = verdicts.take(cols["batch_index"]) if validate else None  # each record gets its batch's
+    else:
+        headers = {f.name: [] for f in BATCH_COLUMNS[4:]}
+        headers["position"] = []
+        append_headers(chunk, headers)
+        cols = {f.name: pa.array(headers[f.name], f.type) for f in BATCH_COLUMNS[4:]}
+        cols["batch_position"] = pc.add(pa.array(headers["position"], pa.int64()), pa.scalar(lo, pa.int64()))
+        errors = verdicts
+    n = len(cols["base_offset"])
+    cols["topic"] = pa.repeat(pa.scalar(topic, pa.string()), n)
+    cols["partition"] = pa.repeat(pa.scalar(partition, pa.int32()), n)
+    cols["segment"] = pa.repeat(pa.scalar(segment, pa.int64()), n)
+    if validate:
+        cols["batch_ok"] = errors.is_null()
+        cols["batch_error"] = errors
+    return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in schema], schema=schema)
+
+
+def spark_timestamps(millis: pa.Array, types: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Record timestamps (epoch milliseconds) and their type names as Spark's Kafka source has
+    them: a TimestampType (microseconds, UTC; a hostile value wraps rather than fails the task)
+    and Kafka's timestamp type id."""
+    micros = pc.multiply(millis, pa.scalar(1000, pa.int64())).cast(SPARK_KAFKA["timestamp"], safe=False)
+    names = list(TIMESTAMP_TYPE_IDS)
+    ids = pc.take(pa.array([TIMESTAMP_TYPE_IDS[n] for n in names], pa.int32()),
+                  pc.index_in(types.cast(pa.string()), pa.array(names)))
+    return micros, ids

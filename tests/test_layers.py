@@ -1,0 +1,177 @@
+"""The layers ARCHITECTURE.md draws, read from the source: the import graph (with ``ast``; the
+compiled module's imports from its .pyx and the .pxi files it includes) has no cycle, the library
+never imports the command layer, Spark imports no command, and no module outside the catalogue
+invents a rule id."""
+from __future__ import annotations
+
+import ast
+import pathlib
+import re
+
+import pytest
+
+from pykbatch.rules import BY_ID
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = ("pykbatch", "spark_udfs")
+COMMANDS = "pykbatch.commands"
+ENTRY_POINTS = {"pykbatch.__main__"}  # `python -m pykbatch` runs the command line
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, pathlib.Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            found[module_name(path)] = path
+        for path in (ROOT / package).glob("*.pyx"):
+            found[module_name(path)] = path
+    return found
+
+
+def cython_source(path: pathlib.Path) -> str:
+    text = path.read_text()
+    return text + "".join((path.parent / name).read_text() for name in re.findall(r'^include "(\w+\.pxi)"', text, re.M))
+
+
+def absolute(path: pathlib.Path, level: int, module: str | None) -> str:
+    """The module a ``from ... import`` names, relative ones resolved against the file's package."""
+    if not level:
+        return module or ""
+    package = module_name(path).split(".")
+    package = package[:len(package) - level] if path.name != "__init__.py" else package[:len(package) - level + 1]
+    return ".".join(package + ([module] if module else []))
+
+
+def imports_of(path: pathlib.Path, known: set[str]) -> set[str]:
+    """The modules a file imports, at module level or inside functions.  ``from pkg import name``
+    is an arrow to ``pkg.name`` when that is a module, else to ``pkg`` (a name its __init__ defines)."""
+    pairs: list[tuple[str, str | None]] = []
+    if path.suffix == ".pyx":
+        pairs = re.findall(r"^\s*from ([\w.]+) import (\w+)", cython_source(path), re.M)
+        pairs += [(m, None) for m in re.findall(r"^\s*import ([\w.]+)", cython_source(path), re.M)]
+    else:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                pairs += [(a.name, None) for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                pairs += [(absolute(path, node.level, node.module), a.name) for a in node.names]
+    out = set()
+    for module, name in pairs:
+        target = f"{module}.{name}" if name and f"{module}.{name}" in known else module
+        if target in known:
+            out.add(target)
+    return out
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    found = modules()
+    return {name: imports_of(path, set(found)) - {name} for name, path in found.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iteratively)."""
+    index, low, on_stack, stack, out, counter = {}, {}, set(), [], [], 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def test_the_graph_sees_the_layers(graph):
+    """The reader finds what it must: the compiled module's imports, the command modules', Spark's."""
+    assert "pykbatch.kafka.control" in graph["pykbatch._native"]
+    assert "pykbatch.commands.tiered" in graph["pykbatch.commands.main"]
+    assert "pykbatch.log" in graph["spark_udfs.segment_source"]
+
+
+def test_the_import_graph_has_no_cycle(graph):
+    assert cycles(graph) == []
+
+
+def test_a_cycle_would_be_found():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_library_and_spark_never_import_a_command(graph):
+    arrows = [(m, d) for m, deps in graph.items() for d in deps
+              if (d == COMMANDS or d.startswith(COMMANDS + ".")) and not m.startswith(COMMANDS)
+              and m not in ENTRY_POINTS]
+    assert arrows == []
+
+
+def test_the_library_never_imports_spark(graph):
+    assert [(m, d) for m, deps in graph.items() if m.startswith("pykbatch")
+            for d in deps if d.startswith("spark_udfs")] == []
+
+
+RULE_PREFIXES = sorted({rule_id.split(".")[0] for rule_id in BY_ID if "." in rule_id})
+RULE_ID = re.compile(rf"^(?:{'|'.join(RULE_PREFIXES)})\.[a-z0-9_]+$")
+STRING = re.compile(r"""["']((?:%s)\.[a-z0-9_]+)["']""" % "|".join(RULE_PREFIXES))
+
+
+def rule_like_strings(path: pathlib.Path) -> set[str]:
+    if path.suffix == ".pyx":
+        return set(STRING.findall(cython_source(path)))
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and RULE_ID.match(node.value):
+            found.add(node.value)
+    return found
+
+
+def test_no_module_outside_the_catalogue_defines_a_rule_id():
+    """Every string in product code shaped like a rule id (a catalogue prefix, a dot, a name) is
+    a rule of csrc/kb_rules.def: a rule is added there, never by a module that reports it."""
+    strangers = {f"{path.relative_to(ROOT)}: {s}" for path in modules().values() for s in rule_like_strings(path)
+                 if s not in BY_ID and not s.endswith(".py")}
+    assert strangers == set()
+
+
+def test_a_stranger_rule_id_would_be_found(tmp_path):
+    fake = tmp_path / "fake.py"
+    fake.write_text('FAULT = "redpanda.header_size"\nOK = "redpanda.header_crc"\n')
+    assert rule_like_strings(fake) == {"redpanda.header_size", "redpanda.header_crc"}
+    assert "redpanda.header_crc" in BY_ID and "redpanda.header_size" not in BY_ID
+
+
+def test_rules_are_built_only_by_the_catalogue_view():
+    builders = [str(p.relative_to(ROOT)) for p in modules().values() if p.suffix == ".py"
+                and p.name != "rules.py" and re.search(r"\bRule\(", p.read_text())]
+    assert builders == []
