@@ -21,7 +21,8 @@ pytestmark = pytest.mark.slow
 
 SMOKE = ROOT / "tests" / "wheel_smoke.py"
 ELF_MACHINE = {"x86_64": 62, "aarch64": 183}  # e_machine of EM_X86_64, EM_AARCH64
-PACKAGES = {"pykbatch", "pykbatch/log", "pykbatch/tiered", "pykbatch/internal", "pykbatch/schemas/messages",
+PACKAGES = {"pykbatch", "pykbatch/log", "pykbatch/tiered", "pykbatch/topics", "pykbatch/kafka", "pykbatch/commands",
+            "pykbatch/schemas/messages",
             "spark_udfs"}
 
 
