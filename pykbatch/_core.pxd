@@ -47,6 +47,7 @@ cdef extern from "kb_v2.h" nogil:
         KB_LOG_OVERHEAD
         KB_V2_HEADER_SIZE
         KB_V2_AT_CRC
+        KB_V2_CRC_START
         KB_ATTR_CODEC_MASK
         KB_ATTR_LOG_APPEND_TIME
         KB_ATTR_TRANSACTIONAL

@@ -320,13 +320,15 @@ def encode(batches):
     return b"".join(out)
 
 
+
 def frame_v2(records, *, int64_t base_offset, int32_t partition_leader_epoch, int16_t attributes,
              int32_t last_offset_delta, int64_t base_timestamp, int64_t max_timestamp, int64_t producer_id,
-             int16_t producer_epoch, int32_t base_sequence, int32_t record_count, crc=None):
+             int16_t producer_epoch, int32_t base_sequence, int32_t record_count, crc=None, bint build=True):
     """A v2 batch around a records area already in its final form (compressed or not), every
     header field given; returns ``(batch, computed_crc)``.  ``crc``: the CRC to store instead of the
     computed one (a batch carried over from another format keeps its own, so Kafka's checks judge
-    it)."""
+    it).  ``build=False``: only the CRC Kafka would compute, ``(None, computed_crc)``, without
+    copying the records."""
     cdef const uint8_t *rp
     cdef int32_t n = _blob(_as_bytes(records, "records") or b"", &rp)
     cdef Py_ssize_t size = KB_V2_HEADER_SIZE + <Py_ssize_t> n
@@ -344,11 +346,17 @@ def frame_v2(records, *, int64_t base_offset, int32_t partition_leader_epoch, in
     h.producer_epoch = producer_epoch
     h.base_sequence = base_sequence
     h.record_count = record_count
+    cdef uint8_t header[KB_V2_HEADER_SIZE]
+    cdef uint32_t computed
+    if not build:  # the header alone (its length and CRC fields are outside the checksum), then the records
+        kb_v2_write_header(&h, header, KB_V2_HEADER_SIZE)
+        computed = kb_crc32c(kb_crc32c(0, header + KB_V2_CRC_START, KB_V2_HEADER_SIZE - KB_V2_CRC_START), rp, n)
+        return None, computed
     out = PyBytes_FromStringAndSize(NULL, size)
     cdef uint8_t *p = <uint8_t *> PyBytes_AS_STRING(out)
     memcpy(p + KB_V2_HEADER_SIZE, rp, n)
     kb_v2_write_header(&h, p, <size_t> size)
-    cdef uint32_t computed = kb_load_be32(p + KB_V2_AT_CRC)
+    computed = kb_load_be32(p + KB_V2_AT_CRC)
     if crc is not None:
         kb_store_be32(p + KB_V2_AT_CRC, <uint32_t> crc)
     return out, computed

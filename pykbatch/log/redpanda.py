@@ -62,19 +62,19 @@ class RedpandaBatch:
     def type_name(self) -> str:
         return type_name(self.type)
 
-    def _framed(self, partition_leader_epoch: int = -1) -> tuple[bytes, int]:
+    def _framed(self, partition_leader_epoch: int = -1, build: bool = True) -> tuple[bytes | None, int]:
         """This batch framed as Kafka's v2 batch (the native encoder lays the header out) with the
-        stored CRC kept, and the CRC Kafka computes over it."""
+        stored CRC kept, and the CRC Kafka computes over it (``build=False``: that CRC only, no copy)."""
         return frame_v2(self.records, base_offset=self.base_offset, partition_leader_epoch=partition_leader_epoch,
                         attributes=self.attributes, last_offset_delta=self.last_offset_delta,
                         base_timestamp=self.first_timestamp, max_timestamp=self.max_timestamp,
                         producer_id=self.producer_id, producer_epoch=self.producer_epoch,
-                        base_sequence=self.base_sequence, record_count=self.record_count, crc=self.crc)
+                        base_sequence=self.base_sequence, record_count=self.record_count, crc=self.crc, build=build)
 
     @functools.cached_property
     def kafka_crc(self) -> int:
-        """Kafka's CRC computed over this batch."""
-        return self._framed()[1]
+        """Kafka's CRC computed over this batch (over the records in place: no copy)."""
+        return self._framed(build=False)[1]
 
     @property
     def kafka_crc_ok(self) -> bool:
