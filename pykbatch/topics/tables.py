@@ -165,12 +165,12 @@ def record_table(data, name: str, error_rows: bool = False) -> tuple[pa.Table, l
 
 
 def _error(r, exc: MessageFormatError) -> RecordError:
-    record_type = version = None
+    type_id = version = None  # the key's int16 record type and the value's int16 version, where present
     if r.key is not None and len(r.key) >= 2:
-        record_type = int.from_bytes(r.key[:2], "big", signed=True)
+        type_id = int.from_bytes(r.key[:2], "big", signed=True)
     if r.value is not None and len(r.value) >= 2:
         version = int.from_bytes(r.value[:2], "big", signed=True)
-    return RecordError(r.offset, record_type, version, exc.kafka_message or exc.message)
+    return RecordError(r.offset, type_id, version, exc.kafka_message or exc.message)
 
 
 def json_table(data, topic: str) -> tuple[pa.Table, list[RecordError]]:
