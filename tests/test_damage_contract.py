@@ -212,6 +212,20 @@ def test_offset_index_damage_is_found(tmp_path):
 
 # -- wrong inputs ----------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("content", [b"hello\n", b"\x00" * 5, b"x" * 11])
+def test_a_file_too_short_for_one_entry_is_no_kafka_file(tmp_path, content):
+    """Shorter than an entry's header and not named as a log: nothing in it reads as Kafka's, so
+    it is refused (2), never "0 batches, ok"."""
+    short = tmp_path / "short.bin"
+    short.write_bytes(content)
+    status, out, err = run(["validate", str(short)])
+    assert status == CANNOT_RUN and "no Kafka record batch or message in it" in err and "ok" not in out
+    status, _, _ = run(["repair", str(short), "--out", str(tmp_path / "o.bin")])
+    assert status == CANNOT_RUN and not (tmp_path / "o.bin").exists()
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    assert run(["validate", str(empty)])[0] == OK  # an empty produce request holds nothing wrong
+
 def test_wrong_file_types_and_paths_are_refused_with_a_hint(tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("hello\nnot a kafka log\n")

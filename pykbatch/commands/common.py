@@ -46,8 +46,13 @@ def origin_of(path: str) -> str:
 
 
 def not_a_log(path: str, result, size: int) -> bool:
-    """Nothing in a file not named as a log reads as an entry: it is some other kind of file."""
-    return size > 0 and not path.endswith(LOG) and result.stopped_at == 0 and result.lost_bytes == size
+    """Nothing in a file not named as a log reads as an entry (all of it lost, or too short for one
+    entry's header): it is some other kind of file."""
+    if size == 0 or path.endswith(LOG):
+        return False
+    all_lost = result.stopped_at == 0 and result.lost_bytes == size
+    tail = result.truncated_tail
+    return all_lost or (result.batches == 0 and tail is not None and tail.position == 0)
 
 
 def print_capped(lines, cap: int, what: str, indent: str = "  ") -> None:
