@@ -148,8 +148,8 @@ cdef tuple _arrow_types():
     if _ARROW is None:
         import pyarrow as pa
         from pykbatch import columns
-        types = dict(columns.RECORD, timestamp_type=pa.dictionary(pa.int8(), pa.string()))
-        views = dict(types, key=pa.binary_view(), value=pa.binary_view())
+        types = dict(columns.RECORD, timestamp_type=columns.TABLE_TIMESTAMP_TYPE)
+        views = dict(types, **columns.VIEWS)
         _ARROW = (pa.schema([(name, types[name]) for name in _TABLE_COLUMNS]),
                   pa.schema([(name, views[name]) for name in _TABLE_COLUMNS]), pa.array(columns.TIMESTAMP_TYPES))
     return _ARROW

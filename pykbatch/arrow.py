@@ -14,20 +14,10 @@ import pyarrow as pa
 
 from pykbatch import _native, errors
 from pykbatch.config import ValidationConfig
-from pykbatch.columns import BATCH, RECORD as _RECORD_TYPES, fields
+from pykbatch.columns import (  # noqa: F401 (the result types, named here too)
+    BATCH, CULPRIT, DROPPED, ERROR_RECORD, RECORD as _RECORD_TYPES, REPAIR, VALIDATION, fields,
+)
 
-ERROR_RECORD = pa.struct([("batch_index", pa.int32()), ("message", pa.string())])
-CULPRIT = pa.struct([
-    ("entry", pa.int32()), ("record_index", pa.int32()), ("relative_offset", pa.int64()),
-    ("code", pa.int32()), ("name", pa.string()), ("rule", pa.string()), ("position", pa.int64()),
-    ("entry_position", pa.int64()), ("message", pa.string()), ("detail", pa.string()), ("kafka", pa.bool_()),
-])
-VALIDATION = pa.struct([
-    ("ok", pa.bool_()), ("error_code", pa.int32()), ("error_name", pa.string()),
-    ("error_message", pa.string()), ("error_records", pa.list_(ERROR_RECORD)),
-    ("culprits", pa.list_(CULPRIT)), ("culprit_count", pa.int64()), ("records", pa.int64()),
-    ("truncated_tail_position", pa.int64()),
-])
 RECORD = pa.struct(fields(_RECORD_TYPES, "offset timestamp key value headers sequence batch_index "
                                           "partition_leader_epoch producer_id producer_epoch is_transactional "
                                           "is_control timestamp_type"))
@@ -152,11 +142,6 @@ def crc32c_array(arr) -> pa.Array:
 BATCH_INFO = pa.struct(fields(BATCH, "position size magic base_offset last_offset record_count compression "
                                      "timestamp_type max_timestamp producer_id producer_epoch base_sequence "
                                      "partition_leader_epoch is_transactional is_control crc is_valid"))
-DROPPED = pa.struct([
-    ("entry", pa.int32()), ("record_index", pa.int32()), ("offset", pa.int64()), ("key", pa.binary()),
-    ("value", pa.binary()), ("code", pa.int32()), ("rules", pa.list_(pa.string())), ("message", pa.string()),
-])
-REPAIR = pa.struct([("data", pa.binary()), ("dropped", pa.list_(DROPPED)), ("unrepairable_batches", pa.int32())])
 
 
 def batch_info_array(arr) -> pa.ListArray:

@@ -3,7 +3,9 @@
 A batch header's fields and a decoded record's fields, named as the ``Batch`` / ``Record``
 attributes they come from, with their Arrow types.  Every columnar output is a selection of these
 names in its own order: ``to_arrow``'s table, the Spark functions' structs (``pykbatch.arrow``),
-the ``kafka-segment`` source's rows and the dump's JSON objects.
+the ``kafka-segment`` source's rows and the dump's JSON objects.  The result structs of the column
+functions and the internal-topic tables' columns are declared here too: no other module builds an
+Arrow schema from a literal type (``tests/test_layers.py``).
 """
 from __future__ import annotations
 
@@ -53,6 +55,53 @@ SPARK_KAFKA: dict[str, pa.DataType] = {
 """The columns of Spark's own Kafka source, named and typed as it does (``timestamp`` a
 TimestampType, ``timestampType`` Kafka's id: -1 none, 0 CreateTime, 1 LogAppendTime): the
 ``kafka-segment`` source's records carry them first, so one source can stand in for the other."""
+
+TABLE_TIMESTAMP_TYPE = pa.dictionary(pa.int8(), pa.string())
+"""``timestamp_type`` in ``to_arrow``'s table: dictionary-encoded (three values)."""
+
+VIEWS: dict[str, pa.DataType] = {"key": pa.binary_view(), "value": pa.binary_view()}
+"""Keys and values as views into the input (``to_arrow(..., views=True)``)."""
+
+ROW_ID: dict[str, pa.DataType] = {"id": pa.int64()}
+"""The input row's id that Spark's ``kbatch_records`` table function carries beside each record."""
+
+# -- what the column functions (pykbatch.arrow, the Spark UDFs) return --------------------------
+ERROR_RECORD = pa.struct([("batch_index", pa.int32()), ("message", pa.string())])
+"""One of KIP-467's ``error_records``."""
+CULPRIT = pa.struct([
+    ("entry", pa.int32()), ("record_index", pa.int32()), ("relative_offset", pa.int64()),
+    ("code", pa.int32()), ("name", pa.string()), ("rule", pa.string()), ("position", pa.int64()),
+    ("entry_position", pa.int64()), ("message", pa.string()), ("detail", pa.string()), ("kafka", pa.bool_()),
+])
+"""A ``Culprit``."""
+VALIDATION = pa.struct([
+    ("ok", pa.bool_()), ("error_code", pa.int32()), ("error_name", pa.string()),
+    ("error_message", pa.string()), ("error_records", pa.list_(ERROR_RECORD)),
+    ("culprits", pa.list_(CULPRIT)), ("culprit_count", pa.int64()), ("records", pa.int64()),
+    ("truncated_tail_position", pa.int64()),
+])
+"""A ``ValidationResult`` with KIP-467's fields."""
+DROPPED = pa.struct([
+    ("entry", pa.int32()), ("record_index", pa.int32()), ("offset", pa.int64()), ("key", pa.binary()),
+    ("value", pa.binary()), ("code", pa.int32()), ("rules", pa.list_(pa.string())), ("message", pa.string()),
+])
+"""A ``DroppedRecord``."""
+REPAIR = pa.struct([("data", pa.binary()), ("dropped", pa.list_(DROPPED)), ("unrepairable_batches", pa.int32())])
+"""A ``Repair``: the rebuilt bytes and what was left out."""
+
+# -- the internal topics' tables (pykbatch.topics.tables) ---------------------------------------
+KAFKA_FIELD_TYPES: dict[str, pa.DataType] = {
+    "bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "uint16": pa.uint16(), "int32": pa.int32(),
+    "uint32": pa.uint32(), "int64": pa.int64(), "float64": pa.float64(), "string": pa.string(),
+    "bytes": pa.binary(), "records": pa.binary(), "uuid": pa.string(),
+}
+"""The Arrow type of each scalar type of Kafka's message definitions (uuids as Kafka's text)."""
+INTERNAL_RECORD: dict[str, pa.DataType] = {
+    "log_offset": pa.int64(), "log_timestamp": pa.int64(), "record_type": pa.string(), "value_version": pa.int16(),
+    "tombstone": pa.bool_(), "key": pa.string(), "value": pa.string(), "decode_error": pa.string(),
+}
+"""An internal topic's record as a row: where it is in the log, its type and version, and its key
+and value as the JSON Kafka's tools print (or, per field, the definition's columns)."""
 
 TIMESTAMP_TYPE_IDS = {name: i for i, name in enumerate(TIMESTAMP_TYPES)} | {NO_TIMESTAMP_TYPE: -1}
 """Kafka's ``TimestampType.id`` of each ``timestamp_type`` name."""

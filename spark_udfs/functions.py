@@ -218,13 +218,14 @@ def _records_udtf():
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from pykbatch.arrow import RECORD, explode_batch
-    schema = pa.schema([("id", pa.int64())] + list(RECORD))
+    from pykbatch.columns import ROW_ID, fields
+    schema = pa.schema(fields(ROW_ID, "id") + list(RECORD))
 
     @arrow_udtf(returnType=from_arrow_schema(schema))
     class KbatchRecords:
         def eval(self, batch: pa.RecordBatch):
             out = explode_batch(batch, "value", keep=["id"])
-            columns = [out.column(0).cast(pa.int64())] + out.columns[1:]
+            columns = [out.column(0).cast(ROW_ID["id"])] + out.columns[1:]
             yield pa.RecordBatch.from_arrays(columns, schema=schema)
     return KbatchRecords
 

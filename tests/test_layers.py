@@ -175,3 +175,45 @@ def test_rules_are_built_only_by_the_catalogue_view():
     builders = [str(p.relative_to(ROOT)) for p in modules().values() if p.suffix == ".py"
                 and p.name != "rules.py" and re.search(r"\bRule\(", p.read_text())]
     assert builders == []
+
+
+ARROW_TYPES = frozenset(("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
+                         "float64", "string", "large_string", "binary", "large_binary", "binary_view", "string_view",
+                         "timestamp", "date32", "dictionary", "list_", "struct"))
+SCHEMA_BUILDERS = frozenset(("schema", "struct", "field", "list_", "dictionary"))
+COLUMNS = ROOT / "pykbatch" / "columns.py"
+
+
+def _pa_call(node, names) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "pa")
+
+
+def schemas_with_literal_types(path: pathlib.Path) -> list[str]:
+    """``pa.schema/struct/field/...`` calls whose arguments name an Arrow type themselves (line numbers)."""
+    if path.suffix == ".pyx":
+        text = cython_source(path)
+        return [line.strip() for line in text.splitlines()
+                if re.search(r"pa\.(schema|struct|field)\(.*pa\.(%s)\(" % "|".join(ARROW_TYPES), line)]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if _pa_call(node, SCHEMA_BUILDERS):
+            args = [*node.args, *(k.value for k in node.keywords)]
+            if any(_pa_call(inner, ARROW_TYPES) for arg in args for inner in ast.walk(arg)):
+                found.append(f"line {node.lineno}")
+    return found
+
+
+def test_no_module_outside_columns_builds_an_output_schema_from_literal_types():
+    """Every output's Arrow types come from pykbatch/columns.py: a schema, struct or field built
+    elsewhere takes its types from there (``fields(...)``, ``columns.X``), never ``pa.int64()``."""
+    strangers = {f"{path.relative_to(ROOT)} {where}" for path in modules().values() if path != COLUMNS
+                 for where in schemas_with_literal_types(path)}
+    assert strangers == set()
+
+
+def test_a_literal_schema_would_be_found(tmp_path):
+    fake = tmp_path / "fake.py"
+    fake.write_text('import pyarrow as pa\nS = pa.schema([pa.field("id", pa.int64())])\nT = pa.schema(F)\n')
+    assert schemas_with_literal_types(fake) == ["line 2", "line 2"]
+    assert schemas_with_literal_types(COLUMNS)  # columns.py does build them: the one home

@@ -13,9 +13,12 @@ import pyarrow as pa
 
 from pykbatch._native import to_arrow
 from pykbatch.arrow import decode_entries
+from pykbatch.columns import LOCATION, fields
 from pykbatch.errors import KafkaDataError
 from pykbatch.log import Segment, entry_windows
 from pykbatch.parallel import ordered_map
+
+SEGMENT = fields(LOCATION, "segment")[0]  # a partition export's rows: the segment they came from
 
 WINDOW_BYTES = 32 * 1024 * 1024
 FORMATS = ("parquet", "arrow")
@@ -105,7 +108,7 @@ def _export(sources: list, dest: str, format: str, window_bytes: int, jobs, segm
         i, view, run, first_entry, base_offset = window
         table, damaged = decode_entries(view, run, first_entry=first_entry)
         if segment_column:
-            table = table.append_column("segment", _repeated(base_offset, table.num_rows))
+            table = table.append_column(SEGMENT, _repeated(base_offset, table.num_rows))
         return i, table, damaged, run[-1][0] + run[-1][1]
 
     writer = None
@@ -126,7 +129,7 @@ def _export(sources: list, dest: str, format: str, window_bytes: int, jobs, segm
                 del table
         if writer is None:  # no records: an empty file with the schema
             schema = to_arrow(b"").schema
-            writer = _writer(dest, format, schema.append(pa.field("segment", pa.int64())) if segment_column else schema)
+            writer = _writer(dest, format, schema.append(SEGMENT) if segment_column else schema)
     finally:
         if writer is not None:
             writer.close()
@@ -138,7 +141,7 @@ def _export(sources: list, dest: str, format: str, window_bytes: int, jobs, segm
 def _repeated(value: int, n: int) -> pa.Array:
     """``value`` n times: a run-end encoded column would be cheaper, but Parquet and Spark take plain ones."""
     import numpy as np
-    return pa.array(np.full(n, value, np.int64))
+    return pa.array(np.full(n, value, np.int64), SEGMENT.type)
 
 
 def _writer(dest: str, format: str, schema: pa.Schema):

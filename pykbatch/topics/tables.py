@@ -21,16 +21,13 @@ from typing import Iterator
 import pyarrow as pa
 
 from pykbatch import iter_batches
+from pykbatch.columns import INTERNAL_RECORD, KAFKA_FIELD_TYPES, fields
 from pykbatch.kafka import definitions, jackson
 from pykbatch.kafka.definitions import MessageFormatError
 
 from pykbatch.topics import cluster_metadata, coordinator
 
-_ARROW = {"bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "uint16": pa.uint16(), "int32": pa.int32(),
-          "uint32": pa.uint32(), "int64": pa.int64(), "float64": pa.float64(), "string": pa.string(),
-          "bytes": pa.binary(), "records": pa.binary(), "uuid": pa.string()}
-LEADING = [pa.field("log_offset", pa.int64()), pa.field("log_timestamp", pa.int64()),
-           pa.field("value_version", pa.int16()), pa.field("tombstone", pa.bool_())]
+LEADING = fields(INTERNAL_RECORD, "log_offset log_timestamp value_version tombstone")
 
 
 def snake(name: str) -> str:
@@ -43,7 +40,7 @@ def arrow_type(f: definitions.Field) -> pa.DataType:
         return pa.list_(arrow_type(element))
     if f.fields:
         return pa.struct([pa.field(snake(s.name), arrow_type(s)) for s in f.fields])
-    return _ARROW[f.type]
+    return KAFKA_FIELD_TYPES[f.type]
 
 
 def _plain(f: definitions.Field, v):
@@ -116,7 +113,7 @@ def _records(data) -> Iterator:
 
 
 ALIASES = {"offsets": "OffsetCommit", "group-metadata": "GroupMetadata", "transactions": "TransactionLog"}
-ERROR_COLUMN = pa.field("decode_error", pa.string())
+ERROR_COLUMN = fields(INTERNAL_RECORD, "decode_error")[0]
 
 
 def record_table(data, name: str, error_rows: bool = False) -> tuple[pa.Table, list[RecordError]]:
@@ -201,6 +198,4 @@ def json_table(data, topic: str) -> tuple[pa.Table, list[RecordError]]:
             continue
         out["log_offset"].append(r.offset)
         out["log_timestamp"].append(r.timestamp)
-    types = {"log_offset": pa.int64(), "log_timestamp": pa.int64(), "record_type": pa.string(),
-             "value_version": pa.int16(), "tombstone": pa.bool_(), "key": pa.string(), "value": pa.string()}
-    return pa.table({k: pa.array(v, types[k]) for k, v in out.items()}), errors
+    return pa.table({k: pa.array(v, INTERNAL_RECORD[k]) for k, v in out.items()}), errors
