@@ -28,11 +28,11 @@ from pykbatch.log.indexes import AbortedTxn
 from pykbatch.tiered import TieredPartition, TieredTopicStore, open_store
 from pykbatch.tiered.layouts import INDEX, LAYOUTS
 from pykbatch.tiered.partition import Piece
+from pykbatch.tiered.tables import EPOCH as EPOCH_COLUMN  # last, as in the CLI export
 
 from .segment_plan import Ranges
 
 LOG = logging.getLogger("pykbatch.tiered")
-(EPOCH_COLUMN,) = fields(READ, "leader_epoch")
 
 
 def _opt(options, key: str, default=None):

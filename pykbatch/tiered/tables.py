@@ -1,9 +1,9 @@
 """A tiered partition's records as Arrow tables, window by window (bounded memory): what the CLI
 exports, the backfill job writes and the Spark source hands to Spark.
 
-Columns: ``topic``, ``partition``, ``leader_epoch`` (the epoch the partition's leader-epoch
-lineage gives the record's offset: the remote copy's segment leader epochs, or the local
-checkpoint), then ``pykbatch.to_arrow``'s record columns.
+Columns: ``topic``, ``partition``, then ``pykbatch.to_arrow``'s record columns, then
+``leader_epoch`` (the epoch the partition's leader-epoch lineage gives the record's offset: the
+remote copy's segment leader epochs, or the local checkpoint), last as in the Spark source.
 """
 from __future__ import annotations
 
@@ -22,12 +22,14 @@ from pykbatch.tiered.partition import Piece, TieredPartition
 
 WINDOW_BYTES = 8 << 20
 AHEAD = 3  # pieces fetched ahead of the one decoding (object stores: requests overlap decoding)
-LEADING = fields({**LOCATION, **READ}, "topic partition leader_epoch")
+LEADING = fields(LOCATION, "topic partition")
+(EPOCH,) = fields(READ, "leader_epoch")
+"""What a tiered read adds after the records' columns, here and in the Spark source."""
 
 
 def schema() -> pa.Schema:
     from pykbatch import to_arrow
-    return pa.schema(LEADING + list(to_arrow(b"").schema))
+    return pa.schema(LEADING + list(to_arrow(b"").schema) + [EPOCH])
 
 
 def lineage_arrays(part: TieredPartition, piece: Piece) -> tuple[np.ndarray, np.ndarray]:
@@ -124,6 +126,5 @@ def piece_tables(part: TieredPartition, piece: Piece, iso: Isolation, lo: int, h
         epoch = epoch_column(table["offset"], starts, epochs)
         yield pa.Table.from_arrays(
             [pa.repeat(pa.scalar(part.partition.topic, pa.string()), n),
-             pa.repeat(pa.scalar(part.partition.partition, pa.int32()), n),
-             epoch] + table.columns,
-            schema=pa.schema(LEADING + list(table.schema)))
+             pa.repeat(pa.scalar(part.partition.partition, pa.int32()), n)] + table.columns + [epoch],
+            schema=pa.schema(LEADING + list(table.schema) + [EPOCH]))
