@@ -150,12 +150,20 @@ def test_transactional_producer_writing_outside_its_transaction():
 
 
 def test_replication_origin_reports_nothing():
-    tracker = ProducerStateTracker(TP, mode="audit", origin="replication")
+    tracker = ProducerStateTracker(TP, mode="audit", append_origin="replication")
     tracker.append_data(5, 3, 0, 0, 0, 0)
     assert tracker.append_data(5, 1, 9, 9, 1, 1).culprits == []
 
 
-@pytest.mark.parametrize("bad", [dict(mode="x"), dict(origin="x")])
+def test_the_old_origin_keyword_still_works_with_a_warning():
+    with pytest.warns(DeprecationWarning, match="append_origin"):
+        tracker = ProducerStateTracker(TP, mode="audit", origin="replication")
+    assert tracker.append_origin == "replication"
+    tracker.append_data(5, 3, 0, 0, 0, 0)
+    assert tracker.append_data(5, 1, 9, 9, 1, 1).culprits == []
+
+
+@pytest.mark.parametrize("bad", [dict(mode="x"), dict(append_origin="x")])
 def test_bad_settings_are_refused(bad):
     with pytest.raises(ValueError):
         ProducerStateTracker(**bad)
@@ -169,8 +177,8 @@ def test_the_in_order_fast_path_answers_as_the_full_checks_do(mode, origin, dupl
     fast path for a producer's next batch in order."""
     import random
     rng = random.Random(7)
-    fast = ProducerStateTracker(mode=mode, origin=origin, duplicates=duplicates)
-    slow = ProducerStateTracker(mode=mode, origin=origin, duplicates=duplicates)
+    fast = ProducerStateTracker(mode=mode, append_origin=origin, duplicates=duplicates)
+    slow = ProducerStateTracker(mode=mode, append_origin=origin, duplicates=duplicates)
     slow._fast_path = False
     next_seq, epochs, offset = {}, {}, 0
     for _ in range(4000):

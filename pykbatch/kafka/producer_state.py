@@ -14,6 +14,8 @@ with their offsets).
 """
 from __future__ import annotations
 
+import warnings
+
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
@@ -88,6 +90,10 @@ class ProducerAudit:
         return not self.culprits
 
 
+APPEND_ORIGINS = ("client", "coordinator", "replication")
+"""Kafka's AppendOrigin values: who appends the batches (decides which producer checks run)."""
+
+
 class ProducerStateTracker:
     """Kafka's per-partition producer state, checked batch by batch.
 
@@ -96,9 +102,11 @@ class ProducerStateTracker:
         leaves the state as it was, a duplicate of one of the last five batches is answered
         with the original (``Check.duplicate_of``).  ``"audit"``: the batches are already in a
         log: each one moves the state on (but a fenced writer's), and duplicates are culprits.
-    origin
-        ``"client"`` checks sequences; ``"coordinator"`` only epochs; ``"replication"`` reports
-        nothing (Kafka only logs), as the broker does for each append origin.
+    append_origin
+        Kafka's ``AppendOrigin`` of the batches: ``"client"`` checks sequences; ``"coordinator"``
+        only epochs; ``"replication"`` reports nothing (Kafka only logs), as the broker does for
+        each.  (Not ``ValidationConfig.origin``, which says whose bytes are validated: a client's,
+        a log's or a replica's.)  ``origin=`` is the old name of this argument.
     duplicates
         Look for a repeat of the last five batches first, as the leader does before
         ``ProducerAppendInfo`` runs; False gives ``ProducerAppendInfo``'s answer alone.
@@ -109,15 +117,18 @@ class ProducerStateTracker:
 
     _fast_path = True  # a producer's next batch in order skips the checks it passes (tests turn it off)
 
-    def __init__(self, topic_partition: str = "t-0", mode: str = "leader", origin: str = "client",
-                 duplicates: bool = True, transaction_version: int = -1):
+    def __init__(self, topic_partition: str = "t-0", mode: str = "leader", append_origin: str = "client",
+                 duplicates: bool = True, transaction_version: int = -1, *, origin: str | None = None):
+        if origin is not None:
+            warnings.warn("ProducerStateTracker(origin=...) is now append_origin=", DeprecationWarning, stacklevel=2)
+            append_origin = origin
         if mode not in ("leader", "audit"):
             raise ValueError("mode must be 'leader' or 'audit'")
-        if origin not in ("client", "coordinator", "replication"):
-            raise ValueError("origin must be 'client', 'coordinator' or 'replication'")
+        if append_origin not in APPEND_ORIGINS:
+            raise ValueError(f"append_origin must be one of {', '.join(map(repr, APPEND_ORIGINS))}")
         self.topic_partition = topic_partition
         self.mode = mode
-        self.origin = origin
+        self.append_origin = append_origin
         self.duplicates = duplicates
         self.transaction_version = transaction_version
         self.producers: dict[int, ProducerEntry] = {}
@@ -146,7 +157,7 @@ class ProducerStateTracker:
         """ProducerAppendInfo.appendDataBatch (with the leader's duplicate check before it)."""
         state = self.producers.get(producer_id)
         if (self._fast_path and state is not None and state.batches and epoch == state.epoch and not transactional
-                and state.current_txn_first_offset is None and self.origin == "client"
+                and state.current_txn_first_offset is None and self.append_origin == "client"
                 and first_seq == state.batches[-1].last_seq + 1):
             # the common case, a producer's next batch in order: unless it repeats a retained
             # batch (possible after a gap in an audited log), every check below passes
@@ -156,24 +167,24 @@ class ProducerStateTracker:
         state = state or ProducerEntry(producer_id)
         report = _Reporter(self.topic_partition, producer_id, first_offset, where)
         duplicate = state.find_duplicate(epoch, first_seq, last_seq) \
-            if self.duplicates and self.origin == "client" else None
+            if self.duplicates and self.append_origin == "client" else None
         if duplicate is not None:
             if self.mode == "leader":
                 return Check([], duplicate, None)
             report("producer.duplicate", seq=first_seq, last=last_seq, first_offset=duplicate.first_offset,
                    last_offset=duplicate.last_offset)
             return Check(report.culprits, duplicate, None)
-        if self.origin != "replication" and epoch < state.epoch:
+        if self.append_origin != "replication" and epoch < state.epoch:
             report("producer.stale_epoch", epoch=epoch, op="<", current=state.epoch, tv=self.transaction_version)
             return Check(report.culprits, None, None)  # a fenced writer moves nothing on
-        if self.origin == "client":
+        if self.append_origin == "client":
             if epoch != state.epoch:
                 if first_seq != 0 and state.epoch != -1:
                     report("producer.new_epoch_sequence", epoch=epoch, seq=first_seq, current=state.epoch)
             elif not (state.epoch == -1 or first_seq == state.last_seq + 1
                       or (first_seq == 0 and state.last_seq == INT32_MAX)):
                 report("producer.out_of_order_sequence", seq=first_seq, last=state.last_seq)
-        if self.origin != "replication" and state.current_txn_first_offset is not None and not transactional:
+        if self.append_origin != "replication" and state.current_txn_first_offset is not None and not transactional:
             report("producer.non_transactional_in_transaction")
         if report.culprits and self.mode == "leader":
             return Check(report.culprits, None, None)
@@ -192,7 +203,7 @@ class ProducerStateTracker:
         """ProducerAppendInfo.appendEndTxnMarker: closes the producer's transaction."""
         state = self.producers.get(producer_id) or ProducerEntry(producer_id)
         report = _Reporter(self.topic_partition, producer_id, offset, where)
-        if self.origin != "replication":
+        if self.append_origin != "replication":
             bumps = self.transaction_version >= 2  # TV2 markers carry the bumped epoch
             if epoch < state.epoch or (bumps and epoch == state.epoch):
                 report("producer.stale_epoch", epoch=epoch, op="<=" if bumps else "<", current=state.epoch,
