@@ -11,11 +11,13 @@ from operator import attrgetter
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pykbatch import _native, errors
 from pykbatch.config import ValidationConfig
 from pykbatch.columns import (  # noqa: F401 (the result types, named here too)
-    BATCH, CULPRIT, DROPPED, ERROR_RECORD, RECORD as _RECORD_TYPES, REPAIR, VALIDATION, fields,
+    BATCH, CULPRIT, DROPPED, ERROR_RECORD, RECORD as _RECORD_TYPES, REPAIR, SPARK_KAFKA, TIMESTAMP_TYPE_IDS,
+    VALIDATION, fields,
 )
 
 RECORD = pa.struct(fields(_RECORD_TYPES, "offset timestamp key value headers sequence batch_index "
@@ -257,3 +259,14 @@ def decode_entries(data, entries, *, verify_crc: bool = True, first_entry: int =
                 exc.offset += position
             failed.append((position, first_entry + i, exc))
     return (pa.concat_tables(tables) if tables else _native.to_arrow(b"")), failed
+
+
+def spark_timestamps(millis: pa.Array, types: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Record timestamps (epoch milliseconds) and their type names as Spark's Kafka source has
+    them: a TimestampType (microseconds, UTC; a hostile value wraps rather than fails the task)
+    and Kafka's timestamp type id."""
+    micros = pc.multiply(millis, pa.scalar(1000, pa.int64())).cast(SPARK_KAFKA["timestamp"], safe=False)
+    names = list(TIMESTAMP_TYPE_IDS)
+    ids = pc.take(pa.array([TIMESTAMP_TYPE_IDS[n] for n in names], pa.int32()),
+                  pc.index_in(types.cast(pa.string()), pa.array(names)))
+    return micros, ids

@@ -110,3 +110,9 @@ TIMESTAMP_TYPE_IDS = {name: i for i, name in enumerate(TIMESTAMP_TYPES)} | {NO_T
 def fields(types: dict[str, pa.DataType], names: str) -> list[pa.Field]:
     """The fields ``names`` (space-separated) with their types from ``types``."""
     return [pa.field(name, types[name]) for name in names.split()]
+
+
+CONSUMED: list[pa.Field] = fields(SPARK_KAFKA, "key value topic partition offset timestamp timestampType headers") \
+    + fields(READ, "leader_epoch")
+"""A live reader's records (``pykbatch.live``): Spark's Kafka source's columns, then the leader
+epoch of the batch each came in."""

@@ -15,51 +15,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
 
 from pykbatch import errors as kb_errors
-from pykbatch.config import ValidationConfig
+from pykbatch.policy import STAGE, ErrorPolicy, error_context  # noqa: F401 (named here too)
 
 log = logging.getLogger("pykbatch.errors")
 
-STAGE = "VALIDATE"  # Connect's stage names the step that failed (KEY_CONVERTER, TRANSFORMATION, ...)
-
-
-@dataclass(frozen=True)
-class ErrorPolicy:
-    """What to do with batches that fail validation.
-
-    tolerance
-        ``"none"``: the first failure fails the job, with every culprit of that batch in the
-        exception (Connect's default).  ``"all"``: failures go on as dead letters (or skipped).
-    max_errors
-        With ``"all"``: fail anyway once more than this many batches failed (None: no limit).
-    dead_letter
-        True: failed rows come back in ``dead`` with their error context; False: skipped.
-    handler
-        KIP-210: called with each culprit of a failed batch (on the executors); answers
-        ``pykbatch.errors.CONTINUE`` or ``FAIL``.  Fatal culprits never reach it: they fail.
-    log_enable, include_messages
-        ``errors.log.enable``: one JSON document per failure in KIP-298's error-context shape on
-        the ``pykbatch.errors`` logger; the record bytes only with ``include_messages`` (off by
-        default: records may hold sensitive data).
-    config
-        The ``ValidationConfig`` the batches are checked with.
-    """
-    tolerance: str = "none"
-    max_errors: int | None = None
-    dead_letter: bool = True
-    handler: Callable | None = field(default=None, compare=False)
-    log_enable: bool = False
-    include_messages: bool = False
-    config: ValidationConfig | None = None
-
-    def __post_init__(self):
-        if self.tolerance not in ("none", "all"):
-            raise ValueError("tolerance is 'none' or 'all'")
-        if self.max_errors is not None and self.max_errors < 0:
-            raise ValueError("max_errors must be >= 0")
 
 
 class DeadLetterError(kb_errors.KafkaDataError, ValueError):
@@ -89,21 +51,6 @@ class Split:
                 "total-record-errors": m["failures"], "total-records-skipped": m["skipped"],
                 "deadletterqueue-produce-requests": m["dead_letters"], "total-errors-logged": m["logged"],
                 "last-error-timestamp": m["last_failure"]}
-
-
-def error_context(row: dict, culprits: list, topic=None, partition=None, offset=None, *,
-                  include_messages: bool = False, value=None) -> dict:
-    """KIP-298's error context for one failed batch (what errors.log.enable prints)."""
-    first = culprits[0] if culprits else {}
-    doc = {"record": {"topic": topic, "partition": partition, "offset": offset},
-           "stage": {"type": STAGE, "class": "pykbatch.validate"},
-           "exception": {"class": kb_errors.exception_class(first.get("code")),
-                         "message": first.get("message")},
-           "culprits": culprits, "error_code": row.get("error_code"), "error_name": row.get("error_name")}
-    if include_messages and value is not None:
-        import base64
-        doc["record"]["value"] = base64.b64encode(bytes(value)).decode()
-    return doc
 
 
 def split_dead_letters(df, col: str, policy: ErrorPolicy = ErrorPolicy(), *, topic_col: str | None = None,

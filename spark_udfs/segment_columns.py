@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pykbatch import validate as kb_validate
-from pykbatch.arrow import append_headers, decode_entries
-from pykbatch.columns import BATCH, LOCATION, READ, RECORD, SPARK_KAFKA, TIMESTAMP_TYPE_IDS, fields
+from pykbatch.arrow import append_headers, decode_entries, spark_timestamps
+from pykbatch.columns import BATCH, LOCATION, READ, RECORD, SPARK_KAFKA, fields
 from pykbatch.config import ValidationConfig
 
 # a batch's position is its record's batch_position
@@ -67,14 +67,3 @@ def entries_batch(data, entries, segment, topic, partition, mode, validate, sche
         cols["batch_ok"] = errors.is_null()
         cols["batch_error"] = errors
     return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in schema], schema=schema)
-
-
-def spark_timestamps(millis: pa.Array, types: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """Record timestamps (epoch milliseconds) and their type names as Spark's Kafka source has
-    them: a TimestampType (microseconds, UTC; a hostile value wraps rather than fails the task)
-    and Kafka's timestamp type id."""
-    micros = pc.multiply(millis, pa.scalar(1000, pa.int64())).cast(SPARK_KAFKA["timestamp"], safe=False)
-    names = list(TIMESTAMP_TYPE_IDS)
-    ids = pc.take(pa.array([TIMESTAMP_TYPE_IDS[n] for n in names], pa.int32()),
-                  pc.index_in(types.cast(pa.string()), pa.array(names)))
-    return micros, ids

@@ -7,6 +7,11 @@ consumer moves the aborted transactions that began at or before the batch's last
 set of aborted producers; a transactional batch of an aborted producer is dropped; that
 producer's ABORT marker takes it out of the set again.  And the broker hands it nothing at or
 after the last stable offset: the first offset of the earliest transaction still open.
+
+A consumer that cannot read an entry (``unreadable``) cannot tell whether it was the ABORT marker
+of a producer in the aborted set: that producer's next transactional batches are then neither
+kept nor dropped but held (``decide`` answers ``HOLD``) until the broker's list shows a new
+aborted transaction of it or one of its markers is read.  Nothing is guessed.
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from typing import Iterable
 from pykbatch.kafka.control import ABORT, control_type
 from pykbatch.log.indexes import AbortedTxn, SnapshotEntry
 
+KEEP, DROP, HOLD = "keep", "drop", "hold"
 READ_UNCOMMITTED = "read_uncommitted"
 READ_COMMITTED = "read_committed"
 ISOLATION_LEVELS = (READ_UNCOMMITTED, READ_COMMITTED)
@@ -39,31 +45,62 @@ class Isolation:
     """Decides, batch by batch in offset order, what a consumer at ``level`` receives."""
 
     def __init__(self, level: str = READ_UNCOMMITTED, aborted: Iterable[AbortedTxn] = (),
-                 last_stable_offset: int | None = None, fetch_offset: int | None = None):
+                 last_stable_offset: int | None = None, fetch_offset: int | None = None,
+                 undecided: Iterable[int] = ()):
         """``fetch_offset``: where the read starts.  A broker hands a fetch only the aborted
         transactions whose last offset is at or after it (an abort that ended before is no
-        business of the fetch's, and its marker would never be seen to end it)."""
+        business of the fetch's, and its marker would never be seen to end it).  ``undecided``:
+        producers an earlier fetch's unreadable entry left undecided (``unreadable``)."""
         self.level = check_level(level)
         self.committed = level == READ_COMMITTED
         self._pending = sorted((t.first_offset, t.producer_id) for t in aborted
                                if fetch_offset is None or t.last_offset >= fetch_offset) if self.committed else []
         self._aborted: set[int] = set()
+        self._undecided: set[int] = set(undecided) if self.committed else set()
         self.last_stable_offset = last_stable_offset if self.committed else None
 
     def past_end(self, batch) -> bool:
         """Whether ``batch`` and everything after it lie at or beyond the last stable offset."""
         return self.last_stable_offset is not None and batch.base_offset >= self.last_stable_offset
 
+    def _begin_aborted_up_to(self, offset: int) -> None:
+        while self._pending and self._pending[0][0] <= offset:
+            producer = heapq.heappop(self._pending)[1]
+            self._aborted.add(producer)
+            self._undecided.discard(producer)  # a new aborted transaction: decided by the broker's list
+
+    def decide(self, batch) -> str:
+        """``KEEP``, ``DROP`` or ``HOLD`` for ``batch``'s records (call for every batch, in order)."""
+        if self.committed and batch.producer_id >= 0:
+            self._begin_aborted_up_to(batch.last_offset)
+            if batch.is_control:
+                self._undecided.discard(batch.producer_id)  # any marker ends the producer's transaction
+                if _is_abort_marker(batch):
+                    self._aborted.discard(batch.producer_id)
+            elif batch.is_transactional and batch.producer_id in self._undecided:
+                return HOLD
+            elif batch.is_transactional and batch.producer_id in self._aborted:
+                return DROP
+        return DROP if batch.is_control else KEEP
+
     def keeps(self, batch) -> bool:
         """Whether the consumer receives ``batch``'s records (call for every batch, in order)."""
-        if self.committed and batch.producer_id >= 0:
-            while self._pending and self._pending[0][0] <= batch.last_offset:
-                self._aborted.add(heapq.heappop(self._pending)[1])
-            if _is_abort_marker(batch):
-                self._aborted.discard(batch.producer_id)
-            elif batch.is_transactional and batch.producer_id in self._aborted:
-                return False
-        return not batch.is_control
+        return self.decide(batch) == KEEP
+
+    @property
+    def undecided(self) -> frozenset[int]:
+        """Producers whose transactional records are held until one of their markers is read."""
+        return frozenset(self._undecided)
+
+    def unreadable(self, last_offset: int) -> list[int]:
+        """An entry that cannot be read ends at ``last_offset``: it may have been the ABORT marker
+        of any producer then in the aborted set, whose later batches become undecided.  Returns
+        those producers."""
+        if not self.committed:
+            return []
+        self._begin_aborted_up_to(last_offset)
+        self._undecided |= self._aborted
+        return sorted(self._aborted)
 
     def keeps_offset(self, offset: int) -> bool:
         return self.last_stable_offset is None or offset < self.last_stable_offset

@@ -1,0 +1,355 @@
+"""One client's view of a live cluster: connections, metadata, offsets, requests.
+
+The connection layer is kafka-python's (``kafka.net``: sockets, TLS, SASL, API-version
+negotiation) and so are the request and response classes (generated from Kafka's JSON message
+definitions); pykbatch reads and writes only the record batches they carry.  What this module adds:
+a bootstrap that fails at once, naming what failed, on a refused credential or certificate (the
+connection layer would retry those until its timeout), metadata for the topics a reader is
+assigned, ListOffsets, and committed offsets for a group id.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from pykbatch.live.settings import connection_kwargs, redacted
+
+log = logging.getLogger("pykbatch.live")
+
+EARLIEST, LATEST = -2, -1  # ListOffsets' timestamps for the log start and the end (Spark's JSON too)
+FETCH_MAX_VERSION = 12  # Fetch by topic name (13+ by topic id)
+
+
+class ClusterError(Exception):
+    """A cluster refused or could not answer: ``code`` is Kafka's error code when it gave one."""
+
+    def __init__(self, message: str, code: int | None = None, retriable: bool = False):
+        super().__init__(message)
+        self.code = code
+        self.retriable = retriable
+
+
+class AuthenticationError(ClusterError):
+    """Wrong credentials, a refused SASL mechanism or a certificate that does not verify: retrying
+    cannot help, so nothing retries it."""
+
+
+class AuthorizationError(ClusterError):
+    """The principal may not read (or describe) a topic or group."""
+
+
+class UnknownTopicError(ClusterError):
+    """A topic or partition the cluster does not have."""
+
+
+@dataclass(frozen=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True)
+class Leader:
+    node: int
+    epoch: int  # -1: unknown
+
+
+def _errors():
+    import kafka.errors as Errors
+    return Errors
+
+
+def _is_auth_failure(exc: BaseException) -> bool:
+    Errors = _errors()
+    if isinstance(exc, (Errors.SaslAuthenticationFailedError, Errors.UnsupportedSaslMechanismError,
+                        Errors.IllegalSaslStateError)):
+        return True
+    text = str(exc)
+    return "Handshake failed" in text or "CERTIFICATE_VERIFY_FAILED" in text or "SSL" in type(exc).__name__
+
+
+def _describe_auth_failure(exc: BaseException, where: str, props: Mapping[str, Any]) -> str:
+    Errors = _errors()
+    protocol = str(props.get("security_protocol"))
+    if isinstance(exc, Errors.SaslAuthenticationFailedError):
+        user = props.get("sasl_plain_username")
+        who = f" for user {user!r}" if user else ""
+        return f"SASL {props.get('sasl_mechanism')} authentication{who} failed at {where}: {exc}"
+    if isinstance(exc, Errors.UnsupportedSaslMechanismError):
+        return f"the broker at {where} does not offer SASL {props.get('sasl_mechanism')}: {exc}"
+    if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+        return (f"TLS handshake with {where} failed: the broker's certificate does not verify against "
+                f"ssl.ca.location ({exc})")
+    return f"{protocol} connection to {where} failed during the handshake: {exc}"
+
+
+class Cluster:
+    """A connection to a cluster (``props``: Kafka client properties, see ``pykbatch.live.settings``)."""
+
+    def __init__(self, props: Mapping[str, Any], *, timeout_ms: int = 30_000, receive_max_bytes: int = 128 << 20):
+        from kafka.net import KafkaNetClient
+        self.props = dict(props)
+        self.timeout_ms = timeout_ms
+        self._kwargs = connection_kwargs(props)
+        self._kwargs.setdefault("request_timeout_ms", timeout_ms)
+        self._kwargs["receive_message_max_bytes"] = receive_max_bytes
+        self._client = KafkaNetClient(**self._kwargs)
+        self._leaders: dict[TopicPartition, Leader] = {}
+        self._partitions: dict[str, list[int]] = {}
+        self._coordinators: dict[str, int] = {}
+        self._connected = False
+
+    def __repr__(self) -> str:
+        return f"Cluster({redacted(self.props)})"
+
+    # -- connecting ---------------------------------------------------------------------------
+    def connect(self) -> "Cluster":
+        """Bootstraps, failing at once on a refused credential or certificate and after
+        ``timeout_ms`` when no bootstrap server answers."""
+        if self._connected:
+            return self
+        manager = self._client._manager
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        last: BaseException | None = None
+        servers = self._kwargs["bootstrap_servers"]
+        while time.monotonic() < deadline:
+            for broker in manager.cluster.bootstrap_brokers():
+                where = f"{broker.host}:{broker.port}"
+                try:
+                    self._client.await_ready(broker.node_id, timeout_ms=max(1, int((deadline - time.monotonic()) * 1000)))
+                except Exception as exc:
+                    cause = manager.auth_failure(broker.node_id) or self._connection_error(broker.node_id) or exc
+                    if _is_auth_failure(cause):
+                        self.close()
+                        raise AuthenticationError(_describe_auth_failure(cause, where, self._kwargs)) from None
+                    last = cause
+                    continue
+                try:
+                    response = self._client.send_and_receive(broker.node_id, self._metadata_request([]),
+                                                             timeout_ms=self.timeout_ms)
+                except Exception as exc:
+                    last = exc
+                    continue
+                manager.cluster.update_metadata(response)
+                self._connected = True
+                return self
+            time.sleep(0.2)
+        self.close()
+        raise ClusterError(f"could not reach a broker of {servers} within {self.timeout_ms} ms: {last}", retriable=True)
+
+    def _connection_error(self, node_id) -> BaseException | None:
+        conn = self._client._manager._conns.get(node_id)
+        future = getattr(conn, "init_future", None) if conn is not None else None
+        if future is not None and future.is_done and future.failed():
+            return future.exception
+        return None
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        except Exception:  # closing a half-open client must not hide the error that closed it
+            log.debug("closing the connection failed", exc_info=True)
+
+    def __enter__(self) -> "Cluster":
+        return self.connect()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- requests -----------------------------------------------------------------------------
+    def request(self, node: int, request, timeout_ms: int | None = None):
+        """``request`` sent to ``node``; its response (connection errors raise ``ClusterError``)."""
+        self.connect()
+        try:
+            return self._client.send_and_receive(node, request, timeout_ms=timeout_ms or self.timeout_ms)
+        except Exception as exc:
+            manager = self._client._manager
+            cause = manager.auth_failure(node) or exc
+            if _is_auth_failure(cause):
+                raise AuthenticationError(_describe_auth_failure(cause, f"node {node}", self._kwargs)) from None
+            raise ClusterError(f"{type(request).__name__} to node {node} failed: {exc}", retriable=True) from exc
+
+    def request_all(self, requests: Iterable[tuple[int, Any]], timeout_ms: int | None = None) -> list:
+        """Several requests in flight at once (one per node, as a consumer fetches); each
+        response, or the ``ClusterError`` its node gave, in order."""
+        self.connect()
+        timeout_ms = timeout_ms or self.timeout_ms
+        pending = []
+        for node, request in requests:
+            try:
+                self._client.await_ready(node, timeout_ms=timeout_ms)
+                pending.append(self._client.send(node, request))
+            except Exception as exc:
+                pending.append(exc)
+        deadline = time.monotonic() + timeout_ms / 1000
+        for f in pending:
+            if isinstance(f, BaseException):
+                continue
+            while not f.is_done and time.monotonic() < deadline:
+                self._client.poll(timeout_ms=max(1, int((deadline - time.monotonic()) * 1000)), future=f)
+        out = []
+        for f in pending:
+            if isinstance(f, BaseException):
+                out.append(ClusterError(f"node not ready: {f}", retriable=True))
+            elif not f.is_done:
+                out.append(ClusterError(f"no answer within {timeout_ms} ms", retriable=True))
+            elif f.failed():
+                out.append(ClusterError(f"request failed: {f.exception}", retriable=True))
+            else:
+                out.append(f.value)
+        return out
+
+    # -- metadata -----------------------------------------------------------------------------
+    @staticmethod
+    def _metadata_request(topics: list[str]):
+        from kafka.protocol.metadata import MetadataRequest
+        return MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+                               allow_auto_topic_creation=False, max_version=12)
+
+    def refresh(self, topics: Iterable[str]) -> None:
+        """Partitions and leaders of ``topics`` (errors name the topic: unknown, not authorized)."""
+        from kafka.errors import for_code
+        self.connect()
+        topics = sorted(set(topics))
+        node = self._client.least_loaded_node(bootstrap_fallback=True)
+        response = self.request(node, self._metadata_request(topics))
+        self._client._manager.cluster.update_metadata(response)
+        for t in response.topics:
+            if t.error_code:
+                err = for_code(t.error_code)
+                if t.error_code == 29:  # TOPIC_AUTHORIZATION_FAILED
+                    raise AuthorizationError(f"not authorized to read topic {t.name!r} "
+                                             f"(TOPIC_AUTHORIZATION_FAILED)", t.error_code)
+                if t.error_code == 3:  # UNKNOWN_TOPIC_OR_PARTITION
+                    raise UnknownTopicError(f"topic {t.name!r} does not exist on {self._kwargs['bootstrap_servers']}",
+                                            t.error_code)
+                raise ClusterError(f"metadata for topic {t.name!r}: {err.__name__}", t.error_code,
+                                   retriable=getattr(err, "retriable", False))
+            self._partitions[t.name] = sorted(p.partition_index for p in t.partitions)
+            for p in t.partitions:
+                self._leaders[TopicPartition(t.name, p.partition_index)] = Leader(p.leader_id, p.leader_epoch)
+
+    def partitions(self, topic: str) -> list[int]:
+        if topic not in self._partitions:
+            self.refresh([topic])
+        return self._partitions[topic]
+
+    def leader(self, tp: TopicPartition) -> Leader:
+        if tp not in self._leaders:
+            self.refresh([tp.topic])
+            if tp not in self._leaders:
+                raise UnknownTopicError(f"partition {tp} does not exist (topic {tp.topic!r} has "
+                                        f"{len(self._partitions.get(tp.topic, []))} partitions)", 3)
+        return self._leaders[tp]
+
+    def forget_leader(self, tp: TopicPartition) -> None:
+        """The leader moved (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH...): ask again next time."""
+        self._leaders.pop(tp, None)
+
+    # -- offsets ------------------------------------------------------------------------------
+    def list_offsets(self, wanted: Mapping[TopicPartition, int], isolation_level: int = 0) -> dict[TopicPartition, int]:
+        """The offset for each partition's timestamp (``EARLIEST``, ``LATEST`` or epoch ms: the
+        first offset whose timestamp is at or after it; ``LATEST`` when none is)."""
+        from kafka.protocol.consumer import ListOffsetsRequest
+        by_node: dict[int, dict[TopicPartition, int]] = {}
+        for tp, ts in wanted.items():
+            by_node.setdefault(self.leader(tp).node, {})[tp] = ts
+        out: dict[TopicPartition, int] = {}
+        unresolved: dict[TopicPartition, int] = {}
+        T = ListOffsetsRequest.ListOffsetsTopic
+        P = T.ListOffsetsPartition
+        for node, tps in by_node.items():
+            topics: dict[str, list] = {}
+            for tp, ts in tps.items():
+                topics.setdefault(tp.topic, []).append(P(partition_index=tp.partition, timestamp=ts,
+                                                         current_leader_epoch=self.leader(tp).epoch))
+            request = ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level,
+                                         topics=[T(name=name, partitions=ps) for name, ps in topics.items()],
+                                         min_version=1, max_version=8)
+            response = self.request(node, request)
+            for t in response.topics:
+                for p in t.partitions:
+                    tp = TopicPartition(t.name, p.partition_index)
+                    if p.error_code:
+                        self._raise_partition_error(tp, p.error_code, "ListOffsets")
+                    if p.offset < 0:  # no record at or after the timestamp: the end
+                        unresolved[tp] = LATEST
+                    else:
+                        out[tp] = p.offset
+        if unresolved:
+            out.update(self.list_offsets(unresolved, isolation_level))
+        return out
+
+    def _raise_partition_error(self, tp: TopicPartition, code: int, what: str):
+        from kafka.errors import for_code
+        err = for_code(code)
+        if code == 29:
+            raise AuthorizationError(f"not authorized to read topic {tp.topic!r} (TOPIC_AUTHORIZATION_FAILED)", code)
+        if getattr(err, "invalid_metadata", False) or code in (6, 74, 75):
+            self.forget_leader(tp)
+        raise ClusterError(f"{what} for {tp}: {err.__name__}({code})", code, retriable=getattr(err, "retriable", False))
+
+    # -- committed offsets of a group (OffsetFetch / OffsetCommit) ------------------------------
+    def coordinator(self, group: str) -> int:
+        """The node coordinating ``group`` (FindCoordinator)."""
+        from kafka.protocol.metadata import FindCoordinatorRequest
+        if group in self._coordinators:
+            return self._coordinators[group]
+        node = self._client.least_loaded_node(bootstrap_fallback=True)
+        request = FindCoordinatorRequest(key=group, key_type=0, coordinator_keys=[group], min_version=1, max_version=4)
+        response = self.request(node, request)
+        entries = getattr(response, "coordinators", None) or [response]
+        c = entries[0]
+        if c.error_code:
+            if c.error_code == 30:
+                raise AuthorizationError(f"not authorized to use group {group!r} (GROUP_AUTHORIZATION_FAILED)", 30)
+            raise ClusterError(f"FindCoordinator for group {group!r}: error {c.error_code}", c.error_code, retriable=True)
+        node_id = self._client._manager.cluster.add_coordinator(response, "group", group)
+        self._coordinators[group] = node_id
+        return node_id
+
+    def committed(self, group: str, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """The offsets ``group`` committed for ``tps`` (None: nothing committed)."""
+        from kafka.protocol.consumer.group import OffsetFetchRequest
+        tps = list(tps)
+        topics: dict[str, list[int]] = {}
+        for tp in tps:
+            topics.setdefault(tp.topic, []).append(tp.partition)
+        T = OffsetFetchRequest.OffsetFetchRequestTopic
+        request = OffsetFetchRequest(group_id=group, topics=[T(name=n, partition_indexes=ps) for n, ps in topics.items()],
+                                     require_stable=True, min_version=1, max_version=7)
+        response = self.request(self.coordinator(group), request)
+        if getattr(response, "error_code", 0):
+            raise ClusterError(f"OffsetFetch for group {group!r}: error {response.error_code}", response.error_code)
+        out: dict[TopicPartition, int | None] = {tp: None for tp in tps}
+        for t in response.topics:
+            for p in t.partitions:
+                if p.error_code:
+                    self._raise_partition_error(TopicPartition(t.name, p.partition_index), p.error_code, "OffsetFetch")
+                out[TopicPartition(t.name, p.partition_index)] = p.committed_offset if p.committed_offset >= 0 else None
+        return out
+
+    def commit(self, group: str, offsets: Mapping[TopicPartition, int], metadata: str = "") -> None:
+        """Commits ``offsets`` (the next offset to read, as Kafka's consumers commit) for
+        ``group`` as a standalone committer (no membership, generation -1)."""
+        from kafka.protocol.consumer.group import OffsetCommitRequest
+        T = OffsetCommitRequest.OffsetCommitRequestTopic
+        P = T.OffsetCommitRequestPartition
+        topics: dict[str, list] = {}
+        for tp, offset in offsets.items():
+            topics.setdefault(tp.topic, []).append(P(partition_index=tp.partition, committed_offset=offset,
+                                                     committed_leader_epoch=-1, committed_metadata=metadata))
+        request = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                      group_instance_id=None, retention_time_ms=-1,
+                                      topics=[T(name=n, partitions=ps) for n, ps in topics.items()],
+                                      min_version=2, max_version=8)
+        response = self.request(self.coordinator(group), request)
+        for t in response.topics:
+            for p in t.partitions:
+                if p.error_code:
+                    self._raise_partition_error(TopicPartition(t.name, p.partition_index), p.error_code, "OffsetCommit")

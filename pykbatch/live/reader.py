@@ -1,0 +1,541 @@
+"""A reader of live partitions that is never stuck: every readable record delivered, every
+unreadable range named, skipped by policy and dead-lettered, the position moved past exactly what
+cannot be read.
+
+    from pykbatch.live import Reader
+    with Reader({"bootstrap.servers": "broker:9092"}, subscribe="orders", starting_offsets="earliest",
+                ending_offsets="latest", policy=ErrorPolicy(tolerance="all")) as reader:
+        table = reader.read()              # Arrow: Spark's Kafka columns + leader_epoch
+        reader.skips                       # what was moved past, each with its culprits
+
+Fetches go to each partition's leader (one request per broker, every assigned partition in it);
+each partition's bytes go through ``pykbatch.live.fetched.read_fetched`` (the validator, the
+isolation level).  Unreadable entries whose extent a response does not show, and a broker that
+answers CORRUPT_MESSAGE with no data, are resolved by ``Probe``: small fetches forward to the first
+offset the broker serves sound, found by doubling then bisecting, so the skipped range is exact.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, NamedTuple
+
+import pyarrow as pa
+
+from pykbatch import _native
+from pykbatch.arrow import spark_timestamps
+from pykbatch.columns import CONSUMED
+from pykbatch.errors import CONTINUE, FAIL, KafkaDataError
+from pykbatch.kafka.isolation import READ_COMMITTED, Isolation, check_level
+from pykbatch.live.cluster import FETCH_MAX_VERSION, LATEST, AuthorizationError, Cluster, ClusterError, TopicPartition
+from pykbatch.live.fetched import Damage, Fetched, Skip, read_fetched
+from pykbatch.live.offsets import assigned, ending_positions, starting_positions
+from pykbatch.log.indexes import AbortedTxn
+from pykbatch.policy import ErrorPolicy
+from pykbatch.rules import BY_ID
+
+log = logging.getLogger("pykbatch.live")
+SCHEMA = pa.schema(CONSUMED)
+
+# partition errors that mean "ask for metadata and fetch again"
+_REFRESH = {3: "UNKNOWN_TOPIC_OR_PARTITION", 5: "LEADER_NOT_AVAILABLE", 6: "NOT_LEADER_OR_FOLLOWER",
+            56: "KAFKA_STORAGE_ERROR", 74: "FENCED_LEADER_EPOCH", 75: "UNKNOWN_LEADER_EPOCH",
+            100: "UNKNOWN_TOPIC_ID"}
+OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, TOPIC_AUTHORIZATION_FAILED = 1, 2, 29
+
+
+class ConsumedRecord(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    """Epoch milliseconds."""
+    timestamp_type: int
+    """Kafka's id: 0 CreateTime, 1 LogAppendTime (-1: none, magic 0)."""
+    key: bytes | None
+    value: bytes | None
+    headers: list
+    leader_epoch: int
+
+
+class UnreadableRecordsError(KafkaDataError, ValueError):
+    """The policy does not tolerate a skip (``errors.tolerance=none``, a handler's FAIL, or more
+    than ``max_errors``): the reader's position is left before the range."""
+
+    def __init__(self, skip: Skip, why: str):
+        self.skip = skip
+        self.code = skip.code
+        super().__init__(f"{skip.line()} ({why}; the reader's position stays at {skip.first_offset}: "
+                         "with errors.tolerance=all the reader moves past it)", skip.position, skip.rule,
+                         skip.culprits)
+
+
+class DataLossError(ClusterError):
+    """The position is out of the partition's range (records deleted by retention or a
+    truncation) and ``fail_on_data_loss`` is set, as in Spark's Kafka source."""
+
+
+@dataclass
+class Poll:
+    """What one poll delivered and moved past."""
+    table: pa.Table
+    skips: list[Skip]
+    positions: dict[TopicPartition, int]
+
+    def records(self) -> list[ConsumedRecord]:
+        return records_of(self.table)
+
+    def report(self) -> str:
+        lines = [f"{self.table.num_rows} records, {len(self.skips)} skipped ranges"]
+        lines += ["  " + s.line() for s in self.skips]
+        return "\n".join(lines)
+
+
+def records_of(table: pa.Table) -> list[ConsumedRecord]:
+    """Python objects for a reader's table (timestamps back to epoch ms)."""
+    if not table.num_rows:
+        return []
+    ts = table.column("timestamp").cast(pa.int64()).to_numpy() // 1000
+    headers = [[(h["key"], h["value"]) for h in hs] for hs in table.column("headers").to_pylist()]
+    cols = [table.column(n).to_pylist() for n in ("topic", "partition", "offset")]
+    return list(map(ConsumedRecord, *cols, ts.tolist(), table.column("timestampType").to_pylist(),
+                    table.column("key").to_pylist(), table.column("value").to_pylist(), headers,
+                    table.column("leader_epoch").to_pylist()))
+
+
+@dataclass
+class _Partition:
+    tp: TopicPartition
+    position: int
+    end: int | None
+    fetch_bytes: int
+    undecided: frozenset = frozenset()
+    high_watermark: int = -1
+    backoff_until: float = 0.0
+
+    @property
+    def done(self) -> bool:
+        return self.end is not None and self.position >= self.end
+
+
+@dataclass
+class Metrics:
+    """Counters of one reader (Connect's error metrics under their names, then the reader's own)."""
+    counts: dict = field(default_factory=lambda: dict.fromkeys((
+        "total-records", "total-record-failures", "total-record-errors", "total-records-skipped",
+        "total-errors-logged", "deadletterqueue-produce-requests", "deadletterqueue-produce-failures",
+        "records-consumed", "bytes-fetched", "fetch-requests", "probe-requests", "offsets-skipped",
+        "offsets-held", "fetch-size-increases", "leader-refreshes"), 0))
+    last_error_timestamp: int = -1
+
+    def add(self, name: str, n: int = 1) -> None:
+        self.counts[name] += n
+
+    def as_dict(self) -> dict:
+        return {**self.counts, "last-error-timestamp": self.last_error_timestamp}
+
+
+class Reader:
+    """Reads assigned partitions of a live cluster (see the module's doc).
+
+    props
+        Kafka client properties: ``bootstrap.servers``, ``security.protocol``, SASL and TLS
+        settings (``pykbatch.live.settings``), as the Java client or Spark (``kafka.*``) names them.
+    assign / subscribe, starting_offsets, ending_offsets, starting_timestamp,
+    starting_offsets_by_timestamp
+        Spark's Kafka source's options (``pykbatch.live.offsets``); ``starting_offsets="committed"``
+        resumes ``group_id``'s committed offsets.
+    isolation_level
+        ``read_uncommitted`` or ``read_committed`` (aborted transactions left out, nothing at or
+        after the last stable offset).
+    fail_on_data_loss
+        Spark's meaning: a position outside the log (deleted by retention) raises
+        ``DataLossError``; False moves to the log's start (or end) and reports the gap as a skip.
+    policy, dead_letters
+        What a skip does (``pykbatch.policy.ErrorPolicy``: tolerance ``none`` raises
+        ``UnreadableRecordsError``; ``all`` moves on; a handler answers CONTINUE or FAIL for each
+        skip) and where its bytes go (a callable ``sink(skip, context)``: ``JsonLinesDeadLetters``,
+        ``DeadLetterTopic``).
+    max_partition_fetch_bytes, fetch_max_bytes, max_wait_ms, max_batch_bytes
+        Fetch sizes (Kafka's defaults); a batch larger than the partition's size is fetched again
+        with its size, up to ``max_batch_bytes``.
+    """
+
+    def __init__(self, props: Mapping[str, Any] | Cluster, *, assign=None, subscribe=None,
+                 starting_offsets="latest", ending_offsets=None, starting_timestamp: int | None = None,
+                 starting_offsets_by_timestamp=None, group_id: str | None = None,
+                 isolation_level: str = "read_uncommitted", fail_on_data_loss: bool = True,
+                 policy: ErrorPolicy | None = None, dead_letters: Callable[[Skip, dict], Any] | None = None,
+                 max_partition_fetch_bytes: int = 1 << 20, fetch_max_bytes: int = 50 << 20,
+                 max_wait_ms: int = 500, max_batch_bytes: int = 64 << 20, positions: Mapping | None = None):
+        self.level = check_level(isolation_level)
+        self._iso_code = 1 if self.level == READ_COMMITTED else 0
+        self.cluster = props if isinstance(props, Cluster) else Cluster(props)
+        self._owns_cluster = not isinstance(props, Cluster)
+        self.policy = policy or ErrorPolicy()
+        self.dead_letters = dead_letters
+        self.fail_on_data_loss = fail_on_data_loss
+        self.group_id = group_id
+        self.max_wait_ms, self.fetch_max_bytes, self.max_batch_bytes = max_wait_ms, fetch_max_bytes, max_batch_bytes
+        self.metrics = Metrics()
+        self.skips: list[Skip] = []
+        self._failures = 0
+        self._rotation = 0
+        self.cluster.connect()
+        tps = assigned(self.cluster, assign, subscribe)
+        if positions is not None:
+            start = {tp: positions[tp] for tp in tps}
+        else:
+            start = starting_positions(self.cluster, tps, starting_offsets, starting_timestamp=starting_timestamp,
+                                       starting_offsets_by_timestamp=starting_offsets_by_timestamp,
+                                       group_id=group_id, isolation_level=self._iso_code)
+        end = ending_positions(self.cluster, tps, ending_offsets, isolation_level=self._iso_code)
+        self._parts = {tp: _Partition(tp, start[tp], None if end is None else end[tp], max_partition_fetch_bytes)
+                       for tp in tps}
+
+    # -- the public surface ----------------------------------------------------------------------
+    @property
+    def assignment(self) -> list[TopicPartition]:
+        return list(self._parts)
+
+    def positions(self) -> dict[TopicPartition, int]:
+        """The next offset each partition reads (what to commit or checkpoint)."""
+        return {tp: p.position for tp, p in self._parts.items()}
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._parts[tp].position = offset
+
+    @property
+    def finished(self) -> bool:
+        """Every partition reached its ending offset (never, for an unbounded reader)."""
+        return all(p.done for p in self._parts.values())
+
+    def commit(self, group_id: str | None = None) -> None:
+        """Commits the positions for ``group_id`` (default: the reader's)."""
+        group = group_id or self.group_id
+        if not group:
+            raise ValueError("commit needs a group id")
+        self.cluster.commit(group, self.positions())
+
+    def poll(self, timeout_ms: int | None = None) -> Poll:
+        """One round of fetches (one request per leader), waiting up to ``max_wait_ms`` for data."""
+        tables, skips = [], []
+        active = [p for p in self._parts.values() if not p.done and p.backoff_until <= time.monotonic()]
+        if not active:
+            if not self.finished:
+                time.sleep(min(0.1, max(0.0, min(p.backoff_until for p in self._parts.values()) - time.monotonic())))
+            return Poll(SCHEMA.empty_table(), [], self.positions())
+        self._rotation += 1  # a different partition first each time: none starves behind a large one
+        active = active[self._rotation % len(active):] + active[:self._rotation % len(active)]
+        by_node: dict[int, list[_Partition]] = {}
+        for p in active:
+            try:
+                by_node.setdefault(self.cluster.leader(p.tp).node, []).append(p)
+            except ClusterError as exc:
+                if isinstance(exc, AuthorizationError):
+                    raise
+                self._back_off(p, exc)
+        nodes = list(by_node)
+        responses = self.cluster.request_all([(n, self._fetch_request(by_node[n])) for n in nodes],
+                                             timeout_ms=(timeout_ms or self.max_wait_ms) + self.cluster.timeout_ms)
+        self.metrics.add("fetch-requests", len(nodes))
+        for node, response in zip(nodes, responses):
+            if isinstance(response, Exception):
+                log.warning("fetch from node %s failed: %s", node, response)
+                for p in by_node[node]:
+                    self.cluster.forget_leader(p.tp)
+                    self._back_off(p, response)
+                continue
+            if getattr(response, "error_code", 0):
+                raise ClusterError(f"fetch from node {node}: error {response.error_code}", response.error_code)
+            parts = {(t.topic, d.partition_index): d for t in response.responses for d in t.partitions}
+            for p in by_node[node]:
+                data = parts.get((p.tp.topic, p.tp.partition))
+                if data is not None:
+                    table, found = self._handle(p, data)
+                    if table is not None and table.num_rows:
+                        tables.append(table)
+                    skips += found
+        table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+        self.metrics.add("records-consumed", table.num_rows)
+        self.metrics.add("total-records", table.num_rows)
+        return Poll(table, skips, self.positions())
+
+    def polls(self, timeout_s: float | None = None) -> Iterator[Poll]:
+        """Polls until every partition reached its end (or ``timeout_s`` passed)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while not self.finished and (deadline is None or time.monotonic() < deadline):
+            yield self.poll()
+
+    def read(self, timeout_s: float | None = None) -> pa.Table:
+        """Every record up to the ending offsets, as one table (needs ``ending_offsets``)."""
+        if any(p.end is None for p in self._parts.values()) and timeout_s is None:
+            raise ValueError("read() needs ending_offsets (or a timeout_s) to know when to stop")
+        tables = [poll.table for poll in self.polls(timeout_s) if poll.table.num_rows]
+        return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+
+    def __iter__(self) -> Iterator[ConsumedRecord]:
+        for poll in self.polls():
+            yield from poll.records()
+
+    def close(self) -> None:
+        if self._owns_cluster:
+            self.cluster.close()
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- fetching ------------------------------------------------------------------------------
+    def _fetch_request(self, parts: list[_Partition], *, offset: int | None = None, max_bytes: int | None = None,
+                       isolation: int | None = None):
+        from kafka.protocol.consumer import FetchRequest
+        T = FetchRequest.FetchTopic
+        topics: dict[str, list] = {}
+        for p in parts:
+            topics.setdefault(p.tp.topic, []).append(T.FetchPartition(
+                partition=p.tp.partition, fetch_offset=p.position if offset is None else offset,
+                partition_max_bytes=p.fetch_bytes if max_bytes is None else max_bytes,
+                current_leader_epoch=self.cluster.leader(p.tp).epoch, last_fetched_epoch=-1, log_start_offset=-1))
+        return FetchRequest(replica_id=-1, max_wait_ms=self.max_wait_ms if offset is None else 0, min_bytes=1,
+                            max_bytes=self.fetch_max_bytes if max_bytes is None else max(max_bytes, 1),
+                            isolation_level=self._iso_code if isolation is None else isolation,
+                            session_id=0, session_epoch=-1, rack_id="",
+                            topics=[T(topic=name, partitions=ps) for name, ps in topics.items()],
+                            forgotten_topics_data=[], min_version=4, max_version=FETCH_MAX_VERSION)
+
+    def _fetch_one(self, p: _Partition, offset: int):
+        """One small fetch of ``p`` at ``offset`` (a probe): its partition data."""
+        request = self._fetch_request([p], offset=offset, max_bytes=1)
+        self.metrics.add("probe-requests")
+        response = self.cluster.request(self.cluster.leader(p.tp).node, request)
+        return response.responses[0].partitions[0]
+
+    def _isolation(self, p: _Partition, data, fetch_offset: int) -> Isolation:
+        aborted = [AbortedTxn(0, t.producer_id, t.first_offset, 2**63 - 1, -1) for t in (data.aborted_transactions or ())]
+        lso = data.last_stable_offset if self.level == READ_COMMITTED and data.last_stable_offset >= 0 else None
+        return Isolation(self.level, aborted, lso, None, undecided=p.undecided)
+
+    def _handle(self, p: _Partition, data) -> tuple[pa.Table | None, list[Skip]]:
+        code = data.error_code
+        if data.high_watermark >= 0:
+            p.high_watermark = data.high_watermark
+        if code == CORRUPT_MESSAGE:
+            return self._probe(p, None, data)
+        if code == OFFSET_OUT_OF_RANGE:
+            return None, self._out_of_range(p, data)
+        if code == TOPIC_AUTHORIZATION_FAILED:
+            raise AuthorizationError(f"not authorized to read topic {p.tp.topic!r} (TOPIC_AUTHORIZATION_FAILED)", code)
+        if code in _REFRESH:
+            self.metrics.add("leader-refreshes")
+            self.cluster.forget_leader(p.tp)
+            self._back_off(p, ClusterError(f"{p.tp}: {_REFRESH[code]}", code, retriable=True))
+            return None, []
+        if code:
+            from kafka.errors import for_code
+            raise ClusterError(f"fetch of {p.tp}: {for_code(code).__name__}({code})", code)
+        records = data.records or b""
+        self.metrics.add("bytes-fetched", len(records))
+        iso = self._isolation(p, data, p.position)
+        fetched = read_fetched(records, p.position, topic=p.tp.topic, partition=p.tp.partition, isolation=iso)
+        p.undecided = iso.undecided
+        return self._deliver(p, fetched, data)
+
+    def _deliver(self, p: _Partition, fetched: Fetched, data) -> tuple[pa.Table | None, list[Skip]]:
+        start = p.position
+        try:
+            return self._deliver_from(p, fetched, data, start)
+        except UnreadableRecordsError:
+            p.position = start  # nothing of this fetch was handed out: all of it comes again
+            raise
+
+    def _deliver_from(self, p: _Partition, fetched: Fetched, data, start: int):
+        skips = []
+        for s in fetched.skips:
+            self._apply(s)  # raises when the policy fails: the position is left before the skip
+            skips.append(s)
+        table = self._output(p, fetched.table)
+        p.position = max(p.position, fetched.next_offset)
+        if fetched.damage is not None:
+            more, found = self._probe(p, fetched.damage, data)
+            skips += found
+            if more is not None and more.num_rows:
+                table = pa.concat_tables([table, more]) if table is not None else more
+        elif fetched.partial_size is not None and p.position == start:
+            if fetched.partial_size > self.max_batch_bytes:
+                rule = BY_ID["consumer.batch_too_large"]
+                damage = Damage(p.position, 0, [], b"")
+                return table, skips + self._probe(p, damage, data, rule=rule, message=rule.message(
+                    offset=p.position, size=fetched.partial_size, limit=self.max_batch_bytes))[1]
+            p.fetch_bytes = max(p.fetch_bytes, fetched.partial_size)  # as the Java consumer grows it
+            self.metrics.add("fetch-size-increases")
+        return table, skips
+
+    def _output(self, p: _Partition, table: pa.Table) -> pa.Table | None:
+        """``to_arrow``'s records of ``p`` in the reader's columns, cut at the partition's end."""
+        if not table.num_rows:
+            return None
+        if p.end is not None and table.column("offset")[-1].as_py() >= p.end:
+            import pyarrow.compute as pc
+            table = table.filter(pc.less(table.column("offset"), p.end))
+        n = table.num_rows
+        timestamp, timestamp_type = spark_timestamps(table.column("timestamp").combine_chunks(),
+                                                     table.column("timestamp_type").combine_chunks())
+        cols = {"key": table.column("key"), "value": table.column("value"),
+                "topic": pa.repeat(pa.scalar(p.tp.topic, pa.string()), n),
+                "partition": pa.repeat(pa.scalar(p.tp.partition, pa.int32()), n),
+                "offset": table.column("offset"), "timestamp": timestamp, "timestampType": timestamp_type,
+                "headers": table.column("headers"), "leader_epoch": table.column("partition_leader_epoch")}
+        return pa.Table.from_arrays([cols[f.name] for f in SCHEMA], schema=SCHEMA)
+
+    # -- what cannot be read -------------------------------------------------------------------
+    def _apply(self, skip: Skip) -> None:
+        """The policy for one skip: fail (position kept), or count, log, dead-letter and move on."""
+        policy = self.policy
+        self.metrics.add("total-record-failures")
+        self.metrics.add("total-record-errors")
+        self.metrics.last_error_timestamp = int(time.time() * 1000)
+        if policy.tolerance == "none":
+            raise UnreadableRecordsError(skip, "errors.tolerance=none")
+        if policy.handler is not None:
+            answer = policy.handler(skip)
+            if answer == FAIL:
+                raise UnreadableRecordsError(skip, "the handler answered FAIL")
+            if answer != CONTINUE:
+                raise ValueError(f"a handler answers CONTINUE or FAIL, not {answer!r}")
+        self._failures += 1
+        if policy.max_errors is not None and self._failures > policy.max_errors:
+            raise UnreadableRecordsError(skip, f"more than max_errors={policy.max_errors} skips")
+        self.skips.append(skip)
+        self.metrics.add("offsets-held" if skip.held else "offsets-skipped", skip.count)
+        if policy.log_enable:
+            import json
+
+            from pykbatch.live.dead_letters import skip_context
+            log.error(json.dumps(skip_context(skip, include_bytes=policy.include_messages), default=str))
+            self.metrics.add("total-errors-logged")
+        else:
+            log.warning("%s", skip.line())
+        if policy.dead_letter and self.dead_letters is not None:
+            from pykbatch.live.dead_letters import skip_context
+            try:
+                self.dead_letters(skip, skip_context(skip, include_bytes=False))
+                self.metrics.add("deadletterqueue-produce-requests")
+            except Exception:
+                self.metrics.add("deadletterqueue-produce-failures")
+                raise
+        else:
+            self.metrics.add("total-records-skipped")
+
+    def _out_of_range(self, p: _Partition, data) -> list[Skip]:
+        tp = p.tp
+        if self.fail_on_data_loss:
+            raise DataLossError(f"offset {p.position} of {tp} is out of the partition's range (log start "
+                                f"{data.log_start_offset}, high watermark {data.high_watermark}): records were "
+                                "deleted or the log was truncated (failOnDataLoss=false moves on)", OFFSET_OUT_OF_RANGE)
+        earliest = self.cluster.list_offsets({tp: -2})[tp]
+        latest = self.cluster.list_offsets({tp: -1}, self._iso_code)[tp]
+        target = earliest if p.position < earliest else latest
+        log.warning("%s: offset %d is out of range; moving to %d (failOnDataLoss=false)", tp, p.position, target)
+        skips = []
+        if target > p.position:
+            skip = Skip(tp.topic, tp.partition, p.position, target - 1, "", OFFSET_OUT_OF_RANGE,
+                        "records deleted before they were read (out of range)")
+            skips.append(skip)
+            self.metrics.add("offsets-skipped", skip.count)
+        p.position = target
+        return skips
+
+    def _back_off(self, p: _Partition, exc: Exception) -> None:
+        log.info("%s: %s; fetching again after a metadata refresh", p.tp, exc)
+        p.backoff_until = time.monotonic() + 0.1
+
+    def _probe(self, p: _Partition, damage: Damage | None, data, *, rule=None, message=None):
+        """Finds the first offset after ``p.position`` that the broker serves as a sound entry,
+        skips up to it and delivers what that fetch holds."""
+        result = Probe(self, p).run(damage)
+        first, last = p.position, result.next_offset - 1
+        if damage is not None and rule is None:
+            skip = damage.skip(p.tp.topic, p.tp.partition, last)
+        else:
+            rule = rule or BY_ID["consumer.broker_corrupt"]
+            skip = Skip(p.tp.topic, p.tp.partition, first, last, rule.id, rule.code,
+                        message or rule.message(first=first, last=last))
+        skips = []
+        if last >= first:
+            self._apply(skip)
+            skips.append(skip)
+            iso = Isolation(self.level, undecided=p.undecided)
+            iso.unreadable(last)
+            p.undecided = iso.undecided
+        p.position = result.next_offset
+        if result.data is None:
+            return None, skips
+        table, found = self._handle(p, result.data)
+        return table, skips + found
+
+
+@dataclass
+class ProbeResult:
+    next_offset: int
+    """The first offset after the damage the broker serves sound (or the log's end)."""
+    data: Any = None
+    """The partition data of the fetch at ``next_offset`` (None: the damage runs to the end)."""
+
+
+class Probe:
+    """Doubling then bisection over fetch offsets: the smallest offset after ``position`` whose
+    fetch answers with a sound first entry starting after ``position``.  The broker finds a batch
+    by its header's last offset, as every client must, so this is the extent the log itself gives
+    the damage; it costs about 2 log2(extent) one-batch fetches."""
+
+    def __init__(self, reader: Reader, p: _Partition):
+        self.reader, self.p = reader, p
+
+    def _sound_after(self, offset: int):
+        """The partition data if a fetch at ``offset`` starts with a sound entry past the
+        position; None if it does not; "end" past the log's end."""
+        data = self.reader._fetch_one(self.p, offset)
+        if data.high_watermark >= 0:
+            self.p.high_watermark = data.high_watermark
+        if data.error_code == OFFSET_OUT_OF_RANGE:
+            return "end"
+        records = data.records
+        if data.error_code or not records or not _native.entry_is_sound(records, 0):
+            return None
+        base = int.from_bytes(bytes(records[:8]), "big", signed=True)
+        return data if base > self.p.position else None
+
+    def run(self, damage: Damage | None) -> ProbeResult:
+        position = self.p.position
+        if self.p.high_watermark <= position:  # an error answer carries none: ask for the log's end
+            self.p.high_watermark = self.reader.cluster.list_offsets({self.p.tp: LATEST}, self.reader._iso_code)[self.p.tp]
+        limit = max(self.p.high_watermark, position + 1)
+        if self.p.end is not None:
+            limit = min(limit, self.p.end)
+        bad, good, found, step = position, None, None, 1
+        while position + step < limit:  # doubling
+            answer = self._sound_after(position + step)
+            if answer == "end":
+                break
+            if answer is not None:
+                good, found = position + step, answer
+                break
+            bad = position + step
+            step *= 2
+        if good is None:  # nothing sound before the limit yet: look between the last miss and it
+            good = limit
+        while good - bad > 1:  # bisection: bad never answers sound, good does (or is the limit)
+            mid = (bad + good) // 2
+            answer = self._sound_after(mid)
+            if answer is not None and answer != "end":
+                good, found = mid, answer
+            else:
+                bad = mid
+        if found is None:
+            return ProbeResult(limit)
+        base = int.from_bytes(bytes(found.records[:8]), "big", signed=True)
+        return ProbeResult(base, found)

@@ -1,0 +1,125 @@
+"""A client's connection settings under Kafka's own names, translated for the connection layer.
+
+Users hand pykbatch the properties they already give Kafka's Java client (and Spark's Kafka source
+as ``kafka.*`` options) or librdkafka: ``bootstrap.servers``, ``security.protocol``,
+``sasl.mechanism``, ``sasl.jaas.config`` or ``sasl.username`` / ``sasl.password``, the TLS files.
+Connections, TLS and SASL are kafka-python's (``kafka.net``); pykbatch writes no security code.
+An unknown or unsupported property is refused by name (a typo in a security setting must not
+quietly connect in plaintext), and secrets never appear in a repr or a message.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
+SECRETS = ("sasl.password", "sasl.jaas.config", "ssl.key.password", "ssl.keystore.password",
+           "ssl.truststore.password")
+
+# Kafka property -> (kafka-python setting, converter); None: read by a rule below
+_PLAIN: dict[str, tuple[str, Any]] = {
+    "bootstrap.servers": ("bootstrap_servers", str),
+    "client.id": ("client_id", str),
+    "request.timeout.ms": ("request_timeout_ms", int),
+    "socket.connection.setup.timeout.ms": ("socket_connection_setup_timeout_ms", int),
+    "socket.connection.setup.timeout.max.ms": ("socket_connection_setup_timeout_max_ms", int),
+    "reconnect.backoff.ms": ("reconnect_backoff_ms", int),
+    "reconnect.backoff.max.ms": ("reconnect_backoff_max_ms", int),
+    "connections.max.idle.ms": ("connections_max_idle_ms", int),
+    "metadata.max.age.ms": ("metadata_max_age_ms", int),
+    "security.protocol": ("security_protocol", str),
+    "sasl.mechanism": ("sasl_mechanism", str),
+    "sasl.username": ("sasl_plain_username", str),
+    "sasl.password": ("sasl_plain_password", str),
+    "sasl.kerberos.service.name": ("sasl_kerberos_service_name", str),
+    "sasl.oauthbearer.token.provider": ("sasl_oauth_token_provider", None),  # an object, from Python
+    "ssl.ca.location": ("ssl_cafile", str),
+    "ssl.certificate.location": ("ssl_certfile", str),
+    "ssl.key.location": ("ssl_keyfile", str),
+    "ssl.key.password": ("ssl_password", str),
+    "ssl.crl.location": ("ssl_crlfile", str),
+    "ssl.context": ("ssl_context", None),  # an ssl.SSLContext, from Python
+}
+# Java's names for the same files, PEM only (ssl.*.type=PEM, KIP-651): Python's TLS reads PEM
+_JAVA_PEM = {"ssl.truststore.location": "ssl.ca.location", "ssl.keystore.location": "ssl.certificate.location"}
+_OTHER = {"ssl.truststore.type", "ssl.keystore.type", "ssl.keystore.password", "ssl.truststore.password",
+          "ssl.endpoint.identification.algorithm", "enable.ssl.certificate.verification"}
+KNOWN = frozenset(_PLAIN) | frozenset(_JAVA_PEM) | _OTHER
+
+
+class SettingsError(ValueError):
+    """A connection setting pykbatch cannot honour, named (never with its value when it is a secret)."""
+
+
+def _jaas_credentials(jaas: str) -> tuple[str, str]:
+    """``username`` and ``password`` of a PLAIN or SCRAM ``sasl.jaas.config`` line."""
+    found = dict(re.findall(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"', jaas))
+    if "username" not in found or "password" not in found:
+        raise SettingsError("sasl.jaas.config: expected a login module line with username=\"...\" and "
+                            "password=\"...\" (PLAIN or SCRAM)")
+    return found["username"], found["password"]
+
+
+def connection_kwargs(props: Mapping[str, Any]) -> dict[str, Any]:
+    """kafka-python's settings for Kafka client ``props`` (``kafka.`` prefixes, as Spark options
+    carry them, are dropped)."""
+    props = {k[6:] if k.startswith("kafka.") else k: v for k, v in props.items()}
+    unknown = sorted(set(props) - KNOWN)
+    if unknown:
+        raise SettingsError(f"unknown connection setting(s) {', '.join(unknown)} (known: {', '.join(sorted(KNOWN))})")
+    if "bootstrap.servers" not in props:
+        raise SettingsError("bootstrap.servers is required")
+    out: dict[str, Any] = {}
+    for java, rdkafka in _JAVA_PEM.items():
+        if java in props:
+            kind = java.replace(".location", ".type")
+            if str(props.get(kind, "")).upper() != "PEM":
+                raise SettingsError(f"{java} is read as PEM: set {kind}=PEM (convert a JKS or PKCS12 store "
+                                    f"with keytool/openssl), or use {rdkafka}")
+            props.setdefault(rdkafka, props[java])
+            if java == "ssl.keystore.location":  # Java's PEM keystore holds the key with the certificate
+                props.setdefault("ssl.key.location", props[java])
+                if "ssl.keystore.password" in props:
+                    props.setdefault("ssl.key.password", props["ssl.keystore.password"])
+    for name, (target, convert) in _PLAIN.items():
+        if name in props and props[name] is not None:
+            out[target] = convert(props[name]) if convert else props[name]
+    protocol = out.setdefault("security_protocol", "PLAINTEXT").upper()
+    out["security_protocol"] = protocol
+    if protocol not in SECURITY_PROTOCOLS:
+        raise SettingsError(f"security.protocol is one of {', '.join(SECURITY_PROTOCOLS)}, not {protocol!r}")
+    if protocol.startswith("SASL"):
+        mechanism = out.setdefault("sasl_mechanism", "GSSAPI").upper()
+        out["sasl_mechanism"] = mechanism
+        if mechanism not in SASL_MECHANISMS:
+            raise SettingsError(f"sasl.mechanism is one of {', '.join(SASL_MECHANISMS)}, not {mechanism!r}")
+        if "sasl.jaas.config" in props and mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+            user, password = _jaas_credentials(str(props["sasl.jaas.config"]))
+            out.setdefault("sasl_plain_username", user)
+            out.setdefault("sasl_plain_password", password)
+        if mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and not out.get("sasl_plain_username"):
+            raise SettingsError(f"SASL {mechanism} needs credentials: sasl.username and sasl.password, "
+                                "or sasl.jaas.config")
+        if mechanism == "OAUTHBEARER" and "sasl_oauth_token_provider" not in out:
+            raise SettingsError("SASL OAUTHBEARER needs sasl.oauthbearer.token.provider (an object with "
+                                "token(), kafka-python's AbstractTokenProvider)")
+    elif "sasl.mechanism" in props:
+        raise SettingsError(f"sasl.mechanism is set but security.protocol is {protocol}: use SASL_SSL or "
+                            "SASL_PLAINTEXT")
+    if protocol.endswith("SSL"):
+        identify = str(props.get("ssl.endpoint.identification.algorithm", "https")).lower()
+        out["ssl_check_hostname"] = identify == "https"
+        if str(props.get("enable.ssl.certificate.verification", "true")).lower() == "false":
+            raise SettingsError("enable.ssl.certificate.verification=false: pykbatch always verifies the "
+                                "broker's certificate (give its CA with ssl.ca.location)")
+    elif any(k.startswith("ssl.") for k in props):
+        raise SettingsError(f"TLS settings are given but security.protocol is {protocol}: use SSL or SASL_SSL")
+    return out
+
+
+def redacted(props: Mapping[str, Any]) -> dict[str, Any]:
+    """``props`` with every secret replaced, for messages and logs."""
+    def hidden(key: str) -> bool:
+        return key.removeprefix("kafka.") in SECRETS
+    return {k: ("[hidden]" if hidden(k) else v) for k, v in props.items()}

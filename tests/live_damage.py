@@ -1,0 +1,139 @@
+"""Real damage on a real broker's disk, for the live reader's tests.
+
+A topic is written by kafka-python (a real client) in batches of a known size; the session's
+broker is stopped cleanly (segments closed, indexes trimmed), bytes of closed segments are
+damaged in place, and the broker is started again: it serves those bytes as they are.  What the
+tests expect is written from the damage plan (which offsets can no longer be read), not from
+pykbatch's own report.
+"""
+from __future__ import annotations
+
+import random
+import struct
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pykbatch as kb
+
+BATCH = 20  # records per batch: the producer flushes after each 20
+
+
+def value_of(offset: int) -> bytes:
+    return b"record %06d " % offset + bytes((offset * 7 + i) % 251 for i in range(60))
+
+
+def key_of(offset: int) -> bytes:
+    return b"k%d" % offset
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, **config) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1, config={k: str(v) for k, v in config.items()})])[topic] \
+        .result(timeout=60)
+
+
+def produce_batches(bootstrap: str, topic: str, batches: int, *, compressed=(), codec: str = "lz4",
+                    partition: int = 0, first_offset: int = 0) -> None:
+    """``batches`` batches of ``BATCH`` records (key ``k<offset>``, ``value_of(offset)``); the
+    batches whose index is in ``compressed`` use ``codec``."""
+    from kafka import KafkaProducer
+    producers = {}
+    for i in range(batches):
+        codec_of = codec if i in compressed else None
+        if codec_of not in producers:
+            producers[codec_of] = KafkaProducer(bootstrap_servers=bootstrap, compression_type=codec_of,
+                                                linger_ms=10_000, batch_size=1 << 20, acks="all")
+        p = producers[codec_of]
+        for j in range(BATCH):
+            offset = first_offset + i * BATCH + j
+            p.send(topic, key=key_of(offset), value=value_of(offset), partition=partition,
+                   headers=[("n", str(offset).encode())] if j == 0 else None)
+        p.flush()
+    for p in producers.values():
+        p.close()
+
+
+@dataclass
+class OnDisk:
+    path: Path
+    position: int
+    size: int
+    base_offset: int
+    last_offset: int
+    compression: str
+
+
+def batches_on_disk(partition_dir: Path) -> list[OnDisk]:
+    out = []
+    for log in sorted(partition_dir.glob("*.log")):
+        data = log.read_bytes()
+        for b in kb.iter_batches(data, verify_crc=False):
+            out.append(OnDisk(log, b.position, b.size, b.base_offset, b.last_offset, b.compression))
+    return out
+
+
+def _fix_crc(data: bytearray, start: int) -> None:
+    struct.pack_into(">I", data, start + 17, kb.crc32c(bytes(data[start + 21:start + _size(data, start)])))
+
+
+def _size(data, start: int) -> int:
+    return struct.unpack_from(">i", data, start + 8)[0] + 12
+
+
+def damage(b: OnDisk, how: str, *, record: int = 0, seed: int = 0) -> None:
+    """Damages ``b`` in its file: ``flip`` (a byte of the first record's value: CRC mismatch),
+    ``codec`` (the frame descriptor of a compressed payload, CRC made to match so only the codec sees it),
+    ``length`` (record ``record``'s length varint made larger, CRC made to match), ``garbage``
+    (every byte of the batch random), ``zeros`` (every byte zero)."""
+    data = bytearray(b.path.read_bytes())
+    s = b.position
+    if how == "flip":
+        data[s + 61 + 30] ^= 0x20
+    elif how == "codec":  # the frame's descriptor (a flipped literal would decompress, silently wrong)
+        data[s + 61 + 4] ^= 0x0F
+        _fix_crc(data, s)
+    elif how == "length":
+        batch = next(iter(kb.iter_batches(bytes(data[s:s + b.size]))))
+        at = s + [r.position for r in batch][record]
+        data[at] += 8  # zig-zag: +4 bytes claimed
+        _fix_crc(data, s)
+    elif how == "garbage":
+        data[s:s + b.size] = random.Random(seed).randbytes(b.size)
+    elif how == "zeros":  # as a preallocated, never written region reads: the broker's own scan fails on it
+        data[s:s + b.size] = bytes(b.size)
+    else:
+        raise ValueError(how)
+    b.path.write_bytes(bytes(data))
+
+
+def damaged_broker(broker, topic: str, plan) -> tuple[list[OnDisk], dict]:
+    """Stops ``broker`` cleanly, damages batch ``i`` as ``plan(on_disk)[i]`` says (``(how,
+    kwargs)``), and starts it again on the same data; the batches as they were on disk, and the plan."""
+    broker.stop()
+    try:
+        on_disk = batches_on_disk(broker.data / f"{topic}-0")
+        last_segment = max(b.path for b in on_disk)
+        plan = plan(on_disk)
+        for i, (how, kwargs) in plan.items():
+            assert on_disk[i].path != last_segment, "damage goes into closed segments"
+            damage(on_disk[i], how, **kwargs)
+    finally:
+        broker.start()
+    wait_until_served(broker.bootstrap, topic)
+    return on_disk, plan
+
+
+def wait_until_served(bootstrap: str, topic: str, timeout: float = 60) -> None:
+    """After a restart: the partition has a leader again."""
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        md = admin.list_topics(topic, timeout=10)
+        t = md.topics.get(topic)
+        if t is not None and not t.error and all(p.leader >= 0 for p in t.partitions.values()):
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"{topic} has no leader {timeout}s after the restart")

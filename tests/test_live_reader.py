@@ -1,0 +1,186 @@
+"""The live reader against the session's real broker, on real damage (tests/live_damage.py): a
+topic written by kafka-python, bytes of its closed segments damaged while the broker was down,
+served again as they are.  pykbatch's reader delivers every readable record (exactly what a clean
+copy of the topic minus the damaged records gives) and names each unreadable range; librdkafka
+(confluent-kafka) on the same topic does not get past the first damaged batch.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from pykbatch.live import JsonLinesDeadLetters, Reader, TopicPartition, UnreadableRecordsError
+from pykbatch.policy import ErrorPolicy
+from tests import kafka_tools
+from tests.live_damage import BATCH, create_topic, damaged_broker, key_of, produce_batches, value_of
+
+pytestmark = pytest.mark.skipif(kafka_tools.unavailable() is not None, reason=str(kafka_tools.unavailable()))
+
+TOPIC = "live-damaged"
+BATCHES = 100
+COMPRESSED = range(40, 50)
+# batch index -> the damage, and the offsets it leaves unreadable (from the plan, not from pykbatch)
+PLAN = {
+    15: ("flip", {}),                    # CRC mismatch: the whole batch
+    44: ("codec", {}),                   # lz4 payload damaged, CRC matching: the codec refuses it
+    60: ("length", {"record": 7}),       # record 7's length lies, CRC matching: records 0-6 readable
+    80: ("garbage", {"seed": 80}),       # a whole batch of random bytes between two sound ones
+}
+
+
+def plan(on_disk) -> dict:
+    """PLAN, a CRC flip in the last batch of a segment (a fetch response never spans segments, so
+    nothing sound follows it in the response that holds it), and a batch of zero bytes inside a
+    later segment (as a preallocated region never written reads): the broker's own offset search
+    fails on it, so a fetch that starts at it gets CORRUPT_MESSAGE and no records."""
+    def inside(i):
+        return on_disk[i - 1].path == on_disk[i].path == on_disk[i + 1].path
+    segment_end = next(i for i in range(20, 40) if on_disk[i].path != on_disk[i + 1].path)
+    zeros = next(i for i in range(85, 98) if inside(i))
+    return {**PLAN, segment_end: ("flip", {}), zeros: ("zeros", {})}
+
+
+def index_of(done, how) -> int:
+    (i,) = [i for i, (h, _) in done.items() if h == how and i not in PLAN]
+    return i
+TOLERANT = ErrorPolicy(tolerance="all")
+
+
+@pytest.fixture(scope="module")
+def damaged(kafka_broker):
+    create_topic(kafka_broker.bootstrap, TOPIC, **{"internal.segment.bytes": 16384})
+    produce_batches(kafka_broker.bootstrap, TOPIC, BATCHES, compressed=COMPRESSED)
+    on_disk, done = damaged_broker(kafka_broker, TOPIC, plan)
+    return kafka_broker, on_disk, done
+
+
+def unreadable(on_disk, done) -> set[int]:
+    """The offsets the plan made unreadable."""
+    out = set()
+    for i, (how, kwargs) in done.items():
+        b = on_disk[i]
+        first = b.base_offset + kwargs.get("record", 0)
+        out |= set(range(first, b.last_offset + 1))
+    return out
+
+
+def read_all(bootstrap, **kwargs):
+    with Reader({"bootstrap.servers": bootstrap}, subscribe=TOPIC, starting_offsets="earliest",
+                ending_offsets="latest", **kwargs) as reader:
+        table = reader.read()
+        return table, reader
+
+
+def test_every_readable_record_is_delivered_and_each_damaged_range_named(damaged, tmp_path):
+    broker, on_disk, done = damaged
+    dead = tmp_path / "dead.jsonl"
+    table, reader = read_all(broker.bootstrap, policy=TOLERANT, dead_letters=JsonLinesDeadLetters(dead))
+    offsets = table.column("offset").to_pylist()
+    assert offsets == sorted(set(offsets)), "each record once, in order"
+    want = [o for o in range(BATCHES * BATCH) if o not in unreadable(on_disk, done)]
+    assert offsets == want
+    # every delivered record is the one written (keys, values, the first record's header)
+    rows = table.select(["offset", "key", "value", "headers"]).to_pylist()
+    assert all(r["key"] == key_of(r["offset"]) and r["value"] == value_of(r["offset"]) for r in rows)
+    assert all(r["headers"] == ([{"key": "n", "value": str(r["offset"]).encode()}] if r["offset"] % BATCH == 0
+                                else []) for r in rows)
+    # each damaged batch is one skip, its exact offsets and the rule that caught it
+    got = {(s.first_offset, s.last_offset): s.rule for s in reader.skips}
+    b = {i: on_disk[i] for i in PLAN}
+    assert got[(b[15].base_offset, b[15].last_offset)] == "batch.crc_mismatch"
+    assert got[(b[44].base_offset, b[44].last_offset)] == "batch.decompression_failed"
+    assert got[(b[60].base_offset + 7, b[60].last_offset)] == "record.size_mismatch"
+    garbage = got[(b[80].base_offset, b[80].last_offset)]
+    assert garbage.startswith("framing.") or garbage == "consumer.broker_corrupt"
+    zeros = on_disk[index_of(done, "zeros")]
+    assert got[(zeros.base_offset, zeros.last_offset)].startswith("framing.")
+    segment_end = index_of(done, "flip")
+    assert got[(on_disk[segment_end].base_offset, on_disk[segment_end].last_offset)] == "batch.crc_mismatch"
+    assert len(got) == len(done)
+    # each went to the dead letters with its bytes and context
+    letters = [json.loads(line) for line in dead.read_text().splitlines()]
+    assert [(d["record"]["offset"], d["record"]["last_offset"]) for d in letters] == \
+        [(s.first_offset, s.last_offset) for s in reader.skips]
+    assert all(d["record"]["value"] and d["exception"]["message"] for d in letters)
+    m = reader.metrics.as_dict()
+    assert m["total-record-failures"] == len(done) and m["deadletterqueue-produce-requests"] == len(done)
+    assert m["probe-requests"] > 0  # the damage that ends a segment
+    assert m["records-consumed"] == len(want)
+    assert m["offsets-skipped"] == BATCHES * BATCH - len(want)
+
+
+def test_tolerance_none_fails_naming_the_range_and_keeps_the_position(damaged):
+    broker, on_disk, done = damaged
+    first = on_disk[15]
+    with Reader({"bootstrap.servers": broker.bootstrap}, subscribe=TOPIC, starting_offsets="earliest",
+                ending_offsets="latest") as reader:
+        delivered = []
+        with pytest.raises(UnreadableRecordsError) as err:
+            for poll in reader.polls():
+                delivered += poll.table.column("offset").to_pylist()
+        assert f"offsets [{first.base_offset}, {first.last_offset}]" in str(err.value)
+        assert err.value.rule == "batch.crc_mismatch" and err.value.code == 2
+        assert reader.positions()[TopicPartition(TOPIC, 0)] <= first.base_offset
+        assert delivered == list(range(len(delivered))) and delivered[-1] < first.base_offset
+
+
+def test_a_broker_that_answers_corrupt_message_is_probed_past(damaged):
+    """Started at the zeroed batch, every fetch up to the next offset-index entry past it makes the
+    broker's own search fail (CORRUPT_MESSAGE, no records, franz-go#1164); the reader probes
+    forward to the first offset the broker serves and reports the range it could not get."""
+    broker, on_disk, done = damaged
+    zeros = on_disk[index_of(done, "zeros")]
+    with Reader({"bootstrap.servers": broker.bootstrap}, subscribe=TOPIC,
+                starting_offsets={TOPIC: {"0": zeros.base_offset}}, ending_offsets="latest",
+                policy=TOLERANT) as reader:
+        offsets = reader.read().column("offset").to_pylist()
+        (skip,) = reader.skips
+        assert skip.rule == "consumer.broker_corrupt" and skip.code == 2
+        assert skip.first_offset == zeros.base_offset and skip.last_offset >= zeros.last_offset
+        next_segment = min(b.base_offset for b in on_disk if b.path > zeros.path)
+        assert skip.last_offset < next_segment  # the broker serves a segment from its start
+        assert offsets == list(range(skip.last_offset + 1, BATCHES * BATCH))
+        assert f"from offset {zeros.base_offset} to {skip.last_offset}" in skip.message
+        assert reader.metrics.as_dict()["probe-requests"] > 0
+
+
+def test_small_fetches_end_in_partial_batches_and_lose_nothing(damaged):
+    """Each response ends in a partial batch (the fetch size is 1.5 batches): normal, not damage."""
+    broker, on_disk, done = damaged
+    size = max(b.size for b in on_disk[:10])
+    with Reader({"bootstrap.servers": broker.bootstrap}, subscribe=TOPIC, starting_offsets="earliest",
+                ending_offsets={TOPIC: {"0": on_disk[10].base_offset}}, max_partition_fetch_bytes=size * 3 // 2,
+                fetch_max_bytes=size * 3 // 2) as reader:
+        table = reader.read()
+        assert table.column("offset").to_pylist() == list(range(on_disk[10].base_offset))
+        assert reader.skips == [] and reader.metrics.as_dict()["fetch-requests"] >= 10
+
+
+def test_a_batch_larger_than_the_fetch_size_is_fetched_whole(damaged):
+    broker, on_disk, done = damaged
+    with Reader({"bootstrap.servers": broker.bootstrap}, subscribe=TOPIC, starting_offsets="earliest",
+                ending_offsets={TOPIC: {"0": 100}}, max_partition_fetch_bytes=64) as reader:
+        assert reader.read().column("offset").to_pylist() == list(range(100))
+        assert reader.skips == []
+
+
+def test_librdkafka_does_not_get_past_the_first_damaged_batch(damaged):
+    """The contrast: confluent-kafka (librdkafka, check.crcs on) from the start for 15 s."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    broker, on_disk, done = damaged
+    first = on_disk[15]
+    c = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "contrast",
+                                  "auto.offset.reset": "earliest", "check.crcs": True, "enable.auto.commit": False})
+    c.subscribe([TOPIC])
+    seen, errors = [], []
+    deadline = time.monotonic() + 15
+    try:
+        while time.monotonic() < deadline:
+            for m in c.consume(num_messages=1000, timeout=0.5):
+                (errors if m.error() else seen).append(m.error() or m.offset())
+    finally:
+        c.close()
+    assert seen and max(seen) < first.base_offset, "librdkafka stays before the damaged batch"
+    assert errors, "and reports errors"
