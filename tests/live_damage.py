@@ -83,14 +83,14 @@ def _size(data, start: int) -> int:
 
 
 def damage(b: OnDisk, how: str, *, record: int = 0, seed: int = 0) -> None:
-    """Damages ``b`` in its file: ``flip`` (a byte of the first record's value: CRC mismatch),
+    """Damages ``b`` in its file: ``flip`` (a byte of the records: CRC mismatch),
     ``codec`` (the frame descriptor of a compressed payload, CRC made to match so only the codec sees it),
     ``length`` (record ``record``'s length varint made larger, CRC made to match), ``garbage``
     (every byte of the batch random), ``zeros`` (every byte zero)."""
     data = bytearray(b.path.read_bytes())
     s = b.position
     if how == "flip":
-        data[s + 61 + 30] ^= 0x20
+        data[s + 61 + min(30, (b.size - 61) // 2)] ^= 0x20
     elif how == "codec":  # the frame's descriptor (a flipped literal would decompress, silently wrong)
         data[s + 61 + 4] ^= 0x0F
         _fix_crc(data, s)

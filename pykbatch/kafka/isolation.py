@@ -88,6 +88,11 @@ class Isolation:
         return self.decide(batch) == KEEP
 
     @property
+    def aborted(self) -> frozenset[int]:
+        """Producers whose transactional records are being dropped (an ABORT marker ends it)."""
+        return frozenset(self._aborted)
+
+    @property
     def undecided(self) -> frozenset[int]:
         """Producers whose transactional records are held until one of their markers is read."""
         return frozenset(self._undecided)

@@ -234,6 +234,10 @@ def read_fetched(data, fetch_offset: int, *, topic: str = "t", partition: int = 
             flush_run()
         position = b.last_offset + 1
     flush_run()
+    if damage is not None:
+        # its extent comes later: every producer aborted so far may have ended there; the next
+        # response's aborted list decides again those whose transactions go on past it
+        isolation.unreadable(2**63 - 1)
 
     table = pa.concat_tables(pieces) if pieces else _native.to_arrow(b"")
     if table.num_rows and table.column("offset")[0].as_py() < fetch_offset:

@@ -111,6 +111,7 @@ class _Partition:
     end: int | None
     fetch_bytes: int
     undecided: frozenset = frozenset()
+    aborted: frozenset = frozenset()  # as of the last fetch: what an unreadable range may have decided
     high_watermark: int = -1
     backoff_until: float = 0.0
 
@@ -341,7 +342,7 @@ class Reader:
         self.metrics.add("bytes-fetched", len(records))
         iso = self._isolation(p, data, p.position)
         fetched = read_fetched(records, p.position, topic=p.tp.topic, partition=p.tp.partition, isolation=iso)
-        p.undecided = iso.undecided
+        p.undecided, p.aborted = iso.undecided, iso.aborted
         return self._deliver(p, fetched, data)
 
     def _deliver(self, p: _Partition, fetched: Fetched, data) -> tuple[pa.Table | None, list[Skip]]:
@@ -468,9 +469,8 @@ class Reader:
         if last >= first:
             self._apply(skip)
             skips.append(skip)
-            iso = Isolation(self.level, undecided=p.undecided)
-            iso.unreadable(last)
-            p.undecided = iso.undecided
+            if damage is None:  # the broker's refusal: the range may hold markers of the aborted producers
+                p.undecided |= p.aborted
         p.position = result.next_offset
         if result.data is None:
             return None, skips
