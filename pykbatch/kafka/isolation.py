@@ -74,9 +74,11 @@ class Isolation:
         if self.committed and batch.producer_id >= 0:
             self._begin_aborted_up_to(batch.last_offset)
             if batch.is_control:
-                self._undecided.discard(batch.producer_id)  # any marker ends the producer's transaction
-                if _is_abort_marker(batch):
+                # an ABORT ends the aborted transaction; a COMMIT of an undecided producer says the
+                # unreadable entry had ended it (an aborted transaction never commits)
+                if _is_abort_marker(batch) or batch.producer_id in self._undecided:
                     self._aborted.discard(batch.producer_id)
+                self._undecided.discard(batch.producer_id)
             elif batch.is_transactional and batch.producer_id in self._undecided:
                 return HOLD
             elif batch.is_transactional and batch.producer_id in self._aborted:

@@ -43,7 +43,7 @@ _PLAIN: dict[str, tuple[str, Any]] = {
 }
 # Java's names for the same files, PEM only (ssl.*.type=PEM, KIP-651): Python's TLS reads PEM
 _JAVA_PEM = {"ssl.truststore.location": "ssl.ca.location", "ssl.keystore.location": "ssl.certificate.location"}
-_OTHER = {"ssl.truststore.type", "ssl.keystore.type", "ssl.keystore.password", "ssl.truststore.password",
+_OTHER = {"sasl.jaas.config", "ssl.truststore.type", "ssl.keystore.type", "ssl.keystore.password", "ssl.truststore.password",
           "ssl.endpoint.identification.algorithm", "enable.ssl.certificate.verification"}
 KNOWN = frozenset(_PLAIN) | frozenset(_JAVA_PEM) | _OTHER
 

@@ -1,0 +1,172 @@
+"""The live reader's parts that need no broker: what a fetch's bytes give (``read_fetched``),
+read_committed's holds, and the connection settings (names, security, secrets).  The same paths
+on a real broker's damaged log: tests/test_live_reader.py."""
+from __future__ import annotations
+
+import random
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pykbatch as kb
+from pykbatch.kafka.control import ABORT, COMMIT
+from pykbatch.kafka.isolation import DROP, HOLD, KEEP, Isolation
+from pykbatch.live.fetched import read_fetched
+from pykbatch.live.settings import SettingsError, connection_kwargs, redacted
+from pykbatch.log.indexes import AbortedTxn
+
+
+def batch(base, n=5, codec="none", **kw):
+    return kb.build_batch([(b"k%d" % (base + i), b"value-%05d" % (base + i)) for i in range(n)], base_offset=base,
+                          compression=codec, **kw)
+
+
+def fix_crc(b: bytes) -> bytes:
+    b = bytearray(b)
+    struct.pack_into(">I", b, 17, kb.crc32c(bytes(b[21:])))
+    return bytes(b)
+
+
+def offsets(f):
+    return f.table.column("offset").to_pylist()
+
+
+def test_sound_batches_from_the_fetch_offset():
+    data = batch(0) + batch(5) + batch(10)
+    f = read_fetched(data, 7)
+    assert offsets(f) == list(range(7, 15)) and f.skips == [] and f.next_offset == 15
+
+
+def test_a_crc_mismatch_skips_its_batch_exactly_when_a_sound_batch_follows():
+    mid = bytearray(batch(5))
+    mid[70] ^= 1
+    f = read_fetched(batch(0) + bytes(mid) + batch(10), 0, topic="orders", partition=3)
+    assert offsets(f) == [0, 1, 2, 3, 4, 10, 11, 12, 13, 14]
+    (s,) = f.skips
+    assert (s.first_offset, s.last_offset, s.rule, s.code) == (5, 9, "batch.crc_mismatch", 2)
+    assert "orders-3" in s.message and s.data == bytes(mid)
+    assert s.position == len(batch(0)) + 17  # the CRC field of the damaged batch, in the fetched bytes
+    assert f.next_offset == 15 and f.damage is None
+
+
+def test_damage_ending_a_response_is_left_to_the_probe():
+    mid = bytearray(batch(5))
+    mid[70] ^= 1
+    f = read_fetched(batch(0) + bytes(mid), 0)
+    assert offsets(f) == [0, 1, 2, 3, 4] and f.skips == []
+    assert f.next_offset == 5 and f.damage.first_offset == 5 and f.damage.culprits[0].rule == "batch.crc_mismatch"
+
+
+def test_garbage_between_sound_batches_is_resynchronised():
+    garbage = random.Random(7).randbytes(len(batch(5)))
+    f = read_fetched(batch(0) + garbage + batch(10), 0)
+    assert offsets(f) == [0, 1, 2, 3, 4, 10, 11, 12, 13, 14]
+    (s,) = f.skips
+    assert (s.first_offset, s.last_offset) == (5, 9) and s.rule.startswith("framing.")
+
+
+def test_a_lying_record_length_under_a_sound_crc_keeps_the_records_before_it():
+    b = batch(5)
+    at = [r.position for r in next(iter(kb.iter_batches(b)))][3]
+    lie = bytearray(b)
+    lie[at] += 8
+    f = read_fetched(batch(0) + fix_crc(bytes(lie)) + batch(10), 0)
+    assert offsets(f) == [0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14]
+    (s,) = f.skips
+    assert (s.first_offset, s.last_offset, s.rule) == (8, 9, "record.size_mismatch")
+    # the records kept are the writer's
+    assert f.table.column("value").to_pylist()[5:8] == [b"value-00005", b"value-00006", b"value-00007"]
+
+
+def test_a_partial_batch_at_the_end_is_not_damage():
+    whole, nxt = batch(0), batch(5)
+    f = read_fetched(whole + nxt[:30], 0)
+    assert offsets(f) == [0, 1, 2, 3, 4] and f.skips == [] and f.damage is None and f.next_offset == 5
+    f = read_fetched(nxt[:30], 5)
+    assert f.table.num_rows == 0 and f.partial_size == len(nxt) and f.next_offset == 5
+
+
+@given(st.integers(0, 4), st.integers(0, 400))
+def test_any_cut_loses_nothing_and_flags_nothing(start_batch, cut):
+    """Whatever byte a response is cut at, what is delivered is a prefix of the records from the
+    fetch offset, nothing is flagged, and the next fetch starts right after it."""
+    data = b"".join(batch(5 * i) for i in range(5))
+    fetch_offset = 5 * start_batch
+    data = data[sum(len(batch(5 * i)) for i in range(start_batch)):]
+    f = read_fetched(data[:cut], fetch_offset)
+    assert f.skips == [] and f.damage is None
+    got = offsets(f)
+    assert got == list(range(fetch_offset, fetch_offset + len(got))) and f.next_offset == fetch_offset + len(got)
+
+
+def control(base, pid, kind):
+    key = struct.pack(">hh", 0, 0 if kind == ABORT else 1)
+    value = struct.pack(">hi", 0, 0)
+    return kb.build_batch([(key, value)], base_offset=base, producer_id=pid, producer_epoch=0, is_transactional=True,
+                          is_control=True)
+
+
+def txn(base, pid, n=3):
+    return batch(base, n, producer_id=pid, producer_epoch=0, base_sequence=base, is_transactional=True)
+
+
+def test_read_committed_drops_aborted_and_markers():
+    data = txn(0, 7) + control(3, 7, ABORT) + txn(4, 7) + control(7, 7, COMMIT)
+    f = read_fetched(data, 0, isolation=Isolation("read_committed", [AbortedTxn(0, 7, 0, 3, -1)], None, None))
+    assert offsets(f) == [4, 5, 6] and f.skips == []
+
+
+def test_an_unreadable_abort_marker_holds_the_producers_next_records():
+    marker = bytearray(control(3, 7, ABORT))
+    marker[-2] ^= 1
+    data = txn(0, 7) + bytes(marker) + txn(4, 7) + batch(7) + control(12, 7, COMMIT) + txn(13, 7)
+    f = read_fetched(data, 0, isolation=Isolation("read_committed", [AbortedTxn(0, 7, 0, 3, -1)], None, None))
+    assert offsets(f) == [7, 8, 9, 10, 11, 13, 14, 15]  # plain records go on; after P's next marker, P's too
+    assert [(s.first_offset, s.last_offset, s.rule, s.held) for s in f.skips] == [
+        (3, 3, "batch.crc_mismatch", False), (4, 6, "consumer.marker_unreadable", True)]
+
+
+def test_isolation_decides_a_new_aborted_transaction_after_an_unreadable_entry():
+    iso = Isolation("read_committed", [AbortedTxn(0, 7, 0, 3, -1), AbortedTxn(0, 7, 10, 12, -1)], None, None)
+    b = {x.base_offset: x for x in kb.iter_batches(txn(0, 7) + txn(4, 7) + txn(10, 7))}
+    assert iso.decide(b[0]) == DROP
+    assert iso.unreadable(3) == [7]
+    assert iso.decide(b[4]) == HOLD  # the entry at 3 may have been 7's ABORT marker, or not
+    assert iso.decide(b[10]) == DROP  # the broker lists a new aborted transaction of 7 here
+    assert Isolation().decide(b[4]) == KEEP
+
+
+def test_settings_take_kafkas_names_and_refuse_unknown_ones():
+    kw = connection_kwargs({"kafka.bootstrap.servers": "b:9093", "kafka.security.protocol": "sasl_ssl",
+                            "kafka.sasl.mechanism": "SCRAM-SHA-512",
+                            "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule '
+                                                      'required username="alice" password="s3cr\\"et";',
+                            "kafka.ssl.truststore.location": "/ca.pem", "kafka.ssl.truststore.type": "PEM"})
+    assert kw["bootstrap_servers"] == "b:9093" and kw["security_protocol"] == "SASL_SSL"
+    assert (kw["sasl_plain_username"], kw["sasl_plain_password"]) == ("alice", 's3cr\\"et')
+    assert kw["ssl_cafile"] == "/ca.pem" and kw["ssl_check_hostname"] is True
+    with pytest.raises(SettingsError, match="sasl.mechansim"):
+        connection_kwargs({"bootstrap.servers": "b", "sasl.mechansim": "PLAIN"})
+    with pytest.raises(SettingsError, match="ssl.truststore.type=PEM"):
+        connection_kwargs({"bootstrap.servers": "b", "security.protocol": "SSL", "ssl.truststore.location": "x.jks"})
+    with pytest.raises(SettingsError, match="needs credentials"):
+        connection_kwargs({"bootstrap.servers": "b", "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"})
+    with pytest.raises(SettingsError, match="security.protocol is PLAINTEXT"):
+        connection_kwargs({"bootstrap.servers": "b", "ssl.ca.location": "/ca.pem"})
+    with pytest.raises(SettingsError, match="always verifies"):
+        connection_kwargs({"bootstrap.servers": "b", "security.protocol": "SSL",
+                           "enable.ssl.certificate.verification": "false"})
+
+
+def test_secrets_never_show():
+    props = {"bootstrap.servers": "b", "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+             "sasl.username": "alice", "sasl.password": "hunter2", "kafka.ssl.key.password": "k3y"}
+    shown = repr(redacted(props))
+    assert "hunter2" not in shown and "k3y" not in shown and "alice" in shown
+    from pykbatch.live import Cluster
+    assert "hunter2" not in repr(Cluster(props))
+    with pytest.raises(SettingsError) as err:
+        connection_kwargs({**props, "sasl.password": "hunter2", "typo.setting": "x"})
+    assert "hunter2" not in str(err.value)
