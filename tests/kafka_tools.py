@@ -59,8 +59,20 @@ def wait_for_port(process: subprocess.Popen, port: int, timeout: float) -> bool:
     return False
 
 
+# The secured listeners' principals (made at format time / in the JAAS lines below)
+PLAIN_USER, PLAIN_PASSWORD = "alice", "alice-secret"
+SCRAM_USER, SCRAM_PASSWORD = "bob", "bob-secret"
+DENIED_TOPIC = "secured-denied"  # readable by admin only: alice and bob are not authorized
+
+
 class Broker:
-    """A single-node KRaft Kafka (4.3.1) on 127.0.0.1, its data in ``directory``/data."""
+    """A single-node KRaft Kafka (4.3.1) on 127.0.0.1, its data in ``directory``/data.
+
+    Besides PLAINTEXT (``bootstrap``) it listens on ``sasl_bootstrap`` (SASL_SSL: PLAIN for
+    alice, SCRAM-SHA-256/512 for bob) and ``mtls_bootstrap`` (SSL, client certificate required),
+    with certificates made when it is created (``certs``, tests/tls_certs.py).  The
+    StandardAuthorizer is on: PLAINTEXT's principal (ANONYMOUS) is a super user, everyone may use
+    a topic without ACLs, and ``DENIED_TOPIC``'s ACL lets only User:admin read it."""
 
     def __init__(self, directory: Path):
         self.directory = directory
@@ -70,6 +82,11 @@ class Broker:
         self.remote = directory / "remote" / "kafka-tiered-storage"
         self.port, self.controller_port = free_port(), free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
+        self.sasl_port, self.mtls_port = free_port(), free_port()
+        self.sasl_bootstrap = f"127.0.0.1:{self.sasl_port}"
+        self.mtls_bootstrap = f"127.0.0.1:{self.mtls_port}"
+        from tests import tls_certs
+        self.certs = tls_certs.make(directory / "certs")
         self.process = None
 
     def config(self) -> Path:
@@ -78,10 +95,26 @@ class Broker:
             "process.roles=broker,controller",
             "node.id=1",
             f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
-            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port},"
+            f"SASL_SSL://127.0.0.1:{self.sasl_port},MTLS://127.0.0.1:{self.mtls_port}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port},SASL_SSL://127.0.0.1:{self.sasl_port},"
+            f"MTLS://127.0.0.1:{self.mtls_port}",
             "controller.listener.names=CONTROLLER",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,MTLS:SSL",
+            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
+            f'required user_{PLAIN_USER}="{PLAIN_PASSWORD}";',
+            "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config="
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config="
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            "ssl.keystore.type=PEM", f"ssl.keystore.location={self.certs.broker}",
+            "ssl.truststore.type=PEM", f"ssl.truststore.location={self.certs.ca}",
+            "listener.name.mtls.ssl.client.auth=required",
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users=User:ANONYMOUS;User:admin",
+            "allow.everyone.if.no.acl.found=true",
             f"log.dirs={self.data}",
             "num.partitions=1",
             "offsets.topic.replication.factor=1",
@@ -112,7 +145,9 @@ class Broker:
         config = self.config()
         if not (self.data / "meta.properties").exists():
             cluster = java("kafka.tools.StorageTool", "random-uuid").stdout.strip().splitlines()[-1]
-            fmt = java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(config))
+            fmt = java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(config),
+                       *[arg for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+                         for arg in ("--add-scram", f"{mech}=[name={SCRAM_USER},password={SCRAM_PASSWORD}]")])
             if fmt.returncode != 0:
                 raise RuntimeError(f"kafka-storage format failed:\n{fmt.stdout}\n{fmt.stderr}")
         log = open(self.directory / "broker.log", "a")

@@ -12,8 +12,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
+from pykbatch.live import wire_logs
 from pykbatch.live.settings import connection_kwargs, redacted
 
 log = logging.getLogger("pykbatch.live")
@@ -70,7 +72,9 @@ def _is_auth_failure(exc: BaseException) -> bool:
                         Errors.IllegalSaslStateError)):
         return True
     text = str(exc)
-    return "Handshake failed" in text or "CERTIFICATE_VERIFY_FAILED" in text or "SSL" in type(exc).__name__
+    # TLS 1.3 finishes the client's handshake before the broker checks its certificate: the
+    # broker's refusal arrives as an alert on the first read
+    return "Handshake failed" in text or "CERTIFICATE" in text or "ALERT" in text or "SSL" in type(exc).__name__
 
 
 def _describe_auth_failure(exc: BaseException, where: str, props: Mapping[str, Any]) -> str:
@@ -79,12 +83,16 @@ def _describe_auth_failure(exc: BaseException, where: str, props: Mapping[str, A
     if isinstance(exc, Errors.SaslAuthenticationFailedError):
         user = props.get("sasl_plain_username")
         who = f" for user {user!r}" if user else ""
-        return f"SASL {props.get('sasl_mechanism')} authentication{who} failed at {where}: {exc}"
+        said = str(exc).rsplit("SaslAuthenticationFailedError: ", 1)[-1]  # the broker's words, once
+        return f"SASL {props.get('sasl_mechanism')} authentication{who} failed at {where}: {said}"
     if isinstance(exc, Errors.UnsupportedSaslMechanismError):
         return f"the broker at {where} does not offer SASL {props.get('sasl_mechanism')}: {exc}"
     if "CERTIFICATE_VERIFY_FAILED" in str(exc):
         return (f"TLS handshake with {where} failed: the broker's certificate does not verify against "
                 f"ssl.ca.location ({exc})")
+    if "ALERT" in str(exc):
+        return (f"the broker at {where} refused the TLS session: its alert says {exc} (is the client "
+                "certificate, ssl.certificate.location, signed by a CA the broker trusts?)")
     return f"{protocol} connection to {where} failed during the handshake: {exc}"
 
 
@@ -93,6 +101,7 @@ class Cluster:
 
     def __init__(self, props: Mapping[str, Any], *, timeout_ms: int = 30_000, receive_max_bytes: int = 128 << 20):
         from kafka.net import KafkaNetClient
+        wire_logs.guard()
         self.props = dict(props)
         self.timeout_ms = timeout_ms
         self._kwargs = connection_kwargs(props)
@@ -108,7 +117,7 @@ class Cluster:
         return f"Cluster({redacted(self.props)})"
 
     # -- connecting ---------------------------------------------------------------------------
-    def connect(self) -> "Cluster":
+    def connect(self) -> Cluster:
         """Bootstraps, failing at once on a refused credential or certificate and after
         ``timeout_ms`` when no bootstrap server answers."""
         if self._connected:
@@ -119,20 +128,14 @@ class Cluster:
         servers = self._kwargs["bootstrap_servers"]
         while time.monotonic() < deadline:
             for broker in manager.cluster.bootstrap_brokers():
-                where = f"{broker.host}:{broker.port}"
                 try:
-                    self._client.await_ready(broker.node_id, timeout_ms=max(1, int((deadline - time.monotonic()) * 1000)))
-                except Exception as exc:
-                    cause = manager.auth_failure(broker.node_id) or self._connection_error(broker.node_id) or exc
-                    if _is_auth_failure(cause):
-                        self.close()
-                        raise AuthenticationError(_describe_auth_failure(cause, where, self._kwargs)) from None
-                    last = cause
-                    continue
-                try:
+                    self._ready(broker.node_id, f"{broker.host}:{broker.port}", deadline)
                     response = self._client.send_and_receive(broker.node_id, self._metadata_request([]),
                                                              timeout_ms=self.timeout_ms)
-                except Exception as exc:
+                except AuthenticationError:
+                    self.close()
+                    raise
+                except Exception as exc:  # noqa: BLE001 (unreachable or refused: the next server, then again)
                     last = exc
                     continue
                 manager.cluster.update_metadata(response)
@@ -142,12 +145,24 @@ class Cluster:
         self.close()
         raise ClusterError(f"could not reach a broker of {servers} within {self.timeout_ms} ms: {last}", retriable=True)
 
-    def _connection_error(self, node_id) -> BaseException | None:
-        conn = self._client._manager._conns.get(node_id)
-        future = getattr(conn, "init_future", None) if conn is not None else None
-        if future is not None and future.is_done and future.failed():
-            return future.exception
-        return None
+    def _ready(self, node_id, where: str, deadline: float) -> None:
+        """A connection to ``node_id`` ready for requests; a refused credential or certificate
+        raises ``AuthenticationError`` at once (the connection layer would only back off and retry)."""
+        manager = self._client._manager
+        if self._client.is_ready(node_id):
+            return
+        manager.maybe_raise_auth_failure(node_id)
+        # no metadata refresh on a failure: the connection layer would start its own bootstrap loop
+        conn = manager.get_connection(node_id, refresh_metadata_on_err=False)  # NodeNotReadyError while backing off
+        remaining = max(1, int((deadline - time.monotonic()) * 1000))
+        if not conn.init_future.is_done:
+            self._client._net.poll(timeout_ms=remaining, future=conn.init_future)
+        if conn.init_future.is_done and conn.init_future.failed():
+            cause = conn.init_future.exception
+            if _is_auth_failure(cause):
+                raise AuthenticationError(_describe_auth_failure(cause, where, self._kwargs)) from None
+            raise ClusterError(f"connection to {where} failed: {cause}", retriable=True)
+        self._client.await_ready(node_id, timeout_ms=remaining)
 
     def close(self) -> None:
         try:
@@ -155,7 +170,7 @@ class Cluster:
         except Exception:  # closing a half-open client must not hide the error that closed it
             log.debug("closing the connection failed", exc_info=True)
 
-    def __enter__(self) -> "Cluster":
+    def __enter__(self) -> Cluster:
         return self.connect()
 
     def __exit__(self, *exc) -> None:
@@ -165,13 +180,13 @@ class Cluster:
     def request(self, node: int, request, timeout_ms: int | None = None):
         """``request`` sent to ``node``; its response (connection errors raise ``ClusterError``)."""
         self.connect()
+        timeout_ms = timeout_ms or self.timeout_ms
         try:
-            return self._client.send_and_receive(node, request, timeout_ms=timeout_ms or self.timeout_ms)
-        except Exception as exc:
-            manager = self._client._manager
-            cause = manager.auth_failure(node) or exc
-            if _is_auth_failure(cause):
-                raise AuthenticationError(_describe_auth_failure(cause, f"node {node}", self._kwargs)) from None
+            self._ready(node, f"node {node}", time.monotonic() + timeout_ms / 1000)
+            return self._client.send_and_receive(node, request, timeout_ms=timeout_ms)
+        except (AuthenticationError, ClusterError):
+            raise
+        except Exception as exc:  # noqa: BLE001 (the connection layer's errors, named with the request)
             raise ClusterError(f"{type(request).__name__} to node {node} failed: {exc}", retriable=True) from exc
 
     def request_all(self, requests: Iterable[tuple[int, Any]], timeout_ms: int | None = None) -> list:
@@ -182,9 +197,11 @@ class Cluster:
         pending = []
         for node, request in requests:
             try:
-                self._client.await_ready(node, timeout_ms=timeout_ms)
+                self._ready(node, f"node {node}", time.monotonic() + timeout_ms / 1000)
                 pending.append(self._client.send(node, request))
-            except Exception as exc:
+            except AuthenticationError:
+                raise
+            except Exception as exc:  # noqa: BLE001 (this node's turn fails; the others go on)
                 pending.append(exc)
         deadline = time.monotonic() + timeout_ms / 1000
         for f in pending:

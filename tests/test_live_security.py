@@ -1,0 +1,108 @@
+"""The live reader over the session broker's secured listeners (tests/kafka_tools.Broker):
+SASL_SSL with PLAIN and SCRAM-SHA-256/512, TLS with a client certificate, certificates made at
+test time.  Right credentials read; wrong ones, an untrusted certificate and an unauthorized topic
+fail at once with a message naming what failed, and no secret reaches a log or a message."""
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from pykbatch.live import AuthenticationError, AuthorizationError, Reader
+from tests import kafka_tools
+from tests.kafka_tools import DENIED_TOPIC, PLAIN_PASSWORD, PLAIN_USER, SCRAM_PASSWORD, SCRAM_USER
+from tests.live_damage import BATCH, create_topic, produce_batches
+
+pytestmark = pytest.mark.skipif(kafka_tools.unavailable() is not None, reason=str(kafka_tools.unavailable()))
+TOPIC = "secured"
+
+
+@pytest.fixture(scope="module")
+def broker(kafka_broker):
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient, ResourcePatternType,
+                                       ResourceType)
+    create_topic(kafka_broker.bootstrap, TOPIC)
+    create_topic(kafka_broker.bootstrap, DENIED_TOPIC)
+    produce_batches(kafka_broker.bootstrap, TOPIC, 3)
+    produce_batches(kafka_broker.bootstrap, DENIED_TOPIC, 1)
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    acl = AclBinding(ResourceType.TOPIC, DENIED_TOPIC, ResourcePatternType.LITERAL, "User:admin", "*",
+                     AclOperation.ALL, AclPermissionType.ALLOW)
+    for f in admin.create_acls([acl]).values():
+        f.result(timeout=30)
+    return kafka_broker
+
+
+def sasl(broker, mechanism="PLAIN", user=PLAIN_USER, password=PLAIN_PASSWORD, **extra):
+    return {"bootstrap.servers": broker.sasl_bootstrap, "security.protocol": "SASL_SSL", "sasl.mechanism": mechanism,
+            "sasl.username": user, "sasl.password": password, "ssl.ca.location": str(broker.certs.ca),
+            "request.timeout.ms": 10_000, **extra}
+
+
+def read(props, topic=TOPIC):
+    with Reader(props, subscribe=topic, starting_offsets="earliest", ending_offsets="latest") as reader:
+        return reader.read().column("offset").to_pylist()
+
+
+def test_sasl_plain_over_tls(broker):
+    assert read(sasl(broker)) == list(range(3 * BATCH))
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_scram_with_spark_style_options(broker, mechanism):
+    """Spark's Kafka source passes the Java client's properties with a kafka. prefix."""
+    props = {"kafka.bootstrap.servers": broker.sasl_bootstrap, "kafka.security.protocol": "SASL_SSL",
+             "kafka.sasl.mechanism": mechanism,
+             "kafka.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                       f'username="{SCRAM_USER}" password="{SCRAM_PASSWORD}";',
+             "kafka.ssl.truststore.type": "PEM", "kafka.ssl.truststore.location": str(broker.certs.ca)}
+    assert read(props) == list(range(3 * BATCH))
+
+
+def test_tls_with_a_client_certificate(broker):
+    props = {"bootstrap.servers": broker.mtls_bootstrap, "security.protocol": "SSL",
+             "ssl.ca.location": str(broker.certs.ca), "ssl.certificate.location": str(broker.certs.client_cert),
+             "ssl.key.location": str(broker.certs.client_key)}
+    assert read(props) == list(range(3 * BATCH))
+
+
+def fails_fast(props, error, *words, within=8.0, topic=TOPIC):
+    start = time.monotonic()
+    with pytest.raises(error) as err:
+        read(props, topic)
+    assert time.monotonic() - start < within, "no retry loop"
+    for w in words:
+        assert w in str(err.value)
+    return str(err.value)
+
+
+def test_a_wrong_password_fails_at_once_naming_the_user_not_the_password(broker, caplog):
+    caplog.set_level(logging.DEBUG)
+    message = fails_fast(sasl(broker, password="not-" + PLAIN_PASSWORD), AuthenticationError,
+                         "SASL PLAIN", f"'{PLAIN_USER}'")
+    assert PLAIN_PASSWORD not in message and PLAIN_PASSWORD not in caplog.text
+    fails_fast(sasl(broker, "SCRAM-SHA-512", SCRAM_USER, "wrong"), AuthenticationError, "SCRAM-SHA-512", "bob")
+
+
+def test_an_untrusted_broker_certificate_fails_at_once(broker):
+    fails_fast(sasl(broker, **{"ssl.ca.location": str(broker.certs.untrusted_ca)}), AuthenticationError,
+               "TLS", "certificate")
+
+
+def test_a_client_certificate_the_broker_does_not_trust_is_refused(broker):
+    props = {"bootstrap.servers": broker.mtls_bootstrap, "security.protocol": "SSL",
+             "ssl.ca.location": str(broker.certs.ca), "ssl.certificate.location": str(broker.certs.untrusted_client_cert),
+             "ssl.key.location": str(broker.certs.untrusted_client_key), "request.timeout.ms": 5000}
+    fails_fast(props, AuthenticationError, "refused the TLS session", "client certificate")
+
+
+def test_an_unauthorized_topic_is_named(broker):
+    fails_fast(sasl(broker), AuthorizationError, DENIED_TOPIC, "TOPIC_AUTHORIZATION_FAILED", topic=DENIED_TOPIC)
+
+
+def test_no_record_bytes_or_secrets_in_the_logs(broker, caplog):
+    caplog.set_level(logging.DEBUG)
+    read(sasl(broker))
+    assert PLAIN_PASSWORD not in caplog.text
+    assert b"record 00000".decode() not in caplog.text  # the values' text (tests/live_damage.value_of)
