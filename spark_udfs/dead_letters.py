@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 
 from pykbatch import errors as kb_errors
-from pykbatch.policy import STAGE, ErrorPolicy, error_context  # noqa: F401 (named here too)
+from pykbatch.policy import STAGE as STAGE, ErrorPolicy as ErrorPolicy, error_context as error_context  # named here too
 
 log = logging.getLogger("pykbatch.errors")
 

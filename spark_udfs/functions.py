@@ -232,10 +232,13 @@ def _records_udtf():
 
 def register(spark: "SparkSession") -> None:
     """Make the kbatch_* functions callable from SQL (``kbatch_records(TABLE(SELECT id, value
-    FROM t))`` for one row per record) and the ``kafka-segment`` data source readable
-    (``spark.read.format("kafka-segment").load(path)``, see ``spark_udfs.segment_source``)."""
+    FROM t))`` for one row per record) and the data sources readable: ``kafka-segment``
+    (``spark.read.format("kafka-segment").load(path)``, see ``spark_udfs.segment_source``) and
+    ``kafka-kbatch`` (a live cluster, Spark's Kafka source's options; ``spark_udfs.live_source``)."""
+    from spark_udfs import live_source
     from spark_udfs.segment_source import data_source_class
     for name, udf in _udfs().items():
         spark.udf.register(name, udf)
     spark.udtf.register("kbatch_records", _records_udtf())
     spark.dataSource.register(data_source_class())
+    spark.dataSource.register(live_source.data_source_class())

@@ -102,6 +102,15 @@ def kafka_broker(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def live_damaged(kafka_broker):
+    """A topic of the session broker whose closed segments were damaged on disk while it was down
+    (tests/live_damage.py: the plan, and what it leaves unreadable), for the live reader and the
+    kafka-kbatch Spark source."""
+    from tests import live_damage
+    return live_damage.make_damaged_topic(kafka_broker)
+
+
+@pytest.fixture(scope="session")
 def s3_server():
     """The test session's one S3-compatible endpoint on 127.0.0.1 (moto's server mode)."""
     from tests import s3_server as s3

@@ -137,3 +137,59 @@ def wait_until_served(bootstrap: str, topic: str, timeout: float = 60) -> None:
             return
         time.sleep(0.5)
     raise TimeoutError(f"{topic} has no leader {timeout}s after the restart")
+
+
+# -- the session's damaged topic (the ``live_damaged`` fixture in tests/conftest.py) ---------------
+TOPIC = "live-damaged"
+BATCHES = 100
+COMPRESSED = range(40, 50)
+# batch index -> the damage, and the offsets it leaves unreadable (from the plan, not from pykbatch)
+PLAN = {
+    15: ("flip", {}),                    # CRC mismatch: the whole batch
+    44: ("codec", {}),                   # lz4 payload damaged, CRC matching: the codec refuses it
+    60: ("length", {"record": 7}),       # record 7's length lies, CRC matching: records 0-6 readable
+    80: ("garbage", {"seed": 80}),       # a whole batch of random bytes between two sound ones
+}
+
+
+def plan(on_disk) -> dict:
+    """PLAN, a CRC flip in the last batch of a segment (a fetch response never spans segments, so
+    nothing sound follows it in the response that holds it), and a batch of zero bytes inside a
+    later segment (as a preallocated region never written reads): the broker's own offset search
+    fails on it, so a fetch that starts at it gets CORRUPT_MESSAGE and no records."""
+    def inside(i):
+        return on_disk[i - 1].path == on_disk[i].path == on_disk[i + 1].path
+    segment_end = next(i for i in range(20, 40) if on_disk[i].path != on_disk[i + 1].path)
+    zeros = next(i for i in range(85, 98) if inside(i))
+    return {**PLAN, segment_end: ("flip", {}), zeros: ("zeros", {})}
+
+
+def index_of(done, how) -> int:
+    """The batch the plan added (beyond PLAN) damaged ``how``."""
+    (i,) = [i for i, (h, _) in done.items() if h == how and i not in PLAN]
+    return i
+
+
+@dataclass
+class DamagedTopic:
+    broker: object
+    on_disk: list
+    done: dict
+
+
+def make_damaged_topic(broker) -> DamagedTopic:
+    """``TOPIC`` written in ``BATCHES`` batches, then damaged on disk as ``plan`` says."""
+    create_topic(broker.bootstrap, TOPIC, **{"internal.segment.bytes": 16384})
+    produce_batches(broker.bootstrap, TOPIC, BATCHES, compressed=COMPRESSED)
+    on_disk, done = damaged_broker(broker, TOPIC, plan)
+    return DamagedTopic(broker, on_disk, done)
+
+
+def unreadable(on_disk, done) -> set[int]:
+    """The offsets the plan made unreadable."""
+    out = set()
+    for i, (how, kwargs) in done.items():
+        b = on_disk[i]
+        first = b.base_offset + kwargs.get("record", 0)
+        out |= set(range(first, b.last_offset + 1))
+    return out

@@ -26,6 +26,7 @@ PAGES = sorted(p.name for p in DOCS.glob("*.md"))
 BLOCK = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
 BROKER_FILES = ROOT / "tests" / "kafka" / "broker-files"
 SPARK_PAGES = {"spark.md"}
+LIVE_PAGES = {"live.md"}  # need a broker: run by tests/test_live_reader.py against the session's
 
 
 def blocks(page: str, language: str) -> list[str]:
@@ -102,7 +103,7 @@ def test_the_cli_reference_fits_its_box():
     assert len(lines) > 100 and max(map(len, lines)) <= hooks.CLI_WIDTH, max(lines, key=len)
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if blocks(p, "python") and p not in SPARK_PAGES])
+@pytest.mark.parametrize("page", [p for p in PAGES if blocks(p, "python") and p not in SPARK_PAGES | LIVE_PAGES])
 def test_python_examples_run(page, workdir):
     namespace: dict = {"__name__": f"docs_{page[:-3]}"}
     with contextlib.redirect_stdout(io.StringIO()):
@@ -166,7 +167,7 @@ def test_python_examples_pass_mypy_strict(tmp_path):
         code = blocks(page, "python")
         if not code:
             continue
-        head = "from pyspark.sql import SparkSession\nspark: SparkSession\n" if page in SPARK_PAGES else ""
+        head = "from pyspark.sql import SparkSession\nspark: SparkSession\n" if page in SPARK_PAGES | LIVE_PAGES else ""
         for i, block in enumerate(code):
             path = tmp_path / f"docs_{page[:-3].replace('-', '_')}_{i}.py"
             path.write_text(head + block)

@@ -22,6 +22,7 @@ log = logging.getLogger("pykbatch.live")
 
 EARLIEST, LATEST = -2, -1  # ListOffsets' timestamps for the log start and the end (Spark's JSON too)
 FETCH_MAX_VERSION = 12  # Fetch by topic name (13+ by topic id)
+SASL_DROPS = 3  # closes in a row during SASL authentication taken as a refusal (see Cluster._ready)
 
 
 class ClusterError(Exception):
@@ -77,12 +78,16 @@ def _is_auth_failure(exc: BaseException) -> bool:
     return "Handshake failed" in text or "CERTIFICATE" in text or "ALERT" in text or "SSL" in type(exc).__name__
 
 
+def _user(props: Mapping[str, Any]) -> str:
+    user = props.get("sasl_plain_username")
+    return f" for user {user!r}" if user else ""
+
+
 def _describe_auth_failure(exc: BaseException, where: str, props: Mapping[str, Any]) -> str:
     Errors = _errors()
     protocol = str(props.get("security_protocol"))
     if isinstance(exc, Errors.SaslAuthenticationFailedError):
-        user = props.get("sasl_plain_username")
-        who = f" for user {user!r}" if user else ""
+        who = _user(props)
         said = str(exc).rsplit("SaslAuthenticationFailedError: ", 1)[-1]  # the broker's words, once
         return f"SASL {props.get('sasl_mechanism')} authentication{who} failed at {where}: {said}"
     if isinstance(exc, Errors.UnsupportedSaslMechanismError):
@@ -112,6 +117,7 @@ class Cluster:
         self._partitions: dict[str, list[int]] = {}
         self._coordinators: dict[str, int] = {}
         self._connected = False
+        self._sasl_drops = 0
 
     def __repr__(self) -> str:
         return f"Cluster({redacted(self.props)})"
@@ -161,7 +167,19 @@ class Cluster:
             cause = conn.init_future.exception
             if _is_auth_failure(cause):
                 raise AuthenticationError(_describe_auth_failure(cause, where, self._kwargs)) from None
+            if self._kwargs["security_protocol"].startswith("SASL") and "disconnected" in str(cause):
+                # kafka-python 3.0.12 drops a response that arrives with the connection's close,
+                # which is how a broker answers a refused SASL login: the same close, again and
+                # again, is that refusal
+                self._sasl_drops += 1
+                if self._sasl_drops >= SASL_DROPS:
+                    raise AuthenticationError(
+                        f"SASL {self._kwargs.get('sasl_mechanism')} authentication"
+                        f"{_user(self._kwargs)} at {where}: the broker closed the connection during "
+                        f"authentication {self._sasl_drops} times (wrong credentials, or a mechanism the "
+                        "listener does not accept)") from None
             raise ClusterError(f"connection to {where} failed: {cause}", retriable=True)
+        self._sasl_drops = 0
         self._client.await_ready(node_id, timeout_ms=remaining)
 
     def close(self) -> None:

@@ -1,0 +1,165 @@
+"""Consuming a healthy topic from a local broker: pykbatch's live reader (to Arrow, to Python
+objects; validation on) beside confluent-kafka's ``consume(num_messages=...)``, aiokafka's
+``getmany`` and kafka-python's ``poll``, measured interleaved in one run, the consumer pinned to
+one core (the broker on the other), medians of wall time to read every record once.
+
+    python benchmarks/consume.py [--records 1000000] [--repeats 5] [--bootstrap HOST:PORT]
+
+Without --bootstrap it starts the test harness's broker (Kafka 4.3.1 from Maven Central) in a
+temporary directory.  Records: 100-byte values, 8-byte keys, produced by confluent-kafka in
+batches of up to 10,000.  Targets (issue 25): to Arrow >= 4x confluent-kafka and >= 1 M records/s;
+to objects >= 1.5x confluent-kafka.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+TOPIC = "bench-consume"
+
+
+def produce(bootstrap: str, n: int) -> None:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(60)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
+                  "batch.size": 1 << 20})
+    value = bytes(range(100))
+    for i in range(n):
+        while True:
+            try:
+                p.produce(TOPIC, key=b"%08d" % i, value=value)
+                break
+            except BufferError:
+                p.poll(0.05)
+    p.flush(120)
+
+
+def pykbatch_arrow(bootstrap: str, n: int) -> int:
+    from pykbatch.live import Reader
+    with Reader({"bootstrap.servers": bootstrap}, subscribe=TOPIC, starting_offsets="earliest",
+                ending_offsets="latest", max_partition_fetch_bytes=8 << 20) as r:
+        return r.read().num_rows
+
+
+def pykbatch_objects(bootstrap: str, n: int) -> int:
+    from pykbatch.live import Reader
+    count = 0
+    with Reader({"bootstrap.servers": bootstrap}, subscribe=TOPIC, starting_offsets="earliest",
+                ending_offsets="latest", max_partition_fetch_bytes=8 << 20) as r:
+        for poll in r.polls():
+            count += len(poll.records())
+    return count
+
+
+def confluent(bootstrap: str, n: int) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time()}", "enable.auto.commit": False,
+                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 8 << 20})
+    c.assign([TopicPartition(TOPIC, 0, 0)])
+    count = 0
+    while count < n:
+        for m in c.consume(num_messages=10000, timeout=1.0):
+            if not m.error():
+                m.value()
+                count += 1
+    c.close()
+    return count
+
+
+def aiokafka_getmany(bootstrap: str, n: int) -> int:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    async def run():
+        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, max_partition_fetch_bytes=8 << 20,
+                             fetch_max_bytes=52428800)
+        await c.start()
+        tp = TopicPartition(TOPIC, 0)
+        c.assign([tp])
+        c.seek(tp, 0)
+        count = 0
+        try:
+            while count < n:
+                batches = await c.getmany(timeout_ms=1000, max_records=100000)
+                count += sum(len(v) for v in batches.values())
+        finally:
+            await c.stop()
+        return count
+    return asyncio.run(run())
+
+
+def kafka_python(bootstrap: str, n: int) -> int:
+    from kafka import KafkaConsumer, TopicPartition
+    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, max_partition_fetch_bytes=8 << 20,
+                      fetch_max_bytes=52428800)
+    tp = TopicPartition(TOPIC, 0)
+    c.assign([tp])
+    c.seek(tp, 0)
+    count = 0
+    while count < n:
+        for records in c.poll(timeout_ms=1000, max_records=100000).values():
+            count += len(records)
+    c.close()
+    return count
+
+
+CONTENDERS = {"pykbatch to Arrow": pykbatch_arrow, "pykbatch to objects": pykbatch_objects,
+              "confluent-kafka consume": confluent, "aiokafka getmany": aiokafka_getmany,
+              "kafka-python poll": kafka_python}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--bootstrap")
+    ap.add_argument("--core", type=int, default=1, help="the core the consumers run on")
+    ap.add_argument("--skip", action="append", default=[], help="a contender to leave out (slow peers)")
+    args = ap.parse_args()
+    broker = None
+    bootstrap = args.bootstrap
+    if bootstrap is None:
+        from tests import kafka_tools
+        broker = kafka_tools.Broker(Path(tempfile.mkdtemp(prefix="pykbatch-bench-")))
+        broker.start()
+        bootstrap = broker.bootstrap
+    try:
+        produce(bootstrap, args.records)
+        if hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, {args.core})  # the consumers' threads inherit it: one core for all
+        contenders = {k: v for k, v in CONTENDERS.items() if k not in args.skip}
+        times: dict[str, list[float]] = {k: [] for k in contenders}
+        for name, fn in contenders.items():  # warm-up (imports, connections)
+            assert fn(bootstrap, args.records) == args.records, name
+        for _ in range(args.repeats):
+            for name, fn in contenders.items():
+                t0 = time.perf_counter()
+                got = fn(bootstrap, args.records)
+                times[name].append(time.perf_counter() - t0)
+                assert got == args.records, (name, got)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        base = med.get("confluent-kafka consume")
+        print(f"{args.records:,} records of 100 B, one partition, medians of {args.repeats} (core {args.core})")
+        for name, t in med.items():
+            ratio = f"{base / t:5.2f}x confluent-kafka" if base else ""
+            print(f"  {name:26s} {args.records / t / 1e6:6.3f} M records/s  {ratio}")
+        if base:
+            print(f"targets: to Arrow >= 4x and >= 1 M/s: {base / med['pykbatch to Arrow']:.2f}x, "
+                  f"{args.records / med['pykbatch to Arrow'] / 1e6:.2f} M/s; to objects >= 1.5x: "
+                  f"{base / med['pykbatch to objects']:.2f}x")
+    finally:
+        if broker is not None:
+            broker.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""kafka-kbatch, Spark's Kafka source read by pykbatch's live reader, on the session broker and
+Spark: the damaged topic (tests/live_damage.py) read in a batch query gives every readable record
+and no failed task; a streaming query killed twice (SIGKILL) and restarted on its checkpoint
+writes every offset exactly once to Parquet."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import kafka_tools
+from tests.live_damage import BATCH, BATCHES, TOPIC, create_topic, produce_batches, unreadable
+
+pytest.importorskip("pyspark", reason="pyspark is the [spark] extra")
+pytestmark = [pytest.mark.spark, pytest.mark.skipif(kafka_tools.unavailable() is not None,
+                                                    reason=str(kafka_tools.unavailable()))]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def registered(spark):
+    import spark_udfs
+    spark_udfs.register(spark)
+    return spark
+
+
+def kbatch(spark, bootstrap, **options):
+    reader = spark.read.format("kafka-kbatch").option("kafka.bootstrap.servers", bootstrap)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader
+
+
+def test_a_batch_query_reads_every_readable_record_of_a_damaged_topic(registered, live_damaged):
+    df = kbatch(registered, live_damaged.broker.bootstrap, subscribe=TOPIC, **{"errors.tolerance": "all",
+                                                                               "includeHeaders": "true"}).load()
+    assert [f.name for f in df.schema.fields] == ["key", "value", "topic", "partition", "offset", "timestamp",
+                                                  "timestampType", "headers"]
+    assert df.schema["timestamp"].dataType.typeName() == "timestamp"
+    offsets = [r.offset for r in df.select("offset").orderBy("offset").collect()]
+    bad = unreadable(live_damaged.on_disk, live_damaged.done)
+    assert offsets == [o for o in range(BATCHES * BATCH) if o not in bad]
+
+
+def test_tolerance_none_fails_the_query_naming_the_range(registered, live_damaged):
+    first = live_damaged.on_disk[15]
+    df = kbatch(registered, live_damaged.broker.bootstrap, subscribe=TOPIC).load()
+    with pytest.raises(Exception) as err:
+        df.count()
+    assert f"offsets [{first.base_offset}, {first.last_offset}]" in str(err.value)
+    assert "batch.crc_mismatch" in str(err.value)
+
+
+def test_unknown_options_and_missing_ones_are_named(registered, live_damaged):
+    with pytest.raises(Exception, match="subscribePattern is not supported"):
+        kbatch(registered, live_damaged.broker.bootstrap, subscribePattern="t.*").load().count()
+    with pytest.raises(Exception, match="unknown option"):
+        kbatch(registered, live_damaged.broker.bootstrap, subscribe=TOPIC, startingOfsets="earliest").load().count()
+
+
+def run_job(bootstrap, topic, out, checkpoint, mode, *, kill_after_commits=None, timeout=240):
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "live_stream_job.py"), bootstrap, topic, str(out),
+                             str(checkpoint), mode], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    if kill_after_commits is None:
+        output, _ = proc.communicate(timeout=timeout)
+        assert proc.returncode == 0, output[-3000:]
+        return
+    commits = checkpoint / "commits"
+    while time.monotonic() < deadline:
+        done = len([p for p in commits.glob("*") if p.name.isdigit()]) if commits.exists() else 0
+        if done >= kill_after_commits:
+            break
+        assert proc.poll() is None, proc.stdout.read()[-3000:]
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the driver JVM and its Python workers, no clean stop
+    proc.wait()
+
+
+@pytest.mark.slow
+def test_a_streaming_query_killed_twice_writes_every_offset_once(registered, kafka_broker, tmp_path):
+    topic = "live-stream"
+    create_topic(kafka_broker.bootstrap, topic, partitions=2)
+    for p in (0, 1):
+        produce_batches(kafka_broker.bootstrap, topic, 30, partition=p)
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    run_job(kafka_broker.bootstrap, topic, out, checkpoint, "run", kill_after_commits=2)
+    run_job(kafka_broker.bootstrap, topic, out, checkpoint, "run", kill_after_commits=5)
+    run_job(kafka_broker.bootstrap, topic, out, checkpoint, "finish")
+    rows = registered.read.parquet(str(out)).select("partition", "offset").collect()
+    got = sorted((r.partition, r.offset) for r in rows)
+    assert got == [(p, o) for p in (0, 1) for o in range(30 * BATCH)]  # each once: none lost, none twice
+    batches = sorted(int(p.name) for p in (checkpoint / "commits").glob("*") if p.name.isdigit())
+    assert len(batches) >= 30 * BATCH * 2 // 150  # maxOffsetsPerTrigger=150 admitted it in pieces
+
+
+def test_the_live_pages_examples_run(registered, kafka_broker, capsys):
+    """docs/live.md's examples, in order, against the session broker (its "localhost:9092")."""
+    from tests.test_docs import blocks
+    create_topic(kafka_broker.bootstrap, "orders", partitions=2)
+    for p in (0, 1):
+        produce_batches(kafka_broker.bootstrap, "orders", 2, partition=p)
+    namespace = {"__name__": "docs_live", "spark": registered}
+    for code in blocks("live.md", "python"):
+        exec(compile(code.replace("localhost:9092", kafka_broker.bootstrap), "docs/live.md", "exec"), namespace)
+    assert namespace["table"].num_rows == 2 * 2 * BATCH
+    assert "|partition|count|" in capsys.readouterr().out
