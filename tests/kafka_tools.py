@@ -29,6 +29,26 @@ def classpath() -> str:
     return out.read_text().strip()
 
 
+@functools.cache
+def spark_kafka_jars() -> str:
+    """Spark's own Kafka source (tests/kafka_harness/spark-kafka, from Maven Central) as a
+    ``spark.jars`` value: the jars pyspark does not ship already."""
+    import re
+
+    import pyspark
+    where = TOOLS.parent / "spark-kafka"
+    out = where / "target" / "classpath.txt"
+    proc = subprocess.run(["mvn", "-q", "-B", "dependency:build-classpath", f"-Dmdep.outputFile={out}",
+                           "-Dmdep.includeScope=runtime"], cwd=where, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"resolving {where} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+
+    def artifact(jar: str) -> str:
+        return re.sub(r"-\d[\w.\-]*\.jar$", "", os.path.basename(jar))
+    shipped = {artifact(j.name) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return ",".join(j for j in out.read_text().strip().split(":") if artifact(j) not in shipped)
+
+
 def java(main: str, *args: str, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(["java", "-Xmx512m", "-cp", classpath(), main, *args], capture_output=True, text=True,
                           timeout=timeout, **kwargs)

@@ -144,3 +144,21 @@ def test_librdkafka_does_not_get_past_the_first_damaged_batch(damaged):
         c.close()
     assert seen and max(seen) < first.base_offset, "librdkafka stays before the damaged batch"
     assert errors, "and reports errors"
+
+
+def test_kafkas_java_consumer_does_not_get_past_the_first_damaged_batch(damaged):
+    """The contrast: Kafka's own consumer (kafka-clients from tests/kafka_harness) from the start
+    for 15 s keeps throwing at the first damaged batch and never delivers a record after it."""
+    import subprocess
+
+    from tests import kafka_broker as harness
+    broker, on_disk, done = damaged
+    first = on_disk[15]
+    proc = subprocess.run(["java", "-cp", harness.classpath(), "pykbatch.harness.StuckConsumer", broker.bootstrap,
+                           TOPIC, "15"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["max_offset"] < first.base_offset and got["position"] <= first.base_offset
+    assert got["thrown"], "it throws, again and again"
+    assert sum(got["thrown"].values()) > 5
+    assert "seek past" in got["last_error"] or "corrupt" in got["last_error"].lower()

@@ -47,6 +47,33 @@ def test_a_batch_query_reads_every_readable_record_of_a_damaged_topic(registered
     assert offsets == [o for o in range(BATCHES * BATCH) if o not in bad]
 
 
+SPARK_KAFKA = """
+import sys
+from spark_udfs.session import quiet_session
+spark = quiet_session("local[2]", "spark-kafka-contrast", **{"spark.jars": sys.argv[3]})
+df = (spark.read.format("kafka").option("kafka.bootstrap.servers", sys.argv[1]).option("subscribe", sys.argv[2])
+      .option("startingOffsets", "earliest").option("endingOffsets", "latest").option("failOnDataLoss", "false").load())
+print("COUNT", df.count(), flush=True)
+"""
+
+
+def test_sparks_own_kafka_source_fails_on_the_damaged_topic(live_damaged, tmp_path):
+    """The contrast: Spark's Kafka source (the Java consumer on the executors) fails the query on
+    the first damaged batch, failOnDataLoss=false or not: the data is there, only unreadable."""
+    try:
+        jars = kafka_tools.spark_kafka_jars()
+    except RuntimeError as exc:
+        pytest.skip(f"Spark's Kafka source could not be fetched from Maven Central: {exc}")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    try:
+        proc = subprocess.run([sys.executable, "-c", SPARK_KAFKA, live_damaged.broker.bootstrap, TOPIC, jars],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    except subprocess.TimeoutExpired:
+        return  # stuck is the other way it fails
+    assert proc.returncode != 0 and "COUNT" not in proc.stdout, proc.stdout[-2000:]
+    assert "corrupt" in proc.stderr.lower() or "seek past" in proc.stderr, proc.stderr[-3000:]
+
+
 def test_tolerance_none_fails_the_query_naming_the_range(registered, live_damaged):
     first = live_damaged.on_disk[15]
     df = kbatch(registered, live_damaged.broker.bootstrap, subscribe=TOPIC).load()

@@ -56,6 +56,7 @@ class ConsumedRecord(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: list
+    """``(key, value)`` pairs (an empty tuple when there are none)."""
     leader_epoch: int
 
 
@@ -96,12 +97,28 @@ def records_of(table: pa.Table) -> list[ConsumedRecord]:
     """Python objects for a reader's table (timestamps back to epoch ms)."""
     if not table.num_rows:
         return []
-    ts = table.column("timestamp").cast(pa.int64()).to_numpy() // 1000
-    headers = [[(h["key"], h["value"]) for h in hs] for hs in table.column("headers").to_pylist()]
+    ts = (table.column("timestamp").cast(pa.int64()).to_numpy() // 1000).tolist()
     cols = [table.column(n).to_pylist() for n in ("topic", "partition", "offset")]
-    return list(map(ConsumedRecord, *cols, ts.tolist(), table.column("timestampType").to_pylist(),
-                    table.column("key").to_pylist(), table.column("value").to_pylist(), headers,
-                    table.column("leader_epoch").to_pylist()))
+    return list(map(ConsumedRecord, *cols, ts, table.column("timestampType").to_pylist(),
+                    table.column("key").to_pylist(), table.column("value").to_pylist(),
+                    _header_lists(table.column("headers")), table.column("leader_epoch").to_pylist()))
+
+
+def _header_lists(column) -> list:
+    """Each record's headers as a list of (key, value) pairs; most records have none, and those
+    share one empty tuple instead of a list each."""
+    import pyarrow.compute as pc
+    arr = column.combine_chunks()
+    lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy()
+    if not lengths.any():
+        return [()] * len(arr)
+    flat = arr.flatten()
+    pairs = list(zip(flat.field("key").to_pylist(), flat.field("value").to_pylist()))
+    out, at = [], 0
+    for n in lengths.tolist():
+        out.append(pairs[at:at + n] if n else ())
+        at += n
+    return out
 
 
 @dataclass
