@@ -162,3 +162,72 @@ def test_kafkas_java_consumer_does_not_get_past_the_first_damaged_batch(damaged)
     assert got["thrown"], "it throws, again and again"
     assert sum(got["thrown"].values()) > 5
     assert "seek past" in got["last_error"] or "corrupt" in got["last_error"].lower()
+
+
+def test_offsets_deleted_by_retention_fail_or_move_on_as_fail_on_data_loss_says(kafka_broker):
+    """Spark's failOnDataLoss: records deleted (DeleteRecords, as retention does) before they were
+    read raise by default; with it off the reader moves to the log's start and reports the gap."""
+    from confluent_kafka import TopicPartition as CTP
+    from confluent_kafka.admin import AdminClient
+
+    from pykbatch.live import DataLossError
+    from tests.live_damage import create_topic, produce_batches
+    topic = "live-retention"
+    create_topic(kafka_broker.bootstrap, topic)
+    produce_batches(kafka_broker.bootstrap, topic, 5)
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    for f in admin.delete_records([CTP(topic, 0, 40)]).values():
+        f.result(timeout=30)
+    props = {"bootstrap.servers": kafka_broker.bootstrap}
+    with Reader(props, subscribe=topic, starting_offsets={topic: {"0": 0}}, ending_offsets="latest") as reader:
+        with pytest.raises(DataLossError, match="offset 0 of live-retention-0 is out of the partition's range"):
+            reader.read()
+    with Reader(props, subscribe=topic, starting_offsets={topic: {"0": 0}}, ending_offsets="latest",
+                fail_on_data_loss=False) as reader:
+        assert reader.read().column("offset").to_pylist() == list(range(40, 5 * BATCH))
+        (skip,) = reader.skips
+        assert (skip.first_offset, skip.last_offset, skip.rule, skip.name) == (0, 39, "consumer.data_loss",
+                                                                              "OFFSET_OUT_OF_RANGE")
+
+
+def test_committed_offsets_resume_a_reader_and_a_real_consumer_sees_them(kafka_broker):
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CTP
+
+    from tests.live_damage import create_topic, produce_batches
+    topic, group = "live-commit", "live-commit-group"
+    create_topic(kafka_broker.bootstrap, topic)
+    produce_batches(kafka_broker.bootstrap, topic, 4)
+    props = {"bootstrap.servers": kafka_broker.bootstrap}
+    with Reader(props, subscribe=topic, starting_offsets="committed", group_id=group,
+                ending_offsets={topic: {"0": 30}}) as reader:
+        assert reader.read().column("offset").to_pylist() == list(range(30))  # nothing committed: earliest
+        reader.commit()
+    c = Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": group})
+    try:
+        (committed,) = c.committed([CTP(topic, 0)], timeout=30)
+    finally:
+        c.close()
+    assert committed.offset == 30
+    with Reader(props, subscribe=topic, starting_offsets="committed", group_id=group,
+                ending_offsets="latest") as reader:
+        assert reader.read().column("offset").to_pylist() == list(range(30, 4 * BATCH))
+
+
+def test_adjacent_ranges_report_a_damaged_batch_once_between_them(damaged):
+    """As Spark's micro-batches read [start, end) ranges: a damaged batch across the boundary is
+    reported by each range for its own offsets, so together once, and nothing is delivered twice."""
+    broker, on_disk, done = damaged
+    crc = on_disk[15]
+    cut = crc.base_offset + 7
+    tp = TopicPartition(TOPIC, 0)
+    seen, skipped = [], []
+    for start, end in ((crc.base_offset - 20, cut), (cut, crc.last_offset + 21)):
+        with Reader({"bootstrap.servers": broker.bootstrap}, assign={TOPIC: [0]}, positions={tp: start},
+                    ending_offsets={TOPIC: {"0": end}}, policy=TOLERANT) as reader:
+            seen += reader.read().column("offset").to_pylist()
+            skipped += [(s.first_offset, s.last_offset) for s in reader.skips]
+            assert reader.positions()[tp] == end
+    assert skipped == [(crc.base_offset, cut - 1), (cut, crc.last_offset)]
+    assert seen == list(range(crc.base_offset - 20, crc.base_offset)) + \
+        list(range(crc.last_offset + 1, crc.last_offset + 21))

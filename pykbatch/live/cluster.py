@@ -248,6 +248,7 @@ class Cluster:
 
     def refresh(self, topics: Iterable[str]) -> None:
         """Partitions and leaders of ``topics`` (errors name the topic: unknown, not authorized)."""
+        import kafka.errors as Errors
         from kafka.errors import for_code
         self.connect()
         topics = sorted(set(topics))
@@ -257,10 +258,9 @@ class Cluster:
         for t in response.topics:
             if t.error_code:
                 err = for_code(t.error_code)
-                if t.error_code == 29:  # TOPIC_AUTHORIZATION_FAILED
-                    raise AuthorizationError(f"not authorized to read topic {t.name!r} "
-                                             f"(TOPIC_AUTHORIZATION_FAILED)", t.error_code)
-                if t.error_code == 3:  # UNKNOWN_TOPIC_OR_PARTITION
+                if err is Errors.TopicAuthorizationFailedError:
+                    raise AuthorizationError(f"not authorized to read topic {t.name!r} ({err.message})", t.error_code)
+                if err is Errors.UnknownTopicOrPartitionError:
                     raise UnknownTopicError(f"topic {t.name!r} does not exist on {self._kwargs['bootstrap_servers']}",
                                             t.error_code)
                 raise ClusterError(f"metadata for topic {t.name!r}: {err.__name__}", t.error_code,
@@ -323,9 +323,9 @@ class Cluster:
     def _raise_partition_error(self, tp: TopicPartition, code: int, what: str):
         from kafka.errors import for_code
         err = for_code(code)
-        if code == 29:
-            raise AuthorizationError(f"not authorized to read topic {tp.topic!r} (TOPIC_AUTHORIZATION_FAILED)", code)
-        if getattr(err, "invalid_metadata", False) or code in (6, 74, 75):
+        if issubclass(err, _errors().AuthorizationError):
+            raise AuthorizationError(f"not authorized to use topic {tp.topic!r} ({err.message})", code)
+        if err.invalid_metadata:  # the leader moved or its epoch is not the one we know
             self.forget_leader(tp)
         raise ClusterError(f"{what} for {tp}: {err.__name__}({code})", code, retriable=getattr(err, "retriable", False))
 
@@ -335,18 +335,24 @@ class Cluster:
         from kafka.protocol.metadata import FindCoordinatorRequest
         if group in self._coordinators:
             return self._coordinators[group]
-        node = self._client.least_loaded_node(bootstrap_fallback=True)
         request = FindCoordinatorRequest(key=group, key_type=0, coordinator_keys=[group], min_version=1, max_version=4)
-        response = self.request(node, request)
-        entries = getattr(response, "coordinators", None) or [response]
-        c = entries[0]
-        if c.error_code:
-            if c.error_code == 30:
-                raise AuthorizationError(f"not authorized to use group {group!r} (GROUP_AUTHORIZATION_FAILED)", 30)
-            raise ClusterError(f"FindCoordinator for group {group!r}: error {c.error_code}", c.error_code, retriable=True)
-        node_id = self._client._manager.cluster.add_coordinator(response, "group", group)
-        self._coordinators[group] = node_id
-        return node_id
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        while True:  # COORDINATOR_NOT_AVAILABLE while __consumer_offsets is being created: ask again
+            node = self._client.least_loaded_node(bootstrap_fallback=True)
+            response = self.request(node, request)
+            c = (getattr(response, "coordinators", None) or [response])[0]
+            if not c.error_code:
+                break
+            from kafka.errors import for_code
+            err = for_code(c.error_code)
+            if issubclass(err, _errors().AuthorizationError):
+                raise AuthorizationError(f"not authorized to use group {group!r} ({err.message})", c.error_code)
+            if not err.retriable or time.monotonic() > deadline:
+                raise ClusterError(f"FindCoordinator for group {group!r}: {err.message}", c.error_code,
+                                   retriable=err.retriable)
+            time.sleep(0.2)
+        self._coordinators[group] = c.node_id  # a broker the metadata already names
+        return c.node_id
 
     def committed(self, group: str, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The offsets ``group`` committed for ``tps`` (None: nothing committed)."""

@@ -26,9 +26,10 @@ import pyarrow as pa
 from pykbatch import _native
 from pykbatch.arrow import spark_timestamps
 from pykbatch.columns import CONSUMED
+from pykbatch import errors
 from pykbatch.errors import CONTINUE, FAIL, KafkaDataError
 from pykbatch.kafka.isolation import READ_COMMITTED, Isolation, check_level
-from pykbatch.live.cluster import FETCH_MAX_VERSION, LATEST, AuthorizationError, Cluster, ClusterError, TopicPartition
+from pykbatch.live.cluster import EARLIEST, FETCH_MAX_VERSION, LATEST, AuthorizationError, Cluster, ClusterError, TopicPartition
 from pykbatch.live.fetched import Damage, Fetched, Skip, read_fetched
 from pykbatch.live.offsets import assigned, ending_positions, starting_positions
 from pykbatch.log.indexes import AbortedTxn
@@ -36,13 +37,16 @@ from pykbatch.policy import ErrorPolicy
 from pykbatch.rules import BY_ID
 
 log = logging.getLogger("pykbatch.live")
+OUT_OF_RANGE = errors.CODE["OFFSET_OUT_OF_RANGE"]
 SCHEMA = pa.schema(CONSUMED)
 
-# partition errors that mean "ask for metadata and fetch again"
-_REFRESH = {3: "UNKNOWN_TOPIC_OR_PARTITION", 5: "LEADER_NOT_AVAILABLE", 6: "NOT_LEADER_OR_FOLLOWER",
-            56: "KAFKA_STORAGE_ERROR", 74: "FENCED_LEADER_EPOCH", 75: "UNKNOWN_LEADER_EPOCH",
-            100: "UNKNOWN_TOPIC_ID"}
-OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, TOPIC_AUTHORIZATION_FAILED = 1, 2, 29
+
+
+def _answer(code: int):
+    """The connection layer's error class for a partition's error code (kafka.errors: Kafka's
+    names, ``retriable`` and ``invalid_metadata`` as the Java client has them)."""
+    from kafka.errors import for_code
+    return for_code(code)
 
 
 class ConsumedRecord(NamedTuple):
@@ -338,23 +342,23 @@ class Reader:
         return Isolation(self.level, aborted, lso, None, undecided=p.undecided)
 
     def _handle(self, p: _Partition, data) -> tuple[pa.Table | None, list[Skip]]:
-        code = data.error_code
+        import kafka.errors as Errors
         if data.high_watermark >= 0:
             p.high_watermark = data.high_watermark
-        if code == CORRUPT_MESSAGE:
-            return self._probe(p, None, data)
-        if code == OFFSET_OUT_OF_RANGE:
-            return None, self._out_of_range(p, data)
-        if code == TOPIC_AUTHORIZATION_FAILED:
-            raise AuthorizationError(f"not authorized to read topic {p.tp.topic!r} (TOPIC_AUTHORIZATION_FAILED)", code)
-        if code in _REFRESH:
-            self.metrics.add("leader-refreshes")
-            self.cluster.forget_leader(p.tp)
-            self._back_off(p, ClusterError(f"{p.tp}: {_REFRESH[code]}", code, retriable=True))
-            return None, []
-        if code:
-            from kafka.errors import for_code
-            raise ClusterError(f"fetch of {p.tp}: {for_code(code).__name__}({code})", code)
+        if data.error_code:
+            err = _answer(data.error_code)
+            if err is Errors.CorruptRecordError:  # no records: the broker cannot read its own log there
+                return self._probe(p, None, data)
+            if err is Errors.OffsetOutOfRangeError:
+                return None, self._out_of_range(p, data)
+            if issubclass(err, Errors.AuthorizationError):
+                raise AuthorizationError(f"not authorized to read topic {p.tp.topic!r} ({err.message})", err.errno)
+            if err.invalid_metadata or err.retriable:  # a moved leader, a fenced epoch, a broker restarting
+                self.metrics.add("leader-refreshes")
+                self.cluster.forget_leader(p.tp)
+                self._back_off(p, ClusterError(f"{p.tp}: {err.message}", err.errno, retriable=True))
+                return None, []
+            raise ClusterError(f"fetch of {p.tp}: {err.message}({err.errno})", err.errno)
         records = data.records or b""
         self.metrics.add("bytes-fetched", len(records))
         iso = self._isolation(p, data, p.position)
@@ -373,10 +377,15 @@ class Reader:
     def _deliver_from(self, p: _Partition, fetched: Fetched, data, start: int):
         skips = []
         for s in fetched.skips:
+            if p.end is not None and s.first_offset >= p.end:
+                continue  # past the range this reader reads: the next range's business
+            s = _clipped(s, p.end)
             self._apply(s)  # raises when the policy fails: the position is left before the skip
             skips.append(s)
         table = self._output(p, fetched.table)
         p.position = max(p.position, fetched.next_offset)
+        if p.end is not None:
+            p.position = min(p.position, max(p.end, start))  # what lies past the end was not delivered
         if fetched.damage is not None:
             more, found = self._probe(p, fetched.damage, data)
             skips += found
@@ -453,17 +462,19 @@ class Reader:
         if self.fail_on_data_loss:
             raise DataLossError(f"offset {p.position} of {tp} is out of the partition's range (log start "
                                 f"{data.log_start_offset}, high watermark {data.high_watermark}): records were "
-                                "deleted or the log was truncated (failOnDataLoss=false moves on)", OFFSET_OUT_OF_RANGE)
-        earliest = self.cluster.list_offsets({tp: -2})[tp]
-        latest = self.cluster.list_offsets({tp: -1}, self._iso_code)[tp]
+                                "deleted or the log was truncated (failOnDataLoss=false moves on)", 1)
+        earliest = self.cluster.list_offsets({tp: EARLIEST})[tp]
+        latest = self.cluster.list_offsets({tp: LATEST}, self._iso_code)[tp]
         target = earliest if p.position < earliest else latest
-        log.warning("%s: offset %d is out of range; moving to %d (failOnDataLoss=false)", tp, p.position, target)
         skips = []
         if target > p.position:
-            skip = Skip(tp.topic, tp.partition, p.position, target - 1, "", OFFSET_OUT_OF_RANGE,
-                        "records deleted before they were read (out of range)")
-            skips.append(skip)
+            rule = BY_ID["consumer.data_loss"]
+            skip = Skip(tp.topic, tp.partition, p.position, target - 1, rule.id, rule.code,
+                        rule.message(first=p.position, last=target - 1, start=earliest))
+            self.skips.append(skip)
             self.metrics.add("offsets-skipped", skip.count)
+            log.warning("%s", skip.line())
+            skips.append(skip)
         p.position = target
         return skips
 
@@ -475,6 +486,8 @@ class Reader:
         """Finds the first offset after ``p.position`` that the broker serves as a sound entry,
         skips up to it and delivers what that fetch holds."""
         result = Probe(self, p).run(damage)
+        if p.end is not None and result.next_offset > p.end:  # the rest is the next range's business
+            result = ProbeResult(p.end)
         first, last = p.position, result.next_offset - 1
         if damage is not None and rule is None:
             skip = damage.skip(p.tp.topic, p.tp.partition, last)
@@ -493,6 +506,15 @@ class Reader:
             return None, skips
         table, found = self._handle(p, result.data)
         return table, skips + found
+
+
+def _clipped(skip: Skip, end: int | None) -> Skip:
+    """``skip`` cut at a reader's ending offset (a range such as a Spark micro-batch's reports only
+    its own offsets; the next range reports the rest, once)."""
+    if end is None or skip.last_offset < end:
+        return skip
+    from dataclasses import replace
+    return replace(skip, last_offset=end - 1)
 
 
 @dataclass
@@ -518,7 +540,7 @@ class Probe:
         data = self.reader._fetch_one(self.p, offset)
         if data.high_watermark >= 0:
             self.p.high_watermark = data.high_watermark
-        if data.error_code == OFFSET_OUT_OF_RANGE:
+        if data.error_code == OUT_OF_RANGE:
             return "end"
         records = data.records
         if data.error_code or not records or not _native.entry_is_sound(records, 0):
