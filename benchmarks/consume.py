@@ -5,6 +5,10 @@ one core (the broker on the other), medians of wall time to read every record on
 
     python benchmarks/consume.py [--records 1000000] [--repeats 5] [--bootstrap HOST:PORT]
 
+With --spark it also sets pykbatch's ``kafka-kbatch`` source beside Spark's own Kafka source
+(spark-sql-kafka from Maven Central, tests/kafka_harness/spark-kafka) in one local[2] session: a
+count and a Parquet write of the topic, medians, and the ratio.
+
 Without --bootstrap it starts the test harness's broker (Kafka 4.3.1 from Maven Central) in a
 temporary directory.  Records: 100-byte values, 8-byte keys, produced by confluent-kafka in
 batches of up to 10,000.  Targets (issue 25): to Arrow >= 4x confluent-kafka and >= 1 M records/s;
@@ -20,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -117,6 +123,84 @@ CONTENDERS = {"pykbatch to Arrow": pykbatch_arrow, "pykbatch to objects": pykbat
               "kafka-python poll": kafka_python}
 
 
+def arrow_file_source(bootstrap: str, directory: Path):
+    """A Python data source handing Spark the topic's records as Arrow batches read from a
+    memory-mapped Arrow file: what Spark's conversion of a Python source's batches costs with
+    (almost) no reading work."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from pykbatch.live import Reader
+    with Reader({"bootstrap.servers": bootstrap}, subscribe=TOPIC, starting_offsets="earliest",
+                ending_offsets="latest") as r:
+        table = r.read().drop_columns(["leader_epoch", "headers"])
+    path = str(directory / "records.arrow")
+    with pa.ipc.new_file(path, table.schema) as w:
+        w.write_table(table, max_chunksize=50_000)
+    schema = table.schema
+    del table
+
+    class FileReader(DataSourceReader):
+        def read(self, partition):
+            import pyarrow as pa
+            f = pa.ipc.open_file(pa.memory_map(path))
+            for i in range(f.num_record_batches):
+                yield f.get_batch(i)
+
+    class ArrowFileSource(DataSource):
+        @classmethod
+        def name(cls):
+            return "arrow-file"
+
+        def schema(self):
+            return from_arrow_schema(schema)
+
+        def reader(self, schema):
+            return FileReader()
+    return ArrowFileSource
+
+
+def spark_compare(bootstrap: str, n: int, repeats: int) -> None:
+    """kafka-kbatch vs Spark's Kafka source on the same topic, one session (local[2])."""
+    import shutil
+
+    from spark_udfs import register
+    from spark_udfs.session import quiet_session
+    from tests import kafka_tools
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = quiet_session("local[2]", "consume-bench", **{"spark.jars": kafka_tools.spark_kafka_jars(),
+                                                          "spark.sql.shuffle.partitions": "2"})
+    register(spark)
+    out = Path(tempfile.mkdtemp(prefix="pykbatch-bench-parquet-"))
+
+    def frame(fmt):
+        return (spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("subscribe", TOPIC)
+                .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
+
+    spark.dataSource.register(arrow_file_source(bootstrap, out))
+    cases = {}
+    for fmt in ("kafka", "kafka-kbatch", "arrow-file"):
+        cases[f"{fmt} count"] = lambda fmt=fmt: frame(fmt).count()
+        cases[f"{fmt} parquet"] = lambda fmt=fmt: frame(fmt).write.mode("overwrite").parquet(str(out / fmt))
+    for fn in cases.values():
+        fn()
+    times: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(repeats):
+        for name, fn in cases.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"Spark local[2], {n:,} records, medians of {repeats}")
+    for what in ("count", "parquet"):
+        theirs, ours, floor = med[f"kafka {what}"], med[f"kafka-kbatch {what}"], med[f"arrow-file {what}"]
+        print(f"  {what:8s} Spark's kafka {n / theirs / 1e6:6.3f} M/s   kafka-kbatch {n / ours / 1e6:6.3f} M/s   "
+              f"ratio {theirs / ours:5.2f}x   (a Python source handing Spark the same Arrow batches from a mapped file: "
+              f"{n / floor / 1e6:6.3f} M/s)")
+    spark.stop()
+    shutil.rmtree(out, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=1_000_000)
@@ -124,6 +208,8 @@ def main() -> None:
     ap.add_argument("--bootstrap")
     ap.add_argument("--core", type=int, default=1, help="the core the consumers run on")
     ap.add_argument("--skip", action="append", default=[], help="a contender to leave out (slow peers)")
+    ap.add_argument("--spark", action="store_true", help="also kafka-kbatch vs Spark's Kafka source")
+    ap.add_argument("--spark-only", action="store_true")
     args = ap.parse_args()
     broker = None
     bootstrap = args.bootstrap
@@ -134,6 +220,10 @@ def main() -> None:
         bootstrap = broker.bootstrap
     try:
         produce(bootstrap, args.records)
+        if args.spark or args.spark_only:
+            spark_compare(bootstrap, args.records, args.repeats)
+            if args.spark_only:
+                return
         if hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, {args.core})  # the consumers' threads inherit it: one core for all
         contenders = {k: v for k, v in CONTENDERS.items() if k not in args.skip}
