@@ -231,3 +231,50 @@ def test_adjacent_ranges_report_a_damaged_batch_once_between_them(damaged):
     assert skipped == [(crc.base_offset, cut - 1), (cut, crc.last_offset)]
     assert seen == list(range(crc.base_offset - 20, crc.base_offset)) + \
         list(range(crc.last_offset + 1, crc.last_offset + 21))
+
+
+def pykbatch_cli(*args, timeout=120):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-c", "import sys; from pykbatch.commands import main; sys.exit(main())",
+                           *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_consume_command_reports_each_damaged_range_and_exits_1(damaged, tmp_path):
+    broker, on_disk, done = damaged
+    out, dead = tmp_path / "records.parquet", tmp_path / "dead.jsonl"
+    proc = pykbatch_cli("consume", "--bootstrap-server", broker.bootstrap, "--topic", TOPIC, "--out", str(out),
+                        "--dead-letters", str(dead))
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    crc = on_disk[15]
+    assert f"offsets [{crc.base_offset}, {crc.last_offset}] skipped: CORRUPT_MESSAGE(2) batch.crc_mismatch" in proc.stdout
+    assert f"{len(done)} range(s) skipped" in proc.stdout
+    import pyarrow.parquet as pq
+    bad = unreadable(on_disk, done)
+    assert pq.read_table(out).column("offset").to_pylist() == [o for o in range(BATCHES * BATCH) if o not in bad]
+    assert len(dead.read_text().splitlines()) == len(done)
+
+
+def test_the_consume_command_on_what_a_new_user_gets_wrong(kafka_broker, tmp_path):
+    """A topic that does not exist, a broker that does not answer, a refused password, a bad
+    output name: each a message and exit status 2, never a traceback, never "ok"."""
+    from tests.kafka_tools import PLAIN_USER
+    bootstrap = kafka_broker.bootstrap
+    cases = [
+        (["--bootstrap-server", bootstrap, "--topic", "no-such-topic"], "does not exist"),
+        (["--bootstrap-server", bootstrap, "--topic", TOPIC, "--out", str(tmp_path / "x.csv")], ".parquet or .arrow"),
+        (["--bootstrap-server", bootstrap, "--topic", TOPIC, "--from", "yesterday"], "earliest, latest or an offset"),
+        (["--bootstrap-server", kafka_broker.sasl_bootstrap, "--topic", TOPIC, "--consumer-property",
+          "security.protocol=SASL_SSL", "--consumer-property", "sasl.mechanism=PLAIN", "--consumer-property",
+          f"sasl.username={PLAIN_USER}", "--consumer-property", "sasl.password=hunter2", "--consumer-property",
+          f"ssl.ca.location={kafka_broker.certs.ca}"], "authentication"),
+        (["--bootstrap-server", bootstrap, "--topic", TOPIC, "--consumer-property", "sasl.mechansim=PLAIN"],
+         "unknown connection setting"),
+        (["--bootstrap-server", bootstrap, "--topic", TOPIC, "--consumer.config", str(tmp_path / "missing")],
+         "No such file"),
+    ]
+    for args, says in cases:
+        proc = pykbatch_cli("consume", *args)
+        assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr, (args, proc.stderr)
+        assert "hunter2" not in proc.stderr + proc.stdout  # a password is never echoed
