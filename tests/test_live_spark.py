@@ -139,3 +139,9 @@ def test_the_live_pages_examples_run(registered, kafka_broker, capsys):
         exec(compile(code.replace("localhost:9092", kafka_broker.bootstrap), "docs/live.md", "exec"), namespace)
     assert namespace["table"].num_rows == 2 * 2 * BATCH
     assert "|partition|count|" in capsys.readouterr().out
+    from tests.test_docs import BLOCK
+    (readme,) = [c for lang, c in BLOCK.findall((ROOT / "README.md").read_text())
+                 if lang == "python" and "pykbatch.live" in c]
+    namespace = {"__name__": "readme_live"}
+    exec(compile(readme.replace("broker:9092", kafka_broker.bootstrap), "README.md", "exec"), namespace)
+    assert namespace["table"].num_rows == 2 * 2 * BATCH
