@@ -278,3 +278,23 @@ def test_the_consume_command_on_what_a_new_user_gets_wrong(kafka_broker, tmp_pat
         proc = pykbatch_cli("consume", *args)
         assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr, (args, proc.stderr)
         assert "hunter2" not in proc.stderr + proc.stdout  # a password is never echoed
+
+
+def test_fetch_sessions_read_the_same_as_sessionless_fetches(kafka_broker):
+    """KIP-227: after the first full fetch the broker keeps the session and answers only what
+    changed; the records read are the same either way."""
+    from tests.live_damage import create_topic, produce_batches
+    topic = "live-sessions"
+    create_topic(kafka_broker.bootstrap, topic, partitions=3)
+    for p, n in ((0, 5), (1, 1), (2, 3)):
+        produce_batches(kafka_broker.bootstrap, topic, n, partition=p)
+    got = {}
+    for sessions in (True, False):
+        with Reader({"bootstrap.servers": kafka_broker.bootstrap}, subscribe=topic, starting_offsets="earliest",
+                    ending_offsets="latest", fetch_sessions=sessions, max_partition_fetch_bytes=2000) as reader:
+            t = reader.read()
+            got[sessions] = sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist()))
+            if sessions:
+                (handler,) = reader._sessions.values()
+                assert handler.next_metadata.session_id != 0 and handler.next_metadata.epoch > 1  # incremental
+    assert got[True] == got[False] == [(p, o) for p, n in ((0, 5), (1, 1), (2, 3)) for o in range(n * BATCH)]

@@ -182,6 +182,8 @@ class Reader:
     max_partition_fetch_bytes, fetch_max_bytes, max_wait_ms, max_batch_bytes
         Fetch sizes (Kafka's defaults); a batch larger than the partition's size is fetched again
         with its size, up to ``max_batch_bytes``.
+    fetch_sessions
+        Incremental fetch sessions (KIP-227) with each broker, as Kafka's consumers use them.
     """
 
     def __init__(self, props: Mapping[str, Any] | Cluster, *, assign=None, subscribe=None,
@@ -190,7 +192,8 @@ class Reader:
                  isolation_level: str = "read_uncommitted", fail_on_data_loss: bool = True,
                  policy: ErrorPolicy | None = None, dead_letters: Callable[[Skip, dict], Any] | None = None,
                  max_partition_fetch_bytes: int = 1 << 20, fetch_max_bytes: int = 50 << 20,
-                 max_wait_ms: int = 500, max_batch_bytes: int = 64 << 20, positions: Mapping | None = None):
+                 max_wait_ms: int = 500, max_batch_bytes: int = 64 << 20, positions: Mapping | None = None,
+                 fetch_sessions: bool = True):
         self.level = check_level(isolation_level)
         self._iso_code = 1 if self.level == READ_COMMITTED else 0
         self.cluster = props if isinstance(props, Cluster) else Cluster(props)
@@ -201,6 +204,8 @@ class Reader:
         self.group_id = group_id
         self.max_wait_ms, self.fetch_max_bytes, self.max_batch_bytes = max_wait_ms, fetch_max_bytes, max_batch_bytes
         self.metrics = Metrics()
+        self.fetch_sessions = fetch_sessions
+        self._sessions: dict = {}  # node -> kafka-python's FetchSessionHandler
         self.skips: list[Skip] = []
         self._failures = 0
         self._rotation = 0
@@ -259,16 +264,21 @@ class Reader:
                     raise
                 self._back_off(p, exc)
         nodes = list(by_node)
-        responses = self.cluster.request_all([(n, self._fetch_request(by_node[n])) for n in nodes],
+        responses = self.cluster.request_all([(n, self._session_request(n, by_node[n])) for n in nodes],
                                              timeout_ms=(timeout_ms or self.max_wait_ms) + self.cluster.timeout_ms)
         self.metrics.add("fetch-requests", len(nodes))
         for node, response in zip(nodes, responses):
+            session = self._sessions.get(node)
             if isinstance(response, Exception):
                 log.warning("fetch from node %s failed: %s", node, response)
+                if session is not None:
+                    session.handle_error(response)
                 for p in by_node[node]:
                     self.cluster.forget_leader(p.tp)
                     self._back_off(p, response)
                 continue
+            if session is not None and not session.handle_response(response):
+                continue  # the session was refused or lost: the next request starts a new one, positions kept
             if getattr(response, "error_code", 0):
                 raise ClusterError(f"fetch from node {node}: error {response.error_code}", response.error_code)
             parts = {(t.topic, d.partition_index): d for t in response.responses for d in t.partitions}
@@ -312,22 +322,44 @@ class Reader:
         self.close()
 
     # -- fetching ------------------------------------------------------------------------------
-    def _fetch_request(self, parts: list[_Partition], *, offset: int | None = None, max_bytes: int | None = None,
-                       isolation: int | None = None):
+    def _fetch_partition(self, p: _Partition, offset: int | None = None, max_bytes: int | None = None):
+        from kafka.protocol.consumer import FetchRequest
+        return FetchRequest.FetchTopic.FetchPartition(
+            partition=p.tp.partition, fetch_offset=p.position if offset is None else offset,
+            partition_max_bytes=p.fetch_bytes if max_bytes is None else max_bytes,
+            current_leader_epoch=self.cluster.leader(p.tp).epoch, last_fetched_epoch=-1, log_start_offset=-1)
+
+    def _fetch_request(self, parts: list[_Partition], *, offset: int | None = None, max_bytes: int | None = None):
+        """A sessionless FetchRequest (a probe's)."""
         from kafka.protocol.consumer import FetchRequest
         T = FetchRequest.FetchTopic
         topics: dict[str, list] = {}
         for p in parts:
-            topics.setdefault(p.tp.topic, []).append(T.FetchPartition(
-                partition=p.tp.partition, fetch_offset=p.position if offset is None else offset,
-                partition_max_bytes=p.fetch_bytes if max_bytes is None else max_bytes,
-                current_leader_epoch=self.cluster.leader(p.tp).epoch, last_fetched_epoch=-1, log_start_offset=-1))
+            topics.setdefault(p.tp.topic, []).append(self._fetch_partition(p, offset, max_bytes))
         return FetchRequest(replica_id=-1, max_wait_ms=self.max_wait_ms if offset is None else 0, min_bytes=1,
                             max_bytes=self.fetch_max_bytes if max_bytes is None else max(max_bytes, 1),
-                            isolation_level=self._iso_code if isolation is None else isolation,
-                            session_id=0, session_epoch=-1, rack_id="",
+                            isolation_level=self._iso_code, session_id=0, session_epoch=-1, rack_id="",
                             topics=[T(topic=name, partitions=ps) for name, ps in topics.items()],
                             forgotten_topics_data=[], min_version=4, max_version=FETCH_MAX_VERSION)
+
+    def _session_request(self, node: int, parts: list[_Partition]):
+        """The FetchRequest for ``node``'s partitions: within the node's incremental fetch session
+        (KIP-227, kafka-python's FetchSessionHandler) when ``fetch_sessions``, so partitions whose
+        fetch did not change are not sent again, nor answered when they have nothing new."""
+        if not self.fetch_sessions:
+            return self._fetch_request(parts)
+        from collections import OrderedDict
+
+        from kafka.consumer.fetcher import FetchSessionHandler
+        from kafka.protocol.consumer import FetchRequest
+        from kafka.structs import TopicPartition as Key
+        handler = self._sessions.setdefault(node, FetchSessionHandler(node))
+        wanted = OrderedDict((Key(p.tp.topic, p.tp.partition), self._fetch_partition(p)) for p in parts)
+        session = handler.build_next(wanted)
+        return FetchRequest(replica_id=-1, max_wait_ms=self.max_wait_ms, min_bytes=1, max_bytes=self.fetch_max_bytes,
+                            isolation_level=self._iso_code, session_id=session.id, session_epoch=session.epoch,
+                            rack_id="", topics=session.to_send, forgotten_topics_data=session.to_forget,
+                            min_version=7, max_version=FETCH_MAX_VERSION)
 
     def _fetch_one(self, p: _Partition, offset: int):
         """One small fetch of ``p`` at ``offset`` (a probe): its partition data."""
