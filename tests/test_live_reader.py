@@ -298,3 +298,26 @@ def test_fetch_sessions_read_the_same_as_sessionless_fetches(kafka_broker):
                 (handler,) = reader._sessions.values()
                 assert handler.next_metadata.session_id != 0 and handler.next_metadata.epoch > 1  # incremental
     assert got[True] == got[False] == [(p, o) for p, n in ((0, 5), (1, 1), (2, 3)) for o in range(n * BATCH)]
+
+
+def test_a_broker_restart_mid_read_loses_nothing_and_repeats_nothing(kafka_broker):
+    """The broker stops (cleanly) and starts again while a reader is half way: its polls fail and
+    back off, then it goes on from its position."""
+    from tests.live_damage import create_topic, produce_batches, wait_until_served
+    topic = "live-restart"
+    create_topic(kafka_broker.bootstrap, topic)
+    produce_batches(kafka_broker.bootstrap, topic, 10)
+    offsets = []
+    with Reader({"bootstrap.servers": kafka_broker.bootstrap, "request.timeout.ms": 5000}, subscribe=topic,
+                starting_offsets="earliest", ending_offsets="latest", max_partition_fetch_bytes=2000) as reader:
+        while len(offsets) < 60:
+            offsets += reader.poll().table.column("offset").to_pylist()
+        kafka_broker.stop()
+        for _ in range(3):  # polls while the broker is down: no records, no exception
+            assert reader.poll().table.num_rows == 0
+        kafka_broker.start()
+        wait_until_served(kafka_broker.bootstrap, topic)
+        deadline = time.monotonic() + 120
+        while not reader.finished and time.monotonic() < deadline:
+            offsets += reader.poll().table.column("offset").to_pylist()
+    assert offsets == list(range(10 * BATCH))

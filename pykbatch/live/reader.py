@@ -11,8 +11,8 @@ cannot be read.
 Fetches go to each partition's leader (one request per broker, every assigned partition in it);
 each partition's bytes go through ``pykbatch.live.fetched.read_fetched`` (the validator, the
 isolation level).  Unreadable entries whose extent a response does not show, and a broker that
-answers CORRUPT_MESSAGE with no data, are resolved by ``Probe``: small fetches forward to the first
-offset the broker serves sound, found by doubling then bisecting, so the skipped range is exact.
+answers CORRUPT_MESSAGE with no data, are resolved by ``pykbatch.live.probe``: small fetches
+forward to the first offset the broker serves sound, so the skipped range is exact.
 """
 from __future__ import annotations
 
@@ -23,23 +23,22 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 import pyarrow as pa
 
-from pykbatch import _native
 from pykbatch.arrow import spark_timestamps
 from pykbatch.columns import CONSUMED
-from pykbatch import errors
 from pykbatch.errors import CONTINUE, FAIL, KafkaDataError
 from pykbatch.kafka.isolation import READ_COMMITTED, Isolation, check_level
-from pykbatch.live.cluster import EARLIEST, FETCH_MAX_VERSION, LATEST, AuthorizationError, Cluster, ClusterError, TopicPartition
+from pykbatch.live.cluster import (
+    EARLIEST, FETCH_MAX_VERSION, LATEST, AuthorizationError, Cluster, ClusterError, TopicPartition,
+)
 from pykbatch.live.fetched import Damage, Fetched, Skip, read_fetched
 from pykbatch.live.offsets import assigned, ending_positions, starting_positions
+from pykbatch.live.probe import Probe, ProbeResult
 from pykbatch.log.indexes import AbortedTxn
 from pykbatch.policy import ErrorPolicy
 from pykbatch.rules import BY_ID
 
 log = logging.getLogger("pykbatch.live")
-OUT_OF_RANGE = errors.CODE["OFFSET_OUT_OF_RANGE"]
 SCHEMA = pa.schema(CONSUMED)
-
 
 
 def _answer(code: int):
@@ -547,66 +546,3 @@ def _clipped(skip: Skip, end: int | None) -> Skip:
         return skip
     from dataclasses import replace
     return replace(skip, last_offset=end - 1)
-
-
-@dataclass
-class ProbeResult:
-    next_offset: int
-    """The first offset after the damage the broker serves sound (or the log's end)."""
-    data: Any = None
-    """The partition data of the fetch at ``next_offset`` (None: the damage runs to the end)."""
-
-
-class Probe:
-    """Doubling then bisection over fetch offsets: the smallest offset after ``position`` whose
-    fetch answers with a sound first entry starting after ``position``.  The broker finds a batch
-    by its header's last offset, as every client must, so this is the extent the log itself gives
-    the damage; it costs about 2 log2(extent) one-batch fetches."""
-
-    def __init__(self, reader: Reader, p: _Partition):
-        self.reader, self.p = reader, p
-
-    def _sound_after(self, offset: int):
-        """The partition data if a fetch at ``offset`` starts with a sound entry past the
-        position; None if it does not; "end" past the log's end."""
-        data = self.reader._fetch_one(self.p, offset)
-        if data.high_watermark >= 0:
-            self.p.high_watermark = data.high_watermark
-        if data.error_code == OUT_OF_RANGE:
-            return "end"
-        records = data.records
-        if data.error_code or not records or not _native.entry_is_sound(records, 0):
-            return None
-        base = int.from_bytes(bytes(records[:8]), "big", signed=True)
-        return data if base > self.p.position else None
-
-    def run(self, damage: Damage | None) -> ProbeResult:
-        position = self.p.position
-        if self.p.high_watermark <= position:  # an error answer carries none: ask for the log's end
-            self.p.high_watermark = self.reader.cluster.list_offsets({self.p.tp: LATEST}, self.reader._iso_code)[self.p.tp]
-        limit = max(self.p.high_watermark, position + 1)
-        if self.p.end is not None:
-            limit = min(limit, self.p.end)
-        bad, good, found, step = position, None, None, 1
-        while position + step < limit:  # doubling
-            answer = self._sound_after(position + step)
-            if answer == "end":
-                break
-            if answer is not None:
-                good, found = position + step, answer
-                break
-            bad = position + step
-            step *= 2
-        if good is None:  # nothing sound before the limit yet: look between the last miss and it
-            good = limit
-        while good - bad > 1:  # bisection: bad never answers sound, good does (or is the limit)
-            mid = (bad + good) // 2
-            answer = self._sound_after(mid)
-            if answer is not None and answer != "end":
-                good, found = mid, answer
-            else:
-                bad = mid
-        if found is None:
-            return ProbeResult(limit)
-        base = int.from_bytes(bytes(found.records[:8]), "big", signed=True)
-        return ProbeResult(base, found)

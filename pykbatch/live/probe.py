@@ -1,0 +1,80 @@
+"""The extent of damage a fetch response does not show, found with the broker.
+
+A damaged entry that ends a response (a response never spans segments), or a broker that answers
+CORRUPT_MESSAGE with no records because its own offset search fails in the damage: nothing in the
+bytes says where the damage ends.  The broker finds a batch by its header's last offset, as every
+client must, so the smallest offset whose fetch starts with a sound entry past the position is
+the extent the log itself gives the damage; doubling then bisecting finds it in about
+2 log2(extent) one-batch fetches.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pykbatch import _native, errors
+from pykbatch.live.cluster import LATEST
+from pykbatch.live.fetched import Damage
+
+OUT_OF_RANGE = errors.CODE["OFFSET_OUT_OF_RANGE"]
+
+
+@dataclass
+class ProbeResult:
+    next_offset: int
+    """The first offset after the damage the broker serves sound (or the log's end)."""
+    data: Any = None
+    """The partition data of the fetch at ``next_offset`` (None: the damage runs to the end)."""
+
+
+class Probe:
+    """Doubling then bisection over fetch offsets: the smallest offset after the partition's
+    position whose fetch answers with a sound first entry starting after it."""
+
+    def __init__(self, reader, p):
+        self.reader, self.p = reader, p
+
+    def _sound_after(self, offset: int):
+        """The partition data if a fetch at ``offset`` starts with a sound entry past the
+        position; None if it does not; "end" past the log's end."""
+        data = self.reader._fetch_one(self.p, offset)
+        if data.high_watermark >= 0:
+            self.p.high_watermark = data.high_watermark
+        if data.error_code == OUT_OF_RANGE:
+            return "end"
+        records = data.records
+        if data.error_code or not records or not _native.entry_is_sound(records, 0):
+            return None
+        base = int.from_bytes(bytes(records[:8]), "big", signed=True)
+        return data if base > self.p.position else None
+
+    def run(self, damage: Damage | None) -> ProbeResult:
+        position = self.p.position
+        if self.p.high_watermark <= position:  # an error answer carries none: ask for the log's end
+            self.p.high_watermark = self.reader.cluster.list_offsets({self.p.tp: LATEST}, self.reader._iso_code)[self.p.tp]
+        limit = max(self.p.high_watermark, position + 1)
+        if self.p.end is not None:
+            limit = min(limit, self.p.end)
+        bad, good, found, step = position, None, None, 1
+        while position + step < limit:  # doubling
+            answer = self._sound_after(position + step)
+            if answer == "end":
+                break
+            if answer is not None:
+                good, found = position + step, answer
+                break
+            bad = position + step
+            step *= 2
+        if good is None:  # nothing sound before the limit yet: look between the last miss and it
+            good = limit
+        while good - bad > 1:  # bisection: bad never answers sound, good does (or is the limit)
+            mid = (bad + good) // 2
+            answer = self._sound_after(mid)
+            if answer is not None and answer != "end":
+                good, found = mid, answer
+            else:
+                bad = mid
+        if found is None:
+            return ProbeResult(limit)
+        base = int.from_bytes(bytes(found.records[:8]), "big", signed=True)
+        return ProbeResult(base, found)
