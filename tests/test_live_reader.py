@@ -321,3 +321,21 @@ def test_a_broker_restart_mid_read_loses_nothing_and_repeats_nothing(kafka_broke
         while not reader.finished and time.monotonic() < deadline:
             offsets += reader.poll().table.column("offset").to_pylist()
     assert offsets == list(range(10 * BATCH))
+
+
+def test_partitions_whose_batches_exceed_the_fetch_size_are_all_read(kafka_broker):
+    """KIP-74: the broker hands the first partition of a request its first batch whole, however
+    large; another partition whose first batch exceeds its partition_max_bytes gets nothing (the
+    broker drops an incomplete first entry).  The reader puts a different partition first on each
+    fetch, as Kafka's consumer does, so every one is read."""
+    from tests.live_damage import create_topic, produce_batches
+    topic = "live-grow"
+    create_topic(kafka_broker.bootstrap, topic, partitions=2)
+    for p in (0, 1):
+        produce_batches(kafka_broker.bootstrap, topic, 3, partition=p)
+    with Reader({"bootstrap.servers": kafka_broker.bootstrap}, subscribe=topic, starting_offsets="earliest",
+                ending_offsets="latest", max_partition_fetch_bytes=64) as reader:
+        t = reader.read()
+        assert sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist())) == \
+            [(p, o) for p in (0, 1) for o in range(3 * BATCH)]
+        assert reader.skips == []
