@@ -145,3 +145,12 @@ def test_the_live_pages_examples_run(registered, kafka_broker, capsys):
     namespace = {"__name__": "readme_live"}
     exec(compile(readme.replace("broker:9092", kafka_broker.bootstrap), "README.md", "exec"), namespace)
     assert namespace["table"].num_rows == 2 * 2 * BATCH
+
+
+def test_sql_reads_a_live_topic_through_a_view(registered, live_damaged):
+    bootstrap = live_damaged.broker.bootstrap
+    registered.sql(f"CREATE OR REPLACE TEMPORARY VIEW damaged USING `kafka-kbatch` OPTIONS "
+                   f"(`kafka.bootstrap.servers` '{bootstrap}', subscribe '{TOPIC}', `errors.tolerance` 'all')")
+    bad = unreadable(live_damaged.on_disk, live_damaged.done)
+    row = registered.sql("SELECT count(*) AS n, max(offset) AS last FROM damaged").first()
+    assert (row.n, row.last) == (BATCHES * BATCH - len(bad), BATCHES * BATCH - 1)
