@@ -339,3 +339,39 @@ def test_partitions_whose_batches_exceed_the_fetch_size_are_all_read(kafka_broke
         assert sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist())) == \
             [(p, o) for p in (0, 1) for o in range(3 * BATCH)]
         assert reader.skips == []
+
+
+def test_skips_go_to_a_dead_letter_topic_with_connects_headers(damaged):
+    """Each skipped range is one record of the dead-letter topic: the unreadable bytes as its
+    value, Connect's __connect.errors.* headers; read back by librdkafka."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CTP
+
+    from pykbatch.live import Cluster, DeadLetterTopic
+    from tests.live_damage import create_topic
+    broker, on_disk, done = damaged
+    create_topic(broker.bootstrap, "live-dlq")
+    with Cluster({"bootstrap.servers": broker.bootstrap}) as cluster:
+        reader = Reader(cluster, subscribe=TOPIC, starting_offsets="earliest", ending_offsets="latest",
+                        policy=TOLERANT, dead_letters=DeadLetterTopic(cluster, "live-dlq"))
+        reader.read()
+        skips = list(reader.skips)
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "dlq-check"})
+    c.assign([CTP("live-dlq", 0, 0)])
+    letters = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(letters) < len(skips) and time.monotonic() < deadline:
+            letters += [m for m in c.consume(100, timeout=1) if not m.error()]
+    finally:
+        c.close()
+    assert len(letters) == len(skips) == len(done)
+    for m, s in zip(letters, skips):
+        h = {k: v.decode() for k, v in m.headers()}
+        assert (h["__connect.errors.topic"], h["__connect.errors.partition"], h["__connect.errors.offset"]) == \
+            (TOPIC, "0", str(s.first_offset))
+        assert h["__pykbatch.errors.last.offset"] == str(s.last_offset) and h["__pykbatch.errors.rule"] == s.rule
+        assert h["__connect.errors.exception.message"] == s.message
+        assert h["__connect.errors.exception.class.name"].startswith("org.apache.kafka")
+        assert m.value() == s.data
+    assert reader.metrics.as_dict()["deadletterqueue-produce-requests"] == len(done)
