@@ -89,7 +89,7 @@ class Broker:
     """A single-node KRaft Kafka (4.3.1) on 127.0.0.1, its data in ``directory``/data.
 
     Besides PLAINTEXT (``bootstrap``) it listens on ``sasl_bootstrap`` (SASL_SSL: PLAIN for
-    alice, SCRAM-SHA-256/512 for bob) and ``mtls_bootstrap`` (SSL, client certificate required),
+    alice, SCRAM-SHA-256/512 for bob, OAUTHBEARER with unsecured tokens) and ``mtls_bootstrap`` (SSL, client certificate required),
     with certificates made when it is created (``certs``, tests/tls_certs.py).  The
     StandardAuthorizer is on: PLAINTEXT's principal (ANONYMOUS) is a super user, everyone may use
     a topic without ACLs, and ``DENIED_TOPIC``'s ACL lets only User:admin read it."""
@@ -122,7 +122,10 @@ class Broker:
             "controller.listener.names=CONTROLLER",
             "inter.broker.listener.name=PLAINTEXT",
             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,MTLS:SSL",
-            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+            # OAUTHBEARER with Kafka's unsecured JWS tokens (alg none): the broker checks sub, iat, exp
+            "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config="
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
             "listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
             f'required user_{PLAIN_USER}="{PLAIN_PASSWORD}";',
             "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config="

@@ -375,3 +375,24 @@ def test_skips_go_to_a_dead_letter_topic_with_connects_headers(damaged):
         assert h["__connect.errors.exception.class.name"].startswith("org.apache.kafka")
         assert m.value() == s.data
     assert reader.metrics.as_dict()["deadletterqueue-produce-requests"] == len(done)
+
+
+def test_starting_at_a_timestamp_asks_the_broker_for_the_first_offset_at_or_after_it(kafka_broker):
+    from tests.live_damage import create_topic, produce_batches
+    topic = "live-timestamps"
+    create_topic(kafka_broker.bootstrap, topic)
+    for _ in range(3):
+        produce_batches(kafka_broker.bootstrap, topic, 2, first_offset=0)
+        time.sleep(0.05)  # batches a few milliseconds apart
+    props = {"bootstrap.servers": kafka_broker.bootstrap}
+    with Reader(props, subscribe=topic, starting_offsets="earliest", ending_offsets="latest") as reader:
+        t = reader.read()
+    offsets = t.column("offset").to_pylist()
+    stamps = [int(x.timestamp() * 1000) for x in t.column("timestamp").to_pylist()]
+    at = stamps[70]
+    want = min(o for o, s in zip(offsets, stamps) if s >= at)
+    for kwargs in ({"starting_timestamp": at}, {"starting_offsets_by_timestamp": json.dumps({topic: {"0": at}})}):
+        with Reader(props, subscribe=topic, ending_offsets="latest", **kwargs) as reader:
+            assert reader.read().column("offset").to_pylist() == list(range(want, len(offsets)))
+    with Reader(props, subscribe=topic, ending_offsets="latest", starting_timestamp=stamps[-1] + 60_000) as reader:
+        assert reader.read().num_rows == 0  # no record that late: the end

@@ -106,3 +106,32 @@ def test_no_record_bytes_or_secrets_in_the_logs(broker, caplog):
     read(sasl(broker))
     assert PLAIN_PASSWORD not in caplog.text
     assert b"record 00000".decode() not in caplog.text  # the values' text (tests/live_damage.value_of)
+
+
+def unsecured_token(subject: str, lifetime_s: int = 300):
+    """An OAUTHBEARER token provider (kafka-python's AbstractTokenProvider) handing out Kafka's
+    unsecured JWS tokens (alg none), which the broker's default validator accepts."""
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+
+    class UnsecuredToken(AbstractTokenProvider):
+        def token(self) -> str:
+            import base64
+            import json
+
+            def part(obj):
+                return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+            now = int(time.time())
+            return f"{part({'alg': 'none'})}.{part({'sub': subject, 'iat': now, 'exp': now + lifetime_s})}."
+    return UnsecuredToken()
+
+
+def test_oauthbearer_with_a_token_provider(broker):
+    props = {"bootstrap.servers": broker.sasl_bootstrap, "security.protocol": "SASL_SSL",
+             "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.token.provider": unsecured_token("carol"),
+             "ssl.ca.location": str(broker.certs.ca)}
+    assert read(props) == list(range(3 * BATCH))
+    expired = dict(props, **{"sasl.oauthbearer.token.provider": unsecured_token("carol", lifetime_s=-60)})
+    fails_fast(expired, AuthenticationError, "OAUTHBEARER")
+    from pykbatch.live import SettingsError
+    with pytest.raises(SettingsError, match="AbstractTokenProvider"):
+        read(dict(props, **{"sasl.oauthbearer.token.provider": "a-token-string"}))

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pykbatch.live import wire_logs
-from pykbatch.live.settings import connection_kwargs, redacted
+from pykbatch.live.settings import SettingsError, connection_kwargs, redacted
 
 log = logging.getLogger("pykbatch.live")
 
@@ -138,7 +138,7 @@ class Cluster:
                     self._ready(broker.node_id, f"{broker.host}:{broker.port}", deadline)
                     response = self._client.send_and_receive(broker.node_id, self._metadata_request([]),
                                                              timeout_ms=self.timeout_ms)
-                except AuthenticationError:
+                except (AuthenticationError, SettingsError):
                     self.close()
                     raise
                 except Exception as exc:  # noqa: BLE001 (unreachable or refused: the next server, then again)
@@ -167,6 +167,8 @@ class Cluster:
             cause = conn.init_future.exception
             if _is_auth_failure(cause):
                 raise AuthenticationError(_describe_auth_failure(cause, where, self._kwargs)) from None
+            if isinstance(cause, _errors().KafkaConfigurationError):  # asking again cannot help
+                raise SettingsError(f"the connection layer refused the settings: {cause}") from None
             if self._kwargs["security_protocol"].startswith("SASL") and "disconnected" in str(cause):
                 # kafka-python 3.0.12 drops a response that arrives with the connection's close,
                 # which is how a broker answers a refused SASL login: the same close, again and

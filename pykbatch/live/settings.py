@@ -101,9 +101,11 @@ def connection_kwargs(props: Mapping[str, Any]) -> dict[str, Any]:
         if mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and not out.get("sasl_plain_username"):
             raise SettingsError(f"SASL {mechanism} needs credentials: sasl.username and sasl.password, "
                                 "or sasl.jaas.config")
-        if mechanism == "OAUTHBEARER" and "sasl_oauth_token_provider" not in out:
-            raise SettingsError("SASL OAUTHBEARER needs sasl.oauthbearer.token.provider (an object with "
-                                "token(), kafka-python's AbstractTokenProvider)")
+        if mechanism == "OAUTHBEARER":
+            from kafka.net.sasl.oauth import AbstractTokenProvider
+            if not isinstance(out.get("sasl_oauth_token_provider"), AbstractTokenProvider):
+                raise SettingsError("SASL OAUTHBEARER needs sasl.oauthbearer.token.provider: an instance of "
+                                    "kafka.net.sasl.oauth.AbstractTokenProvider (its token() gives the bearer token)")
     elif "sasl.mechanism" in props:
         raise SettingsError(f"sasl.mechanism is set but security.protocol is {protocol}: use SASL_SSL or "
                             "SASL_PLAINTEXT")
