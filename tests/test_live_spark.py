@@ -154,3 +154,16 @@ def test_sql_reads_a_live_topic_through_a_view(registered, live_damaged):
     bad = unreadable(live_damaged.on_disk, live_damaged.done)
     row = registered.sql("SELECT count(*) AS n, max(offset) AS last FROM damaged").first()
     assert (row.n, row.last) == (BATCHES * BATCH - len(bad), BATCHES * BATCH - 1)
+
+
+def test_the_spark_source_dead_letters_to_a_topic(registered, live_damaged):
+    from tests.live_damage import create_topic
+    bootstrap = live_damaged.broker.bootstrap
+    create_topic(bootstrap, "live-spark-dlq")
+    n = kbatch(registered, bootstrap, subscribe=TOPIC, **{"errors.tolerance": "all",
+                                                          "errors.deadletterqueue.topic.name": "live-spark-dlq"}).load().count()
+    assert n == BATCHES * BATCH - len(unreadable(live_damaged.on_disk, live_damaged.done))
+    letters = kbatch(registered, bootstrap, subscribe="live-spark-dlq", includeHeaders="true").load().collect()
+    assert len(letters) == len(live_damaged.done)
+    assert all(any(h.key == "__connect.errors.topic" and bytes(h.value) == TOPIC.encode() for h in r.headers)
+               for r in letters)

@@ -123,3 +123,14 @@ def test_a_damaged_abort_marker_holds_back_what_it_would_decide(kafka_broker):
     assert not any(v.startswith(b"committed") for v in values)  # held back, not guessed
     assert sum(v.startswith(b"filler") for v in values) == 200
     assert skips == [(5, 5, "batch.crc_mismatch", False), (6, 10, "consumer.marker_unreadable", True)]
+
+
+@pytest.mark.spark
+def test_the_spark_source_reads_committed_as_librdkafka_does(transactions, spark):
+    import spark_udfs
+    spark_udfs.register(spark)
+    bootstrap = transactions
+    df = (spark.read.format("kafka-kbatch").option("kafka.bootstrap.servers", bootstrap).option("subscribe", TOPIC)
+          .option("kafka.isolation.level", "read_committed").load())
+    ours = [(r.offset, r.value) for r in df.select("offset", "value").orderBy("offset").collect()]
+    assert ours == [(o, bytes(v)) for o, v in librdkafka_read_committed(bootstrap, TOPIC)]
