@@ -256,6 +256,23 @@ def test_the_consume_command_reports_each_damaged_range_and_exits_1(damaged, tmp
     assert len(dead.read_text().splitlines()) == len(done)
 
 
+def test_the_consume_command_applies_an_offset_to_every_partition(kafka_broker, tmp_path):
+    from tests.live_damage import create_topic, produce_batches
+    topic = "live-cli-offsets"
+    create_topic(kafka_broker.bootstrap, topic, partitions=2)
+    for p in (0, 1):
+        produce_batches(kafka_broker.bootstrap, topic, 2, partition=p)
+    out = tmp_path / "r.arrow"
+    proc = pykbatch_cli("consume", "--bootstrap-server", kafka_broker.bootstrap, "--topic", topic, "--from", "5",
+                        "--to", "30", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"{topic}-0: offsets [5, 30)" in proc.stdout and f"{topic}-1: offsets [5, 30)" in proc.stdout
+    import pyarrow as pa
+    t = pa.ipc.open_file(str(out)).read_all()
+    assert sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist())) == \
+        [(p, o) for p in (0, 1) for o in range(5, 30)]
+
+
 def test_the_consume_command_on_what_a_new_user_gets_wrong(kafka_broker, tmp_path):
     """A topic that does not exist, a broker that does not answer, a refused password, a bad
     output name: each a message and exit status 2, never a traceback, never "ok"."""
@@ -265,6 +282,7 @@ def test_the_consume_command_on_what_a_new_user_gets_wrong(kafka_broker, tmp_pat
         (["--bootstrap-server", bootstrap, "--topic", "no-such-topic"], "does not exist"),
         (["--bootstrap-server", bootstrap, "--topic", TOPIC, "--out", str(tmp_path / "x.csv")], ".parquet or .arrow"),
         (["--bootstrap-server", bootstrap, "--topic", TOPIC, "--from", "yesterday"], "earliest, latest or an offset"),
+        (["--bootstrap-server", bootstrap, "--topic", TOPIC, "--from", "10", "--to", "5"], "past --to"),
         (["--bootstrap-server", kafka_broker.sasl_bootstrap, "--topic", TOPIC, "--consumer-property",
           "security.protocol=SASL_SSL", "--consumer-property", "sasl.mechanism=PLAIN", "--consumer-property",
           f"sasl.username={PLAIN_USER}", "--consumer-property", "sasl.password=hunter2", "--consumer-property",

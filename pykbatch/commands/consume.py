@@ -73,10 +73,17 @@ def _consume(args) -> int:
     if args.start == "latest" and args.end == "latest":
         raise UsageError("--from latest --to latest reads nothing")
     start, end = _offsets(args.start, "--from"), _offsets(args.end, "--to")
+    if isinstance(start, int) and isinstance(end, int) and start > end:
+        raise UsageError(f"--from {start} is past --to {end}")
     assign = {args.topic[0]: args.partition} if args.partition else None
 
     def per_partition(value, tps):
-        return value if isinstance(value, str) else {tp.topic: {str(tp.partition): value} for tp in tps}
+        if isinstance(value, str):
+            return value
+        spec: dict = {}
+        for tp in tps:
+            spec.setdefault(tp.topic, {})[str(tp.partition)] = value
+        return spec
 
     try:
         props = _properties(args)
