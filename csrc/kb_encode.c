@@ -91,3 +91,12 @@ void kb_v2_encode(const kb_v2_header *h, const kb_record_in *records, size_t n, 
     kb_v2_write_records(records, n, out + KB_V2_HEADER_SIZE);
     kb_v2_write_header(h, out, (size_t)kb_v2_batch_size(records, n));
 }
+
+void kb_v2_restamp(uint8_t *batch, size_t size, int64_t producer_id, int16_t producer_epoch,
+                   int32_t base_sequence)
+{
+    kb_store_be64(batch + KB_V2_AT_PRODUCER_ID, (uint64_t) producer_id);
+    kb_store_be16(batch + KB_V2_AT_PRODUCER_EPOCH, (uint16_t) producer_epoch);
+    kb_store_be32(batch + KB_V2_AT_BASE_SEQUENCE, (uint32_t) base_sequence);
+    kb_store_be32(batch + KB_V2_AT_CRC, kb_crc32c(0, batch + KB_V2_CRC_START, size - KB_V2_CRC_START));
+}

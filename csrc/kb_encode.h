@@ -47,4 +47,10 @@ int64_t kb_v2_batch_size(const kb_record_in *records, size_t n);
 /* Writes an uncompressed batch (kb_v2_batch_size bytes): records, then header. */
 void kb_v2_encode(const kb_v2_header *h, const kb_record_in *records, size_t n, uint8_t *out);
 
+/* Gives a whole v2 batch of `size` bytes a producer's id, epoch and first sequence (a producer
+ * builds its batch before it knows them, or sends it again after an earlier batch shrank) and
+ * recomputes its CRC. */
+void kb_v2_restamp(uint8_t *batch, size_t size, int64_t producer_id, int16_t producer_epoch,
+                   int32_t base_sequence);
+
 #endif

@@ -332,3 +332,5 @@ cdef extern from "kb_encode.h" nogil:
     void kb_v2_write_header(const kb_v2_header *h, uint8_t *batch, size_t size)
     int64_t kb_v2_batch_size(const kb_record_in *records, size_t n)
     void kb_v2_encode(const kb_v2_header *h, const kb_record_in *records, size_t n, uint8_t *out)
+    void kb_v2_restamp(uint8_t *batch, size_t size, int64_t producer_id, int16_t producer_epoch,
+                       int32_t base_sequence)

@@ -172,6 +172,7 @@ include "_to_arrow.pxi"
 include "_encode.pxi"
 include "_drop_culprits.pxi"
 include "_broker_rebuild.pxi"
+include "_produce.pxi"
 
 
 # ---------------------------------------------------------------------------------------------

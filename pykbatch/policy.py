@@ -72,10 +72,10 @@ def error_context(row: dict, culprits: list, topic=None, partition=None, offset=
 
 
 def context_headers(topic, partition, offset, code: int | None, message: str, *, task: str = "pykbatch",
-                    stage: str = STAGE) -> list[tuple[str, bytes]]:
+                    stage: str = STAGE, class_name: str = CLASS_NAME) -> list[tuple[str, bytes]]:
     """Connect's dead-letter headers for one failure, in its order (a ``None`` field is left out)."""
     values = {"topic": topic, "partition": partition, "offset": offset, "connector.name": task,
-              "task.id": "0", "stage": stage, "class.name": CLASS_NAME,
+              "task.id": "0", "stage": stage, "class.name": class_name,
               "exception.class.name": kb_errors.exception_class(code), "exception.message": message}
     return [(HEADER_PREFIX + name, str(values[name]).encode()) for name in CONTEXT_HEADERS
             if values.get(name) is not None]

@@ -115,7 +115,7 @@ class Cluster:
         self._client = KafkaNetClient(**self._kwargs)
         self._leaders: dict[TopicPartition, Leader] = {}
         self._partitions: dict[str, list[int]] = {}
-        self._coordinators: dict[str, int] = {}
+        self._coordinators: dict[tuple[str, str], int] = {}
         self._connected = False
         self._sasl_drops = 0
 
@@ -254,8 +254,7 @@ class Cluster:
         from kafka.errors import for_code
         self.connect()
         topics = sorted(set(topics))
-        node = self._client.least_loaded_node(bootstrap_fallback=True)
-        response = self.request(node, self._metadata_request(topics))
+        response = self.request(self.any_node(), self._metadata_request(topics))
         self._client._manager.cluster.update_metadata(response)
         for t in response.topics:
             if t.error_code:
@@ -332,29 +331,40 @@ class Cluster:
         raise ClusterError(f"{what} for {tp}: {err.__name__}({code})", code, retriable=getattr(err, "retriable", False))
 
     # -- committed offsets of a group (OffsetFetch / OffsetCommit) ------------------------------
-    def coordinator(self, group: str) -> int:
-        """The node coordinating ``group`` (FindCoordinator)."""
+    def coordinator(self, key: str, kind: str = "group") -> int:
+        """The node coordinating a consumer ``group`` or, with ``kind="transaction"``, a
+        transactional id (FindCoordinator)."""
         from kafka.protocol.metadata import FindCoordinatorRequest
-        if group in self._coordinators:
-            return self._coordinators[group]
-        request = FindCoordinatorRequest(key=group, key_type=0, coordinator_keys=[group], min_version=1, max_version=4)
+        key_type = {"group": 0, "transaction": 1}[kind]
+        if (kind, key) in self._coordinators:
+            return self._coordinators[(kind, key)]
+        request = FindCoordinatorRequest(key=key, key_type=key_type, coordinator_keys=[key], min_version=1,
+                                         max_version=4)
         deadline = time.monotonic() + self.timeout_ms / 1000
-        while True:  # COORDINATOR_NOT_AVAILABLE while __consumer_offsets is being created: ask again
-            node = self._client.least_loaded_node(bootstrap_fallback=True)
-            response = self.request(node, request)
+        while True:  # COORDINATOR_NOT_AVAILABLE while the internal topic is being created: ask again
+            response = self.request(self.any_node(), request)
             c = (getattr(response, "coordinators", None) or [response])[0]
             if not c.error_code:
                 break
             from kafka.errors import for_code
             err = for_code(c.error_code)
             if issubclass(err, _errors().AuthorizationError):
-                raise AuthorizationError(f"not authorized to use group {group!r} ({err.message})", c.error_code)
+                raise AuthorizationError(f"not authorized to use {kind} {key!r} ({err.message})", c.error_code)
             if not err.retriable or time.monotonic() > deadline:
-                raise ClusterError(f"FindCoordinator for group {group!r}: {err.message}", c.error_code,
+                raise ClusterError(f"FindCoordinator for {kind} {key!r}: {err.message}", c.error_code,
                                    retriable=err.retriable)
             time.sleep(0.2)
-        self._coordinators[group] = c.node_id  # a broker the metadata already names
+        self._coordinators[(kind, key)] = c.node_id  # a broker the metadata already names
         return c.node_id
+
+    def forget_coordinator(self, key: str, kind: str = "group") -> None:
+        """The coordinator moved (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE): ask again next time."""
+        self._coordinators.pop((kind, key), None)
+
+    def any_node(self) -> int:
+        """The least loaded broker (the bootstrap servers before metadata)."""
+        self.connect()
+        return self._client.least_loaded_node(bootstrap_fallback=True)
 
     def committed(self, group: str, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The offsets ``group`` committed for ``tps`` (None: nothing committed)."""

@@ -1,0 +1,463 @@
+"""The producer's network thread: sealed batches to their leaders, answers sorted as the design
+documents say, never a record with two outcomes or none.
+
+- Per partition, batches leave in order, up to ``max_in_flight`` at a time, with the producer's
+  id, epoch and consecutive sequences (idempotence: a batch sent again keeps its sequence, so the
+  broker appends it once).
+- Any answer other than success puts the partition on hold: nothing new leaves until its batches
+  in flight have answered.  Then, in sequence order: a batch whose records the broker named
+  (KIP-467 ``record_errors``) goes out again without them; a batch refused whole fails its records
+  (a MESSAGE_TOO_LARGE batch of several records is split first, as Kafka's producer does); a
+  retriable one goes again unchanged.  Once a batch is known not appended, the later ones are
+  known not appended too (the broker takes sequences only in order), so they are re-sequenced
+  from there: sequences stay gap-free and nothing is written twice.
+- Answers for the records the broker refused go to ``on_culprits`` (the producer's policy).
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pykbatch import _native
+from pykbatch import errors as kb_errors
+from pykbatch.live.cluster import Cluster, ClusterError, TopicPartition
+from pykbatch.live.produced import FAILED, ProduceError
+from pykbatch.live.rows import Build, Rows
+from pykbatch.live.transactions import PRODUCE_MAX_VERSION, ProducerId
+
+log = logging.getLogger("pykbatch.live.producer")
+
+C = kb_errors.CODE
+SUCCESS_CODES = {0, C["DUPLICATE_SEQUENCE_NUMBER"]}  # a duplicate was appended before: it landed
+SEQUENCE_MAX = 2**31 - 1
+
+
+@dataclass(eq=False)
+class Batch:
+    tp: TopicPartition
+    rows: Rows
+    created: float
+    dead_letter: bool = False  # a dead-letter batch: its failures are not dead-lettered again
+    sequence: int = -1
+    epoch: int = -1
+    data: bytes | None = None
+    attempts: int = 0
+    not_before: float = 0.0
+    answer: tuple | None = None  # (code, message, record_errors) or (exception,)
+    stamp: tuple = (-1, -1, -1)  # the producer id, epoch and sequence ``data`` carries
+
+
+@dataclass
+class _Partition:
+    tp: TopicPartition
+    queue: collections.deque = field(default_factory=collections.deque)
+    in_flight: list = field(default_factory=list)
+    answered: list = field(default_factory=list)  # failed answers waiting for the in-flight to drain
+    next_sequence: int = 0
+    hold: bool = False
+
+
+class Sender:
+    """Owns the producer's connection (``cluster``) on one thread; the producer hands it sealed
+    batches (``enqueue``) and tasks to run between polls (``call``)."""
+
+    def __init__(self, cluster: Cluster, *, acks: int, compression: str, max_in_flight: int,
+                 max_request_size: int, request_timeout_ms: int, delivery_timeout_ms: int, retry_backoff_ms: int,
+                 retry_backoff_max_ms: int, idempotent: bool, transactional_id: str | None,
+                 on_culprits: Callable[[Batch, list[tuple[int, ProduceError]]], None],
+                 on_add_partitions: Callable[[list[TopicPartition]], None] | None, metrics: dict):
+        self.cluster = cluster
+        self.acks = acks
+        self.compression = compression
+        self.max_in_flight = max_in_flight
+        self.max_request_size = max_request_size
+        self.request_timeout_ms = request_timeout_ms
+        self.delivery_timeout = delivery_timeout_ms / 1000
+        self.backoff = retry_backoff_ms / 1000
+        self.backoff_max = retry_backoff_max_ms / 1000
+        self.idempotent = idempotent
+        self.transactional_id = transactional_id
+        self.on_culprits = on_culprits
+        self.on_add_partitions = on_add_partitions
+        self.metrics = metrics
+        self.pid = ProducerId()
+        self._parts: dict[TopicPartition, _Partition] = {}
+        self._lock = threading.Lock()
+        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._requests: list[tuple[Future | object, list[Batch], int]] = []  # (future, batches, node)
+        self._node_not_before: dict[int, float] = {}
+        self._in_flight_per_node: collections.Counter = collections.Counter()
+        self._closing = False
+        self._idle = threading.Condition()
+        self.fatal: BaseException | None = None
+        self.tick: Callable[[], None] | None = None  # the producer's linger check, each turn
+        self._thread = threading.Thread(target=self._run, name="pykbatch-producer", daemon=True)
+
+    # -- from the producer's threads ----------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def enqueue(self, batches: list[Batch]) -> None:
+        with self._lock:
+            for b in batches:
+                self._part(b.tp).queue.append(b)
+        self._wake()
+
+    def call(self, fn, *args):
+        """``fn(*args)`` on the network thread; its result (or exception)."""
+        if threading.current_thread() is self._thread or not self._thread.is_alive():
+            return fn(*args)
+        f: Future = Future()
+        self._tasks.put((f, fn, args))
+        self._wake()
+        return f.result()
+
+    def pending(self) -> int:
+        with self._lock:
+            return sum(len(p.queue) + len(p.in_flight) + len(p.answered) for p in self._parts.values())
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._idle:
+            while self.pending():
+                if not self._thread.is_alive():
+                    raise RuntimeError("the producer's network thread has stopped") from self.fatal
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._idle.wait(0.05 if left is None else min(left, 0.05))
+        return True
+
+    def close(self, timeout: float | None = None) -> None:
+        self._closing = True
+        self._wake()
+        self._thread.join(timeout)
+
+    def _wake(self) -> None:
+        try:
+            self.cluster._client.wakeup()
+        except Exception:  # noqa: BLE001 (not connected yet: the loop's short poll picks it up)
+            pass
+
+    def _part(self, tp: TopicPartition) -> _Partition:
+        p = self._parts.get(tp)
+        if p is None:
+            p = self._parts[tp] = _Partition(tp)
+        return p
+
+    # -- the network thread -------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            while True:
+                self._run_tasks()
+                if self.tick is not None:
+                    self.tick()
+                if self._closing and not self.pending():
+                    break
+                self._send_ready()
+                self.cluster._client.poll(timeout_ms=self._poll_ms())
+                self._collect()
+                self._expire()
+                with self._idle:
+                    self._idle.notify_all()
+        except BaseException as exc:  # noqa: BLE001 (a bug must not leave callers waiting forever)
+            log.exception("the producer's network thread failed")
+            self.fatal = exc
+            self._fail_everything(ProduceError(-1, f"the producer's network thread failed: {exc!r}", source="client"))
+        finally:
+            with self._idle:
+                self._idle.notify_all()
+            self._run_tasks()
+
+    def _poll_ms(self) -> int:
+        if not self._tasks.empty():
+            return 0
+        return 20 if self._requests else 50
+
+    def _run_tasks(self) -> None:
+        while True:
+            try:
+                f, fn, args = self._tasks.get_nowait()
+            except queue.Empty:
+                return
+            if f.set_running_or_notify_cancel():
+                try:
+                    f.set_result(fn(*args))
+                except BaseException as exc:  # noqa: BLE001 (handed to the caller)
+                    f.set_exception(exc)
+
+    def _send_ready(self) -> None:
+        now = time.monotonic()
+        by_node: dict[int, list[Batch]] = {}
+        with self._lock:
+            ready = [p for p in self._parts.values() if p.queue and not p.hold and len(p.in_flight) < self.max_in_flight]
+        if not ready:
+            return
+        if self.on_add_partitions is not None:
+            self.on_add_partitions([p.tp for p in ready])
+        for p in ready:
+            try:
+                node = self.cluster.leader(p.tp).node
+            except ClusterError as exc:
+                if exc.retriable:
+                    continue
+                with self._lock:
+                    batches = list(p.queue)
+                    p.queue.clear()
+                for b in batches:
+                    self._fail_batch(b, ProduceError(exc.code if exc.code is not None else -1, str(exc),
+                                                     topic=p.tp.topic, partition=p.tp.partition, source="client"))
+                continue
+            if node < 0 or self._node_not_before.get(node, 0) > now:
+                continue
+            with self._lock:
+                b = p.queue[0]
+                if b.not_before > now:
+                    continue
+                p.queue.popleft()
+                p.in_flight.append(b)
+            self._prepare(p, b)
+            by_node.setdefault(node, []).append(b)
+        for node, batches in by_node.items():
+            chunk: list[Batch] = []
+            size = 0
+            for b in batches:
+                assert b.data is not None
+                if chunk and size + len(b.data) > self.max_request_size:
+                    self._send(node, chunk)
+                    chunk, size = [], 0
+                chunk.append(b)
+                size += len(b.data)
+            if chunk:
+                self._send(node, chunk)
+
+    def _prepare(self, p: _Partition, b: Batch) -> None:
+        """Gives ``b`` its sequence (the first time, or anew after an earlier batch shrank) and builds it."""
+        if self.idempotent and (b.sequence < 0 or b.epoch != self.pid.epoch):
+            b.sequence = p.next_sequence
+            b.epoch = self.pid.epoch
+            p.next_sequence = (p.next_sequence + b.rows.n) % (SEQUENCE_MAX + 1)
+        stamp = (self.pid.id, self.pid.epoch, b.sequence) if self.idempotent else (-1, -1, -1)
+        if b.data is None:
+            b.data = bytearray(b.rows.build(Build(self.compression, *stamp, self.transactional_id is not None)))
+        elif b.stamp != stamp:
+            _native.restamp_v2(b.data, producer_id=stamp[0], producer_epoch=stamp[1], base_sequence=stamp[2])
+        b.stamp = stamp
+        b.attempts += 1
+
+    def _send(self, node: int, batches: list[Batch]) -> None:
+        from kafka.protocol.producer import ProduceRequest
+        T = ProduceRequest.TopicProduceData
+        topics: dict[str, list] = {}
+        for b in batches:
+            topics.setdefault(b.tp.topic, []).append(T.PartitionProduceData(index=b.tp.partition,
+                                                                            records=bytes(b.data)))
+        request = ProduceRequest(transactional_id=self.transactional_id, acks=self.acks,
+                                 timeout_ms=self.request_timeout_ms,
+                                 topic_data=[T(name=n, partition_data=ps) for n, ps in topics.items()],
+                                 min_version=3, max_version=PRODUCE_MAX_VERSION)
+        self.metrics["produce-requests"] += 1
+        try:
+            f = self.cluster._client.send(node, request)
+        except Exception as exc:  # noqa: BLE001 (not connected: the batches go back, unchanged)
+            f = exc
+        if self.acks == 0:  # no answer comes: the records count as delivered, offsets unknown
+            for b in batches:
+                self._done(b, -1, -1)
+            return
+        self._requests.append((f, batches, node))
+        self._in_flight_per_node[node] += 1
+
+    def _collect(self) -> None:
+        now = time.monotonic()
+        still = []
+        for f, batches, node in self._requests:
+            if isinstance(f, BaseException):
+                self._network_failure(batches, node, f)
+            elif not f.is_done:
+                still.append((f, batches, node))
+                continue
+            elif f.failed():
+                self._network_failure(batches, node, f.exception)
+            else:
+                self._answered(f.value, batches, node, now)
+            self._in_flight_per_node[node] -= 1
+        self._requests = still
+
+    def _network_failure(self, batches: list[Batch], node: int, exc) -> None:
+        log.debug("produce request to node %s failed: %s", node, exc)
+        self.metrics["network-errors"] += 1
+        for b in batches:
+            self._failed_answer(b, (exc,))
+
+    def _answered(self, response, batches: list[Batch], node: int, now: float) -> None:
+        throttle = getattr(response, "throttle_time_ms", 0) or 0
+        if throttle:  # KIP-219: the broker answered at once and asks us to wait
+            self.metrics["throttle-time-ms"] += throttle
+            self._node_not_before[node] = now + throttle / 1000
+        by_tp = {}
+        for t in response.responses:
+            for p in t.partition_responses:
+                by_tp[TopicPartition(t.name, p.index)] = p
+        for b in batches:
+            p = by_tp.get(b.tp)
+            if p is None:
+                self._failed_answer(b, (ClusterError(f"no answer for {b.tp} in the produce response"),))
+            elif p.error_code in SUCCESS_CODES:
+                self._done(b, p.base_offset, p.log_append_time_ms)
+            else:
+                errors = [(e.batch_index, e.batch_index_error_message) for e in (p.record_errors or [])]
+                self._failed_answer(b, (p.error_code, p.error_message, errors))
+
+    def _done(self, b: Batch, base_offset: int, log_append_time: int) -> None:
+        with self._lock:
+            part = self._part(b.tp)
+            if b in part.in_flight:
+                part.in_flight.remove(b)
+        self.metrics["records-sent"] += b.rows.n
+        self.metrics["batches-sent"] += 1
+        b.rows.delivered(b.tp.topic, b.tp.partition, base_offset, log_append_time)
+        self._maybe_resume(part)
+
+    def _failed_answer(self, b: Batch, answer: tuple) -> None:
+        with self._lock:
+            part = self._part(b.tp)
+            if b in part.in_flight:
+                part.in_flight.remove(b)
+            b.answer = answer
+            part.answered.append(b)
+            part.hold = True
+        self._maybe_resume(part)
+
+    def _maybe_resume(self, part: _Partition) -> None:
+        """Once a held partition's batches have all answered: settle or requeue each, in order."""
+        with self._lock:
+            if not part.hold or part.in_flight:
+                return
+            answered = sorted(part.answered, key=lambda b: (b.attempts == 0, b.sequence))
+            part.answered = []
+        again: list[Batch] = []
+        shifted = False  # an earlier batch is known not appended: later sequences move
+        first_seq = answered[0].sequence if answered else 0
+        next_seq = first_seq
+        for n, b in enumerate(answered):
+            kept = self._settle_failed(b, after_failure=n > 0)
+            if kept is None:  # retriable: the same records again
+                kept = [b]
+            else:
+                shifted = True
+            for k in kept:
+                if self.idempotent and shifted:
+                    k.sequence, k.epoch = next_seq, self.pid.epoch  # restamped when sent
+                next_seq = (next_seq + k.rows.n) % (SEQUENCE_MAX + 1)
+                again.append(k)
+        with self._lock:
+            if self.idempotent and answered and shifted:
+                # unsent batches have no sequence yet; the next one continues after the requeued ones
+                part.next_sequence = next_seq
+            part.queue.extendleft(reversed(again))
+            part.hold = False
+
+    def _settle_failed(self, b: Batch, after_failure: bool) -> list[Batch] | None:
+        """A failed answer's consequence: None to send ``b`` again as it is, else the batches to
+        send instead (possibly none), its culprits settled."""
+        answer = b.answer
+        b.answer = None
+        now = time.monotonic()
+        if len(answer) == 1:  # the request failed (connection lost, no answer): unknown, so again
+            return self._retry(b, now, ProduceError(C["NETWORK_EXCEPTION"], f"{answer[0]}", topic=b.tp.topic,
+                                                    partition=b.tp.partition, source="client"))
+        code, message, record_errors = answer
+        error = ProduceError(code, message or kb_errors.error_name(code), topic=b.tp.topic, partition=b.tp.partition)
+        if code == C["OUT_OF_ORDER_SEQUENCE_NUMBER"] and after_failure:
+            return self._retry(b, now, error)  # an earlier batch was not appended: this one follows it
+        cls = kb_errors.classify(code)
+        if cls == kb_errors.RETRIABLE:
+            if code in (C["NOT_LEADER_OR_FOLLOWER"], C["LEADER_NOT_AVAILABLE"], C["UNKNOWN_TOPIC_OR_PARTITION"],
+                        C["FENCED_LEADER_EPOCH"], C["UNKNOWN_LEADER_EPOCH"], C["KAFKA_STORAGE_ERROR"]):
+                self.cluster.forget_leader(b.tp)
+                self.metrics["metadata-refreshes"] += 1
+            return self._retry(b, now, error)
+        if record_errors:  # KIP-467: those records out, the rest again as a new batch
+            named = {}
+            for index, text in record_errors:
+                if 0 <= index < b.rows.n:
+                    named[index] = ProduceError(code, text or message or error.name, index=index, topic=b.tp.topic,
+                                                partition=b.tp.partition)
+            self.metrics["records-named-by-broker"] += len(named)
+            return self._culprits_out(b, named)
+        if code == C["MESSAGE_TOO_LARGE"] and b.rows.n > 1:  # split, as Kafka's producer does
+            half = b.rows.n // 2
+            self.metrics["batch-splits"] += 1
+            return [Batch(b.tp, b.rows.subset(list(range(half))), b.created, b.dead_letter),
+                    Batch(b.tp, b.rows.subset(list(range(half, b.rows.n))), b.created, b.dead_letter)]
+        # refused whole: every record gets the broker's error
+        self._fail_batch(b, error, settle=True)
+        return []
+
+    def _culprits_out(self, b: Batch, named: dict[int, ProduceError]) -> list[Batch]:
+        keep = [i for i in range(b.rows.n) if i not in named]
+        rest = [Batch(b.tp, b.rows.subset(keep), b.created, b.dead_letter)] if keep else []
+        self._culprits(b, sorted(named.items()))
+        return rest
+
+    def _culprits(self, b: Batch, culprits: list[tuple[int, ProduceError]]) -> None:
+        if b.dead_letter:  # a dead letter that cannot land fails its original record
+            for i, err in culprits:
+                b.rows.not_delivered(i, b.tp.topic, b.tp.partition, FAILED, err)
+            self.metrics["deadletterqueue-produce-failures"] += len(culprits)
+            return
+        self.on_culprits(b, culprits)
+
+    def _retry(self, b: Batch, now: float, error: ProduceError) -> list[Batch] | None:
+        if now - b.created > self.delivery_timeout:
+            self._fail_batch(b, ProduceError(C["REQUEST_TIMED_OUT"], f"delivery.timeout.ms passed since the batch was "
+                                             f"made, last error: {error}", topic=b.tp.topic, partition=b.tp.partition,
+                                             source="client"), settle=True)
+            return []
+        self.metrics["total-retries"] += 1
+        b.not_before = now + min(self.backoff * 2 ** max(b.attempts - 1, 0), self.backoff_max)
+        return None
+
+    def _fail_batch(self, b: Batch, error: ProduceError, settle: bool = False) -> None:
+        """Every record of ``b`` fails with ``error`` (fatal errors do not ask the handler)."""
+        self._culprits(b, [(i, error) for i in range(b.rows.n)])
+
+    def _expire(self) -> None:
+        """Unsent batches past delivery.timeout.ms fail (sent ones wait for their answer)."""
+        now = time.monotonic()
+        expired = []
+        with self._lock:
+            for p in self._parts.values():
+                while p.queue and now - p.queue[0].created > self.delivery_timeout and not p.hold and p.queue[0].attempts == 0:
+                    expired.append(p.queue.popleft())
+        for b in expired:
+            self._fail_batch(b, ProduceError(C["REQUEST_TIMED_OUT"], "delivery.timeout.ms passed before the batch "
+                                             "could be sent (no leader, or not connected)", topic=b.tp.topic,
+                                             partition=b.tp.partition, source="client"))
+
+    def _fail_everything(self, error: ProduceError) -> None:
+        with self._lock:
+            batches = [b for p in self._parts.values() for b in (*p.in_flight, *p.answered, *p.queue)]
+            for p in self._parts.values():
+                p.queue.clear()
+                p.in_flight.clear()
+                p.answered.clear()
+        for b in batches:
+            for i in range(b.rows.n):
+                try:
+                    b.rows.not_delivered(i, b.tp.topic, b.tp.partition, FAILED, error)
+                except AssertionError:  # settled already
+                    pass
+
+    def reset_sequences(self) -> None:
+        """A new producer epoch starts every partition's sequences at 0 (network thread only)."""
+        with self._lock:
+            for p in self._parts.values():
+                p.next_sequence = 0

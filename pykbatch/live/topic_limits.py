@@ -1,0 +1,89 @@
+"""Pre-flight: a topic's configuration as the cluster holds it, and the records its leader would
+refuse, found before they are sent -- with the broker's own rule, code and message, because the
+check is the validator's (``pykbatch.validate`` with the topic's ``ValidationConfig``).
+
+Only Kafka's verdict counts here (``strict=False``): a producer must not drop a record the broker
+would take.  The broker's answer stays the authority; the pre-flight only saves the round trip
+and keeps a poison record from failing the records sent with it.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from pykbatch import _native
+from pykbatch.config import LONG_MAX, ValidationConfig
+from pykbatch.live.cluster import AuthorizationError, Cluster, ClusterError, UnknownTopicError
+
+# the topic settings that decide what the broker accepts (DescribeConfigs keys)
+KEYS = ("max.message.bytes", "cleanup.policy", "message.timestamp.type", "message.timestamp.before.max.ms",
+        "message.timestamp.after.max.ms", "compression.type", "segment.bytes")
+TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
+TIMESTAMP_TYPES = {"CreateTime": "CreateTime", "LogAppendTime": "LogAppendTime"}
+
+
+@dataclass(frozen=True)
+class TopicLimits:
+    """What a topic's leader checks a producer's batch against."""
+    topic: str
+    max_message_bytes: int = 1048588
+    compacted: bool = False
+    timestamp_type: str = "CreateTime"
+    before_max_ms: int = LONG_MAX
+    after_max_ms: int = 3_600_000
+    compression: str = "producer"
+    segment_bytes: int = 1 << 30
+
+    @classmethod
+    def from_configs(cls, topic: str, configs: dict[str, str]) -> TopicLimits:
+        def number(name: str, default: int) -> int:
+            value = configs.get(name)
+            return int(value) if value not in (None, "") else default
+        return cls(topic, max_message_bytes=number("max.message.bytes", 1048588),
+                   compacted="compact" in configs.get("cleanup.policy", "delete").split(","),
+                   timestamp_type=TIMESTAMP_TYPES.get(configs.get("message.timestamp.type", ""), "CreateTime"),
+                   before_max_ms=number("message.timestamp.before.max.ms", LONG_MAX),
+                   after_max_ms=number("message.timestamp.after.max.ms", 3_600_000),
+                   compression=configs.get("compression.type") or "producer",
+                   segment_bytes=number("segment.bytes", 1 << 30))
+
+    def config(self, partition: int, now_ms: int | None = None) -> ValidationConfig:
+        """The validator's settings for a produce to ``partition`` now."""
+        return ValidationConfig(origin="client", strict=False, compacted=self.compacted,
+                                timestamp_type=self.timestamp_type, timestamp_before_max_ms=self.before_max_ms,
+                                timestamp_after_max_ms=self.after_max_ms,
+                                now_ms=int(time.time() * 1000) if now_ms is None else now_ms,
+                                max_message_bytes=self.max_message_bytes, segment_bytes=self.segment_bytes,
+                                target_compression=self.compression, topic_partition=f"{self.topic}-{partition}",
+                                single_append=True, max_culprits=1 << 30)
+
+
+def describe(cluster: Cluster, topics: list[str]) -> dict[str, TopicLimits]:
+    """Each topic's limits, read with DescribeConfigs (errors name the topic)."""
+    from kafka.errors import for_code
+    from kafka.protocol.admin import DescribeConfigsRequest
+    R = DescribeConfigsRequest.DescribeConfigsResource
+    request = DescribeConfigsRequest(resources=[R(resource_type=TOPIC_RESOURCE, resource_name=t,
+                                                  configuration_keys=list(KEYS)) for t in topics],
+                                     include_synonyms=False, include_documentation=False, min_version=1, max_version=4)
+    node = cluster.any_node()
+    response = cluster.request(node, request)
+    out: dict[str, TopicLimits] = {}
+    for r in response.results:
+        if r.error_code:
+            err = for_code(r.error_code)
+            text = f"DescribeConfigs for topic {r.resource_name!r}: {err.__name__} {r.error_message or ''}".rstrip()
+            if r.error_code == 29:
+                raise AuthorizationError(f"not authorized to describe topic {r.resource_name!r} (pre-flight reads its "
+                                         "configuration; give DescribeConfigs or set preflight off)", r.error_code)
+            if r.error_code == 3:
+                raise UnknownTopicError(text, r.error_code)
+            raise ClusterError(text, r.error_code, retriable=getattr(err, "retriable", False))
+        out[r.resource_name] = TopicLimits.from_configs(r.resource_name, {c.name: c.value for c in r.configs})
+    return out
+
+
+def check(batch: bytes, config: ValidationConfig) -> list:
+    """The culprits the topic's leader would name in ``batch`` (validator culprits: a
+    ``record_index`` for record-level ones, None when the batch as a whole is refused)."""
+    return list(_native.validate(batch, config).culprits)

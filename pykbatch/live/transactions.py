@@ -1,0 +1,168 @@
+"""The requests a producer sends besides its records: a producer id and epoch (InitProducerId),
+and a transaction's partitions, offsets and end (AddPartitionsToTxn, AddOffsetsToTxn,
+TxnOffsetCommit, EndTxn), each answer sorted by the producer's error classes.
+
+Transactions use the protocol every Kafka broker since 2.5 takes from a client (transaction
+version 1: partitions added before the first record goes to them; Produce up to v11).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pykbatch import errors as kb_errors
+from pykbatch.live.cluster import AuthorizationError, Cluster, ClusterError, TopicPartition
+
+PRODUCE_MAX_VERSION = 11  # v12 (KIP-890 part 2) has the broker add partitions itself: not used
+_FENCED = {kb_errors.CODE["PRODUCER_FENCED"], kb_errors.CODE["INVALID_PRODUCER_EPOCH"]}
+_COORDINATOR_MOVED = {kb_errors.CODE["NOT_COORDINATOR"], kb_errors.CODE["COORDINATOR_NOT_AVAILABLE"]}
+
+
+class ProducerFencedError(ClusterError):
+    """Another producer with the same transactional.id took over (a newer epoch): this one must
+    close; retrying cannot help (fatal)."""
+
+
+class TransactionAbortableError(ClusterError):
+    """The transaction cannot commit (a record failed in it, the coordinator aborted it after
+    transaction.timeout.ms, ...): abort it and start again; the producer is still usable."""
+
+
+class FatalProducerError(ClusterError):
+    """The producer cannot go on (refused security, an invalid state): close it."""
+
+
+@dataclass
+class ProducerId:
+    id: int = -1
+    epoch: int = -1
+
+
+def _fail(code: int, what: str, message: str | None = None):
+    """The exception for a coordinator's answer ``code`` to ``what``."""
+    name = kb_errors.error_name(code)
+    text = f"{what}: {name} ({code})" + (f" {message}" if message else "")
+    if code in _FENCED:
+        return ProducerFencedError(f"{text}: another producer with this transactional.id has a newer epoch", code)
+    if code in (kb_errors.CODE["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"], kb_errors.CODE["CLUSTER_AUTHORIZATION_FAILED"],
+                kb_errors.CODE["TOPIC_AUTHORIZATION_FAILED"], kb_errors.CODE["GROUP_AUTHORIZATION_FAILED"]):
+        return AuthorizationError(text, code)
+    cls = kb_errors.classify(code)
+    if cls == kb_errors.RETRIABLE:
+        return ClusterError(text, code, retriable=True)
+    if cls == kb_errors.ABORTABLE:
+        return TransactionAbortableError(text, code)
+    return FatalProducerError(text, code)
+
+
+class Coordinator:
+    """A producer's conversation with its transaction coordinator (or, without a
+    transactional.id, any broker for its producer id)."""
+
+    def __init__(self, cluster: Cluster, transactional_id: str | None, transaction_timeout_ms: int,
+                 deadline_ms: int):
+        self.cluster = cluster
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.deadline_ms = deadline_ms
+
+    def _node(self) -> int:
+        if self.transactional_id is None:
+            return self.cluster.any_node()
+        return self.cluster.coordinator(self.transactional_id, "transaction")
+
+    def _call(self, what: str, make, error_of, node=None):
+        """``make()`` sent to the coordinator until it answers without a retriable error (or the
+        deadline passes); its response."""
+        deadline = time.monotonic() + self.deadline_ms / 1000
+        backoff = 0.05
+        while True:
+            try:
+                response = self.cluster.request(node() if node else self._node(), make())
+            except ClusterError as exc:
+                if not exc.retriable or time.monotonic() > deadline:
+                    raise
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+                continue
+            code, message = error_of(response)
+            if not code:
+                return response
+            if code in _COORDINATOR_MOVED and self.transactional_id is not None:
+                self.cluster.forget_coordinator(self.transactional_id, "transaction")
+            exc = _fail(code, what, message)
+            if not getattr(exc, "retriable", False) or time.monotonic() > deadline:
+                raise exc
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 1.0)
+
+    def init_producer_id(self, current: ProducerId | None = None) -> ProducerId:
+        """A producer id and epoch (a new one, or ``current``'s epoch bumped: KIP-360)."""
+        from kafka.protocol.producer import InitProducerIdRequest
+        cur = current or ProducerId()
+
+        def make():
+            return InitProducerIdRequest(transactional_id=self.transactional_id,
+                                         transaction_timeout_ms=self.transaction_timeout_ms,
+                                         producer_id=cur.id, producer_epoch=cur.epoch, min_version=0, max_version=5)
+        r = self._call("InitProducerId", make, lambda r: (r.error_code, None))
+        return ProducerId(r.producer_id, r.producer_epoch)
+
+    def add_partitions(self, pid: ProducerId, tps: list[TopicPartition]) -> None:
+        from kafka.protocol.producer import AddPartitionsToTxnRequest as R
+        topics: dict[str, list[int]] = {}
+        for tp in tps:
+            topics.setdefault(tp.topic, []).append(tp.partition)
+
+        def make():
+            return R(v3_and_below_transactional_id=self.transactional_id, v3_and_below_producer_id=pid.id,
+                     v3_and_below_producer_epoch=pid.epoch,
+                     v3_and_below_topics=[R.AddPartitionsToTxnTopic(name=n, partitions=ps) for n, ps in topics.items()],
+                     min_version=0, max_version=3)
+
+        def error_of(r):
+            if r.error_code:
+                return r.error_code, None
+            codes = [p.partition_error_code for t in r.results_by_topic_v3_and_below for p in t.results_by_partition
+                     if p.partition_error_code]
+            # OPERATION_NOT_ATTEMPTED (55) marks the partitions held back by another one's error
+            real = [c for c in codes if c != 55]
+            return (real or codes or [0])[0], None
+        self._call(f"AddPartitionsToTxn {', '.join(map(str, tps))}", make, error_of)
+
+    def add_offsets(self, pid: ProducerId, group: str) -> None:
+        from kafka.protocol.producer import AddOffsetsToTxnRequest
+        self._call(f"AddOffsetsToTxn for group {group!r}",
+                   lambda: AddOffsetsToTxnRequest(transactional_id=self.transactional_id, producer_id=pid.id,
+                                                  producer_epoch=pid.epoch, group_id=group, min_version=0, max_version=3),
+                   lambda r: (r.error_code, None))
+
+    def commit_offsets(self, pid: ProducerId, group: str, offsets: Mapping[TopicPartition, int],
+                       generation_id: int = -1, member_id: str = "", group_instance_id: str | None = None) -> None:
+        from kafka.protocol.producer import TxnOffsetCommitRequest as R
+        T = R.TxnOffsetCommitRequestTopic
+        P = T.TxnOffsetCommitRequestPartition
+        topics: dict[str, list] = {}
+        for tp, offset in offsets.items():
+            topics.setdefault(tp.topic, []).append(P(partition_index=tp.partition, committed_offset=offset,
+                                                     committed_leader_epoch=-1, committed_metadata=""))
+
+        def make():
+            return R(transactional_id=self.transactional_id, group_id=group, producer_id=pid.id,
+                     producer_epoch=pid.epoch, generation_id=generation_id, member_id=member_id,
+                     group_instance_id=group_instance_id,
+                     topics=[T(name=n, partitions=ps) for n, ps in topics.items()], min_version=0, max_version=4)
+
+        def error_of(r):
+            codes = [p.error_code for t in r.topics for p in t.partitions if p.error_code]
+            return (codes or [0])[0], None
+        self._call(f"TxnOffsetCommit for group {group!r}", make, error_of,
+                   node=lambda: self.cluster.coordinator(group, "group"))
+
+    def end(self, pid: ProducerId, commit: bool) -> None:
+        from kafka.protocol.producer import EndTxnRequest
+        self._call("EndTxn " + ("commit" if commit else "abort"),
+                   lambda: EndTxnRequest(transactional_id=self.transactional_id, producer_id=pid.id,
+                                         producer_epoch=pid.epoch, committed=commit, min_version=0, max_version=4),
+                   lambda r: (r.error_code, None))
