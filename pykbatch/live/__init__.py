@@ -17,8 +17,16 @@ from pykbatch.live.reader import (  # noqa: F401
     SCHEMA, ConsumedRecord, DataLossError, Poll, Reader, UnreadableRecordsError, records_of,
 )
 from pykbatch.live.settings import SettingsError  # noqa: F401
+from pykbatch.live.produced import (  # noqa: F401
+    Delivery, ProduceError, ProduceFailedError, ProduceReport, RecordOutcome,
+)
+from pykbatch.live.producer import Producer  # noqa: F401
+from pykbatch.live.transactions import (  # noqa: F401
+    FatalProducerError, ProducerFencedError, TransactionAbortableError,
+)
 
 __all__ = ["Reader", "Poll", "ConsumedRecord", "Skip", "Fetched", "read_fetched", "records_of", "SCHEMA",
            "Cluster", "TopicPartition", "ClusterError", "AuthenticationError", "AuthorizationError",
            "UnknownTopicError", "DataLossError", "UnreadableRecordsError", "SettingsError",
-           "DeadLetterTopic", "JsonLinesDeadLetters"]
+           "DeadLetterTopic", "JsonLinesDeadLetters", "Producer", "Delivery", "ProduceError", "ProduceFailedError",
+           "ProduceReport", "RecordOutcome", "FatalProducerError", "ProducerFencedError", "TransactionAbortableError"]

@@ -396,8 +396,8 @@ class Producer:
             fatal = error.error_class == kb_errors.FATAL
             tolerated = False
             record = None
-            if not fatal:
-                if self.handler is not None and not self._handler_failed:
+            if not fatal and not self._handler_failed:  # after a FAIL every later culprit fails too
+                if self.handler is not None:
                     record = {**batch.rows.record(i), "topic": tp.topic, "partition": tp.partition}
                     self.metrics["handler-calls"] += 1
                     answer = self.handler(record, error)

@@ -61,6 +61,9 @@ class _Partition:
     answered: list = field(default_factory=list)  # failed answers waiting for the in-flight to drain
     next_sequence: int = 0
     hold: bool = False
+    # a broker takes any first sequence from a producer it holds no state for, so until a batch
+    # of this epoch has landed only one goes at a time (after that, a gap is refused)
+    acked_epoch: int = -2
 
 
 class Sender:
@@ -196,7 +199,7 @@ class Sender:
         now = time.monotonic()
         by_node: dict[int, list[Batch]] = {}
         with self._lock:
-            ready = [p for p in self._parts.values() if p.queue and not p.hold and len(p.in_flight) < self.max_in_flight]
+            ready = [p for p in self._parts.values() if p.queue and not p.hold and len(p.in_flight) < self._window(p)]
         if not ready:
             return
         if self.on_add_partitions is not None:
@@ -236,6 +239,12 @@ class Sender:
                 size += len(b.data)
             if chunk:
                 self._send(node, chunk)
+
+    def _window(self, p: _Partition) -> int:
+        """Batches of ``p`` allowed in flight."""
+        if self.idempotent and p.acked_epoch != self.pid.epoch:
+            return 1
+        return self.max_in_flight
 
     def _prepare(self, p: _Partition, b: Batch) -> None:
         """Gives ``b`` its sequence (the first time, or anew after an earlier batch shrank) and builds it."""
@@ -320,6 +329,7 @@ class Sender:
             part = self._part(b.tp)
             if b in part.in_flight:
                 part.in_flight.remove(b)
+            part.acked_epoch = b.epoch
         self.metrics["records-sent"] += b.rows.n
         self.metrics["batches-sent"] += 1
         b.rows.delivered(b.tp.topic, b.tp.partition, base_offset, log_append_time)
@@ -340,27 +350,23 @@ class Sender:
         with self._lock:
             if not part.hold or part.in_flight:
                 return
-            answered = sorted(part.answered, key=lambda b: (b.attempts == 0, b.sequence))
+            answered = sorted(part.answered, key=lambda b: b.sequence)
             part.answered = []
         again: list[Batch] = []
-        shifted = False  # an earlier batch is known not appended: later sequences move
-        first_seq = answered[0].sequence if answered else 0
-        next_seq = first_seq
+        shift_at: int | None = None  # sequence from which nothing was appended: later ones move
         for n, b in enumerate(answered):
             kept = self._settle_failed(b, after_failure=n > 0)
-            if kept is None:  # retriable: the same records again
-                kept = [b]
-            else:
-                shifted = True
-            for k in kept:
-                if self.idempotent and shifted:
-                    k.sequence, k.epoch = next_seq, self.pid.epoch  # restamped when sent
-                next_seq = (next_seq + k.rows.n) % (SEQUENCE_MAX + 1)
-                again.append(k)
+            if kept is not None and shift_at is None:
+                shift_at = b.sequence
+            again.extend([b] if kept is None else kept)
         with self._lock:
-            if self.idempotent and answered and shifted:
-                # unsent batches have no sequence yet; the next one continues after the requeued ones
-                part.next_sequence = next_seq
+            if self.idempotent and shift_at is not None:
+                # everything from the first batch known not appended on gets its sequence anew,
+                # in the order it leaves: the requeued batches, then those that were waiting
+                for b in (*again, *part.queue):
+                    if b.sequence >= shift_at or b.sequence < 0:
+                        b.sequence = -1
+                part.next_sequence = shift_at
             part.queue.extendleft(reversed(again))
             part.hold = False
 
@@ -374,7 +380,7 @@ class Sender:
             return self._retry(b, now, ProduceError(C["NETWORK_EXCEPTION"], f"{answer[0]}", topic=b.tp.topic,
                                                     partition=b.tp.partition, source="client"))
         code, message, record_errors = answer
-        error = ProduceError(code, message or kb_errors.error_name(code), topic=b.tp.topic, partition=b.tp.partition)
+        error = ProduceError(code, message or _default_message(code), topic=b.tp.topic, partition=b.tp.partition)
         if code == C["OUT_OF_ORDER_SEQUENCE_NUMBER"] and after_failure:
             return self._retry(b, now, error)  # an earlier batch was not appended: this one follows it
         cls = kb_errors.classify(code)
@@ -461,3 +467,9 @@ class Sender:
         with self._lock:
             for p in self._parts.values():
                 p.next_sequence = 0
+
+
+def _default_message(code: int) -> str:
+    """Kafka's own words for a code the broker sent without a message (Errors' default message)."""
+    from kafka.errors import for_code
+    return getattr(for_code(code), "description", "") or kb_errors.error_name(code)
