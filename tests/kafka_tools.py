@@ -105,6 +105,10 @@ class Broker:
         self.sasl_port, self.mtls_port = free_port(), free_port()
         self.sasl_bootstrap = f"127.0.0.1:{self.sasl_port}"
         self.mtls_bootstrap = f"127.0.0.1:{self.mtls_port}"
+        # PROXIED: a plaintext listener that advertises proxy_port, where a test's TCP proxy
+        # (tests/tcp_proxy.py) stands between clients and proxied_port to inject faults
+        self.proxied_port, self.proxy_port = free_port(), free_port()
+        self.proxy_bootstrap = f"127.0.0.1:{self.proxy_port}"
         from tests import tls_certs
         self.certs = tls_certs.make(directory / "certs")
         self.process = None
@@ -116,12 +120,14 @@ class Broker:
             "node.id=1",
             f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
             f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port},"
-            f"SASL_SSL://127.0.0.1:{self.sasl_port},MTLS://127.0.0.1:{self.mtls_port}",
+            f"SASL_SSL://127.0.0.1:{self.sasl_port},MTLS://127.0.0.1:{self.mtls_port},"
+            f"PROXIED://127.0.0.1:{self.proxied_port}",
             f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port},SASL_SSL://127.0.0.1:{self.sasl_port},"
-            f"MTLS://127.0.0.1:{self.mtls_port}",
+            f"MTLS://127.0.0.1:{self.mtls_port},PROXIED://127.0.0.1:{self.proxy_port}",
             "controller.listener.names=CONTROLLER",
             "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,MTLS:SSL",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,MTLS:SSL,"
+            "PROXIED:PLAINTEXT",
             "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
             # OAUTHBEARER with Kafka's unsecured JWS tokens (alg none): the broker checks sub, iat, exp
             "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config="
@@ -149,6 +155,8 @@ class Broker:
             "share.coordinator.state.topic.min.isr=1",
             "share.coordinator.state.topic.num.partitions=1",
             "group.initial.rebalance.delay.ms=0",
+            # a transaction past transaction.timeout.ms is aborted within a second, not ten
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms=1000",
             "log.cleaner.backoff.ms=200",
             "log.retention.check.interval.ms=1000",
             "remote.log.storage.system.enable=true",

@@ -492,7 +492,11 @@ class Producer:
         if self._txn_state != "in_transaction" and not all(tp.topic == self.dead_letter_topic for tp in new):
             raise FatalProducerError("a transactional producer sends records only inside a transaction "
                                      "(begin_transaction first)")
-        self._coordinator.add_partitions(self._sender.pid, new)
+        try:
+            self._coordinator.add_partitions(self._sender.pid, new)
+        except (ProducerFencedError, FatalProducerError) as exc:
+            self._fatal = exc
+            raise
         self._txn_partitions.update(new)
 
     def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
@@ -507,7 +511,7 @@ class Producer:
         policy) makes the transaction abortable: ``TransactionAbortableError``, abort and retry."""
         if self._txn_state != "in_transaction":
             raise RuntimeError(f"commit_transaction in state {self._txn_state}")
-        self.flush(timeout)
+        self.flush(timeout)  # a fatal error (fenced) raises here, before the failed records'
         if self._txn_failed:
             self._txn_state = "abortable"
             first = self._txn_failed[0]
@@ -532,8 +536,13 @@ class Producer:
             self._sender.call(self._coordinator.end, self._sender.pid, False)
         except ProducerFencedError:
             # the coordinator aborted it already (transaction.timeout.ms) and bumped the epoch:
-            # a new epoch from InitProducerId (KIP-360), unless another producer took the id
-            self._sender.pid = self._sender.call(self._coordinator.init_producer_id, self._sender.pid)
+            # a new epoch from InitProducerId (KIP-360) -- unless another producer took the id,
+            # which InitProducerId answers with PRODUCER_FENCED: fatal
+            try:
+                self._sender.pid = self._sender.call(self._coordinator.init_producer_id, self._sender.pid)
+            except (ProducerFencedError, FatalProducerError) as exc:
+                self._fatal = exc
+                raise
             self._sender.call(self._sender.reset_sequences)
         self._txn_state = "ready"
 

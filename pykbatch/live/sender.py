@@ -62,7 +62,8 @@ class _Partition:
     next_sequence: int = 0
     hold: bool = False
     # a broker takes any first sequence from a producer it holds no state for, so until a batch
-    # of this epoch has landed only one goes at a time (after that, a gap is refused)
+    # of this epoch has landed only one goes at a time (after that, a gap is refused); the same
+    # after a failure, so that a retried batch is not lost again with the ones behind it
     acked_epoch: int = -2
 
 
@@ -93,7 +94,7 @@ class Sender:
         self._parts: dict[TopicPartition, _Partition] = {}
         self._lock = threading.Lock()
         self._tasks: queue.SimpleQueue = queue.SimpleQueue()
-        self._requests: list[tuple[Future | object, list[Batch], int]] = []  # (future, batches, node)
+        self._requests: list[tuple[Future | object, list[Batch], int, float]] = []  # (future, batches, node, sent)
         self._node_not_before: dict[int, float] = {}
         self._in_flight_per_node: collections.Counter = collections.Counter()
         self._closing = False
@@ -203,8 +204,16 @@ class Sender:
         if not ready:
             return
         if self.on_add_partitions is not None:
-            self.on_add_partitions([p.tp for p in ready])
+            try:
+                self.on_add_partitions([p.tp for p in ready])
+            except ClusterError as exc:
+                if exc.retriable:  # the coordinator is moving: next turn
+                    return
+                self._fail_queued(ready, exc)
+                return
         for p in ready:
+            if p.queue and p.queue[0].not_before > now:
+                continue
             try:
                 node = self.cluster.leader(p.tp).node
             except ClusterError as exc:
@@ -217,7 +226,16 @@ class Sender:
                     self._fail_batch(b, ProduceError(exc.code if exc.code is not None else -1, str(exc),
                                                      topic=p.tp.topic, partition=p.tp.partition, source="client"))
                 continue
-            if node < 0 or self._node_not_before.get(node, 0) > now:
+            if node < 0:  # no leader yet (elected or loading): ask the metadata again, after a pause
+                self.cluster.forget_leader(p.tp)
+                self.metrics["metadata-refreshes"] += 1
+                with self._lock:
+                    if p.queue:
+                        p.queue[0].not_before = max(p.queue[0].not_before, now + self.backoff)
+                continue
+            if self._node_not_before.get(node, 0) > now:
+                continue
+            if not self.cluster._client.ready(node):  # connecting (again): next turn
                 continue
             with self._lock:
                 b = p.queue[0]
@@ -245,6 +263,16 @@ class Sender:
         if self.idempotent and p.acked_epoch != self.pid.epoch:
             return 1
         return self.max_in_flight
+
+    def _fail_queued(self, parts: list[_Partition], exc: ClusterError) -> None:
+        """The batches waiting for ``parts`` fail with ``exc`` (a coordinator's refusal)."""
+        with self._lock:
+            batches = [b for p in parts for b in p.queue]
+            for p in parts:
+                p.queue.clear()
+        for b in batches:
+            self._fail_batch(b, ProduceError(exc.code if exc.code is not None else -1, str(exc), topic=b.tp.topic,
+                                             partition=b.tp.partition, source="coordinator"))
 
     def _prepare(self, p: _Partition, b: Batch) -> None:
         """Gives ``b`` its sequence (the first time, or anew after an earlier batch shrank) and builds it."""
@@ -280,18 +308,21 @@ class Sender:
             for b in batches:
                 self._done(b, -1, -1)
             return
-        self._requests.append((f, batches, node))
+        self._requests.append((f, batches, node, time.monotonic()))
         self._in_flight_per_node[node] += 1
 
     def _collect(self) -> None:
         now = time.monotonic()
         still = []
-        for f, batches, node in self._requests:
+        for f, batches, node, sent in self._requests:
             if isinstance(f, BaseException):
                 self._network_failure(batches, node, f)
             elif not f.is_done:
-                still.append((f, batches, node))
-                continue
+                if now - sent < self.request_timeout_ms / 1000 + 5:
+                    still.append((f, batches, node, sent))
+                    continue
+                # no answer and no error from the connection layer: the request is lost
+                self._network_failure(batches, node, ClusterError(f"no answer within {self.request_timeout_ms} ms"))
             elif f.failed():
                 self._network_failure(batches, node, f.exception)
             else:
@@ -343,6 +374,7 @@ class Sender:
             b.answer = answer
             part.answered.append(b)
             part.hold = True
+            part.acked_epoch = -2  # after a failure, one batch at a time until one lands (as Kafka's producer)
         self._maybe_resume(part)
 
     def _maybe_resume(self, part: _Partition) -> None:

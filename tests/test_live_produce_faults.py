@@ -1,0 +1,196 @@
+"""The producer under real faults and in transactions, on the session's broker, checked by
+librdkafka consumers: answers lost by a TCP proxy after the broker appended (idempotent retries:
+no duplicate, no gap), the broker restarted mid-stream (a retriable leader change), transactions
+committed without their poison records (KIP-1059) equal to what read_committed reads, a fenced
+producer (fatal) and a transaction the coordinator timed out (abortable, then recovered)."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from pykbatch.live import ProduceFailedError, Producer, ProducerFencedError, TransactionAbortableError
+from tests import kafka_tools
+from tests.live_damage import create_topic
+from tests.tcp_proxy import DroppingProxy
+from tests.test_live_produce import consume_all, poisoned
+
+pytestmark = pytest.mark.skipif(kafka_tools.unavailable() is not None, reason=str(kafka_tools.unavailable()))
+confluent_kafka = pytest.importorskip("confluent_kafka")
+pa = pytest.importorskip("pyarrow")
+
+
+def values_table(n: int, prefix: bytes = b"v", start: int = 0):
+    rows = range(start, start + n)
+    return pa.table({"key": pa.array([b"k%d" % (i % 97) for i in rows], pa.binary()),
+                     "value": pa.array([prefix + b"%07d" % i for i in rows], pa.binary())})
+
+
+def assert_once_in_order(got, n: int, prefix: bytes = b"v"):
+    """Every value exactly once, and within each partition in the order it was produced."""
+    values = [v for _, _, _, v, _, _ in got]
+    assert len(values) == len(set(values)) == n, (len(values), len(set(values)), n)
+    assert set(values) == {prefix + b"%07d" % i for i in range(n)}
+    by_partition: dict[int, list[bytes]] = {}
+    for p, _, _, v, _, _ in got:
+        by_partition.setdefault(p, []).append(v)
+    assert all(vs == sorted(vs) for vs in by_partition.values())
+
+
+def test_answers_lost_after_the_append_are_retried_without_duplicates(kafka_broker):
+    """The proxy cuts the connection after every third Produce request reached the broker: the
+    producer cannot know the batch landed, sends it again with the same sequence, and the broker
+    answers it as a duplicate -- every record once, none missing, in order."""
+    topic = "faults-proxy"
+    create_topic(kafka_broker.bootstrap, topic, partitions=2)
+    proxy = DroppingProxy(kafka_broker.proxy_port, kafka_broker.proxied_port, drop_every=3)
+    try:
+        n = 12_000
+        with Producer({"bootstrap.servers": kafka_broker.proxy_bootstrap, "linger.ms": 5, "batch.size": 16384,
+                       "retry.backoff.ms": 20}) as producer:
+            report = producer.produce_arrow(values_table(n), topic=topic)
+            retries = producer.metrics["total-retries"]
+    finally:
+        proxy.close()
+    assert proxy.dropped >= 3, "the proxy dropped no answer: the test proves nothing"
+    assert retries >= proxy.dropped
+    assert report.counts["delivered"] == n and report.conserved()
+    assert_once_in_order(consume_all(kafka_broker.bootstrap, topic, n), n)
+
+
+def test_broker_restart_mid_stream_loses_and_repeats_nothing(kafka_broker):
+    """The broker stops (clean shutdown) and starts again while a producer is sending: the
+    retriable errors on the way (connections refused, NOT_LEADER while it loads) are retried,
+    and the topic holds every record once."""
+    topic = "faults-restart"
+    create_topic(kafka_broker.bootstrap, topic, partitions=2)
+    chunk = 2000
+    restarted = threading.Event()
+    out: dict = {"reports": []}
+
+    def produce():
+        with Producer({"bootstrap.servers": kafka_broker.bootstrap, "linger.ms": 5, "batch.size": 4096,
+                       "retry.backoff.ms": 50, "delivery.timeout.ms": 180_000}) as producer:
+            after = 0  # chunks sent once the broker is back
+            while after < 3 and len(out["reports"]) < 400:
+                table = values_table(chunk, start=chunk * len(out["reports"]))
+                out["reports"].append(producer.produce_arrow(table, topic=topic, wait=False))
+                after += restarted.is_set()
+                time.sleep(0.05)
+            producer.flush()
+            out["metrics"] = producer.metrics_dict()
+    worker = threading.Thread(target=produce)
+    worker.start()
+    time.sleep(1.0)
+    kafka_broker.stop()
+    time.sleep(2.0)
+    kafka_broker.start()
+    time.sleep(1.0)
+    restarted.set()
+    worker.join(300)
+    assert not worker.is_alive()
+    n = chunk * len(out["reports"])
+    assert sum(r.counts["delivered"] for r in out["reports"]) == n
+    m = out["metrics"]
+    assert m["network-errors"] + m["metadata-refreshes"] > 0  # the restart did fall mid-stream
+    assert_once_in_order(consume_all(kafka_broker.bootstrap, topic, n), n)
+
+
+def test_transactions_commit_without_their_poison_records(kafka_broker):
+    """KIP-1059: a poison record dropped by the policy does not doom its transaction; committed
+    transactions are read by read_committed exactly, an aborted one not at all."""
+    bootstrap = kafka_broker.bootstrap
+    topic = "txn-poison"
+    create_topic(bootstrap, topic, **{"cleanup.policy": "compact"})
+    with Producer({"bootstrap.servers": bootstrap, "transactional.id": "txn-poison", "errors.tolerance": "all",
+                   "preflight": False}) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        first = producer.produce(poisoned("nokey", n=30), topic=topic)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        producer.produce([{"key": b"x", "value": b"aborted-%d" % i} for i in range(5)], topic=topic)
+        producer.abort_transaction()
+        producer.begin_transaction()
+        producer.produce([{"key": b"y", "value": b"second"}], topic=topic)
+        producer.commit_transaction()
+    assert first.counts == {"delivered": 27, "dropped": 3, "dead_lettered": 0, "failed": 0}
+    committed = consume_all(bootstrap, topic, 28, read_committed=True)
+    want = [r["value"] for i, r in enumerate(poisoned("nokey", n=30)) if i % 10 != 9] + [b"second"]
+    assert [v for _, _, _, v, _, _ in committed] == want
+    assert len(consume_all(bootstrap, topic, 33)) == 33  # read_uncommitted sees the aborted ones too
+
+
+def test_a_failed_record_makes_the_transaction_abortable(kafka_broker):
+    """errors.tolerance=none inside a transaction: the culprit fails, the commit refuses
+    (abortable), the abort works and the producer goes on."""
+    bootstrap = kafka_broker.bootstrap
+    topic = "txn-abortable"
+    create_topic(bootstrap, topic, **{"cleanup.policy": "compact"})
+    with Producer({"bootstrap.servers": bootstrap, "transactional.id": "txn-abortable", "preflight": False}) as p:
+        p.init_transactions()
+        p.begin_transaction()
+        with pytest.raises(Exception):
+            p.produce(poisoned("nokey", n=10), topic=topic)
+        with pytest.raises(TransactionAbortableError):
+            p.commit_transaction()
+        p.abort_transaction()
+        p.begin_transaction()
+        p.produce([{"key": b"k", "value": b"after-abort"}], topic=topic)
+        p.commit_transaction()
+    assert [v for *_, v, _, _ in consume_all(bootstrap, topic, 1, read_committed=True)] == [b"after-abort"]
+
+
+def test_fenced_producer_is_fatal(kafka_broker):
+    """A second producer with the same transactional.id fences the first: its next record is
+    refused (INVALID_PRODUCER_EPOCH), its commit refuses, and the abort learns from the
+    coordinator that it was fenced -- fatal: the producer takes nothing more."""
+    bootstrap = kafka_broker.bootstrap
+    topic = "txn-fenced"
+    create_topic(bootstrap, topic)
+    old = Producer({"bootstrap.servers": bootstrap, "transactional.id": "txn-fenced"})
+    old.init_transactions()
+    old.begin_transaction()
+    old.produce([{"key": b"k", "value": b"before"}], topic=topic)
+    new = Producer({"bootstrap.servers": bootstrap, "transactional.id": "txn-fenced"})
+    new.init_transactions()  # a newer epoch: the old producer's transaction is aborted, it is fenced
+    with pytest.raises(ProduceFailedError) as caught:
+        old.produce([{"key": b"k", "value": b"zombie"}], topic=topic)
+    assert caught.value.report.culprits[0].error.name == "INVALID_PRODUCER_EPOCH"
+    with pytest.raises(TransactionAbortableError):
+        old.commit_transaction()
+    with pytest.raises(ProducerFencedError, match="PRODUCER_FENCED"):
+        old.abort_transaction()
+    with pytest.raises(RuntimeError, match="fatal"):
+        old.send(topic, b"more")
+    old.close()
+    new.begin_transaction()
+    new.produce([{"key": b"k", "value": b"new"}], topic=topic)
+    new.commit_transaction()
+    new.close()
+    assert [v for *_, v, _, _ in consume_all(bootstrap, topic, 1, read_committed=True)] == [b"new"]
+
+
+def test_a_timed_out_transaction_is_abortable_and_recovers(kafka_broker):
+    """The coordinator aborts a transaction past transaction.timeout.ms and bumps the epoch: the
+    next produce is refused (INVALID_PRODUCER_EPOCH, abortable), the commit refuses, the abort
+    gets a new epoch (KIP-360) and the next transaction commits."""
+    bootstrap = kafka_broker.bootstrap
+    topic = "txn-timeout"
+    create_topic(bootstrap, topic)
+    with Producer({"bootstrap.servers": bootstrap, "transactional.id": "txn-timeout",
+                   "transaction.timeout.ms": 1500}) as p:
+        p.init_transactions()
+        p.begin_transaction()
+        p.produce([{"key": b"k", "value": b"slow-1"}], topic=topic)
+        time.sleep(4)
+        with pytest.raises(Exception):
+            p.produce([{"key": b"k", "value": b"slow-2"}], topic=topic)
+        with pytest.raises(TransactionAbortableError):
+            p.commit_transaction()
+        p.abort_transaction()
+        p.begin_transaction()
+        p.produce([{"key": b"k", "value": b"fresh"}], topic=topic)
+        p.commit_transaction()
+    assert [v for *_, v, _, _ in consume_all(bootstrap, topic, 1, read_committed=True)] == [b"fresh"]
