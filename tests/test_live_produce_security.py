@@ -1,0 +1,63 @@
+"""The producer over the session broker's secured listeners: SASL_SSL (PLAIN, SCRAM) and TLS
+with a client certificate, certificates made at test time.  Right credentials produce (read back
+by librdkafka); wrong ones, an untrusted CA and an unauthorized topic fail at once, naming what
+failed, with nothing sent and no secret in the message."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from pykbatch.live import AuthenticationError, AuthorizationError, Producer
+from tests import kafka_tools
+from tests.kafka_tools import DENIED_TOPIC, PLAIN_PASSWORD, PLAIN_USER, SCRAM_PASSWORD, SCRAM_USER
+from tests.live_damage import create_topic
+from tests.test_live_produce import consume_all
+from tests.test_live_security import broker, sasl  # noqa: F401  (the module fixture: topics and the ACL)
+
+pytestmark = pytest.mark.skipif(kafka_tools.unavailable() is not None, reason=str(kafka_tools.unavailable()))
+pytest.importorskip("confluent_kafka")
+
+
+@pytest.mark.parametrize("mechanism,user,password", [("PLAIN", PLAIN_USER, PLAIN_PASSWORD),
+                                                     ("SCRAM-SHA-256", SCRAM_USER, SCRAM_PASSWORD),
+                                                     ("SCRAM-SHA-512", SCRAM_USER, SCRAM_PASSWORD)])
+def test_produces_over_sasl_ssl(broker, mechanism, user, password):  # noqa: F811
+    topic = f"secured-produce-{mechanism.lower()}"
+    create_topic(broker.bootstrap, topic)
+    with Producer(sasl(broker, mechanism, user, password)) as producer:
+        report = producer.produce([{"key": b"k%d" % i, "value": b"secret-%d" % i} for i in range(100)], topic=topic)
+    assert report.counts["delivered"] == 100
+    assert [v for *_, v, _, _ in consume_all(broker.bootstrap, topic, 100)] == [b"secret-%d" % i for i in range(100)]
+
+
+def test_produces_with_a_client_certificate(broker):  # noqa: F811
+    topic = "secured-produce-mtls"
+    create_topic(broker.bootstrap, topic)
+    props = {"bootstrap.servers": broker.mtls_bootstrap, "security.protocol": "SSL",
+             "ssl.ca.location": str(broker.certs.ca), "ssl.certificate.location": str(broker.certs.client_cert),
+             "ssl.key.location": str(broker.certs.client_key)}
+    with Producer(props) as producer:
+        assert producer.produce([{"value": b"over mtls"}], topic=topic).counts["delivered"] == 1
+
+
+def test_wrong_password_fails_fast_and_names_the_user(broker):  # noqa: F811
+    started = time.monotonic()
+    with pytest.raises(AuthenticationError) as caught:
+        Producer(sasl(broker, password="not-the-password"))
+    assert time.monotonic() - started < 10
+    text = str(caught.value)
+    assert "SASL PLAIN" in text and PLAIN_USER in text and "not-the-password" not in text
+
+
+def test_untrusted_ca_fails_fast(broker):  # noqa: F811
+    with pytest.raises(AuthenticationError, match="does not verify"):
+        Producer({**sasl(broker), "ssl.ca.location": str(broker.certs.untrusted_ca)})
+
+
+def test_unauthorized_topic_refused_before_anything_is_sent(broker):  # noqa: F811
+    for preflight in (True, False):
+        with Producer({**sasl(broker), "preflight": preflight}) as producer:
+            with pytest.raises(AuthorizationError, match=DENIED_TOPIC):
+                producer.produce([{"value": b"nope"}], topic=DENIED_TOPIC)
+            assert producer.metrics["produce-requests"] == 0
