@@ -1,0 +1,157 @@
+"""Producing to a local broker: pykbatch's producer from Arrow beside confluent-kafka's
+``Producer`` (librdkafka) and kafka-python's ``KafkaProducer``, the same settings for all
+(acks=all, idempotent, the same codec, linger.ms, batch.size), measured interleaved in one run.
+
+    python benchmarks/produce.py [--records 1000000] [--repeats 3] [--codec none] [--bootstrap HOST:PORT]
+
+For each: end-to-end records/s (first record handed over -> every record acknowledged) and the
+producing process's CPU seconds per million records (user + system of every thread, from
+``resource.getrusage``: librdkafka's threads and pykbatch's network thread count), medians.
+The producers run pinned to one core (the broker on the other).  Each run writes a fresh topic
+of 3 partitions; records: 100-byte values, 8-byte keys (Kafka's partitioner spreads them).
+Targets (issue 26): client CPU per record <= 0.25x confluent-kafka's; records/s >= 1.5x.
+
+Without --bootstrap it starts the test harness's broker (Kafka from Maven Central) in a
+temporary directory.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+VALUE = bytes(range(100))
+_topics = itertools.count()
+
+
+def new_topic(bootstrap: str, who: str) -> str:
+    from confluent_kafka.admin import AdminClient, NewTopic
+    name = f"bench-produce-{who}-{next(_topics)}-{int(time.time())}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the topic exists
+    admin.create_topics([NewTopic(name, 3, 1)])[name].result(60)
+    return name
+
+
+def table(n: int) -> pa.Table:
+    keys = pa.array([b"%08d" % i for i in range(n)], pa.binary())
+    return pa.table({"key": keys, "value": pa.array([VALUE] * n, pa.binary())})
+
+
+def pykbatch_arrow(bootstrap: str, topic: str, data: pa.Table, s: dict) -> int:
+    from pykbatch.live import Producer
+    with Producer({"bootstrap.servers": bootstrap, "compression.type": s["codec"], "linger.ms": s["linger"],
+                   "batch.size": s["batch"], "acks": "all", "enable.idempotence": True}) as p:
+        return p.produce_arrow(data, topic=topic).delivered_count
+
+
+def confluent(bootstrap: str, topic: str, data: pa.Table, s: dict) -> int:
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": bootstrap, "compression.type": s["codec"], "linger.ms": s["linger"],
+                  "batch.size": s["batch"], "acks": "all", "enable.idempotence": True,
+                  "partitioner": "murmur2_random", "queue.buffering.max.messages": 2_000_000})
+    delivered = [0]
+
+    def on_delivery(err, msg):
+        if err is None:
+            delivered[0] += 1
+    keys = data.column("key").to_pylist()
+    for k in keys:
+        while True:
+            try:
+                p.produce(topic, VALUE, k, on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.01)
+    p.flush(300)
+    return delivered[0]
+
+
+def kafka_python(bootstrap: str, topic: str, data: pa.Table, s: dict) -> int:
+    from kafka import KafkaProducer
+    p = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=s["linger"],
+                      batch_size=s["batch"], compression_type=None if s["codec"] == "none" else s["codec"])
+    futures = [p.send(topic, VALUE, k) for k in data.column("key").to_pylist()]
+    p.flush(300)
+    n = sum(1 for f in futures if f.succeeded())
+    p.close()
+    return n
+
+
+CONTENDERS = {"pykbatch from Arrow": pykbatch_arrow, "confluent-kafka Producer": confluent,
+              "kafka-python KafkaProducer": kafka_python}
+
+
+def cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--codec", default="none")
+    ap.add_argument("--linger", type=int, default=5)
+    ap.add_argument("--batch", type=int, default=512 * 1024)
+    ap.add_argument("--bootstrap")
+    ap.add_argument("--core", type=int, default=1, help="the core the producers run on")
+    ap.add_argument("--kafka-python-records", type=int, default=200_000,
+                    help="kafka-python is measured on fewer records (it is slow); figures are per record")
+    ap.add_argument("--skip", action="append", default=[])
+    args = ap.parse_args()
+    settings = {"codec": args.codec, "linger": args.linger, "batch": args.batch}
+    broker = None
+    bootstrap = args.bootstrap
+    if bootstrap is None:
+        from tests import kafka_tools
+        broker = kafka_tools.Broker(Path(tempfile.mkdtemp(prefix="pykbatch-bench-")))
+        broker.start()
+        bootstrap = broker.bootstrap
+    try:
+        if hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, {args.core})
+        contenders = {k: v for k, v in CONTENDERS.items() if k not in args.skip}
+        sizes = {k: (args.kafka_python_records if k.startswith("kafka-python") else args.records) for k in contenders}
+        data = {n: table(n) for n in set(sizes.values())}
+        walls: dict[str, list[float]] = {k: [] for k in contenders}
+        cpus: dict[str, list[float]] = {k: [] for k in contenders}
+        for name, fn in contenders.items():  # warm-up: imports, connections, JIT of nothing
+            fn(bootstrap, new_topic(bootstrap, "warm"), data[sizes[name]].slice(0, 10_000), settings)
+        for _ in range(args.repeats):
+            for name, fn in contenders.items():
+                topic = new_topic(bootstrap, name.split()[0])
+                c0, t0 = cpu_seconds(), time.perf_counter()
+                got = fn(bootstrap, topic, data[sizes[name]], settings)
+                walls[name].append(time.perf_counter() - t0)
+                cpus[name].append(cpu_seconds() - c0)
+                assert got == sizes[name], (name, got)
+        print(f"100 B values, 8 B keys, 3 partitions, acks=all, idempotent, codec {args.codec}, linger.ms "
+              f"{args.linger}, batch.size {args.batch}; medians of {args.repeats} (producers on core {args.core})")
+        rate = {k: sizes[k] / statistics.median(v) for k, v in walls.items()}
+        cpu = {k: statistics.median(v) / sizes[k] * 1e6 for k, v in cpus.items()}
+        base = "confluent-kafka Producer"
+        for name in contenders:
+            ratio = (f"  {rate[name] / rate[base]:5.2f}x records/s, {cpu[name] / cpu[base]:5.2f}x CPU of confluent-kafka"
+                     if base in rate else "")
+            print(f"  {name:28s} {rate[name] / 1e6:6.3f} M records/s  {cpu[name]:6.3f} CPU s per M records{ratio}")
+        if base in rate and "pykbatch from Arrow" in rate:
+            ours = "pykbatch from Arrow"
+            print(f"targets: CPU per record <= 0.25x confluent-kafka: {cpu[ours] / cpu[base]:.2f}x; "
+                  f"records/s >= 1.5x: {rate[ours] / rate[base]:.2f}x")
+    finally:
+        if broker is not None:
+            broker.stop()
+
+
+if __name__ == "__main__":
+    main()
