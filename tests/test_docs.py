@@ -26,7 +26,7 @@ PAGES = sorted(p.name for p in DOCS.glob("*.md"))
 BLOCK = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
 BROKER_FILES = ROOT / "tests" / "kafka" / "broker-files"
 SPARK_PAGES = {"spark.md"}
-LIVE_PAGES = {"live.md"}  # need a broker: run by tests/test_live_reader.py against the session's
+LIVE_PAGES = {"live.md", "produce.md"}  # need a broker: run by tests/test_live_spark.py and test_live_produce.py against the session's
 
 
 def blocks(page: str, language: str) -> list[str]:

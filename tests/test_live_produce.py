@@ -309,3 +309,45 @@ def test_conservation_with_one_percent_poison(bootstrap):
     letters = consume_all(bootstrap, dlq, poison, quiet_s=1)
     assert sorted(v for *_, v, _, _ in letters) == [b"v%08d" % i for i in range(n) if i % 100 == 37]
     assert {dict(h)["__connect.errors.topic"] for *_, h, _ in letters} == {topic.encode()}
+
+
+def test_cli_produce_names_every_refused_record(bootstrap, tmp_path, capsys):
+    """``pykbatch produce``: exit 0 when all landed, 1 (never 'ok') when a record was refused --
+    each named with its rule, code and message -- and 2 when it cannot run."""
+    from pykbatch.commands import main
+    topic = make_poison_topic(bootstrap, "nokey", "cli-produce")
+    lines = tmp_path / "in.txt"
+    lines.write_bytes(b"k1\tgood-1\nk2\tgood-2\n")
+    assert main(["produce", "--bootstrap-server", bootstrap, "--topic", topic, "--input", str(lines),
+                 "--parse-key"]) == 0
+    assert "2 records: 2 delivered" in capsys.readouterr().out
+    table = as_table([{"key": b"k", "value": b"a", "headers": [], "timestamp": NOW},
+                      {"key": None, "value": b"poison", "headers": [], "timestamp": NOW}])
+    import pyarrow.parquet as pq
+    pq.write_table(table, tmp_path / "in.parquet")
+    status = main(["produce", "--bootstrap-server", bootstrap, "--topic", topic, "--input",
+                   str(tmp_path / "in.parquet"), "--errors-tolerance", "all"])
+    out = capsys.readouterr().out
+    assert status == 1 and "NOT all delivered" in out and " ok" not in out
+    assert "record 1: dropped -- INVALID_RECORD (87) [record.compacted_no_key]" in out
+    assert main(["produce", "--bootstrap-server", bootstrap, "--topic", topic, "--input",
+                 str(tmp_path / "missing.txt")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert main(["produce", "--bootstrap-server", bootstrap, "--topic", "no-such-topic", "--input", str(lines)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    got = consume_all(bootstrap, topic, 3)
+    assert [v for *_, v, _, _ in got] == [b"good-1", b"good-2", b"a"]
+
+
+def test_the_produce_pages_examples_run(bootstrap):
+    """docs/produce.md's examples, in order, against the session broker (its "localhost:9092")."""
+    from tests.test_docs import blocks
+    create_topic(bootstrap, "orders")
+    create_topic(bootstrap, "orders-dlq")
+    namespace: dict = {"__name__": "docs_produce"}
+    for code in blocks("produce.md", "python"):
+        exec(compile(code.replace("localhost:9092", bootstrap), "docs/produce.md", "exec"), namespace)
+    assert namespace["report"].conserved()
+    assert namespace["outcome"].outcome == "delivered"
+    got = consume_all(bootstrap, "orders", 6, read_committed=True)
+    assert b"in a transaction" in [v for *_, v, _, _ in got]

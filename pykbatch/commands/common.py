@@ -83,3 +83,24 @@ def print_result(path: str, result) -> None:
         print(f"  incomplete trailing entry {t.entry} at byte {t.position} (not an error)")
     if result.unwalked_batches:
         print(f"  note: records of {result.unwalked_batches} compressed batch(es) were not checked")
+
+
+def client_properties(config_file: str | None, items: list[str], bootstrap: str, flag: str) -> dict:
+    """Kafka client properties for a live command: a properties file (``key=value`` lines, as
+    Kafka's console tools read ``--consumer.config`` / ``--producer.config``: secrets stay off the
+    command line), then ``flag KEY=VALUE`` items, then the bootstrap server."""
+    props: dict = {}
+    if config_file:
+        with open(config_file) as f:
+            for line in f:
+                line = line.strip()
+                if line and not line.startswith(("#", "!")):
+                    key, _, value = line.partition("=")
+                    props[key.strip()] = value.strip()
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise UsageError(f"{flag} takes KEY=VALUE, not {item!r}")
+        props[key.strip()] = value
+    props["bootstrap.servers"] = bootstrap
+    return props

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from pykbatch.commands.common import CANNOT_RUN, DAMAGED, OK, UsageError
+from pykbatch.commands.common import CANNOT_RUN, DAMAGED, OK, UsageError, client_properties
 
 OUTPUTS = (".parquet", ".arrow")
 
@@ -34,24 +34,6 @@ def add_parser(sub) -> None:
                    help="append each skipped range, its bytes and its error context to FILE (JSON lines)")
     c.add_argument("--json", action="store_true", help="one JSON document: per-partition counts and every skip")
     c.set_defaults(run=_consume)
-
-
-def _properties(args) -> dict:
-    props: dict = {}
-    if args.config_file:
-        with open(args.config_file) as f:
-            for line in f:
-                line = line.strip()
-                if line and not line.startswith(("#", "!")):
-                    key, _, value = line.partition("=")
-                    props[key.strip()] = value.strip()
-    for item in args.consumer_property:
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise UsageError(f"--consumer-property takes KEY=VALUE, not {item!r}")
-        props[key.strip()] = value
-    props["bootstrap.servers"] = args.bootstrap_server
-    return props
 
 
 def _offsets(spec: str, what: str):
@@ -86,7 +68,8 @@ def _consume(args) -> int:
         return spec
 
     try:
-        props = _properties(args)
+        props = client_properties(args.config_file, args.consumer_property, args.bootstrap_server,
+                                  "--consumer-property")
         from pykbatch.live import Cluster
         from pykbatch.live.offsets import assigned
         cluster = Cluster(props)

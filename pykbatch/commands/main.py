@@ -11,12 +11,12 @@ import argparse
 import os
 import sys
 
-from pykbatch.commands import consume, dump, redpanda, repair, rules, sample, tiered, validate
+from pykbatch.commands import consume, dump, produce, redpanda, repair, rules, sample, tiered, validate
 from pykbatch.commands.common import CANNOT_RUN, EXIT_CODES, OK, UsageError
 from pykbatch.log.files import STDIN
 
 # in the order --help lists them
-COMMANDS = (dump, validate, repair, sample, rules, redpanda, tiered, consume)
+COMMANDS = (dump, validate, repair, sample, rules, redpanda, tiered, consume, produce)
 
 
 class _PrintVersion(argparse.Action):

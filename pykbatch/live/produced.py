@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+import pyarrow as pa
 
 from pykbatch import errors as kb_errors
 
@@ -190,9 +191,8 @@ class ProduceReport:
     def failed(self) -> list[Culprit]:
         return [c for c in self.culprits if c.outcome == FAILED]
 
-    def as_arrow(self):
+    def as_arrow(self) -> pa.Table:
         """One row per record: outcome, partition, offset, error code / name / rule / message."""
-        import pyarrow as pa
         code = np.zeros(self.records, dtype=np.int16)
         rule: list[str | None] = [None] * self.records
         message: list[str | None] = [None] * self.records

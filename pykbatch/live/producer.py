@@ -42,15 +42,15 @@ import numpy as np
 from pykbatch import _native
 from pykbatch import errors as kb_errors
 from pykbatch.live import wire_logs
-from pykbatch.live.cluster import Cluster, ClusterError, TopicPartition
+from pykbatch.live.cluster import Cluster, TopicPartition
 from pykbatch.live.produced import (
-    DEAD_LETTERED, DELIVERED, DROPPED, FAILED, Delivery, ProduceError, ProduceFailedError, ProduceReport, RecordOutcome,
+    DEAD_LETTERED, DROPPED, FAILED, Delivery, ProduceError, ProduceFailedError, ProduceReport,
 )
 from pykbatch.live.rows import BATCH_OVERHEAD, RECORD_OVERHEAD, ArrowColumns, ArrowRows, Build, ListRows, Pending, Rows
 from pykbatch.live.sender import Batch, Sender
 from pykbatch.live.topic_limits import TopicLimits, check, describe
 from pykbatch.live.transactions import (
-    Coordinator, FatalProducerError, ProducerFencedError, ProducerId, TransactionAbortableError,
+    Coordinator, FatalProducerError, ProducerFencedError, TransactionAbortableError,
 )
 from pykbatch.policy import context_headers
 
@@ -190,6 +190,7 @@ class Producer:
              timestamp: int | None = None) -> Delivery:
         """Queues one record; its ``Delivery`` settles with its outcome (``flush`` waits for all)."""
         self._check_open()
+        self.metrics["total-records"] += 1
         delivery = Delivery()
         self._append(topic, Pending(_blob(key), _blob(value), _headers(headers),
                                     int(time.time() * 1000) if timestamp is None else int(timestamp), delivery),
@@ -201,6 +202,7 @@ class Producer:
         topic; or (key, value) pairs) and waits until each has its outcome: the report, by
         record index.  Raises ``ProduceFailedError`` (carrying the report) when a record failed."""
         records = list(records)
+        self.metrics["total-records"] += len(records)
         report = ProduceReport(len(records))
         now = int(time.time() * 1000)
         for row, r in enumerate(records):
@@ -229,6 +231,7 @@ class Producer:
             table = pa.Table.from_batches([table])
         table = table.combine_chunks()
         n = table.num_rows
+        self.metrics["total-records"] += n
         report = ProduceReport(n)
         if "value" not in table.column_names:
             raise ValueError("the table has no 'value' column (Spark's Kafka sink columns: key, value, headers, "
