@@ -220,6 +220,15 @@ def data_source_class():
         def streamReader(self, schema):
             return StreamReader(Options.parse(self.options, streaming=True))
 
+        # the same name as a sink: pykbatch's producer (spark_udfs/live_sink.py)
+        def writer(self, schema, overwrite):
+            from spark_udfs.live_sink import writer_classes
+            return writer_classes()[0](self.options)
+
+        def streamWriter(self, schema, overwrite):
+            from spark_udfs.live_sink import writer_classes
+            return writer_classes()[1](self.options)
+
     return KafkaKbatchDataSource
 
 

@@ -1,0 +1,132 @@
+"""``kafka-kbatch`` as a sink: Spark's Kafka sink on pykbatch's producer, so one poison row no
+longer fails the task: the broker (or the pre-flight) names it, it goes where the error policy
+says, and every other row is delivered (``pykbatch.live.Producer``).
+
+    df.write.format("kafka-kbatch").option("kafka.bootstrap.servers", "broker:9092") \\
+        .option("topic", "orders").option("errors.tolerance", "all") \\
+        .option("errors.deadletterqueue.topic.name", "orders-dlq").save()
+    df.writeStream.format("kafka-kbatch").option(...).option("checkpointLocation", ...).start()
+
+Columns are Spark's Kafka sink's: ``value`` (binary or string), optional ``key``, ``headers``
+(array<struct<key: string, value: binary>>), ``topic``, ``partition``, and ``timestamp``.  Options:
+``kafka.*`` (the producer's and the connection's properties: ``kafka.acks``,
+``kafka.compression.type``, ``kafka.linger.ms``, ``kafka.security.protocol``, ...), ``topic``, and
+Connect's ``errors.tolerance``, ``errors.deadletterqueue.topic.name``, ``errors.log.enable``,
+``errors.log.include.messages``, plus ``preflight``.  Each task produces its rows through one
+producer (Arrow batches as Spark hands them, read in place) and reports what became of them in its
+commit message; with ``errors.tolerance`` ``none`` (the default, as Spark's sink) a refused row
+fails the task after every other row has its outcome.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+log = logging.getLogger("pykbatch.spark.sink")
+
+SINK_OPTIONS = {"topic", "errors.tolerance", "errors.deadletterqueue.topic.name", "errors.log.enable",
+                "errors.log.include.messages", "preflight", "checkpointlocation", "path"}
+CLIENT_IGNORED = {"key.serializer", "value.serializer"}  # Spark's sink refuses them; bytes are bytes here
+
+
+def producer_props(options) -> tuple[dict, str | None]:
+    """The producer's properties and the default topic from the sink's options."""
+    props: dict = {}
+    topic = None
+    unknown = []
+    for k, v in dict(options).items():
+        low = k.lower()
+        if low.startswith("kafka."):
+            if k[6:] not in CLIENT_IGNORED:
+                props[k[6:]] = v
+        elif low == "topic":
+            topic = v
+        elif low in SINK_OPTIONS:
+            if low not in ("checkpointlocation", "path"):
+                props[low] = v
+        else:
+            unknown.append(k)
+    if unknown:
+        raise ValueError(f"kafka-kbatch sink: unknown option(s) {', '.join(sorted(unknown))}")
+    if "bootstrap.servers" not in props:
+        raise ValueError("kafka-kbatch sink: option kafka.bootstrap.servers is required")
+    return props, topic
+
+
+@dataclass
+class Written:
+    """A task's commit message: what became of its rows, and the first few culprits."""
+    records: int
+    delivered: int
+    dropped: int
+    dead_lettered: int
+    failed: int
+    culprits: list
+
+
+def write_batches(props: dict, topic: str | None, batches) -> Written:
+    """Produces every Arrow record batch of a task; the counts (raises when the policy fails a row)."""
+    import pyarrow as pa
+
+    from pykbatch.live import ProduceFailedError, Producer
+    reports = []
+    with Producer(props) as producer:
+        for batch in batches:
+            if batch.num_rows:
+                reports.append(producer.produce_arrow(pa.Table.from_batches([batch]), topic=topic, wait=False))
+        producer.flush()
+        failed = []
+        for report in reports:
+            report.wait()
+            failed.extend(report.failed())
+        tolerance = producer.settings["errors.tolerance"]
+    counts = {k: sum(r.counts[k] for r in reports) for k in ("delivered", "dropped", "dead_lettered", "failed")}
+    culprits = [c.as_dict() for r in reports for c in r.culprits][:20]
+    if failed and tolerance == "none":
+        # every other row has landed; the task fails as Spark's sink fails it, naming the culprit
+        raise ProduceFailedError(next(r for r in reports if r.failed()))
+    return Written(sum(r.records for r in reports), counts["delivered"], counts["dropped"], counts["dead_lettered"],
+                   counts["failed"], culprits)
+
+
+def writer_classes():
+    """The batch and streaming Arrow writers (made on demand: pyspark is imported lazily)."""
+    from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+
+    @dataclass
+    class Message(WriterCommitMessage):
+        written: Written
+
+    def summarize(messages) -> None:
+        done = [m.written for m in messages if m is not None]
+        log.info("kafka-kbatch sink: %d records: %d delivered, %d dropped, %d dead-lettered, %d failed",
+                 sum(w.records for w in done), sum(w.delivered for w in done), sum(w.dropped for w in done),
+                 sum(w.dead_lettered for w in done), sum(w.failed for w in done))
+
+    class ArrowWriter(DataSourceArrowWriter):
+        def __init__(self, options):
+            self.props, self.topic = producer_props(options)
+
+        def write(self, iterator):
+            return Message(write_batches(self.props, self.topic, iterator))
+
+        def commit(self, messages):
+            summarize(messages)
+
+        def abort(self, messages):
+            summarize(messages)  # what landed stays (Kafka has no undo outside a transaction), as Spark's sink
+
+    class StreamArrowWriter(DataSourceStreamArrowWriter):
+        def __init__(self, options):
+            self.props, self.topic = producer_props(options)
+
+        def write(self, iterator):
+            return Message(write_batches(self.props, self.topic, iterator))
+
+        def commit(self, messages, batchId):
+            summarize(messages)
+
+        def abort(self, messages, batchId):
+            summarize(messages)
+
+    return ArrowWriter, StreamArrowWriter
