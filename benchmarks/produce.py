@@ -3,6 +3,7 @@
 (acks=all, idempotent, the same codec, linger.ms, batch.size), measured interleaved in one run.
 
     python benchmarks/produce.py [--records 1000000] [--repeats 3] [--codec none] [--bootstrap HOST:PORT]
+    python benchmarks/produce.py --spark-only      # kafka-kbatch's sink vs Spark's own, local[2]
 
 For each: end-to-end records/s (first record handed over -> every record acknowledged) and the
 producing process's CPU seconds per million records (user + system of every thread, from
@@ -87,6 +88,36 @@ def kafka_python(bootstrap: str, topic: str, data: pa.Table, s: dict) -> int:
     return n
 
 
+def spark_compare(bootstrap: str, n: int, repeats: int, batch: int) -> None:
+    """The same DataFrame through Spark's own Kafka sink and through kafka-kbatch, local[2]."""
+    from spark_udfs.session import quiet_session
+    from tests import kafka_tools
+
+    import spark_udfs
+    spark = quiet_session("local[2]", "bench-produce", **{"spark.jars": kafka_tools.spark_kafka_jars()})
+    spark_udfs.register(spark)
+    df = spark.range(0, n).selectExpr("CAST(lpad(CAST(id AS STRING), 8, '0') AS BINARY) AS key",
+                                      f"unhex(repeat('ab', {len(VALUE)})) AS value").cache()
+    df.count()
+    times: dict[str, list[float]] = {"Spark's kafka sink": [], "kafka-kbatch sink": []}
+    for _ in range(repeats):
+        for name, fmt in (("Spark's kafka sink", "kafka"), ("kafka-kbatch sink", "kafka-kbatch")):
+            topic = new_topic(bootstrap, fmt)
+            t0 = time.perf_counter()
+            (df.write.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+             .option("kafka.acks", "all").option("kafka.enable.idempotence", "true")
+             .option("kafka.batch.size", batch).option("kafka.linger.ms", "5").mode("append").save())
+            times[name].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"Spark local[2], {n:,} rows (100 B values), acks=all, idempotent, batch.size {batch} for both; "
+          f"medians of {repeats}")
+    for name, t in med.items():
+        print(f"  {name:22s} {n / t / 1e6:6.3f} M rows/s")
+    ratio = med["Spark's kafka sink"] / med["kafka-kbatch sink"]
+    print(f"target: kafka-kbatch sink >= 1.0x Spark's: {ratio:.2f}x")
+    spark.stop()
+
+
 CONTENDERS = {"pykbatch from Arrow": pykbatch_arrow, "confluent-kafka Producer": confluent,
               "kafka-python KafkaProducer": kafka_python}
 
@@ -108,6 +139,8 @@ def main() -> None:
     ap.add_argument("--kafka-python-records", type=int, default=200_000,
                     help="kafka-python is measured on fewer records (it is slow); figures are per record")
     ap.add_argument("--skip", action="append", default=[])
+    ap.add_argument("--spark", action="store_true", help="also kafka-kbatch's sink vs Spark's own Kafka sink")
+    ap.add_argument("--spark-only", action="store_true")
     args = ap.parse_args()
     settings = {"codec": args.codec, "linger": args.linger, "batch": args.batch}
     broker = None
@@ -118,6 +151,10 @@ def main() -> None:
         broker.start()
         bootstrap = broker.bootstrap
     try:
+        if args.spark or args.spark_only:
+            spark_compare(bootstrap, args.records, args.repeats, args.batch)
+            if args.spark_only:
+                return
         if hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, {args.core})
         contenders = {k: v for k, v in CONTENDERS.items() if k not in args.skip}

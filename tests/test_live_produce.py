@@ -292,7 +292,7 @@ def test_too_large_record_found_by_splitting(bootstrap):
 def test_conservation_with_one_percent_poison(bootstrap):
     """delivered + dropped + dead-lettered == input over many records with 1% poison, every
     dead letter naming its culprit, every good record read back once."""
-    n = 200_000
+    n = 1_000_000
     topic = make_poison_topic(bootstrap, "nokey", "conserve")
     dlq = "conserve-dlq"
     create_topic(bootstrap, dlq)
