@@ -351,3 +351,25 @@ def test_the_produce_pages_examples_run(bootstrap):
     assert namespace["outcome"].outcome == "delivered"
     got = consume_all(bootstrap, "orders", 6, read_committed=True)
     assert b"in a transaction" in [v for *_, v, _, _ in got]
+
+
+def test_errors_log_has_record_bytes_only_when_asked(bootstrap, caplog):
+    """errors.log.enable logs KIP-298's error context for each refused record; the record's bytes
+    appear only with errors.log.include.messages -- and never in the connection layer's DEBUG logs."""
+    import base64
+    import logging
+    topic = make_poison_topic(bootstrap, "nokey", "poison-logged")
+    secret = b"card-4111111111111111"
+    recs = [{"key": b"k", "value": b"fine"}, {"key": None, "value": secret}]
+    for include in (False, True):
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG):
+            with Producer({"bootstrap.servers": bootstrap, "errors.tolerance": "all", "errors.log.enable": "true",
+                           "errors.log.include.messages": str(include).lower(), "preflight": False}) as producer:
+                report = producer.produce(recs, topic=topic)
+        assert report.counts["dropped"] == 1
+        logged = [r.getMessage() for r in caplog.records if r.name == "pykbatch.errors"]
+        assert len(logged) == 1 and "Compacted topic cannot accept message without key" in logged[0]
+        text = "\n".join(r.getMessage() for r in caplog.records)
+        assert (base64.b64encode(secret).decode() in text) == include
+        assert secret.decode() not in text  # raw bytes never, not even in kafka-python's wire logs

@@ -61,3 +61,16 @@ def test_unauthorized_topic_refused_before_anything_is_sent(broker):  # noqa: F8
             with pytest.raises(AuthorizationError, match=DENIED_TOPIC):
                 producer.produce([{"value": b"nope"}], topic=DENIED_TOPIC)
             assert producer.metrics["produce-requests"] == 0
+
+
+def test_produces_over_oauthbearer(broker):  # noqa: F811
+    from tests.test_live_security import unsecured_token
+    topic = "secured-produce-oauth"
+    create_topic(broker.bootstrap, topic)
+    props = {"bootstrap.servers": broker.sasl_bootstrap, "security.protocol": "SASL_SSL",
+             "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.token.provider": unsecured_token("carol"),
+             "ssl.ca.location": str(broker.certs.ca)}
+    with Producer(props) as producer:
+        assert producer.produce([{"value": b"with a token"}], topic=topic).counts["delivered"] == 1
+    with pytest.raises(AuthenticationError, match="OAUTHBEARER"):
+        Producer({**props, "sasl.oauthbearer.token.provider": unsecured_token("carol", lifetime_s=-60)})
