@@ -29,6 +29,7 @@ import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks import local_broker  # noqa: E402
 TOPIC = "bench-consume"
 
 
@@ -211,44 +212,38 @@ def main() -> None:
     ap.add_argument("--spark", action="store_true", help="also kafka-kbatch vs Spark's Kafka source")
     ap.add_argument("--spark-only", action="store_true")
     args = ap.parse_args()
-    broker = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        from tests import kafka_tools
-        broker = kafka_tools.Broker(Path(tempfile.mkdtemp(prefix="pykbatch-bench-")))
-        broker.start()
-        bootstrap = broker.bootstrap
-    try:
-        produce(bootstrap, args.records)
-        if args.spark or args.spark_only:
-            spark_compare(bootstrap, args.records, args.repeats)
-            if args.spark_only:
-                return
-        if hasattr(os, "sched_setaffinity"):
-            os.sched_setaffinity(0, {args.core})  # the consumers' threads inherit it: one core for all
-        contenders = {k: v for k, v in CONTENDERS.items() if k not in args.skip}
-        times: dict[str, list[float]] = {k: [] for k in contenders}
-        for name, fn in contenders.items():  # warm-up (imports, connections)
-            assert fn(bootstrap, args.records) == args.records, name
-        for _ in range(args.repeats):
-            for name, fn in contenders.items():
-                t0 = time.perf_counter()
-                got = fn(bootstrap, args.records)
-                times[name].append(time.perf_counter() - t0)
-                assert got == args.records, (name, got)
-        med = {k: statistics.median(v) for k, v in times.items()}
-        base = med.get("confluent-kafka consume")
-        print(f"{args.records:,} records of 100 B, one partition, medians of {args.repeats} (core {args.core})")
-        for name, t in med.items():
-            ratio = f"{base / t:5.2f}x confluent-kafka" if base else ""
-            print(f"  {name:26s} {args.records / t / 1e6:6.3f} M records/s  {ratio}")
-        if base:
-            print(f"targets: to Arrow >= 4x and >= 1 M/s: {base / med['pykbatch to Arrow']:.2f}x, "
-                  f"{args.records / med['pykbatch to Arrow'] / 1e6:.2f} M/s; to objects >= 1.5x: "
-                  f"{base / med['pykbatch to objects']:.2f}x")
-    finally:
-        if broker is not None:
-            broker.stop()
+    with local_broker.broker(args.bootstrap) as bootstrap:
+        run(args, bootstrap)
+
+
+def run(args, bootstrap: str) -> None:
+    produce(bootstrap, args.records)
+    if args.spark or args.spark_only:
+        spark_compare(bootstrap, args.records, args.repeats)
+        if args.spark_only:
+            return
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {args.core})  # the consumers' threads inherit it: one core for all
+    contenders = {k: v for k, v in CONTENDERS.items() if k not in args.skip}
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    for name, fn in contenders.items():  # warm-up (imports, connections)
+        assert fn(bootstrap, args.records) == args.records, name
+    for _ in range(args.repeats):
+        for name, fn in contenders.items():
+            t0 = time.perf_counter()
+            got = fn(bootstrap, args.records)
+            times[name].append(time.perf_counter() - t0)
+            assert got == args.records, (name, got)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    base = med.get("confluent-kafka consume")
+    print(f"{args.records:,} records of 100 B, one partition, medians of {args.repeats} (core {args.core})")
+    for name, t in med.items():
+        ratio = f"{base / t:5.2f}x confluent-kafka" if base else ""
+        print(f"  {name:26s} {args.records / t / 1e6:6.3f} M records/s  {ratio}")
+    if base:
+        print(f"targets: to Arrow >= 4x and >= 1 M/s: {base / med['pykbatch to Arrow']:.2f}x, "
+              f"{args.records / med['pykbatch to Arrow'] / 1e6:.2f} M/s; to objects >= 1.5x: "
+              f"{base / med['pykbatch to objects']:.2f}x")
 
 
 if __name__ == "__main__":

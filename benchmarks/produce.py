@@ -23,7 +23,6 @@ import os
 import resource
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks import local_broker  # noqa: E402
 VALUE = bytes(range(100))
 _topics = itertools.count()
 
@@ -142,52 +142,46 @@ def main() -> None:
     ap.add_argument("--spark", action="store_true", help="also kafka-kbatch's sink vs Spark's own Kafka sink")
     ap.add_argument("--spark-only", action="store_true")
     args = ap.parse_args()
+    with local_broker.broker(args.bootstrap) as bootstrap:
+        run(args, bootstrap)
+
+
+def run(args, bootstrap: str) -> None:
     settings = {"codec": args.codec, "linger": args.linger, "batch": args.batch}
-    broker = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        from tests import kafka_tools
-        broker = kafka_tools.Broker(Path(tempfile.mkdtemp(prefix="pykbatch-bench-")))
-        broker.start()
-        bootstrap = broker.bootstrap
-    try:
-        if args.spark or args.spark_only:
-            spark_compare(bootstrap, args.records, args.repeats, args.batch)
-            if args.spark_only:
-                return
-        if hasattr(os, "sched_setaffinity"):
-            os.sched_setaffinity(0, {args.core})
-        contenders = {k: v for k, v in CONTENDERS.items() if k not in args.skip}
-        sizes = {k: (args.kafka_python_records if k.startswith("kafka-python") else args.records) for k in contenders}
-        data = {n: table(n) for n in set(sizes.values())}
-        walls: dict[str, list[float]] = {k: [] for k in contenders}
-        cpus: dict[str, list[float]] = {k: [] for k in contenders}
-        for name, fn in contenders.items():  # warm-up: imports, connections, JIT of nothing
-            fn(bootstrap, new_topic(bootstrap, "warm"), data[sizes[name]].slice(0, 10_000), settings)
-        for _ in range(args.repeats):
-            for name, fn in contenders.items():
-                topic = new_topic(bootstrap, name.split()[0])
-                c0, t0 = cpu_seconds(), time.perf_counter()
-                got = fn(bootstrap, topic, data[sizes[name]], settings)
-                walls[name].append(time.perf_counter() - t0)
-                cpus[name].append(cpu_seconds() - c0)
-                assert got == sizes[name], (name, got)
-        print(f"100 B values, 8 B keys, 3 partitions, acks=all, idempotent, codec {args.codec}, linger.ms "
-              f"{args.linger}, batch.size {args.batch}; medians of {args.repeats} (producers on core {args.core})")
-        rate = {k: sizes[k] / statistics.median(v) for k, v in walls.items()}
-        cpu = {k: statistics.median(v) / sizes[k] * 1e6 for k, v in cpus.items()}
-        base = "confluent-kafka Producer"
-        for name in contenders:
-            ratio = (f"  {rate[name] / rate[base]:5.2f}x records/s, {cpu[name] / cpu[base]:5.2f}x CPU of confluent-kafka"
-                     if base in rate else "")
-            print(f"  {name:28s} {rate[name] / 1e6:6.3f} M records/s  {cpu[name]:6.3f} CPU s per M records{ratio}")
-        if base in rate and "pykbatch from Arrow" in rate:
-            ours = "pykbatch from Arrow"
-            print(f"targets: CPU per record <= 0.25x confluent-kafka: {cpu[ours] / cpu[base]:.2f}x; "
-                  f"records/s >= 1.5x: {rate[ours] / rate[base]:.2f}x")
-    finally:
-        if broker is not None:
-            broker.stop()
+    if args.spark or args.spark_only:
+        spark_compare(bootstrap, args.records, args.repeats, args.batch)
+        if args.spark_only:
+            return
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {args.core})
+    contenders = {k: v for k, v in CONTENDERS.items() if k not in args.skip}
+    sizes = {k: (args.kafka_python_records if k.startswith("kafka-python") else args.records) for k in contenders}
+    data = {n: table(n) for n in set(sizes.values())}
+    walls: dict[str, list[float]] = {k: [] for k in contenders}
+    cpus: dict[str, list[float]] = {k: [] for k in contenders}
+    for name, fn in contenders.items():  # warm-up: imports, connections, JIT of nothing
+        fn(bootstrap, new_topic(bootstrap, "warm"), data[sizes[name]].slice(0, 10_000), settings)
+    for _ in range(args.repeats):
+        for name, fn in contenders.items():
+            topic = new_topic(bootstrap, name.split()[0])
+            c0, t0 = cpu_seconds(), time.perf_counter()
+            got = fn(bootstrap, topic, data[sizes[name]], settings)
+            walls[name].append(time.perf_counter() - t0)
+            cpus[name].append(cpu_seconds() - c0)
+            assert got == sizes[name], (name, got)
+    print(f"100 B values, 8 B keys, 3 partitions, acks=all, idempotent, codec {args.codec}, linger.ms "
+          f"{args.linger}, batch.size {args.batch}; medians of {args.repeats} (producers on core {args.core})")
+    rate = {k: sizes[k] / statistics.median(v) for k, v in walls.items()}
+    cpu = {k: statistics.median(v) / sizes[k] * 1e6 for k, v in cpus.items()}
+    base = "confluent-kafka Producer"
+    for name in contenders:
+        ratio = (f"  {rate[name] / rate[base]:5.2f}x records/s, {cpu[name] / cpu[base]:5.2f}x CPU of confluent-kafka"
+                 if base in rate else "")
+        print(f"  {name:28s} {rate[name] / 1e6:6.3f} M records/s  {cpu[name]:6.3f} CPU s per M records{ratio}")
+    if base in rate and "pykbatch from Arrow" in rate:
+        ours = "pykbatch from Arrow"
+        print(f"targets: CPU per record <= 0.25x confluent-kafka: {cpu[ours] / cpu[base]:.2f}x; "
+              f"records/s >= 1.5x: {rate[ours] / rate[base]:.2f}x")
 
 
 if __name__ == "__main__":
