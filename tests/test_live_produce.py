@@ -309,6 +309,11 @@ def test_conservation_with_one_percent_poison(bootstrap):
     letters = consume_all(bootstrap, dlq, poison, quiet_s=1)
     assert sorted(v for *_, v, _, _ in letters) == [b"v%08d" % i for i in range(n) if i % 100 == 37]
     assert {dict(h)["__connect.errors.topic"] for *_, h, _ in letters} == {topic.encode()}
+    # each dead letter names its culprit: the row it was, and the broker's words for why
+    assert all(dict(h)["__pykbatch.errors.record.index"] == v[1:].lstrip(b"0").rjust(1, b"0")
+               for *_, v, h, _ in letters)
+    assert {dict(h)["__connect.errors.exception.message"] for *_, h, _ in letters} == \
+        {f"Compacted topic cannot accept message without key in topic partition {topic}-0".encode()}
 
 
 def test_cli_produce_names_every_refused_record(bootstrap, tmp_path, capsys):
