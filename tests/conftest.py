@@ -102,6 +102,28 @@ def kafka_broker(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def secured_broker(kafka_broker):
+    """The session broker with what its secured listeners' tests read (tests/test_live_security.py,
+    test_live_produce_security.py): topic "secured" (three batches), and DENIED_TOPIC, whose ACL
+    lets only User:admin use it."""
+    pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient, ResourcePatternType,
+                                       ResourceType)
+    from tests.kafka_tools import DENIED_TOPIC
+    from tests.live_damage import create_topic, produce_batches
+    create_topic(kafka_broker.bootstrap, "secured")
+    create_topic(kafka_broker.bootstrap, DENIED_TOPIC)
+    produce_batches(kafka_broker.bootstrap, "secured", 3)
+    produce_batches(kafka_broker.bootstrap, DENIED_TOPIC, 1)
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    acl = AclBinding(ResourceType.TOPIC, DENIED_TOPIC, ResourcePatternType.LITERAL, "User:admin", "*",
+                     AclOperation.ALL, AclPermissionType.ALLOW)
+    for f in admin.create_acls([acl]).values():
+        f.result(timeout=30)
+    return kafka_broker
+
+
+@pytest.fixture(scope="session")
 def live_damaged(kafka_broker):
     """A topic of the session broker whose closed segments were damaged on disk while it was down
     (tests/live_damage.py: the plan, and what it leaves unreadable), for the live reader and the

@@ -347,14 +347,15 @@ def test_cli_produce_names_every_refused_record(bootstrap, tmp_path, capsys):
 def test_the_produce_pages_examples_run(bootstrap):
     """docs/produce.md's examples, in order, against the session broker (its "localhost:9092")."""
     from tests.test_docs import blocks
-    create_topic(bootstrap, "orders")
-    create_topic(bootstrap, "orders-dlq")
+    create_topic(bootstrap, "doc-orders")  # the page's "orders", renamed: docs/live.md's test has that one
+    create_topic(bootstrap, "doc-orders-dlq")
     namespace: dict = {"__name__": "docs_produce"}
     for code in blocks("produce.md", "python"):
-        exec(compile(code.replace("localhost:9092", bootstrap), "docs/produce.md", "exec"), namespace)
+        code = code.replace("localhost:9092", bootstrap).replace('"orders', '"doc-orders')
+        exec(compile(code, "docs/produce.md", "exec"), namespace)
     assert namespace["report"].conserved()
     assert namespace["outcome"].outcome == "delivered"
-    got = consume_all(bootstrap, "orders", 6, read_committed=True)
+    got = consume_all(bootstrap, "doc-orders", 6, read_committed=True)
     assert b"in a transaction" in [v for *_, v, _, _ in got]
 
 

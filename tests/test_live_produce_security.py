@@ -13,16 +13,21 @@ from tests import kafka_tools
 from tests.kafka_tools import DENIED_TOPIC, PLAIN_PASSWORD, PLAIN_USER, SCRAM_PASSWORD, SCRAM_USER
 from tests.live_damage import create_topic
 from tests.test_live_produce import consume_all
-from tests.test_live_security import broker, sasl  # noqa: F401  (the module fixture: topics and the ACL)
+from tests.test_live_security import sasl
 
 pytestmark = pytest.mark.skipif(kafka_tools.unavailable() is not None, reason=str(kafka_tools.unavailable()))
 pytest.importorskip("confluent_kafka")
 
 
+@pytest.fixture
+def broker(secured_broker):
+    return secured_broker
+
+
 @pytest.mark.parametrize("mechanism,user,password", [("PLAIN", PLAIN_USER, PLAIN_PASSWORD),
                                                      ("SCRAM-SHA-256", SCRAM_USER, SCRAM_PASSWORD),
                                                      ("SCRAM-SHA-512", SCRAM_USER, SCRAM_PASSWORD)])
-def test_produces_over_sasl_ssl(broker, mechanism, user, password):  # noqa: F811
+def test_produces_over_sasl_ssl(broker, mechanism, user, password):
     topic = f"secured-produce-{mechanism.lower()}"
     create_topic(broker.bootstrap, topic)
     with Producer(sasl(broker, mechanism, user, password)) as producer:
@@ -31,7 +36,7 @@ def test_produces_over_sasl_ssl(broker, mechanism, user, password):  # noqa: F81
     assert [v for *_, v, _, _ in consume_all(broker.bootstrap, topic, 100)] == [b"secret-%d" % i for i in range(100)]
 
 
-def test_produces_with_a_client_certificate(broker):  # noqa: F811
+def test_produces_with_a_client_certificate(broker):
     topic = "secured-produce-mtls"
     create_topic(broker.bootstrap, topic)
     props = {"bootstrap.servers": broker.mtls_bootstrap, "security.protocol": "SSL",
@@ -41,7 +46,7 @@ def test_produces_with_a_client_certificate(broker):  # noqa: F811
         assert producer.produce([{"value": b"over mtls"}], topic=topic).counts["delivered"] == 1
 
 
-def test_wrong_password_fails_fast_and_names_the_user(broker):  # noqa: F811
+def test_wrong_password_fails_fast_and_names_the_user(broker):
     started = time.monotonic()
     with pytest.raises(AuthenticationError) as caught:
         Producer(sasl(broker, password="not-the-password"))
@@ -50,12 +55,12 @@ def test_wrong_password_fails_fast_and_names_the_user(broker):  # noqa: F811
     assert "SASL PLAIN" in text and PLAIN_USER in text and "not-the-password" not in text
 
 
-def test_untrusted_ca_fails_fast(broker):  # noqa: F811
+def test_untrusted_ca_fails_fast(broker):
     with pytest.raises(AuthenticationError, match="does not verify"):
         Producer({**sasl(broker), "ssl.ca.location": str(broker.certs.untrusted_ca)})
 
 
-def test_unauthorized_topic_refused_before_anything_is_sent(broker):  # noqa: F811
+def test_unauthorized_topic_refused_before_anything_is_sent(broker):
     for preflight in (True, False):
         with Producer({**sasl(broker), "preflight": preflight}) as producer:
             with pytest.raises(AuthorizationError, match=DENIED_TOPIC):
@@ -63,7 +68,7 @@ def test_unauthorized_topic_refused_before_anything_is_sent(broker):  # noqa: F8
             assert producer.metrics["produce-requests"] == 0
 
 
-def test_produces_over_oauthbearer(broker):  # noqa: F811
+def test_produces_over_oauthbearer(broker):
     from tests.test_live_security import unsecured_token
     topic = "secured-produce-oauth"
     create_topic(broker.bootstrap, topic)

@@ -12,26 +12,16 @@ import pytest
 from pykbatch.live import AuthenticationError, AuthorizationError, Reader
 from tests import kafka_tools
 from tests.kafka_tools import DENIED_TOPIC, PLAIN_PASSWORD, PLAIN_USER, SCRAM_PASSWORD, SCRAM_USER
-from tests.live_damage import BATCH, create_topic, produce_batches
+from tests.live_damage import BATCH
 
 pytestmark = pytest.mark.skipif(kafka_tools.unavailable() is not None, reason=str(kafka_tools.unavailable()))
 TOPIC = "secured"
 
 
-@pytest.fixture(scope="module")
-def broker(kafka_broker):
-    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient, ResourcePatternType,
-                                       ResourceType)
-    create_topic(kafka_broker.bootstrap, TOPIC)
-    create_topic(kafka_broker.bootstrap, DENIED_TOPIC)
-    produce_batches(kafka_broker.bootstrap, TOPIC, 3)
-    produce_batches(kafka_broker.bootstrap, DENIED_TOPIC, 1)
-    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
-    acl = AclBinding(ResourceType.TOPIC, DENIED_TOPIC, ResourcePatternType.LITERAL, "User:admin", "*",
-                     AclOperation.ALL, AclPermissionType.ALLOW)
-    for f in admin.create_acls([acl]).values():
-        f.result(timeout=30)
-    return kafka_broker
+@pytest.fixture
+def broker(secured_broker):
+    """The session broker with the secured listeners' topics and ACL (tests/conftest.py)."""
+    return secured_broker
 
 
 def sasl(broker, mechanism="PLAIN", user=PLAIN_USER, password=PLAIN_PASSWORD, **extra):
