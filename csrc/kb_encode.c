@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "kb_crc32c.h"
 #include "kb_wire.h"
 
 static int64_t sized_bytes(int32_t n)
