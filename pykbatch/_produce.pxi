@@ -3,6 +3,7 @@
 
 cdef extern from "kb_partition.h" nogil:
     int32_t kb_murmur2(const uint8_t *data, size_t n)
+    int32_t kb_key_partition(const uint8_t *key, size_t n, int32_t partitions)
     void kb_partition_keys(const uint8_t *data, const void *offsets, int wide, const uint8_t *validity,
                            int64_t bit0, int64_t n, int32_t partitions, int32_t *out)
 
@@ -12,6 +13,17 @@ def murmur2(key) -> int:
     cdef const uint8_t *p
     cdef int32_t n = _blob(_as_bytes(key, "a key"), &p)
     return kb_murmur2(p, n)
+
+
+def key_partition(key, int32_t partitions) -> int:
+    """Kafka's default partition of a (non-null) key: toPositive(murmur2(key)) % partitions."""
+    cdef const uint8_t *p
+    if partitions <= 0:
+        raise ValueError("a topic has at least one partition")
+    cdef int32_t n = _blob(_as_bytes(key, "a key"), &p)
+    if p == NULL:
+        raise ValueError("a null key has no key partition (the sticky partition takes it)")
+    return kb_key_partition(p, n, partitions)
 
 
 cdef const char *_EMPTY_BYTES = ""

@@ -107,26 +107,25 @@ def writer_classes():
                  sum(w.records for w in done), sum(w.delivered for w in done), sum(w.dropped for w in done),
                  sum(w.dead_lettered for w in done), sum(w.failed for w in done))
 
-    class ArrowWriter(DataSourceArrowWriter):
+    class Produces:
+        """What the batch and the streaming writer share: the options, and a task's write."""
+
         def __init__(self, options):
             self.props, self.topic = producer_props(options)
 
         def write(self, iterator):
             return Message(write_batches(self.props, self.topic, iterator))
 
+    # commit and abort only report: what landed stays (Kafka has no undo outside a
+    # transaction), as with Spark's own sink
+    class ArrowWriter(Produces, DataSourceArrowWriter):
         def commit(self, messages):
             summarize(messages)
 
         def abort(self, messages):
-            summarize(messages)  # what landed stays (Kafka has no undo outside a transaction), as Spark's sink
+            summarize(messages)
 
-    class StreamArrowWriter(DataSourceStreamArrowWriter):
-        def __init__(self, options):
-            self.props, self.topic = producer_props(options)
-
-        def write(self, iterator):
-            return Message(write_batches(self.props, self.topic, iterator))
-
+    class StreamArrowWriter(Produces, DataSourceStreamArrowWriter):
         def commit(self, messages, batchId):
             summarize(messages)
 

@@ -140,11 +140,16 @@ class ProduceReport:
             self._done.set()
 
     # -- settling (the sender) ----------------------------------------------------------------
-    def delivered(self, rows: np.ndarray, partition: int, base_offset: int) -> None:
+    def delivered(self, rows: np.ndarray, partition: int, base_offset: int, offsets: np.ndarray | None = None) -> None:
+        """``rows`` landed on ``partition`` at consecutive offsets from ``base_offset`` (-1: not
+        known, acks=0), or at ``offsets``."""
         with self._lock:
             self._check_pending(rows)
             self.partition[rows] = partition
-            self.offset[rows] = base_offset + np.arange(len(rows), dtype=np.int64) if base_offset >= 0 else -1
+            if offsets is not None:
+                self.offset[rows] = offsets
+            else:
+                self.offset[rows] = base_offset + np.arange(len(rows), dtype=np.int64) if base_offset >= 0 else -1
             self.outcome[rows] = OUTCOMES.index(DELIVERED)
             self._settled(len(rows))
 

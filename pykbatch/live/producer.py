@@ -245,8 +245,8 @@ class Producer:
         batches: list[Batch] = []
         for t, rows in by_topic:
             parts = self._partitions(t)
-            chosen = self._choose_partitions(t, cols, rows, len(parts), explicit)
             sizes = _row_sizes(cols, rows)
+            chosen = self._choose_partitions(t, cols, rows, sizes, len(parts), explicit)
             order = np.argsort(chosen, kind="stable")
             chosen_sorted = chosen[order]
             bounds = np.flatnonzero(np.diff(chosen_sorted)) + 1
@@ -276,15 +276,17 @@ class Producer:
         idx = codes.indices.to_numpy(zero_copy_only=False)
         return [(name, np.flatnonzero(idx == i).astype(np.int64)) for i, name in enumerate(names)]
 
-    def _choose_partitions(self, topic: str, cols: ArrowColumns, rows: np.ndarray, count: int, explicit) -> np.ndarray:
-        """Kafka's default partitioner for ``rows``: the partition column where given, murmur2 of
-        the key, else a sticky partition per batch's worth of rows."""
+    def _choose_partitions(self, topic: str, cols: ArrowColumns, rows: np.ndarray, sizes: np.ndarray, count: int,
+                           explicit) -> np.ndarray:
+        """Kafka's default partitioner for ``rows`` (``sizes``: their bytes): the partition column
+        where given, murmur2 of the key, else a sticky partition per batch's worth of rows."""
         chosen = np.full(len(rows), -1, dtype=np.int32)
         if cols.keys is not None:
             chosen = _native.partition_keys(cols.keys, count)[rows]
         if explicit is not None:
-            given = explicit.to_numpy(zero_copy_only=False)[rows]
-            mask = ~np.isnan(given.astype(float)) if explicit.null_count else np.ones(len(rows), bool)
+            import pyarrow.compute as pc
+            given = pc.fill_null(explicit, -1).to_numpy(zero_copy_only=False)[rows]
+            mask = explicit.is_valid().to_numpy(zero_copy_only=False)[rows]
             bad = mask & ((given < 0) | (given >= count))
             if bad.any():
                 raise ValueError(f"row {int(rows[np.flatnonzero(bad)[0]])}: partition "
@@ -292,9 +294,8 @@ class Producer:
             chosen[mask] = given[mask].astype(np.int32)
         unkeyed = np.flatnonzero(chosen < 0)
         if len(unkeyed):  # sticky (KIP-480): a batch's worth of rows per partition, then the next
-            sizes = _row_sizes(cols, rows[unkeyed])
             start = self._sticky.get(topic, int(np.random.randint(count)))
-            fill = np.cumsum(sizes) // max(self.settings["batch.size"] - BATCH_OVERHEAD, 1)
+            fill = np.cumsum(sizes[unkeyed]) // max(self.settings["batch.size"] - BATCH_OVERHEAD, 1)
             chosen[unkeyed] = (start + fill) % count
             self._sticky[topic] = int((start + fill[-1] + 1) % count)
         return chosen
@@ -304,7 +305,7 @@ class Producer:
         count = len(self._partitions(topic))
         if partition is None:
             if record.key is not None:
-                partition = (_native.murmur2(record.key) & 0x7FFFFFFF) % count
+                partition = _native.key_partition(record.key, count)
             else:
                 partition = self._sticky.setdefault(topic, int(np.random.randint(count)))
         elif not 0 <= partition < count:
@@ -360,9 +361,8 @@ class Producer:
         if whole:
             if rows.n > 1:  # a batch-level refusal (too large): halves, until one record is named
                 self.metrics["batch-splits"] += 1
-                half = rows.n // 2
-                return (self._seal(tp, rows.subset(list(range(half))))
-                        + self._seal(tp, rows.subset(list(range(half, rows.n)))))
+                first, second = rows.halves()
+                return self._seal(tp, first) + self._seal(tp, second)
             named = {0: whole[0]}
         else:
             named = {}

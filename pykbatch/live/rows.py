@@ -8,6 +8,7 @@ Two kinds: ``ArrowRows`` (rows of an Arrow table, read in place from its buffers
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,24 +30,30 @@ class Build:
     transactional: bool = False
 
 
-class Rows:
+class Rows(ABC):
+    """The records of one batch (``n`` of them), where each one's outcome goes."""
     n: int
 
-    def build(self, b: Build) -> bytes:
-        raise NotImplementedError
+    @abstractmethod
+    def build(self, b: Build) -> bytes: ...
 
-    def subset(self, keep: list[int]) -> Rows:
-        raise NotImplementedError
+    @abstractmethod
+    def subset(self, keep: list[int]) -> Rows: ...
 
+    @abstractmethod
     def record(self, i: int) -> dict:
         """Record ``i`` as a mapping (key, value, headers, timestamp): for handlers and dead letters."""
-        raise NotImplementedError
 
-    def delivered(self, topic: str, partition: int, base_offset: int, timestamp: int) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def delivered(self, topic: str, partition: int, base_offset: int, timestamp: int) -> None: ...
 
-    def not_delivered(self, i: int, topic: str, partition: int, outcome: str, error: ProduceError) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def not_delivered(self, i: int, topic: str, partition: int, outcome: str, error: ProduceError) -> None: ...
+
+    def halves(self) -> tuple[Rows, Rows]:
+        """The first and second half: how a batch refused as a whole (too large) is split."""
+        half = self.n // 2
+        return self.subset(list(range(half))), self.subset(list(range(half, self.n)))
 
 
 class ArrowRows(Rows):
@@ -134,13 +141,18 @@ class ListRows(Rows):
         return {"key": r.key, "value": r.value, "headers": list(r.headers), "timestamp": r.timestamp, "row": r.row}
 
     def delivered(self, topic: str, partition: int, base_offset: int, timestamp: int) -> None:
+        by_report: dict[int, tuple[ProduceReport, list[int], list[int]]] = {}
         for i, r in enumerate(self.records):
             offset = base_offset + i if base_offset >= 0 else -1
             if r.delivery is not None:
                 r.delivery._settle(RecordOutcome(DELIVERED, topic, partition, offset,
                                                  timestamp if timestamp >= 0 else r.timestamp))
-            if r.report is not None:
-                r.report.delivered(np.array([r.row]), partition, offset)
+            if r.report is not None:  # one update per call's report, not per record
+                report, rows, offsets = by_report.setdefault(id(r.report), (r.report, [], []))
+                rows.append(r.row)
+                offsets.append(offset)
+        for report, rows, offsets in by_report.values():
+            report.delivered(np.array(rows), partition, -1, np.array(offsets, dtype=np.int64))
 
     def not_delivered(self, i: int, topic: str, partition: int, outcome: str, error: ProduceError) -> None:
         r = self.records[i]

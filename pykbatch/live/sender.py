@@ -96,7 +96,6 @@ class Sender:
         self._tasks: queue.SimpleQueue = queue.SimpleQueue()
         self._requests: list[tuple[Future | object, list[Batch], int, float]] = []  # (future, batches, node, sent)
         self._node_not_before: dict[int, float] = {}
-        self._in_flight_per_node: collections.Counter = collections.Counter()
         self._closing = False
         self._idle = threading.Condition()
         self.fatal: BaseException | None = None
@@ -209,7 +208,7 @@ class Sender:
             except ClusterError as exc:
                 if exc.retriable:  # the coordinator is moving: next turn
                     return
-                self._fail_queued(ready, exc)
+                self._fail_queued(ready, exc, source="coordinator")
                 return
         for p in ready:
             if p.queue and p.queue[0].not_before > now:
@@ -217,14 +216,8 @@ class Sender:
             try:
                 node = self.cluster.leader(p.tp).node
             except ClusterError as exc:
-                if exc.retriable:
-                    continue
-                with self._lock:
-                    batches = list(p.queue)
-                    p.queue.clear()
-                for b in batches:
-                    self._fail_batch(b, ProduceError(exc.code if exc.code is not None else -1, str(exc),
-                                                     topic=p.tp.topic, partition=p.tp.partition, source="client"))
+                if not exc.retriable:
+                    self._fail_queued([p], exc, source="client")
                 continue
             if node < 0:  # no leader yet (elected or loading): ask the metadata again, after a pause
                 self.cluster.forget_leader(p.tp)
@@ -238,10 +231,7 @@ class Sender:
             if not self.cluster._client.ready(node):  # connecting (again): next turn
                 continue
             with self._lock:
-                b = p.queue[0]
-                if b.not_before > now:
-                    continue
-                p.queue.popleft()
+                b = p.queue.popleft()  # its not_before was checked above; only this thread takes from the left
                 p.in_flight.append(b)
             self._prepare(p, b)
             by_node.setdefault(node, []).append(b)
@@ -264,15 +254,16 @@ class Sender:
             return 1
         return self.max_in_flight
 
-    def _fail_queued(self, parts: list[_Partition], exc: ClusterError) -> None:
-        """The batches waiting for ``parts`` fail with ``exc`` (a coordinator's refusal)."""
+    def _fail_queued(self, parts: list[_Partition], exc: ClusterError, source: str) -> None:
+        """The batches waiting for ``parts`` are refused with ``exc`` (no leader to be had, or the
+        transaction coordinator's refusal)."""
         with self._lock:
             batches = [b for p in parts for b in p.queue]
             for p in parts:
                 p.queue.clear()
         for b in batches:
             self._fail_batch(b, ProduceError(exc.code if exc.code is not None else -1, str(exc), topic=b.tp.topic,
-                                             partition=b.tp.partition, source="coordinator"))
+                                             partition=b.tp.partition, source=source))
 
     def _prepare(self, p: _Partition, b: Batch) -> None:
         """Gives ``b`` its sequence (the first time, or anew after an earlier batch shrank) and builds it."""
@@ -309,7 +300,6 @@ class Sender:
                 self._done(b, -1, -1)
             return
         self._requests.append((f, batches, node, time.monotonic()))
-        self._in_flight_per_node[node] += 1
 
     def _collect(self) -> None:
         now = time.monotonic()
@@ -327,7 +317,6 @@ class Sender:
                 self._network_failure(batches, node, f.exception)
             else:
                 self._answered(f.value, batches, node, now)
-            self._in_flight_per_node[node] -= 1
         self._requests = still
 
     def _network_failure(self, batches: list[Batch], node: int, exc) -> None:
@@ -431,12 +420,10 @@ class Sender:
             self.metrics["records-named-by-broker"] += len(named)
             return self._culprits_out(b, named)
         if code == C["MESSAGE_TOO_LARGE"] and b.rows.n > 1:  # split, as Kafka's producer does
-            half = b.rows.n // 2
             self.metrics["batch-splits"] += 1
-            return [Batch(b.tp, b.rows.subset(list(range(half))), b.created, b.dead_letter),
-                    Batch(b.tp, b.rows.subset(list(range(half, b.rows.n))), b.created, b.dead_letter)]
+            return [Batch(b.tp, half, b.created, b.dead_letter) for half in b.rows.halves()]
         # refused whole: every record gets the broker's error
-        self._fail_batch(b, error, settle=True)
+        self._fail_batch(b, error)
         return []
 
     def _culprits_out(self, b: Batch, named: dict[int, ProduceError]) -> list[Batch]:
@@ -457,14 +444,14 @@ class Sender:
         if now - b.created > self.delivery_timeout:
             self._fail_batch(b, ProduceError(C["REQUEST_TIMED_OUT"], f"delivery.timeout.ms passed since the batch was "
                                              f"made, last error: {error}", topic=b.tp.topic, partition=b.tp.partition,
-                                             source="client"), settle=True)
+                                             source="client"))
             return []
         self.metrics["total-retries"] += 1
         b.not_before = now + min(self.backoff * 2 ** max(b.attempts - 1, 0), self.backoff_max)
         return None
 
-    def _fail_batch(self, b: Batch, error: ProduceError, settle: bool = False) -> None:
-        """Every record of ``b`` fails with ``error`` (fatal errors do not ask the handler)."""
+    def _fail_batch(self, b: Batch, error: ProduceError) -> None:
+        """Every record of ``b`` is refused with ``error`` (the policy decides what becomes of each)."""
         self._culprits(b, [(i, error) for i in range(b.rows.n)])
 
     def _expire(self) -> None:

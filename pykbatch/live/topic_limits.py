@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass
 
 from pykbatch import _native
+from pykbatch import errors as kb_errors
+from pykbatch._catalogue import CREATE_TIME, TIMESTAMP_TYPES
 from pykbatch.config import LONG_MAX, ValidationConfig
 from pykbatch.live.cluster import AuthorizationError, Cluster, ClusterError, UnknownTopicError
 
@@ -19,7 +21,6 @@ from pykbatch.live.cluster import AuthorizationError, Cluster, ClusterError, Unk
 KEYS = ("max.message.bytes", "cleanup.policy", "message.timestamp.type", "message.timestamp.before.max.ms",
         "message.timestamp.after.max.ms", "compression.type", "segment.bytes")
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
-TIMESTAMP_TYPES = {"CreateTime": "CreateTime", "LogAppendTime": "LogAppendTime"}
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class TopicLimits:
     topic: str
     max_message_bytes: int = 1048588
     compacted: bool = False
-    timestamp_type: str = "CreateTime"
+    timestamp_type: str = CREATE_TIME
     before_max_ms: int = LONG_MAX
     after_max_ms: int = 3_600_000
     compression: str = "producer"
@@ -41,7 +42,7 @@ class TopicLimits:
             return int(value) if value not in (None, "") else default
         return cls(topic, max_message_bytes=number("max.message.bytes", 1048588),
                    compacted="compact" in configs.get("cleanup.policy", "delete").split(","),
-                   timestamp_type=TIMESTAMP_TYPES.get(configs.get("message.timestamp.type", ""), "CreateTime"),
+                   timestamp_type=_timestamp_type(configs.get("message.timestamp.type")),
                    before_max_ms=number("message.timestamp.before.max.ms", LONG_MAX),
                    after_max_ms=number("message.timestamp.after.max.ms", 3_600_000),
                    compression=configs.get("compression.type") or "producer",
@@ -56,6 +57,10 @@ class TopicLimits:
                                 max_message_bytes=self.max_message_bytes, segment_bytes=self.segment_bytes,
                                 target_compression=self.compression, topic_partition=f"{self.topic}-{partition}",
                                 single_append=True, max_culprits=1 << 30)
+
+
+def _timestamp_type(value: str | None) -> str:
+    return value if value in TIMESTAMP_TYPES else CREATE_TIME
 
 
 def describe(cluster: Cluster, topics: list[str]) -> dict[str, TopicLimits]:
@@ -73,10 +78,10 @@ def describe(cluster: Cluster, topics: list[str]) -> dict[str, TopicLimits]:
         if r.error_code:
             err = for_code(r.error_code)
             text = f"DescribeConfigs for topic {r.resource_name!r}: {err.__name__} {r.error_message or ''}".rstrip()
-            if r.error_code == 29:
+            if r.error_code == kb_errors.CODE["TOPIC_AUTHORIZATION_FAILED"]:
                 raise AuthorizationError(f"not authorized to describe topic {r.resource_name!r} (pre-flight reads its "
                                          "configuration; give DescribeConfigs or set preflight off)", r.error_code)
-            if r.error_code == 3:
+            if r.error_code == kb_errors.CODE["UNKNOWN_TOPIC_OR_PARTITION"]:
                 raise UnknownTopicError(text, r.error_code)
             raise ClusterError(text, r.error_code, retriable=getattr(err, "retriable", False))
         out[r.resource_name] = TopicLimits.from_configs(r.resource_name, {c.name: c.value for c in r.configs})
