@@ -4,6 +4,7 @@ culprits out and every other record delivered, under each policy; pre-flight and
 agreeing on rule, code and message; dead letters with Connect's headers; conservation."""
 from __future__ import annotations
 
+import os
 import re
 import time
 
@@ -379,3 +380,25 @@ def test_errors_log_has_record_bytes_only_when_asked(bootstrap, caplog):
         text = "\n".join(r.getMessage() for r in caplog.records)
         assert (base64.b64encode(secret).decode() in text) == include
         assert secret.decode() not in text  # raw bytes never, not even in kafka-python's wire logs
+
+
+def test_cli_produce_keeps_its_verdict_when_the_reader_goes_away(bootstrap, tmp_path, monkeypatch):
+    """``pykbatch produce ... | head -1`` on refused records still exits 1: a closed pipe silences
+    the report, never the damage."""
+    from pykbatch.commands import main
+    topic = make_poison_topic(bootstrap, "nokey", "cli-closed-pipe")
+    lines = tmp_path / "in.txt"
+    lines.write_bytes(b"no-key-1\nno-key-2\n")
+
+    class ClosedPipe:
+        def write(self, text):
+            raise BrokenPipeError
+
+        def flush(self):
+            raise BrokenPipeError
+
+        def fileno(self):
+            return os.open(os.devnull, os.O_WRONLY)
+    monkeypatch.setattr("sys.stdout", ClosedPipe())
+    assert main(["produce", "--bootstrap-server", bootstrap, "--topic", topic, "--input", str(lines),
+                 "--errors-tolerance", "all"]) == 1

@@ -99,8 +99,9 @@ def _consume(args) -> int:
     if args.out and writer is None:  # nothing readable: still a file of the right shape
         from pykbatch.live import SCHEMA
         _writer(args.out, SCHEMA).close()
+    args.verdict = DAMAGED if reader.skips else OK
     _report(args, tps, first, reader, rows)
-    return DAMAGED if reader.skips else OK
+    return args.verdict
 
 
 def _writer(path: str, schema):

@@ -74,7 +74,9 @@ def main(argv=None) -> int:
         return args.run(args)
     except BrokenPipeError:  # the reader went away (| head): stop quietly, as coreutils do
         _silence_stdout()
-        return OK
+        # a command that knew its verdict before printing (args.verdict) still exits with it:
+        # damage must not become 0 because the reader stopped reading
+        return getattr(args, "verdict", OK)
     except (UsageError, OSError, ImportError) as exc:  # not the data's problem: the command line, the machine's
         print(f"pykbatch {args.command}: error: {exc}", file=sys.stderr)
         return CANNOT_RUN

@@ -137,8 +137,9 @@ def _produce(args) -> int:
     except (ClusterError, SettingsError, ValueError, TypeError) as exc:
         print(f"pykbatch produce: error: {exc}", file=sys.stderr)
         return CANNOT_RUN
+    args.verdict = OK if report.delivered_count == report.records else DAMAGED
     _print(args, report, metrics)
-    return OK if report.delivered_count == report.records else DAMAGED
+    return args.verdict
 
 
 def _print(args, report, metrics: dict) -> None:
