@@ -173,6 +173,7 @@ include "_encode.pxi"
 include "_drop_culprits.pxi"
 include "_broker_rebuild.pxi"
 include "_produce.pxi"
+include "_avro.pxi"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -116,3 +116,44 @@ CONSUMED: list[pa.Field] = fields(SPARK_KAFKA, "key value topic partition offset
     + fields(READ, "leader_epoch")
 """A live reader's records (``pykbatch.live``): Spark's Kafka source's columns, then the leader
 epoch of the batch each came in."""
+
+
+# ---- values decoded as their schemas say (pykbatch/values/) ----
+# Avro's types as Arrow types (the physical type, then a logical annotation that changes it);
+# records, arrays, maps and unions are built from these by pykbatch/values/avro_program.py.
+AVRO_PRIMITIVE = {
+    "null": pa.null(), "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
+    "double": pa.float64(), "bytes": pa.binary(), "string": pa.string(),
+}
+AVRO_LOGICAL = {
+    "date": pa.date32(), "time-millis": pa.time32("ms"), "time-micros": pa.time64("us"),
+    "timestamp-millis": pa.timestamp("ms", tz="UTC"), "timestamp-micros": pa.timestamp("us", tz="UTC"),
+    "timestamp-nanos": pa.timestamp("ns", tz="UTC"), "local-timestamp-millis": pa.timestamp("ms"),
+    "local-timestamp-micros": pa.timestamp("us"), "local-timestamp-nanos": pa.timestamp("ns"),
+    "uuid": pa.string(),  # a uuid on a string is its text; on a fixed(16) its bytes (AVRO_FIXED)
+}
+AVRO_ENUM_INDEX = pa.int32()
+"""An enum's column: dictionary indices into its symbols."""
+
+
+def avro_decimal(precision: int, scale: int) -> pa.DataType:
+    return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
+
+
+def avro_fixed(size: int) -> pa.DataType:
+    return pa.binary(size)
+
+
+AVRO_ENUM = pa.dictionary(AVRO_ENUM_INDEX, pa.string())
+"""An enum: its symbols as the dictionary."""
+
+
+def avro_map(values: pa.DataType) -> pa.DataType:
+    return pa.map_(pa.string(), values)
+
+
+VALUE_CULPRIT = pa.struct([
+    ("row", pa.int64()), ("column", pa.string()), ("schema_id", pa.int64()), ("rule", pa.string()),
+    ("code", pa.int16()), ("position", pa.int64()), ("message", pa.string()),
+])
+"""A value (or key) that could not be read as its schema says: its row, the rule, the byte."""
