@@ -180,7 +180,7 @@ static inline int read_zigzag(reader *r, int max_bytes, int64_t *out)
 {
     const uint8_t *p = r->p;
     if (__builtin_expect(p < r->end && *p < 0x80, 1)) {
-        *out = (int64_t)((*p >> 1) ^ (0u - (*p & 1u)));
+        *out = (int64_t)(*p >> 1) ^ -(int64_t)(*p & 1u);
         r->p = p + 1;
         return 0;
     }
@@ -718,28 +718,28 @@ int kb_read_frame(const uint8_t *data, size_t len, kb_framing framing, kb_frame 
 {
     memset(out, 0, sizeof(*out));
     if (framing == KB_FRAMING_GLUE) {
-        if (len < 18) {
-            kb_fault_set(f, KB_RULE_VALUE_HEADER_TRUNCATED, len, (int64_t)len, 18, 0);
-            return -1;
-        }
-        if (data[0] != 3) {
+        if (len >= 1 && data[0] != 3) {
             kb_fault_set(f, KB_RULE_VALUE_SCHEMA_FRAMING, 0, data[0], 3, 0);
             return -1;
         }
-        if (data[1] != 0 && data[1] != 5) {
+        if (len >= 2 && data[1] != 0 && data[1] != 5) {
             kb_fault_set(f, KB_RULE_VALUE_SCHEMA_FRAMING, 1, data[1], 0, 1);
+            return -1;
+        }
+        if (len < 18) {
+            kb_fault_set(f, KB_RULE_VALUE_HEADER_TRUNCATED, len, (int64_t)len, 18, 0);
             return -1;
         }
         out->compression = data[1];
         out->payload = 18;
         return 0;
     }
-    if (len < 5) {
-        kb_fault_set(f, KB_RULE_VALUE_HEADER_TRUNCATED, len, (int64_t)len, 5, 0);
+    if (len >= 1 && data[0] != 0) { /* the magic byte first: a value not framed at all says so */
+        kb_fault_set(f, KB_RULE_VALUE_SCHEMA_FRAMING, 0, data[0], 0, 0);
         return -1;
     }
-    if (data[0] != 0) {
-        kb_fault_set(f, KB_RULE_VALUE_SCHEMA_FRAMING, 0, data[0], 0, 0);
+    if (len < 5) {
+        kb_fault_set(f, KB_RULE_VALUE_HEADER_TRUNCATED, len, (int64_t)len, 5, 0);
         return -1;
     }
     out->schema_id = (int32_t)((uint32_t)data[1] << 24 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 8 | data[4]);
