@@ -65,11 +65,11 @@ cdef class _Binary:
             address = data.address
             self.data = <const uint8_t *> address
 
-    cdef inline bint null(self, int64_t i) nogil:
+    cdef inline bint null(self, int64_t i) noexcept nogil:
         cdef int64_t bit = self.bit0 + i
         return self.validity != NULL and not (self.validity[bit >> 3] >> (bit & 7) & 1)
 
-    cdef inline int32_t get(self, int64_t i, const uint8_t **p) nogil:
+    cdef inline int32_t get(self, int64_t i, const uint8_t **p) noexcept nogil:
         """The bytes of row i (-1 for null)."""
         cdef int64_t start, end
         if self.null(i):

@@ -11,8 +11,10 @@ task.  PySpark is imported lazily: importing this package does not need it.
 # No `from __future__ import annotations` here: PySpark reads the UDFs' type hints as objects.
 from spark_udfs import functions as _functions
 from spark_udfs.functions import *  # noqa: F401,F403 (every Spark function, by functions.__all__)
+from spark_udfs import value_functions as _value_functions
+from spark_udfs.value_functions import *  # noqa: F401,F403 (values as their schemas say)
 
-__all__ = list(_functions.__all__) + ["split_dead_letters", "ErrorPolicy"]
+__all__ = list(_functions.__all__) + list(_value_functions.__all__) + ["split_dead_letters", "ErrorPolicy"]
 
 
 def __getattr__(name):  # the dead-letter API without importing pyspark at package import

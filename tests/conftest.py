@@ -133,6 +133,22 @@ def live_damaged(kafka_broker):
 
 
 @pytest.fixture(scope="session")
+def schema_registry(tmp_path_factory):
+    """The test session's one schema registry (tests/schema_registry.py: Apicurio Registry from
+    Maven Central, in memory, Confluent-compatible API; basic auth required, HTTP and HTTPS)."""
+    from tests import schema_registry as sr
+    from tests import tls_certs
+    why = sr.unavailable()
+    if why:
+        pytest.skip(why)
+    where = tmp_path_factory.mktemp("schema-registry")
+    registry = sr.Registry(where, tls_certs.make(where / "certs"))
+    registry.start()
+    yield registry
+    registry.stop()
+
+
+@pytest.fixture(scope="session")
 def s3_server():
     """The test session's one S3-compatible endpoint on 127.0.0.1 (moto's server mode)."""
     from tests import s3_server as s3

@@ -30,13 +30,13 @@ def classpath() -> str:
 
 
 @functools.cache
-def spark_kafka_jars() -> str:
-    """Spark's own Kafka source (tests/kafka_harness/spark-kafka, from Maven Central) as a
-    ``spark.jars`` value: the jars pyspark does not ship already."""
+def spark_jars(connector: str) -> str:
+    """One of Spark's own connectors (tests/kafka_harness/<connector>: spark-kafka, spark-avro;
+    from Maven Central) as a ``spark.jars`` value: the jars pyspark does not ship already."""
     import re
 
     import pyspark
-    where = TOOLS.parent / "spark-kafka"
+    where = TOOLS.parent / connector
     out = where / "target" / "classpath.txt"
     proc = subprocess.run(["mvn", "-q", "-B", "dependency:build-classpath", f"-Dmdep.outputFile={out}",
                            "-Dmdep.includeScope=runtime"], cwd=where, capture_output=True, text=True, timeout=900)
@@ -47,6 +47,11 @@ def spark_kafka_jars() -> str:
         return re.sub(r"-\d[\w.\-]*\.jar$", "", os.path.basename(jar))
     shipped = {artifact(j.name) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
     return ",".join(j for j in out.read_text().strip().split(":") if artifact(j) not in shipped)
+
+
+def spark_kafka_jars() -> str:
+    """Spark's own Kafka source (spark-sql-kafka-0-10)."""
+    return spark_jars("spark-kafka")
 
 
 def java(main: str, *args: str, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:

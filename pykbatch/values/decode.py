@@ -170,7 +170,9 @@ def decode_values(data, registry=None, *, column: str = "value", reader_schema=N
     for row in np.flatnonzero(frame_rules > 0):
         culprits.append(_fault_culprit(int(row), column, None, int(frame_rules[row]), int(frame_pos[row]), frame_args[row]))
     framed = frame_rules == 0
-    distinct = np.unique(ids[framed])
+    framed_ids = ids[framed]
+    # one schema id for the whole column is the common case: no sort for it
+    distinct = framed_ids[:1] if len(framed_ids) and (framed_ids == framed_ids[0]).all() else np.unique(framed_ids)
     writers: dict[int, AvroType | tuple[str, str]] = {}  # id -> schema, or (rule, why it cannot be had)
     for sid in distinct.tolist():
         rs = registry.schema(sid)
@@ -207,7 +209,9 @@ def decode_values(data, registry=None, *, column: str = "value", reader_schema=N
             index_of[sid] = len(programs)
             programs.append(p)
     which = np.full(n, -1, np.int32)
-    if index_of:
+    if len(index_of) == 1 and len(distinct) == 1:
+        which[framed] = 0
+    elif index_of:
         keys = np.array(sorted(index_of), np.int64)
         slots = np.array([index_of[k] for k in keys.tolist()], np.int32)
         at = np.clip(np.searchsorted(keys, ids), 0, len(keys) - 1)
