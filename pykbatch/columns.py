@@ -157,3 +157,17 @@ VALUE_CULPRIT = pa.struct([
     ("code", pa.int16()), ("position", pa.int64()), ("message", pa.string()),
 ])
 """A value (or key) that could not be read as its schema says: its row, the rule, the byte."""
+
+# Protobuf's scalar field types (FieldDescriptorProto.Type numbers, descriptor.proto) as Arrow
+# types; enums are their value names, messages structs (pykbatch/values/protobuf_values.py).
+PROTOBUF_SCALAR = {
+    1: pa.float64(), 2: pa.float32(), 3: pa.int64(), 4: pa.uint64(), 5: pa.int32(), 6: pa.uint64(), 7: pa.uint32(),
+    8: pa.bool_(), 9: pa.string(), 12: pa.binary(), 13: pa.uint32(), 14: pa.string(), 15: pa.int32(), 16: pa.int64(),
+    17: pa.int32(), 18: pa.int64(),
+}
+
+# JSON Schema's types as Arrow types (pykbatch/values/json_values.py); a value of no single type
+# (oneOf, anyOf, an object without properties) is kept as its JSON text.
+JSON_SCHEMA_SCALAR = {"integer": pa.int64(), "number": pa.float64(), "string": pa.string(), "boolean": pa.bool_(),
+                      "null": pa.null()}
+JSON_TEXT = pa.string()

@@ -6,6 +6,7 @@ is a null in that column and a ``ValueCulprit`` naming its row, the rule and the
 an exception, and never a lost neighbour."""
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -14,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from pykbatch import _native, columns
+from pykbatch.errors import KafkaDataError as errors_KafkaDataError
 from pykbatch.rules import BY_ID, RULES, render
 from pykbatch.values import avro_schema
 from pykbatch.values.arrow_columns import layout_array
@@ -140,31 +142,34 @@ def _fault_culprit(row: int, column: str, schema_id, rule_index: int, position: 
     return ValueCulprit(row, column, schema_id, rule.id, rule.code, int(position), message)
 
 
-def _rule_culprit(row: int, column: str, schema_id, rule_id: str, reason: str, position: int | None = None):
+def _rule_culprit(row: int, column: str, schema_id, rule_id: str, reason: str, position: int | None = None, **fields):
     rule = BY_ID[rule_id]
-    return ValueCulprit(row, column, schema_id, rule_id, rule.code, position, rule.message(schema_id=schema_id, reason=reason))
+    return ValueCulprit(row, column, schema_id, rule_id, rule.code, position,
+                        rule.message(schema_id=schema_id, reason=reason, **fields))
 
 
 # ---- decoding ----
 
 def decode_values(data, registry=None, *, column: str = "value", reader_schema=None, subject: str | None = None,
                   framing: str = "confluent", allow_trailing: bool = False) -> DecodedValues:
-    """Decode Confluent-framed (magic byte 0, schema id) Avro values into one Arrow column.
+    """Decode Confluent-framed values (magic byte 0, schema id) into one Arrow column: Avro
+    natively, Protobuf and JSON Schema through their libraries -- as the reader's schema says.
 
     ``registry``: a ``SchemaRegistry``, its URL, a config mapping under the Confluent clients'
     names (``url``/``schema.registry.url``, ``basic.auth.user.info``, ``ssl.ca.location``...), or
-    ``{schema_id: schema}``.  ``reader_schema``: the shape of the output (Avro JSON); else the
-    latest version of ``subject``, else the newest schema id among the values.  Every writer's
-    schema is resolved against it by Avro's rules (fields added with defaults, removed, promoted).
+    ``{schema_id: schema}``.  ``reader_schema``: the shape of the output (Avro JSON, or a
+    ``RegisteredSchema`` of any type); else the latest version of ``subject``, else the newest
+    schema id among the values.  Every Avro writer's schema is resolved against it by Avro's rules
+    (fields added with defaults, removed, promoted); Protobuf values are parsed as the reader's
+    message (Protobuf's own compatibility); JSON values are checked against their writer's schema.
     ``column``: which column of a table (``"key"`` for keys).  A value followed by bytes its
     schema does not read is a culprit (``value.trailing_bytes``) unless ``allow_trailing``."""
     if framing not in ("confluent",):
-        raise ValueError(f"framing {framing!r}: decode_values reads the Confluent framing of Avro values")
+        raise ValueError(f"framing {framing!r}: decode_values reads the Confluent framing")
     registry = as_registry(registry)
     if registry is None:
         raise ValueError("decode_values needs a registry (a SchemaRegistry, its URL, or {schema_id: schema})")
     arr = binary_column(data, column)
-    n = len(arr)
     ids, payloads, frame_rules, frame_pos, frame_args = _native.read_frames(arr, framing)
     culprits: list[ValueCulprit] = []
     for row in np.flatnonzero(frame_rules > 0):
@@ -173,33 +178,65 @@ def decode_values(data, registry=None, *, column: str = "value", reader_schema=N
     framed_ids = ids[framed]
     # one schema id for the whole column is the common case: no sort for it
     distinct = framed_ids[:1] if len(framed_ids) and (framed_ids == framed_ids[0]).all() else np.unique(framed_ids)
-    writers: dict[int, AvroType | tuple[str, str]] = {}  # id -> schema, or (rule, why it cannot be had)
-    for sid in distinct.tolist():
-        rs = registry.schema(sid)
-        if rs is None:
-            writers[sid] = ("value.schema_unknown", f"the registry at {registry.url} has no schema {sid}")
-        elif rs.schema_type != "AVRO":
-            writers[sid] = ("value.schema_mismatch", f"it is a {rs.schema_type} schema, and this reads Avro")
-        else:
+    registered = {sid: registry.schema(sid) for sid in distinct.tolist()}
+    reader = _reader_schema(reader_schema, registry, subject, registered)
+    frames = _Frames(arr, ids, payloads, framed, column, registry, registered)
+    if reader is not None and reader.schema_type == "PROTOBUF":
+        values = _decode_protobuf(frames, reader, culprits)
+    elif reader is not None and reader.schema_type == "JSON":
+        values = _decode_json(frames, reader, culprits)
+    else:
+        values = _decode_avro_framed(frames, reader, culprits, allow_trailing)
+    culprits.sort(key=lambda c: c.row)
+    return DecodedValues(values, _ids_array(ids, framed), culprits, reader.schema if reader is not None else None)
+
+
+@dataclass
+class _Frames:
+    """A column's values after their framing was read, with the schemas of their ids."""
+    arr: pa.Array
+    ids: np.ndarray
+    payloads: np.ndarray
+    framed: np.ndarray
+    column: str
+    registry: Any
+    registered: dict
+
+    def unknown(self, sid: int) -> tuple[str, str] | None:
+        if self.registered.get(sid) is None:
+            return "value.schema_unknown", f"the registry at {self.registry.url} has no schema {sid}"
+        return None
+
+    def refuse_rows(self, refused: dict[int, tuple[str, str]], culprits: list, rows=None) -> None:
+        for row in np.flatnonzero(self.framed) if rows is None else rows:
+            sid = int(self.ids[row])
+            if sid in refused:
+                culprits.append(_rule_culprit(int(row), self.column, sid, *refused[sid], 1))
+
+
+def _decode_avro_framed(frames: _Frames, reader_rs: RegisteredSchema | None, culprits: list,
+                        allow_trailing: bool) -> pa.Array:
+    n = len(frames.arr)
+    refused: dict[int, tuple[str, str]] = {}
+    writers: dict[int, AvroType] = {}
+    for sid, rs in frames.registered.items():
+        why = frames.unknown(sid)
+        if why is None and rs.schema_type != "AVRO":
+            why = ("value.schema_mismatch", f"it is a {rs.schema_type} schema and the reader's is Avro")
+        if why is None:
             try:
-                writers[sid] = parse_registered(rs, registry)
+                writers[sid] = parse_registered(rs, frames.registry)
             except SchemaError as e:
-                writers[sid] = ("value.schema_mismatch", f"the registry's schema {sid} is not valid Avro: {e}")
-    reader = _reader(reader_schema, registry, subject, writers)
-    if reader is None:  # nothing decodable and no reader named: a column of nulls
-        for row in np.flatnonzero(framed):
-            sid = int(ids[row])
-            culprits.append(_rule_culprit(int(row), column, sid, *writers[sid], 1))  # type: ignore[misc]
-        culprits.sort(key=lambda c: c.row)
-        return DecodedValues(pa.nulls(n), _ids_array(ids, framed), culprits)
-    layout = _layout(reader)
+                why = ("value.schema_mismatch", f"the registry's schema {sid} is not valid Avro: {e}")
+        if why is not None:
+            refused[sid] = why
+    if reader_rs is None:  # nothing decodable and no reader named: a column of nulls
+        frames.refuse_rows(refused, culprits)
+        return pa.nulls(n)
+    layout = _layout(parse_registered(reader_rs, frames.registry))
     programs: list[Program] = []
     index_of: dict[int, int] = {}
-    refused: dict[int, tuple[str, str]] = {}
     for sid, w in writers.items():
-        if isinstance(w, tuple):
-            refused[sid] = w
-            continue
         p = _program(w, layout)
         if isinstance(p, SchemaError):
             refused[sid] = ("value.schema_mismatch", str(p))
@@ -208,8 +245,9 @@ def decode_values(data, registry=None, *, column: str = "value", reader_schema=N
         else:
             index_of[sid] = len(programs)
             programs.append(p)
+    ids, framed = frames.ids, frames.framed
     which = np.full(n, -1, np.int32)
-    if len(index_of) == 1 and len(distinct) == 1:
+    if len(index_of) == 1 and len(frames.registered) == 1:
         which[framed] = 0
     elif index_of:
         keys = np.array(sorted(index_of), np.int64)
@@ -217,20 +255,106 @@ def decode_values(data, registry=None, *, column: str = "value", reader_schema=N
         at = np.clip(np.searchsorted(keys, ids), 0, len(keys) - 1)
         hit = framed & (keys[at] == ids)
         which[hit] = slots[at[hit]]
-    for row in np.flatnonzero(framed & (which < 0)):
-        sid = int(ids[row])
-        rule_id, reason = refused[sid]
-        culprits.append(_rule_culprit(int(row), column, sid, rule_id, reason, 1))
+    frames.refuse_rows(refused, culprits, np.flatnonzero(framed & (which < 0)))
     cols = _native.AvroColumns(layout.specs, layout.column_children, layout.root.index, n)
-    rules, positions, args = _native.avro_decode(arr, payloads, which, programs, cols, allow_trailing)
+    rules, positions, args = _native.avro_decode(frames.arr, frames.payloads, which, programs, cols, allow_trailing)
     for row in np.flatnonzero(rules):
-        sid = int(ids[row])
         reason = None
         if RULES[rules[row]].id == "value.schema_mismatch":
             reason = programs[which[row]].mismatch_reason(int(args[row][0]), int(args[row][1]))
-        culprits.append(_fault_culprit(int(row), column, sid, int(rules[row]), int(positions[row]), args[row], reason))
-    culprits.sort(key=lambda c: c.row)
-    return DecodedValues(layout_array(layout, cols), _ids_array(ids, framed), culprits, avro_schema.canonical_form(reader))
+        culprits.append(_fault_culprit(int(row), frames.column, int(ids[row]), int(rules[row]), int(positions[row]),
+                                       args[row], reason))
+    return layout_array(layout, cols)
+
+
+def _decode_protobuf(frames: _Frames, reader_rs: RegisteredSchema, culprits: list) -> pa.Array:
+    from google.protobuf.message import DecodeError
+    from google.protobuf import message_factory
+
+    from pykbatch.values import protobuf_values as pb
+    fd = pb.file_descriptor(reader_rs, frames.registry)
+    values = frames.arr.to_pylist()
+    reader_desc = pb.message_at(fd, _reader_message_path(frames, values, reader_rs))
+    cls = message_factory.GetMessageClass(reader_desc)
+    t = pb.arrow_type(reader_desc)
+    refused = {}
+    for sid, rs in frames.registered.items():
+        why = frames.unknown(sid) or (None if rs.schema_type == "PROTOBUF" else
+                                      ("value.schema_mismatch", f"it is a {rs.schema_type} schema and the reader's is Protobuf"))
+        if why:
+            refused[sid] = why
+    rows: list = [None] * len(frames.arr)
+    for row in np.flatnonzero(frames.framed):
+        sid = int(frames.ids[row])
+        if sid in refused:
+            culprits.append(_rule_culprit(int(row), frames.column, sid, *refused[sid], 1))
+            continue
+        value = values[row]
+        try:
+            _, start, indexes = _native.read_frame(value, "confluent-protobuf")
+        except errors_KafkaDataError as e:
+            culprits.append(ValueCulprit(int(row), frames.column, sid, e.rule, e.code, e.offset, str(e)))
+            continue
+        try:
+            writer_desc = pb.message_at(pb.file_descriptor(frames.registered[sid], frames.registry), indexes)
+            if writer_desc.name != reader_desc.name:
+                raise ValueError(f"the value is a {writer_desc.full_name}, the reader reads {reader_desc.full_name}")
+            rows[row] = pb.to_row(cls.FromString(value[start:]))
+        except (DecodeError, ValueError) as e:
+            culprits.append(_rule_culprit(int(row), frames.column, sid, "value.protobuf_invalid", str(e) or "does not parse",
+                                          start, message=reader_desc.full_name))
+    return pa.array(rows, t)
+
+
+def _reader_message_path(frames: _Frames, values: list, reader_rs: RegisteredSchema) -> list[int]:
+    """Which message of the reader's file the output is: the one the values of the reader's id
+    name (else the first framed value's), the file's first when no value says."""
+    candidates = np.flatnonzero(frames.framed & (frames.ids == (reader_rs.id if reader_rs.id is not None else -1)))
+    if not len(candidates):
+        candidates = np.flatnonzero(frames.framed)
+    for row in candidates[:16]:
+        try:
+            return _native.read_frame(values[row], "confluent-protobuf")[2]
+        except errors_KafkaDataError:
+            continue
+    return [0]
+
+
+def _decode_json(frames: _Frames, reader_rs: RegisteredSchema, culprits: list) -> pa.Array:
+    import json
+
+    from pykbatch.values import json_values as js
+    t = js.arrow_type(js.parse_schema(reader_rs.schema))
+    refused = {}
+    for sid, rs in frames.registered.items():
+        why = frames.unknown(sid) or (None if rs.schema_type == "JSON" else
+                                      ("value.schema_mismatch", f"it is a {rs.schema_type} schema and the reader's is JSON"))
+        if why:
+            refused[sid] = why
+    rows: list = [None] * len(frames.arr)
+    values = frames.arr.to_pylist()
+    for row in np.flatnonzero(frames.framed):
+        sid = int(frames.ids[row])
+        if sid in refused:
+            culprits.append(_rule_culprit(int(row), frames.column, sid, *refused[sid], 1))
+            continue
+        start = int(frames.payloads[row])
+        try:
+            doc = json.loads(values[row][start:])
+        except ValueError as e:
+            culprits.append(_rule_culprit(int(row), frames.column, sid, "value.json_invalid", str(e), start))
+            continue
+        error = next(iter(js.validator(frames.registered[sid].schema).iter_errors(doc)), None)
+        if error is not None:
+            path = "$" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+            culprits.append(_rule_culprit(int(row), frames.column, sid, "value.json_schema", error.message, start, path=path))
+            continue
+        try:
+            rows[row] = js.to_row(doc, t)
+        except ValueError as e:
+            culprits.append(_rule_culprit(int(row), frames.column, sid, "value.json_schema",
+                                          f"{e} (the reader's schema)", start, path="$"))
+    return pa.array(rows, t)
 
 
 def decode_avro(data, schema, *, reader_schema=None, column: str = "value", allow_trailing: bool = False) -> DecodedValues:
@@ -276,18 +400,24 @@ def _as_avro(schema) -> AvroType:
     return found
 
 
-def _reader(reader_schema, registry, subject, writers) -> AvroType | None:
+def _reader_schema(reader_schema, registry, subject, registered) -> RegisteredSchema | None:
+    """The schema the output is laid out as: the user's, the subject's latest, or the newest id's."""
     if reader_schema is not None:
-        return _as_avro(reader_schema)
+        if isinstance(reader_schema, RegisteredSchema):
+            return reader_schema
+        if isinstance(reader_schema, AvroType):  # parsed already: known to parse_registered by a key of its own
+            key = "pykbatch:" + avro_schema.fingerprint(reader_schema)
+            _PARSED[(key, ())] = reader_schema
+            return RegisteredSchema(None, key, "AVRO")
+        text = reader_schema if isinstance(reader_schema, str) else json.dumps(reader_schema)
+        return RegisteredSchema(None, text, "AVRO")
     if subject:
         rs = registry.latest(subject)
         if rs is None:
             raise ValueError(f"subject {subject!r} has no versions in the registry at {registry.url}")
-        if rs.schema_type != "AVRO":
-            raise ValueError(f"subject {subject!r} holds {rs.schema_type} schemas: decode_values reads Avro")
-        return parse_registered(rs, registry)
-    usable = [sid for sid, w in writers.items() if isinstance(w, AvroType)]
-    return writers[max(usable)] if usable else None  # type: ignore[return-value]
+        return rs
+    known = [sid for sid, rs in registered.items() if rs is not None]
+    return registered[max(known)] if known else None
 
 
 def _ids_array(ids: np.ndarray, framed: np.ndarray) -> pa.Array:

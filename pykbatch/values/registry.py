@@ -3,7 +3,7 @@ Apicurio's ``/apis/ccompat/v7``, Karapace, Redpanda): schemas by id, subjects' v
 registration.
 
 Schemas by id never change, so each is fetched once per process (``SchemaRegistry`` objects for
-the same URL share one cache; a Spark executor's Python worker keeps it from task to task).  The
+the same URL and credentials share one cache; a Spark executor's Python worker keeps it from task to task).  The
 latest version of a subject is kept for ``latest.cache.ttl.sec``.  An id the registry does not
 know is remembered for a minute, so a topic full of foreign values does not become a request per
 batch.  Transient failures (connection refused or reset, 5xx, 429) are retried with backoff;
@@ -13,6 +13,7 @@ mutual TLS), basic auth or a bearer token; secrets never appear in a repr, a log
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
 import ssl
@@ -142,8 +143,10 @@ class SchemaRegistry:
         self.timeout = timeout
         self.latest_ttl = latest_ttl
         self.retries = retries
+        # one cache per URL and identity: a client with other credentials asks the registry itself
+        identity = hashlib.sha256(self._headers.get("Authorization", "").encode()).hexdigest()[:16]
         with _LOCK:
-            self._shared = _SHARED.setdefault(self.url, _Shared())
+            self._shared = _SHARED.setdefault(f"{self.url}#{identity}", _Shared())
 
     @classmethod
     def from_config(cls, props: Mapping[str, Any]) -> SchemaRegistry:
