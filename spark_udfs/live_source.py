@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from pykbatch.columns import CONSUMED
+from spark_udfs import value_columns
 
 NAME = "kafka-kbatch"
 SOURCE_OPTIONS = {"subscribe", "assign", "subscribepattern", "startingoffsets", "endingoffsets", "startingtimestamp",
@@ -58,6 +59,7 @@ class Options:
     log_enable: bool
     include_messages: bool
     max_errors: int | None
+    decodings: tuple = ()  # values / keys as their schemas say (spark_udfs/value_columns.py)
 
     @classmethod
     def parse(cls, options, *, streaming: bool) -> Options:
@@ -69,7 +71,8 @@ class Options:
             if k.lower().startswith("kafka."):
                 if k[6:] not in CLIENT_IGNORED:
                     props[k[6:]] = v
-            elif k not in SOURCE_OPTIONS and k not in ("path",):
+            elif k not in SOURCE_OPTIONS and k not in ("path",) and k not in value_columns.option_names() \
+                    and not value_columns.is_registry_option(k):
                 unknown.append(k)
         if unknown:
             raise ValueError(f"kafka-kbatch: unknown option(s) {', '.join(sorted(unknown))}")
@@ -95,10 +98,11 @@ class Options:
                    opts.get("errors.deadletterqueue.topic.name") or None,
                    str(opts.get("errors.log.enable", "false")).lower() == "true",
                    str(opts.get("errors.log.include.messages", "false")).lower() == "true",
-                   int(opts["errors.max"]) if "errors.max" in opts else None)
+                   int(opts["errors.max"]) if "errors.max" in opts else None,
+                   tuple(value_columns.decodings(options)))
 
     def schema(self) -> pa.Schema:
-        return _schema(self.include_headers)
+        return value_columns.extend_schema(_schema(self.include_headers), list(self.decodings))
 
     def reader(self, **kwargs):
         """A live reader with these options (``kwargs``: its assignment and positions)."""
@@ -136,13 +140,14 @@ def read_range(options: Options, topic: str, partition: int, start: int, end: in
     if end <= start:
         return
     from pykbatch.live import TopicPartition
-    schema = options.schema()
+    schema = _schema(options.include_headers)
     tp = TopicPartition(topic, partition)
     with options.reader(assign={topic: [partition]}, positions={tp: start},
                         ending_offsets={topic: {str(partition): end}}) as reader:
         for poll in reader.polls():
             if poll.table.num_rows:
-                yield from poll.table.select(schema.names).cast(schema).to_batches()
+                batches = poll.table.select(schema.names).cast(schema).to_batches()
+                yield from value_columns.decode_batches(batches, list(options.decodings))
 
 
 def _ranges(start: dict, end: dict):
@@ -206,7 +211,9 @@ def data_source_class():
             return NAME
 
         def schema(self):
-            return from_arrow_schema(_schema(str(self._opt("includeHeaders", "false")).lower() == "true"))
+            return from_arrow_schema(value_columns.extend_schema(
+                _schema(str(self._opt("includeHeaders", "false")).lower() == "true"),
+                value_columns.decodings(self.options)))
 
         def _opt(self, key, default):
             for k, v in self.options.items():

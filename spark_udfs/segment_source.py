@@ -41,7 +41,7 @@ from pykbatch.columns import LOCATION, fields
 from pykbatch.log import Segment, entry_windows
 from pykbatch.retry import retry_io  # noqa: F401  (kafka-segment's remote reads; tests import it from here)
 
-from . import tiered_source
+from . import tiered_source, value_columns
 from .segment_columns import (  # noqa: F401 (tests and the tiered source read them here too)
     BATCH_COLUMNS, LOG, PATH_COLUMN, RECORD_COLUMNS, VALIDATION_COLUMNS, arrow_schema, entries_batch, spark_timestamps,
 )
@@ -175,6 +175,11 @@ def data_source_class():
             return splits or [SegmentSplit(None, "", -1, 0, 0)]
 
         def read(self, split):
+            decs = value_columns.decodings(self.options)
+            batches = self._read(split)
+            return value_columns.decode_batches(batches, decs) if decs and not self.decode else batches
+
+        def _read(self, split):
             if isinstance(split, TieredInput):
                 return tiered_source.read_split(split.split, self.mode, self.validate, self.ranges, self.window_bytes,
                                                 self.include_path)
@@ -207,7 +212,7 @@ def data_source_class():
             schema = arrow_schema(mode, _flag(self.options, "validate"), _flag(self.options, "includePath"))
             if tiered_source.is_tiered(self.options):
                 schema = schema.append(tiered_source.EPOCH_COLUMN)
-            return from_arrow_schema(schema)
+            return from_arrow_schema(value_columns.extend_schema(schema, value_columns.decodings(self.options)))
 
         def reader(self, schema):
             if _flag(self.options, "pushFilters"):

@@ -38,6 +38,8 @@ def spark_compatible(arr):
         return arr.cast(pa.binary())
     if pa.types.is_time32(t):  # time-millis: from_avro's int (time-micros is Spark 4.3's TIME)
         return arr.cast(pa.int32())
+    if pa.types.is_time64(t) and t.unit != "ns":  # Spark's TIME travels as nanoseconds
+        return arr.cast(pa.time64("ns"))
     if pa.types.is_timestamp(t) and t.unit != "us":
         return pc.cast(arr, pa.timestamp("us", tz=t.tz), safe=False)
     if pa.types.is_union(t):  # as from_avro: a struct of the non-null branches, null for the null branch
@@ -94,7 +96,7 @@ def _result(decoded, mode: str, with_culprits: bool):
     import pyarrow as pa
     if decoded.culprits and mode == "FAILFAST":
         c = decoded.culprits[0]
-        raise ValueError(f"{c.rule} ({c.code}) at byte {c.position} of row {c.row}: {c.message} "
+        raise ValueError(f"{c.rule} ({c.code}) at byte {c.position} of row {c.row} of the batch: {c.message} "
                          f"({len(decoded.culprits)} values could not be read; mode PERMISSIVE makes them nulls)")
     values = spark_compatible(decoded.values)
     if not with_culprits:

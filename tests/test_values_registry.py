@@ -267,3 +267,39 @@ def test_json_schema_values_checked_and_laid_out_by_their_schema(schema_registry
                                                       (8, "value.json_schema")]
     assert "$.id" in got.culprits[0].message and "'id' is a required property" in got.culprits[2].message
     assert rows[6:] == [None, None, None]
+
+
+def test_dump_prints_values_as_their_schemas_say(schema_registry, tmp_path, capsys):
+    """pykbatch dump --value-decoder confluent: each value as JSON, a value that cannot be read as
+    its culprit (and exit 1); the registry's credentials from a properties file; a refused
+    credential or an unreachable registry exits 2 with one line, no traceback."""
+    from pykbatch import build_batch
+    from pykbatch.commands.main import main
+    ser = avro_serializer(schema_registry, ZOO_V1)
+    good = [ser(r, context("dump-zoo")) for r in zoo_records(3)]
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(build_batch([{"value": v} for v in good]) + build_batch([{"value": good[0][:9]}], base_offset=3))
+    props = tmp_path / "registry.properties"
+    props.write_text(f"url={schema_registry.url}\nbasic.auth.user.info={schema_registry.config['basic.auth.user.info']}\n")
+    status = main(["dump", "--files", str(log), "--value-decoder", "confluent", "--schema-registry-config", str(props),
+                   "--no-progress"])
+    out, err = capsys.readouterr()
+    payloads = [line.split(" payload: ", 1)[1] for line in out.splitlines() if " payload: " in line]
+    assert len(payloads) == 4 and json.loads(payloads[0])["home"] == {"street": "street 0", "zip": 10000}
+    assert payloads[3].startswith("<value.datum_truncated (87) at byte")
+    assert status == 1 and "offset 3" in err and "registry-secret" not in out + err
+    status = main(["dump", "--files", str(log), "--value-decoder", "confluent", "--schema-registry-config", str(props),
+                   "--format", "jsonl", "--no-progress"])
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    decoded = [x["decoded"]["payload"] for x in lines if "decoded" in x]
+    assert status == 1 and json.loads(decoded[1])["kind"] == "B"
+    props.write_text(f"url={schema_registry.url}\nbasic.auth.user.info=pykbatch:wrong\n")
+    status = main(["dump", "--files", str(log), "--value-decoder", "confluent", "--schema-registry-config", str(props),
+                   "--no-progress"])
+    err = capsys.readouterr().err
+    assert status == 2 and "401" in err and "Traceback" not in err
+    status = main(["dump", "--files", str(log), "--value-decoder", "confluent", "--schema-registry", "http://127.0.0.1:9",
+                   "--no-progress"])
+    assert status == 2 and "Traceback" not in capsys.readouterr().err
+    assert main(["dump", "--files", str(log), "--value-decoder", "confluent"]) == 2
+    assert "--schema-registry" in capsys.readouterr().err

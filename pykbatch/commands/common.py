@@ -85,18 +85,27 @@ def print_result(path: str, result) -> None:
         print(f"  note: records of {result.unwalked_batches} compressed batch(es) were not checked")
 
 
-def client_properties(config_file: str | None, items: list[str], bootstrap: str, flag: str) -> dict:
-    """Kafka client properties for a live command: a properties file (``key=value`` lines, as
-    Kafka's console tools read ``--consumer.config`` / ``--producer.config``: secrets stay off the
-    command line), then ``flag KEY=VALUE`` items, then the bootstrap server."""
+def read_properties(path: str) -> dict:
+    """A Java properties file's ``key=value`` lines (``#`` and ``!`` comments), as Kafka's tools read
+    ``--consumer.config``; a file that cannot be read is a UsageError naming it."""
     props: dict = {}
-    if config_file:
-        with open(config_file) as f:
+    try:
+        with open(path) as f:
             for line in f:
                 line = line.strip()
                 if line and not line.startswith(("#", "!")):
                     key, _, value = line.partition("=")
                     props[key.strip()] = value.strip()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return props
+
+
+def client_properties(config_file: str | None, items: list[str], bootstrap: str, flag: str) -> dict:
+    """Kafka client properties for a live command: a properties file (``key=value`` lines, as
+    Kafka's console tools read ``--consumer.config`` / ``--producer.config``: secrets stay off the
+    command line), then ``flag KEY=VALUE`` items, then the bootstrap server."""
+    props = read_properties(config_file) if config_file else {}
     for item in items:
         key, eq, value = item.partition("=")
         if not eq:

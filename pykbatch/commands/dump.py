@@ -11,7 +11,7 @@ from pykbatch.progress import Progress
 
 from pykbatch.commands.validate import validate_file
 from pykbatch.commands.common import (
-    CANNOT_RUN, DAMAGED, OK, UsageError, threads,
+    CANNOT_RUN, DAMAGED, OK, UsageError, read_properties, threads,
 )
 
 
@@ -43,14 +43,44 @@ def add_parser(sub) -> None:
     d.add_argument("--style", choices=("java", "scala"), default="java",
                    help="print as kafka-dump-log of Kafka 4.3+ (java, default) or of 4.2 and earlier (scala)")
     d.add_argument("--key-decoder", "--key-decoder-class", metavar="MODULE:FUNCTION", default=None,
-                   help="a Python callable bytes -> str for keys (implies --print-data-log)")
+                   help="a Python callable bytes -> str for keys, or 'confluent' (implies --print-data-log)")
     d.add_argument("--value-decoder", "--value-decoder-class", metavar="MODULE:FUNCTION", default=None,
-                   help="a Python callable bytes -> str for values (implies --print-data-log)")
+                   help="a Python callable bytes -> str for values, or 'confluent': Confluent-framed Avro, "
+                        "Protobuf or JSON Schema values as JSON, their schemas from --schema-registry; a value "
+                        "that cannot be read prints its rule and byte and the exit status is 1")
+    d.add_argument("--schema-registry", metavar="URL", default=None,
+                   help="the schema registry for 'confluent' decoders (Confluent-compatible REST API)")
+    d.add_argument("--schema-registry-config", metavar="FILE", default=None,
+                   help="the registry's client properties (url, basic.auth.user.info, ssl.ca.location, ...), "
+                        "key=value lines: secrets stay off the command line")
     from pykbatch.log.dump import STRUCTURED_DECODERS
     for name in STRUCTURED_DECODERS:  # with several, the first in Kafka's order wins, as in its tool
         d.add_argument(f"--{name}-decoder", dest=f"decoder_{name.replace('-', '_')}", action="store_true",
                        help=f"decode {name} records as kafka-dump-log does (implies --print-data-log)")
     d.set_defaults(run=_dump)
+
+
+REGISTRY_DECODER = "confluent"  # --key-decoder / --value-decoder: the schema registry's framing
+
+
+def _registry_parser(args):
+    """The record parser for --key-decoder/--value-decoder confluent (None without them)."""
+    keys, values = args.key_decoder == REGISTRY_DECODER, args.value_decoder == REGISTRY_DECODER
+    if not (keys or values):
+        if args.schema_registry or args.schema_registry_config:
+            raise UsageError("--schema-registry is for --value-decoder confluent / --key-decoder confluent")
+        return None
+    from pykbatch.values import SchemaRegistry
+    from pykbatch.values.records import RegistryParser
+    props = read_properties(args.schema_registry_config) if args.schema_registry_config else {}
+    if args.schema_registry:
+        props["url"] = args.schema_registry
+    if not props.get("url") and not props.get("schema.registry.url"):
+        raise UsageError("--value-decoder confluent needs --schema-registry URL (or url= in --schema-registry-config)")
+    try:
+        return RegistryParser(SchemaRegistry.from_config(props), keys=keys, values=values)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _callable(spec: str):
@@ -87,21 +117,26 @@ def _dump(args) -> int:
         raise UsageError(f"no files to dump in {', '.join(args.files)}")
     args.structured = next((n for n in STRUCTURED_DECODERS if getattr(args, f"decoder_{n.replace('-', '_')}")), None)
     decoders = {}
-    if args.key_decoder:
+    registry_parser = _registry_parser(args)
+    if args.key_decoder and args.key_decoder != REGISTRY_DECODER:
         decoders["key_decoder"] = _callable(args.key_decoder)
-    if args.value_decoder:
+    if args.value_decoder and args.value_decoder != REGISTRY_DECODER:
         decoders["value_decoder"] = _callable(args.value_decoder)
-    print_data = args.print_data_log or bool(decoders) or bool(args.structured)
+    print_data = args.print_data_log or bool(decoders) or bool(args.structured) or registry_parser is not None
     if args.format == "text":
         problems = dump_files(files, deep=args.deep_iteration, print_data=print_data,
                               skip_metadata=args.skip_record_metadata, max_bytes=args.max_bytes,
                               verify_index_only=args.verify_index_only, index_sanity_check=args.index_sanity_check,
                               max_message_size=args.max_message_size, progress=not args.no_progress,
-                              style=args.style, decoder=args.structured, **decoders)
+                              style=args.style, decoder=args.structured, parser=registry_parser, **decoders)
     else:
-        parser = parser_for(args.structured, **decoders) if decoders or args.structured else None
+        parser = registry_parser or (parser_for(args.structured, **decoders) if decoders or args.structured else None)
         problems = dump_json(files, lines=args.format == "jsonl", deep=args.deep_iteration, print_data=print_data,
                              max_bytes=args.max_bytes, parser=parser)
+    if registry_parser is not None and registry_parser.culprits:
+        problems += len(registry_parser.culprits)
+        print(f"{len(registry_parser.culprits)} key(s)/value(s) could not be read as their schemas say "
+              f"(first at offset {registry_parser.offsets[0]}: {registry_parser.culprits[0].rule})", file=sys.stderr)
     if args.validate:
         for path in files:
             if path.endswith(LOG):

@@ -64,6 +64,7 @@ def _inputs(args) -> list[str]:
 
 def main(argv=None) -> int:
     """Runs one command; returns its exit status (``EXIT_CODES``)."""
+    from pykbatch.values.registry import RegistryError
     p = parser()
     args = p.parse_args(argv)
     for path in _inputs(args):  # said once, up front, instead of an OSError half way through
@@ -77,8 +78,8 @@ def main(argv=None) -> int:
         # a command that knew its verdict before printing (args.verdict) still exits with it:
         # damage must not become 0 because the reader stopped reading
         return getattr(args, "verdict", OK)
-    except (UsageError, OSError, ImportError) as exc:  # not the data's problem: the command line, the machine's
-        print(f"pykbatch {args.command}: error: {exc}", file=sys.stderr)
+    except (UsageError, OSError, ImportError, RegistryError) as exc:  # not the data's problem: the command
+        print(f"pykbatch {args.command}: error: {exc}", file=sys.stderr)  # line, the machine's, a registry's
         return CANNOT_RUN
 
 

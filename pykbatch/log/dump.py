@@ -175,13 +175,14 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
                verify_index_only: bool = False, index_sanity_check: bool = False,
                max_message_size: int = 5 * 1024 * 1024, key_decoder: Decoder = utf8,
                value_decoder: Decoder = utf8, progress: bool = False, style: str = "java",
-               decoder: str | None = None) -> int:
+               decoder: str | None = None, parser: RecordParser | None = None) -> int:
     """kafka-dump-log.sh over several files, dispatched by the suffix after the last dot; returns
     the number of problems met (errors, index mismatches).  ``style``: the output of Kafka 4.3+'s
     tool ("java") or of the Scala tool of earlier releases ("scala"); see ``Style``.  ``decoder``:
-    a structured decoder's name (``STRUCTURED_DECODERS``), which then prints every payload."""
+    a structured decoder's name (``STRUCTURED_DECODERS``), which then prints every payload;
+    ``parser``: a record parser of the caller's (the schema registry's), in place of both."""
     out = out or sys.stdout
-    parser = parser_for(decoder, key_decoder, value_decoder)
+    parser = parser or parser_for(decoder, key_decoder, value_decoder)
     err = err or sys.stderr
     errors = DumpErrors(STYLES[style])
     problems = 0

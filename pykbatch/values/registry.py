@@ -40,8 +40,9 @@ _KNOWN = {"url", "basic.auth.user.info", "basic.auth.credentials.source", "beare
 _SECRETS = ("basic.auth.user.info", "bearer.auth.token", "ssl.key.password")
 
 
-class RegistryError(ValueError):
-    """The registry refused a request (not a transient failure): its status, error code, message."""
+class RegistryError(Exception):
+    """The registry refused a request (not a transient failure, not the data's fault): its status,
+    error code and message."""
 
     def __init__(self, message: str, status: int | None = None, error_code: int | None = None):
         super().__init__(message)
@@ -53,8 +54,12 @@ class RegistryAuthError(RegistryError):
     """The registry refused the credentials (401) or the access (403)."""
 
 
-class RegistryUnavailable(OSError):
-    """The registry could not be reached or answered 5xx/429 (retried before this is raised)."""
+class RegistryUnavailable(RegistryError):
+    """The registry could not be reached or answered 5xx/429, after the retries."""
+
+
+class _Transient(OSError):
+    """A failure worth asking again (retry_io retries OSErrors)."""
 
 
 @dataclass(frozen=True)
@@ -190,7 +195,7 @@ class SchemaRegistry:
                 err = err if isinstance(err, dict) else {}
                 message = f"{method} {path}: HTTP {e.code} {err.get('message') or e.reason}"
                 if e.code >= 500 or e.code == 429:
-                    raise RegistryUnavailable(message) from None
+                    raise _Transient(message) from None
                 cls = RegistryAuthError if e.code in (401, 403) else RegistryError
                 raise cls(message, e.code, err.get("error_code")) from None
             except ssl.SSLError as e:  # a certificate the client does not trust: asking again will not help
@@ -198,9 +203,14 @@ class SchemaRegistry:
             except urllib.error.URLError as e:
                 if isinstance(e.reason, ssl.SSLError):
                     raise RegistryAuthError(f"{method} {path}: TLS failed: {e.reason.reason or e.reason}") from None
-                raise RegistryUnavailable(f"{method} {self.url}{path}: {e.reason}") from None
+                raise _Transient(f"{method} {self.url}{path}: {e.reason}") from None
+            except (ConnectionError, TimeoutError) as e:
+                raise _Transient(f"{method} {self.url}{path}: {e}") from None
 
-        return retry_io(once, attempts=self.retries + 1, timeout=max(self.timeout * (self.retries + 1), 1.0))
+        try:
+            return retry_io(once, attempts=self.retries + 1, timeout=max(self.timeout * (self.retries + 1), 1.0))
+        except _Transient as e:
+            raise RegistryUnavailable(f"{e} (after {self.retries + 1} attempts)") from None
 
     def schema(self, schema_id: int) -> RegisteredSchema | None:
         """The schema registered as ``schema_id``, or None when the registry has no such id."""

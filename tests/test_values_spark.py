@@ -1,0 +1,132 @@
+"""kbatch_from_avro and kbatch_from_confluent in Spark: equal to Spark's own from_avro (spark-avro
+from Maven Central) on every Avro type, the registry's schemas on the executors, culprit rows
+instead of failed tasks, and SQL."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests import kafka_tools
+from tests.avro_zoo import ZOO_V1, ZOO_V2, zoo_records
+from tests.test_values_avro import datum, fastavro_read
+from tests.test_values_registry import avro_serializer, context
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BOTH = """
+import json, sys
+from spark_udfs.session import quiet_session
+spark = quiet_session("local[2]", "from-avro-contrast", **{"spark.jars": sys.argv[3]})
+from pyspark.sql.avro.functions import from_avro
+from spark_udfs import kbatch_from_avro
+schema = open(sys.argv[2]).read()
+df = spark.read.parquet(sys.argv[1])
+theirs = [r.v for r in df.orderBy("n").select(from_avro("value", schema, {"mode": "PERMISSIVE"}).alias("v")).collect()]
+ours = [r.v for r in df.orderBy("n").select(kbatch_from_avro("value", schema).alias("v")).collect()]
+bad = [r.n for r in df.select("n").collect() if r.n >= 1000]
+same = sum(1 for a, b in zip(theirs, ours) if a == b)
+print("ROWS", len(theirs), "SAME", same, "OURS_NULL", sum(1 for b in ours if b is None), flush=True)
+"""
+
+
+def test_kbatch_from_avro_equals_sparks_from_avro(tmp_path):
+    """Spark's from_avro and kbatch_from_avro over the same column (the zoo: every Avro type) give
+    the same rows; the one damaged value is a null row for us (from_avro PERMISSIVE gives a struct
+    of nulls there)."""
+    try:
+        jars = kafka_tools.spark_jars("spark-avro")
+    except RuntimeError as exc:
+        pytest.skip(f"spark-avro could not be fetched from Maven Central: {exc}")
+    pytest.importorskip("pyspark")
+    values = [datum(ZOO_V1, r) for r in zoo_records(24)]
+    table = pa.table({"n": list(range(len(values))) + [1000], "value": pa.array(values + [values[3][:7]], pa.binary())})
+    pq.write_table(table, tmp_path / "zoo.parquet")
+    (tmp_path / "schema.json").write_text(json.dumps(ZOO_V1))
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    proc = subprocess.run([sys.executable, "-c", BOTH, str(tmp_path / "zoo.parquet"), str(tmp_path / "schema.json"), jars],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("ROWS"))
+    assert line == f"ROWS {len(values) + 1} SAME {len(values)} OURS_NULL 1", line
+
+
+def test_kbatch_from_confluent_reads_the_registry_on_the_executors(spark, schema_registry):
+    from spark_udfs import kbatch_from_confluent
+    ser1 = avro_serializer(schema_registry, ZOO_V1)
+    ser2 = avro_serializer(schema_registry, ZOO_V2)
+    ctx = context("spark-zoo")
+    v1 = [ser1(r, ctx) for r in zoo_records(6)]
+    v2 = [ser2(fastavro_read(datum(ZOO_V1, r), ZOO_V1, ZOO_V2), ctx) for r in zoo_records(6)]
+    rows = [(k, v) for k, v in enumerate(v1 + v2 + [b"junk", v1[0][:-2]])]
+    df = spark.createDataFrame(rows, "n int, value binary").repartition(2)
+    options = {"schema.registry.url": schema_registry.url,
+               "basic.auth.user.info": schema_registry.config["basic.auth.user.info"], "subject": "spark-zoo-value"}
+    out = {r.n: r.v for r in df.select("n", kbatch_from_confluent("value", options).alias("v")).collect()}
+    assert all(out[k] is not None for k in range(12)) and out[12] is None and out[13] is None
+    assert out[0]["added"] == "fresh" and out[7]["i"] == zoo_records(6)[1]["i"]  # v1 read as v2: defaults
+    culprits = {r.n: r.v.culprit for r in df.select("n", kbatch_from_confluent("value", options, with_culprits=True)
+                                                    .alias("v")).collect() if r.v.culprit is not None}
+    assert {k: c.rule for k, c in culprits.items()} == {12: "value.schema_framing", 13: "value.datum_truncated"}
+    with pytest.raises(Exception, match=r"value\.(schema_framing|datum_truncated)"):
+        df.select(kbatch_from_confluent("value", {**options, "mode": "FAILFAST"})).collect()
+
+
+def test_a_value_decoder_in_sql(spark, schema_registry):
+    from spark_udfs import register_value_decoder
+    ser = avro_serializer(schema_registry, ZOO_V1)
+    spark.createDataFrame([(ser(r, context("sql-zoo")),) for r in zoo_records(3)], "value binary") \
+        .createOrReplaceTempView("sql_zoo")
+    register_value_decoder(spark, "zoo_value", options={
+        "schema.registry.url": schema_registry.url, "basic.auth.user.info": schema_registry.config["basic.auth.user.info"],
+        "reader.schema": json.dumps(ZOO_V1)})
+    got = spark.sql("SELECT zoo_value(value).home.street AS street, zoo_value(value).kind AS kind FROM sql_zoo").collect()
+    assert [(r.street, r.kind) for r in got] == [("street 0", "A"), ("street 1", "B"), ("street 2", "C")]
+
+
+def test_the_segment_source_decodes_values_with_the_registry(spark, schema_registry, tmp_path):
+    """kafka-segment with valueDecoder=confluent: value_decoded and value_culprit beside the record
+    columns, decoded where the batch is read."""
+    from pykbatch import build_batch
+    ser = avro_serializer(schema_registry, ZOO_V1)
+    good = [ser(r, context("segment-zoo")) for r in zoo_records(5)]
+    part = tmp_path / "segment-zoo-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(
+        build_batch([{"value": v} for v in good]) + build_batch([{"value": b"\x05junk"}], base_offset=5))
+    df = (spark.read.format("kafka-segment").option("valueDecoder", "confluent").option("valueSubject", "segment-zoo-value")
+          .option("schema.registry.url", schema_registry.url)
+          .option("schema.registry.basic.auth.user.info", schema_registry.config["basic.auth.user.info"]).load(str(part)))
+    rows = {r.offset: r for r in df.select("offset", "value_decoded", "value_culprit").collect()}
+    assert [rows[k].value_decoded.home.street for k in range(5)] == [f"street {k}" for k in range(5)]
+    assert rows[5].value_decoded is None and rows[5].value_culprit.rule == "value.schema_framing"
+    assert all(rows[k].value_culprit is None for k in range(5))
+
+
+def test_the_live_source_decodes_values_with_the_registry(spark, schema_registry, kafka_broker):
+    """kafka-kbatch with valueDecoder=confluent on a live topic: the values a confluent-kafka
+    producer wrote with the AvroSerializer, decoded; a foreign value a culprit row, not a failure."""
+    from confluent_kafka import Producer
+
+    from tests.live_damage import create_topic
+    topic = "values-live-zoo"
+    create_topic(kafka_broker.bootstrap, topic)
+    ser = avro_serializer(schema_registry, ZOO_V1)
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap})
+    for k, r in enumerate(zoo_records(6)):
+        producer.produce(topic, ser(r, context(topic)) if k != 4 else b"not avro")
+    assert producer.flush(30) == 0
+    df = (spark.read.format("kafka-kbatch").option("kafka.bootstrap.servers", kafka_broker.bootstrap)
+          .option("subscribe", topic).option("valueDecoder", "confluent").option("valueSubject", f"{topic}-value")
+          .option("schema.registry.url", schema_registry.url)
+          .option("schema.registry.basic.auth.user.info", schema_registry.config["basic.auth.user.info"]).load())
+    rows = {r.offset: r for r in df.select("offset", "value_decoded", "value_culprit").collect()}
+    assert sorted(rows) == list(range(6))
+    assert [rows[k].value_decoded.i for k in (0, 1, 2, 3, 5)] == [zoo_records(6)[k]["i"] for k in (0, 1, 2, 3, 5)]
+    assert rows[4].value_decoded is None and rows[4].value_culprit.rule == "value.schema_framing"
