@@ -110,8 +110,8 @@ def _arrow_function(name: str, fn, configured: bool):
 
 
 def _column(col):
-    from pyspark.sql.functions import col as to_col
-    return to_col(col) if isinstance(col, str) else col
+    from spark_udfs.column_args import as_column
+    return as_column(col)
 
 
 def _config_column(config):

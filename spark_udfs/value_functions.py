@@ -191,8 +191,8 @@ def kbatch_from_avro(col: "ColumnOrName", jsonFormatSchema: str, options: Option
     (PERMISSIVE: a value that cannot be read is null; FAILFAST: the task fails naming it),
     ``reader.schema`` (read with Avro's resolution into another schema),
     ``allow.trailing.bytes``.  ``with_culprits``: ``struct<value, culprit>`` instead."""
-    from spark_udfs.functions import _column
-    return avro_udf(jsonFormatSchema, options, with_culprits)(_column(col))
+    from spark_udfs.column_args import as_column
+    return avro_udf(jsonFormatSchema, options, with_culprits)(as_column(col))
 
 
 def kbatch_from_confluent(col: "ColumnOrName", options: Mapping[str, Any], with_culprits: bool = False) -> "Column":
@@ -203,8 +203,8 @@ def kbatch_from_confluent(col: "ColumnOrName", options: Mapping[str, Any], with_
     ``subject``.  Options: the registry's (``schema.registry.url``, ``basic.auth.user.info``,
     ``ssl.ca.location``, ...), ``subject`` / ``reader.schema``, ``mode``,
     ``allow.trailing.bytes``.  ``with_culprits``: ``struct<value, culprit>``."""
-    from spark_udfs.functions import _column
-    return confluent_udf(options, with_culprits)(_column(col))
+    from spark_udfs.column_args import as_column
+    return confluent_udf(options, with_culprits)(as_column(col))
 
 
 def register_value_decoder(spark: "SparkSession", name: str, *, schema: Optional[str] = None,

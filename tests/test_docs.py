@@ -27,6 +27,7 @@ BLOCK = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
 BROKER_FILES = ROOT / "tests" / "kafka" / "broker-files"
 SPARK_PAGES = {"spark.md"}
 LIVE_PAGES = {"live.md", "produce.md"}  # need a broker: run by tests/test_live_spark.py and test_live_produce.py against the session's
+REGISTRY_PAGES = {"values.md"}  # need a schema registry (and Spark): run by tests/test_values_spark.py
 
 
 def blocks(page: str, language: str) -> list[str]:
@@ -103,7 +104,8 @@ def test_the_cli_reference_fits_its_box():
     assert len(lines) > 100 and max(map(len, lines)) <= hooks.CLI_WIDTH, max(lines, key=len)
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if blocks(p, "python") and p not in SPARK_PAGES | LIVE_PAGES])
+@pytest.mark.parametrize("page", [p for p in PAGES if blocks(p, "python")
+                                  and p not in SPARK_PAGES | LIVE_PAGES | REGISTRY_PAGES])
 def test_python_examples_run(page, workdir):
     namespace: dict = {"__name__": f"docs_{page[:-3]}"}
     with contextlib.redirect_stdout(io.StringIO()):
@@ -143,7 +145,7 @@ def shows(expected: list[str], actual: str) -> bool:
     return True
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if blocks(p, "console")])
+@pytest.mark.parametrize("page", [p for p in PAGES if blocks(p, "console") and p not in REGISTRY_PAGES])
 def test_console_examples_run_and_print_what_the_page_shows(page, workdir):
     commands = [step for code in blocks(page, "console") for step in transcript(code)]
     assert commands
@@ -167,11 +169,15 @@ def test_python_examples_pass_mypy_strict(tmp_path):
         code = blocks(page, "python")
         if not code:
             continue
-        head = "from pyspark.sql import SparkSession\nspark: SparkSession\n" if page in SPARK_PAGES | LIVE_PAGES else ""
+        spark_pages = SPARK_PAGES | LIVE_PAGES | REGISTRY_PAGES
+        head = "from pyspark.sql import SparkSession\nspark: SparkSession\n" if page in spark_pages else ""
         head += "bootstrap: str\n" if page in LIVE_PAGES else ""  # the page's first block names it
+        # the registry page's first block makes what its later ones use
+        later = ("from pykbatch.values import SchemaRegistry, decode_values\nvalues: list[bytes | None]\n"
+                 "registry: SchemaRegistry\n") if page in REGISTRY_PAGES else ""
         for i, block in enumerate(code):
             path = tmp_path / f"docs_{page[:-3].replace('-', '_')}_{i}.py"
-            path.write_text(head + block)
+            path.write_text(head + (later if i else "") + block)
             files.append(str(path))
     done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--config-file", str(ROOT / "pyproject.toml"),
                            "--no-incremental", "--follow-imports=silent", *files], cwd=tmp_path, capture_output=True, text=True, timeout=600,

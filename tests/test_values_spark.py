@@ -130,3 +130,32 @@ def test_the_live_source_decodes_values_with_the_registry(spark, schema_registry
     assert sorted(rows) == list(range(6))
     assert [rows[k].value_decoded.i for k in (0, 1, 2, 3, 5)] == [zoo_records(6)[k]["i"] for k in (0, 1, 2, 3, 5)]
     assert rows[4].value_decoded is None and rows[4].value_culprit.rule == "value.schema_framing"
+
+
+def test_the_values_page_runs(spark, schema_registry, tmp_path, monkeypatch):
+    """docs/values.md's examples, in order, against the session's registry (its
+    "http://localhost:8081" and "user:secret"), then its command on a segment of those values."""
+    import contextlib
+    import io
+
+    from pykbatch import build_batch
+    from tests.test_docs import blocks, transcript
+    user_info = schema_registry.config["basic.auth.user.info"]
+    namespace: dict = {"__name__": "docs_values", "spark": spark}
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        for code in blocks("values.md", "python"):
+            code = code.replace("http://localhost:8081", schema_registry.url).replace("user:secret", user_info)
+            exec(compile(code, "docs/values.md", "exec"), namespace)
+    assert "value.schema_framing" in out.getvalue() and "'item': 'tea'" in out.getvalue()
+    assert namespace["as_reader"].values.to_pylist()[0] == {"id": 1, "qty": 1}
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "orders-0").mkdir()
+    (tmp_path / "orders-0" / "00000000000000000000.log").write_bytes(
+        build_batch([{"value": v} for v in namespace["values"]]))
+    (tmp_path / "registry.properties").write_text(f"url={schema_registry.url}\nbasic.auth.user.info={user_info}\n")
+    [(command, _)] = transcript(blocks("values.md", "console")[0])
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert 'payload: {"id":1,"item":"tea","note":null}' in done.stdout
+    assert "payload: <value.schema_framing (87) at byte 0:" in done.stdout
