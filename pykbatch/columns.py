@@ -153,10 +153,11 @@ def avro_map(values: pa.DataType) -> pa.DataType:
 
 
 VALUE_CULPRIT = pa.struct([
-    ("row", pa.int64()), ("column", pa.string()), ("schema_id", pa.int64()), ("rule", pa.string()),
+    ("row", pa.int64()), ("column", pa.string()), ("schema_id", pa.string()), ("rule", pa.string()),
     ("code", pa.int16()), ("position", pa.int64()), ("message", pa.string()),
 ])
-"""A value (or key) that could not be read as its schema says: its row, the rule, the byte."""
+"""A value (or key) that could not be read as its schema says: its row, the rule, the byte
+(``schema_id``: a registry's id as text, or an AWS Glue schema version's UUID)."""
 
 # Protobuf's scalar field types (FieldDescriptorProto.Type numbers, descriptor.proto) as Arrow
 # types; enums are their value names, messages structs (pykbatch/values/protobuf_values.py).

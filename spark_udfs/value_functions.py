@@ -106,7 +106,7 @@ def _result(decoded, mode: str, with_culprits: bool):
     by_row = {c.row: c for c in decoded.culprits}
     rows = [None] * n
     for r, c in by_row.items():
-        rows[r] = {"schema_id": c.schema_id, "rule": c.rule, "code": c.code, "position": c.position, "message": c.message}
+        rows[r] = {"schema_id": None if c.schema_id is None else str(c.schema_id), "rule": c.rule, "code": c.code, "position": c.position, "message": c.message}
     return pa.StructArray.from_arrays([values, pa.array(rows, culprit)], names=["value", "culprit"])
 
 

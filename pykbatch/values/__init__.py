@@ -9,11 +9,13 @@ every value that cannot be read a ``ValueCulprit`` (its row, rule and byte).
 """
 from pykbatch.values.avro_schema import SchemaError
 from pykbatch.values.decode import DecodedValues, ValueCulprit, decode_avro, decode_values
+from pykbatch.values.glue import GlueSchemaRegistry
 from pykbatch.values.registry import (
     RegisteredSchema, RegistryAuthError, RegistryError, RegistryUnavailable, SchemaMap, SchemaReference,
     SchemaRegistry,
 )
 
 __all__ = ["decode_values", "decode_avro", "DecodedValues", "ValueCulprit", "SchemaRegistry", "SchemaMap",
+           "GlueSchemaRegistry",
            "RegisteredSchema", "SchemaReference", "RegistryError", "RegistryAuthError", "RegistryUnavailable",
            "SchemaError"]

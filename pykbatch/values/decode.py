@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from zlib import error as zlib_error
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -30,7 +31,7 @@ class ValueCulprit(NamedTuple):
     """One value that could not be read as its schema says."""
     row: int
     column: str
-    schema_id: int | None
+    schema_id: int | str | None  # a registry's id, or (Glue) a schema version's UUID
     rule: str
     code: int
     position: int | None
@@ -54,7 +55,8 @@ class DecodedValues:
         return np.array([c.row for c in self.culprits], np.int64)
 
     def culprits_table(self) -> pa.Table:
-        return pa.Table.from_pylist([c._asdict() for c in self.culprits], schema=pa.schema(list(columns.VALUE_CULPRIT)))
+        rows = [{**c._asdict(), "schema_id": None if c.schema_id is None else str(c.schema_id)} for c in self.culprits]
+        return pa.Table.from_pylist(rows, schema=pa.schema(list(columns.VALUE_CULPRIT)))
 
     def __repr__(self) -> str:
         return f"<DecodedValues {len(self.values)} rows, {len(self.culprits)} culprits, {self.values.type}>"
@@ -164,23 +166,31 @@ def decode_values(data, registry=None, *, column: str = "value", reader_schema=N
     message (Protobuf's own compatibility); JSON values are checked against their writer's schema.
     ``column``: which column of a table (``"key"`` for keys).  A value followed by bytes its
     schema does not read is a culprit (``value.trailing_bytes``) unless ``allow_trailing``."""
-    if framing not in ("confluent",):
-        raise ValueError(f"framing {framing!r}: decode_values reads the Confluent framing")
-    registry = as_registry(registry)
+    if framing not in ("confluent", "glue"):
+        raise ValueError(f"framing {framing!r}: 'confluent' (magic byte 0, schema id) or 'glue' (AWS Glue)")
+    registry = as_registry(registry) if framing == "confluent" else registry
     if registry is None:
-        raise ValueError("decode_values needs a registry (a SchemaRegistry, its URL, or {schema_id: schema})")
+        raise ValueError("decode_values needs a registry (a SchemaRegistry, its URL, or {schema_id: schema}; "
+                         "for Glue a GlueSchemaRegistry)")
     arr = binary_column(data, column)
     ids, payloads, frame_rules, frame_pos, frame_args = _native.read_frames(arr, framing)
     culprits: list[ValueCulprit] = []
     for row in np.flatnonzero(frame_rules > 0):
         culprits.append(_fault_culprit(int(row), column, None, int(frame_rules[row]), int(frame_pos[row]), frame_args[row]))
     framed = frame_rules == 0
-    framed_ids = ids[framed]
-    # one schema id for the whole column is the common case: no sort for it
-    distinct = framed_ids[:1] if len(framed_ids) and (framed_ids == framed_ids[0]).all() else np.unique(framed_ids)
-    registered = {sid: registry.schema(sid) for sid in distinct.tolist()}
+    labels = None
+    if framing == "glue":
+        from pykbatch.values import glue
+        arr, framed = _inflate_glue(arr, framed, column, culprits)
+        ids, labels = glue.frame_ids(arr, framed)
+        registered = {sid: registry.schema_version(u) for sid, u in enumerate(labels)}
+    else:
+        framed_ids = ids[framed]
+        # one schema id for the whole column is the common case: no sort for it
+        distinct = framed_ids[:1] if len(framed_ids) and (framed_ids == framed_ids[0]).all() else np.unique(framed_ids)
+        registered = {sid: registry.schema(sid) for sid in distinct.tolist()}
     reader = _reader_schema(reader_schema, registry, subject, registered)
-    frames = _Frames(arr, ids, payloads, framed, column, registry, registered)
+    frames = _Frames(arr, ids, payloads, framed, column, registry, registered, labels)
     if reader is not None and reader.schema_type == "PROTOBUF":
         values = _decode_protobuf(frames, reader, culprits)
     elif reader is not None and reader.schema_type == "JSON":
@@ -188,7 +198,27 @@ def decode_values(data, registry=None, *, column: str = "value", reader_schema=N
     else:
         values = _decode_avro_framed(frames, reader, culprits, allow_trailing)
     culprits.sort(key=lambda c: c.row)
-    return DecodedValues(values, _ids_array(ids, framed), culprits, reader.schema if reader is not None else None)
+    schema_ids = _ids_array(ids, framed) if labels is None else \
+        pa.array([labels[i] if f else None for i, f in zip(ids.tolist(), framed.tolist())], pa.string())
+    return DecodedValues(values, schema_ids, culprits, reader.schema if reader is not None else None)
+
+
+def _inflate_glue(arr: pa.Array, framed: np.ndarray, column: str, culprits: list) -> tuple[pa.Array, np.ndarray]:
+    """Glue's zlib-compressed values inflated (and reframed uncompressed); one that does not
+    inflate is a culprit."""
+    from pykbatch.values import glue
+    rows = glue.compressed_rows(arr, framed)
+    if not len(rows):
+        return arr, framed
+    values = arr.to_pylist()
+    framed = framed.copy()
+    for row in rows.tolist():
+        try:
+            values[row] = glue.inflate(values[row])
+        except (ValueError, zlib_error) as e:
+            culprits.append(_rule_culprit(row, column, None, "value.compressed_invalid", str(e), glue.HEADER))
+            framed[row] = False
+    return pa.array(values, pa.binary()), framed
 
 
 @dataclass
@@ -201,17 +231,22 @@ class _Frames:
     column: str
     registry: Any
     registered: dict
+    labels: list | None = None  # Glue: the schema version UUID of each small id
+
+    def label(self, sid: int):
+        """How a culprit names a schema: its id, or (Glue) its version's UUID."""
+        return self.labels[sid] if self.labels is not None else sid
 
     def unknown(self, sid: int) -> tuple[str, str] | None:
         if self.registered.get(sid) is None:
-            return "value.schema_unknown", f"the registry at {self.registry.url} has no schema {sid}"
+            return "value.schema_unknown", f"the registry at {self.registry.url} has no schema {self.label(sid)}"
         return None
 
     def refuse_rows(self, refused: dict[int, tuple[str, str]], culprits: list, rows=None) -> None:
         for row in np.flatnonzero(self.framed) if rows is None else rows:
             sid = int(self.ids[row])
             if sid in refused:
-                culprits.append(_rule_culprit(int(row), self.column, sid, *refused[sid], 1))
+                culprits.append(_rule_culprit(int(row), self.column, self.label(sid), *refused[sid], 1))
 
 
 def _decode_avro_framed(frames: _Frames, reader_rs: RegisteredSchema | None, culprits: list,
@@ -262,7 +297,7 @@ def _decode_avro_framed(frames: _Frames, reader_rs: RegisteredSchema | None, cul
         reason = None
         if RULES[rules[row]].id == "value.schema_mismatch":
             reason = programs[which[row]].mismatch_reason(int(args[row][0]), int(args[row][1]))
-        culprits.append(_fault_culprit(int(row), frames.column, int(ids[row]), int(rules[row]), int(positions[row]),
+        culprits.append(_fault_culprit(int(row), frames.column, frames.label(int(ids[row])), int(rules[row]), int(positions[row]),
                                        args[row], reason))
     return layout_array(layout, cols)
 
@@ -287,13 +322,13 @@ def _decode_protobuf(frames: _Frames, reader_rs: RegisteredSchema, culprits: lis
     for row in np.flatnonzero(frames.framed):
         sid = int(frames.ids[row])
         if sid in refused:
-            culprits.append(_rule_culprit(int(row), frames.column, sid, *refused[sid], 1))
+            culprits.append(_rule_culprit(int(row), frames.column, frames.label(sid), *refused[sid], 1))
             continue
         value = values[row]
         try:
             _, start, indexes = _native.read_frame(value, "confluent-protobuf")
         except errors_KafkaDataError as e:
-            culprits.append(ValueCulprit(int(row), frames.column, sid, e.rule, e.code, e.offset, str(e)))
+            culprits.append(ValueCulprit(int(row), frames.column, frames.label(sid), e.rule, e.code, e.offset, str(e)))
             continue
         try:
             writer_desc = pb.message_at(pb.file_descriptor(frames.registered[sid], frames.registry), indexes)
@@ -301,7 +336,7 @@ def _decode_protobuf(frames: _Frames, reader_rs: RegisteredSchema, culprits: lis
                 raise ValueError(f"the value is a {writer_desc.full_name}, the reader reads {reader_desc.full_name}")
             rows[row] = pb.to_row(cls.FromString(value[start:]))
         except (DecodeError, ValueError) as e:
-            culprits.append(_rule_culprit(int(row), frames.column, sid, "value.protobuf_invalid", str(e) or "does not parse",
+            culprits.append(_rule_culprit(int(row), frames.column, frames.label(sid), "value.protobuf_invalid", str(e) or "does not parse",
                                           start, message=reader_desc.full_name))
     return pa.array(rows, t)
 
@@ -336,23 +371,23 @@ def _decode_json(frames: _Frames, reader_rs: RegisteredSchema, culprits: list) -
     for row in np.flatnonzero(frames.framed):
         sid = int(frames.ids[row])
         if sid in refused:
-            culprits.append(_rule_culprit(int(row), frames.column, sid, *refused[sid], 1))
+            culprits.append(_rule_culprit(int(row), frames.column, frames.label(sid), *refused[sid], 1))
             continue
         start = int(frames.payloads[row])
         try:
             doc = json.loads(values[row][start:])
         except ValueError as e:
-            culprits.append(_rule_culprit(int(row), frames.column, sid, "value.json_invalid", str(e), start))
+            culprits.append(_rule_culprit(int(row), frames.column, frames.label(sid), "value.json_invalid", str(e), start))
             continue
         error = next(iter(js.validator(frames.registered[sid].schema).iter_errors(doc)), None)
         if error is not None:
             path = "$" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-            culprits.append(_rule_culprit(int(row), frames.column, sid, "value.json_schema", error.message, start, path=path))
+            culprits.append(_rule_culprit(int(row), frames.column, frames.label(sid), "value.json_schema", error.message, start, path=path))
             continue
         try:
             rows[row] = js.to_row(doc, t)
         except ValueError as e:
-            culprits.append(_rule_culprit(int(row), frames.column, sid, "value.json_schema",
+            culprits.append(_rule_culprit(int(row), frames.column, frames.label(sid), "value.json_schema",
                                           f"{e} (the reader's schema)", start, path="$"))
     return pa.array(rows, t)
 
@@ -416,8 +451,8 @@ def _reader_schema(reader_schema, registry, subject, registered) -> RegisteredSc
         if rs is None:
             raise ValueError(f"subject {subject!r} has no versions in the registry at {registry.url}")
         return rs
-    known = [sid for sid, rs in registered.items() if rs is not None]
-    return registered[max(known)] if known else None
+    known = [sid for sid, rs in registered.items() if rs is not None]  # the newest: by version, then id
+    return registered[max(known, key=lambda sid: (registered[sid].version or 0, sid))] if known else None
 
 
 def _ids_array(ids: np.ndarray, framed: np.ndarray) -> pa.Array:
