@@ -132,9 +132,10 @@ def spark_side(args) -> None:
         return args.records / (time.perf_counter() - t0)
     from pyspark.sql.functions import arrow_udf
 
-    @arrow_udf("binary")
-    def identity(value: pa.Array) -> pa.Array:  # the Python-worker round trip alone: the ceiling of any Arrow UDF
+    def identity(value):  # the Python-worker round trip alone: the ceiling of any Arrow UDF
         return value
+    identity.__annotations__ = {"value": pa.Array, "return": pa.Array}  # objects: PySpark reads them
+    identity = arrow_udf("binary")(identity)
 
     def run_plain(col):
         t0 = time.perf_counter()

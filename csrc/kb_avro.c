@@ -292,7 +292,8 @@ static int put_bytes(reader *r, int32_t ci, const uint8_t *s, int64_t n)
             return KB_AVRO_NO_MEMORY;
         col->data_cap = cap;
     }
-    memcpy(col->data + col->bytes, s, (size_t)n);
+    if (n > 0) /* an empty string may come before the data buffer exists */
+        memcpy(col->data + col->bytes, s, (size_t)n);
     col->bytes += n;
     col->offsets[col->length + 1] = (int32_t)col->bytes;
     valid_entry(col);
