@@ -4,6 +4,7 @@ the same values in one run, on one core.
 
     python benchmarks/schema_values.py [--records 1000000] [--repeats 5] [--registry URL]
     python benchmarks/schema_values.py --spark [--records 2000000]   # kbatch_from_avro vs Spark's from_avro
+    python benchmarks/schema_values.py --spark-source                # a segment read and decoded, both ways
 
 The record is Nexmark's bid (7 fields, ~70 bytes of Avro: tests/avro_zoo.BID), serialized by
 confluent-kafka's ``AvroSerializer`` against a real registry (the test harness's Apicurio,
@@ -157,6 +158,56 @@ def spark_side(args) -> None:
     spark.stop()
 
 
+def spark_source_side(args) -> None:
+    """Reading a partition's segments and decoding its values, end to end: the kafka-segment source
+    then Spark's from_avro on the datum after the 5-byte framing, against the same source decoding
+    with valueDecoder=confluent where it reads each batch (no second trip through Python)."""
+    from pykbatch import build_batch
+    from spark_udfs.session import quiet_session
+    from tests import kafka_tools
+    registry, config = start_registry()
+    try:
+        values = serialize(args.records, config)
+        part = Path(tempfile.mkdtemp(prefix="bench-avro-segment-")) / "bench-bids-0"
+        part.mkdir()
+        with open(part / "00000000000000000000.log", "wb") as out:
+            for start in range(0, len(values), 2000):
+                out.write(build_batch([{"value": v} for v in values[start:start + 2000]], base_offset=start))
+        spark = quiet_session("local[2]", "bench-avro-source", **{"spark.jars": kafka_tools.spark_jars("spark-avro")})
+        from pyspark.sql.avro.functions import from_avro
+        from pyspark.sql.functions import expr
+        schema = json.dumps(BID)
+
+        def theirs():
+            return (spark.read.format("kafka-segment").load(str(part))
+                    .select(from_avro(expr("substring(value, 6)"), schema).alias("v")).select("v.*"))
+
+        def ours():
+            reader = spark.read.format("kafka-segment").option("valueDecoder", "confluent") \
+                .option("valueSubject", "bench-bids-value")
+            for k, v in config.items():
+                reader = reader.option(f"schema.registry.{k}", v)
+            return reader.load(str(part)).select("value_decoded.*")
+
+        def run(make):
+            t0 = time.perf_counter()
+            make().write.format("noop").mode("overwrite").save()
+            return args.records / (time.perf_counter() - t0)
+        run(ours), run(theirs)
+        a, b = [], []
+        for _ in range(args.repeats):
+            a.append(run(theirs))
+            b.append(run(ours))
+        s, o = statistics.median(a), statistics.median(b)
+        print(f"Spark local[2], {args.records} framed bids in one segment, kafka-segment, noop sink, repeats {args.repeats}")
+        print(f"  kafka-segment + from_avro(substring(value, 6))  {s / 1e6:.3f} M rows/s   (runs: {', '.join(f'{x / 1e6:.3f}' for x in a)})")
+        print(f"  kafka-segment valueDecoder=confluent            {o / 1e6:.3f} M rows/s   (runs: {', '.join(f'{x / 1e6:.3f}' for x in b)})")
+        print(f"  ratio: {o / s:.2f}x")
+        spark.stop()
+    finally:
+        registry.stop()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--records", type=int, default=1_000_000)
@@ -164,8 +215,12 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--registry", help="a Confluent-compatible registry URL (default: start the harness's)")
     p.add_argument("--spark", action="store_true", help="kbatch_from_avro vs Spark's from_avro instead")
+    p.add_argument("--spark-source", action="store_true",
+                   help="a segment read and decoded: kafka-segment + from_avro vs kafka-segment valueDecoder=confluent")
     args = p.parse_args()
-    if args.spark:
+    if args.spark_source:
+        spark_source_side(args)
+    elif args.spark:
         spark_side(args)
     else:
         python_side(args)

@@ -242,6 +242,26 @@ class _Frames:
             return "value.schema_unknown", f"the registry at {self.registry.url} has no schema {self.label(sid)}"
         return None
 
+    def refusals(self, schema_type: str) -> dict[int, tuple[str, str]]:
+        """The ids whose values a ``schema_type`` reader cannot read: unknown, or of another type."""
+        out = {}
+        for sid, rs in self.registered.items():
+            why = self.unknown(sid)
+            if why is None and rs.schema_type != schema_type:
+                why = ("value.schema_mismatch", f"it is a {rs.schema_type} schema and the reader's is {schema_type}")
+            if why is not None:
+                out[sid] = why
+        return out
+
+    def rows_to_read(self, refused: dict[int, tuple[str, str]], culprits: list):
+        """``(row, id)`` of each framed value whose schema can be had; the others become culprits."""
+        for row in np.flatnonzero(self.framed).tolist():
+            sid = int(self.ids[row])
+            if sid in refused:
+                culprits.append(_rule_culprit(row, self.column, self.label(sid), *refused[sid], 1))
+            else:
+                yield row, sid
+
     def refuse_rows(self, refused: dict[int, tuple[str, str]], culprits: list, rows=None) -> None:
         for row in np.flatnonzero(self.framed) if rows is None else rows:
             sid = int(self.ids[row])
@@ -252,19 +272,14 @@ class _Frames:
 def _decode_avro_framed(frames: _Frames, reader_rs: RegisteredSchema | None, culprits: list,
                         allow_trailing: bool) -> pa.Array:
     n = len(frames.arr)
-    refused: dict[int, tuple[str, str]] = {}
+    refused = frames.refusals("AVRO")
     writers: dict[int, AvroType] = {}
     for sid, rs in frames.registered.items():
-        why = frames.unknown(sid)
-        if why is None and rs.schema_type != "AVRO":
-            why = ("value.schema_mismatch", f"it is a {rs.schema_type} schema and the reader's is Avro")
-        if why is None:
+        if sid not in refused:
             try:
                 writers[sid] = parse_registered(rs, frames.registry)
             except SchemaError as e:
-                why = ("value.schema_mismatch", f"the registry's schema {sid} is not valid Avro: {e}")
-        if why is not None:
-            refused[sid] = why
+                refused[sid] = ("value.schema_mismatch", f"the registry's schema {frames.label(sid)} is not valid Avro: {e}")
     if reader_rs is None:  # nothing decodable and no reader named: a column of nulls
         frames.refuse_rows(refused, culprits)
         return pa.nulls(n)
@@ -312,18 +327,8 @@ def _decode_protobuf(frames: _Frames, reader_rs: RegisteredSchema, culprits: lis
     reader_desc = pb.message_at(fd, _reader_message_path(frames, values, reader_rs))
     cls = message_factory.GetMessageClass(reader_desc)
     t = pb.arrow_type(reader_desc)
-    refused = {}
-    for sid, rs in frames.registered.items():
-        why = frames.unknown(sid) or (None if rs.schema_type == "PROTOBUF" else
-                                      ("value.schema_mismatch", f"it is a {rs.schema_type} schema and the reader's is Protobuf"))
-        if why:
-            refused[sid] = why
     rows: list = [None] * len(frames.arr)
-    for row in np.flatnonzero(frames.framed):
-        sid = int(frames.ids[row])
-        if sid in refused:
-            culprits.append(_rule_culprit(int(row), frames.column, frames.label(sid), *refused[sid], 1))
-            continue
+    for row, sid in frames.rows_to_read(frames.refusals("PROTOBUF"), culprits):
         value = values[row]
         try:
             _, start, indexes = _native.read_frame(value, "confluent-protobuf")
@@ -360,19 +365,9 @@ def _decode_json(frames: _Frames, reader_rs: RegisteredSchema, culprits: list) -
 
     from pykbatch.values import json_values as js
     t = js.arrow_type(js.parse_schema(reader_rs.schema))
-    refused = {}
-    for sid, rs in frames.registered.items():
-        why = frames.unknown(sid) or (None if rs.schema_type == "JSON" else
-                                      ("value.schema_mismatch", f"it is a {rs.schema_type} schema and the reader's is JSON"))
-        if why:
-            refused[sid] = why
     rows: list = [None] * len(frames.arr)
     values = frames.arr.to_pylist()
-    for row in np.flatnonzero(frames.framed):
-        sid = int(frames.ids[row])
-        if sid in refused:
-            culprits.append(_rule_culprit(int(row), frames.column, frames.label(sid), *refused[sid], 1))
-            continue
+    for row, sid in frames.rows_to_read(frames.refusals("JSON"), culprits):
         start = int(frames.payloads[row])
         try:
             doc = json.loads(values[row][start:])
