@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from dataclasses import dataclass, field
 
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
@@ -222,9 +223,16 @@ def canonical_form(t: AvroType, _seen: set | None = None) -> str:
     return head + ',"fields":[' + fields + "]}"
 
 
+_FINGERPRINTS: "weakref.WeakKeyDictionary[AvroType, str]" = weakref.WeakKeyDictionary()
+
+
 def fingerprint(t: AvroType) -> str:
-    """SHA-256 of the canonical form plus the logical annotations (which change the Arrow type)."""
-    return hashlib.sha256((canonical_form(t) + "|" + _logicals(t)).encode()).hexdigest()
+    """SHA-256 of the canonical form plus the logical annotations (which change the Arrow type);
+    computed once a parsed schema (the decoder asks for it every call)."""
+    found = _FINGERPRINTS.get(t)
+    if found is None:
+        found = _FINGERPRINTS[t] = hashlib.sha256((canonical_form(t) + "|" + _logicals(t)).encode()).hexdigest()
+    return found
 
 
 def _logicals(t: AvroType, depth: int = 0) -> str:
