@@ -290,6 +290,8 @@ def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, par
         out.write(batch_line(b, valid) + "\n")
         problems += not valid
         if deep:
+            if hasattr(parser, "begin_batch"):  # a parser that decodes a batch's values as one column
+                parser.begin_batch(b)
             try:
                 for r in b:
                     if last_offset is not None and r.offset != last_offset + 1:
@@ -453,6 +455,8 @@ def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, li
                 problems += not obj["is_valid"]
                 records = None
                 if deep:
+                    if hasattr(parser, "begin_batch"):
+                        parser.begin_batch(b)
                     try:
                         records = [record_object(b, r, print_data=print_data, parser=parser, where=where) for r in b]
                     except KafkaDataError as exc:  # in place of the records; the next batch goes on

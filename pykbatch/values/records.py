@@ -8,6 +8,7 @@ import datetime
 import decimal
 import json
 
+from pykbatch.errors import KafkaDataError
 from pykbatch.values.decode import ValueCulprit, decode_values
 from pykbatch.values.registry import as_registry
 
@@ -37,18 +38,38 @@ class RegistryParser:
         self.keys, self.values = keys, values
         self.culprits: list[ValueCulprit] = []
         self.offsets: list[int] = []
+        self._texts: dict[tuple[str, int], str | None] = {}  # this batch's, decoded as a column
+
+    def begin_batch(self, batch) -> None:
+        """Decodes a batch's keys and values a column at a time (the dump calls this before its
+        records; a batch whose records do not read is left to the record-by-record path)."""
+        self._texts = {}
+        try:
+            records = list(batch)
+        except KafkaDataError:  # the dump reports the batch; its records are decoded one by one if at all
+            return
+        for column, wanted in (("key", self.keys), ("value", self.values)):
+            if wanted:
+                data = [getattr(r, column) for r in records]
+                texts = self._decode(data, column, [r.offset for r in records])
+                self._texts.update({(column, r.offset): t for r, t in zip(records, texts)})
+
+    def _decode(self, data: list, column: str, offsets: list[int]) -> list[str | None]:
+        got = decode_values(data, self.registry, column=column)
+        out = [None if v is None else json.dumps(_plain(v), ensure_ascii=False, separators=(",", ":"))
+               for v in got.values.to_pylist(maps_as_pydicts="lossy")]
+        for c in got.culprits:
+            self.culprits.append(c)
+            self.offsets.append(offsets[c.row])
+            out[c.row] = f"<{c.rule} ({c.code}) at byte {c.position}: {c.message}>"
+        return out
 
     def decode(self, data: bytes | None, column: str, offset: int) -> str | None:
         if data is None:
             return None
-        got = decode_values([data], self.registry, column=column)
-        if got.culprits:
-            c = got.culprits[0]
-            self.culprits.append(c)
-            self.offsets.append(offset)
-            return f"<{c.rule} ({c.code}) at byte {c.position}: {c.message}>"
-        return json.dumps(_plain(got.values.to_pylist(maps_as_pydicts="lossy")[0]), ensure_ascii=False,
-                          separators=(",", ":"))
+        if (column, offset) in self._texts:
+            return self._texts.pop((column, offset))
+        return self._decode([data], column, [offset])[0]
 
     def __call__(self, r):
         key = self.decode(r.key, "key", r.offset) if self.keys else (None if r.key is None else r.key.decode("utf-8", "replace"))
