@@ -160,6 +160,8 @@ def data_source_class():
             self.split_bytes = int(options.get("splitBytes", 64 * 1024 * 1024))
             self.ranges = Ranges.from_options(options)
             self.window_bytes = int(options.get("windowBytes", WINDOW_BYTES))
+            # the reader schemas, fetched once here on the driver (not per split on the executors)
+            self.decodings = [] if self.decode else value_columns.decodings(options)
 
         def partitions(self):
             if self.tiered:
@@ -175,9 +177,8 @@ def data_source_class():
             return splits or [SegmentSplit(None, "", -1, 0, 0)]
 
         def read(self, split):
-            decs = value_columns.decodings(self.options)
             batches = self._read(split)
-            return value_columns.decode_batches(batches, decs) if decs and not self.decode else batches
+            return value_columns.decode_batches(batches, self.decodings) if self.decodings else batches
 
         def _read(self, split):
             if isinstance(split, TieredInput):

@@ -11,6 +11,7 @@ Options (names case-insensitive): ``valueDecoder`` / ``keyDecoder`` = ``confluen
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -67,14 +68,16 @@ class ColumnDecoding:
             reader = latest.schema
         return cls(side, tuple(sorted((k.lower(), v) for k, v in registry.items())), reader)
 
-    def fields(self) -> list[pa.Field]:
+    @functools.cached_property
+    def fields(self) -> tuple[pa.Field, pa.Field]:
+        """``<side>_decoded`` (the reader schema's Spark-compatible type) and ``<side>_culprit``."""
         from pykbatch.values.decode import _as_avro, _layout
         from spark_udfs.value_functions import _culprit_struct, spark_compatible
         arrow_type = _layout(_as_avro(self.reader_schema)).arrow_type
-        decoded_type = spark_compatible(pa.nulls(0, arrow_type)).type if not pa.types.is_union(arrow_type) else None
-        if decoded_type is None:
+        if pa.types.is_union(arrow_type):
             raise ValueError("a reader schema whose top level is a union: decode with kbatch_from_confluent")
-        return [pa.field(f"{self.side}_decoded", decoded_type), pa.field(f"{self.side}_culprit", _culprit_struct())]
+        decoded_type = spark_compatible(pa.nulls(0, arrow_type)).type
+        return pa.field(f"{self.side}_decoded", decoded_type), pa.field(f"{self.side}_culprit", _culprit_struct())
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         from pykbatch.values import SchemaRegistry, decode_values
@@ -82,8 +85,9 @@ class ColumnDecoding:
         registry = SchemaRegistry.from_config(dict(self.registry))  # the executor's process-wide cache
         decoded = decode_values(batch.column(self.side), registry, column=self.side, reader_schema=self.reader_schema)
         both = _result(decoded, "PERMISSIVE", True)
+        decoded_field, culprit_field = self.fields
         return pa.RecordBatch.from_arrays([*batch.columns, both.field("value"), both.field("culprit")],
-                                          schema=batch.schema.append(self.fields()[0]).append(self.fields()[1]))
+                                          schema=batch.schema.append(decoded_field).append(culprit_field))
 
 
 def decodings(options: Mapping[str, Any]) -> list[ColumnDecoding]:
@@ -94,7 +98,7 @@ def extend_schema(schema: pa.Schema, decs: list[ColumnDecoding]) -> pa.Schema:
     for d in decs:
         if d.side not in schema.names:
             raise ValueError(f"{d.side}Decoder: the source's rows have no {d.side} column in this mode")
-        for f in d.fields():
+        for f in d.fields:
             schema = schema.append(f)
     return schema
 

@@ -101,13 +101,20 @@ def _result(decoded, mode: str, with_culprits: bool):
     values = spark_compatible(decoded.values)
     if not with_culprits:
         return values
-    n = len(values)
-    culprit = _culprit_struct()
-    by_row = {c.row: c for c in decoded.culprits}
-    rows = [None] * n
-    for r, c in by_row.items():
-        rows[r] = {"schema_id": None if c.schema_id is None else str(c.schema_id), "rule": c.rule, "code": c.code, "position": c.position, "message": c.message}
-    return pa.StructArray.from_arrays([values, pa.array(rows, culprit)], names=["value", "culprit"])
+    return pa.StructArray.from_arrays([values, _culprit_column(decoded, len(values))], names=["value", "culprit"])
+
+
+def _culprit_column(decoded, n: int):
+    """Each row's culprit as a struct, null where the value was read (culprits taken into place by
+    their rows: no Python object a row)."""
+    import numpy as np
+    import pyarrow as pa
+    table = decoded.culprits_table()
+    fields = list(_culprit_struct())
+    culprits = pa.StructArray.from_arrays([table.column(f.name).combine_chunks() for f in fields], fields=fields)
+    place = np.full(n, -1, np.int64)
+    place[np.asarray(table.column("row"), np.int64)] = np.arange(table.num_rows)
+    return culprits.take(pa.array(place, mask=place < 0))
 
 
 def _mode(options: Mapping[str, Any]) -> str:

@@ -122,6 +122,17 @@ def test_transactions_commit_without_their_poison_records(kafka_broker):
     assert len(consume_all(bootstrap, topic, 33)) == 33  # read_uncommitted sees the aborted ones too
 
 
+def abort_then_commit(p, topic: str, value: bytes) -> None:
+    """An abortable transaction: its commit refuses, the abort works, and the next transaction
+    commits ``value``."""
+    with pytest.raises(TransactionAbortableError):
+        p.commit_transaction()
+    p.abort_transaction()
+    p.begin_transaction()
+    p.produce([{"key": b"k", "value": value}], topic=topic)
+    p.commit_transaction()
+
+
 def test_a_failed_record_makes_the_transaction_abortable(kafka_broker):
     """errors.tolerance=none inside a transaction: the culprit fails, the commit refuses
     (abortable), the abort works and the producer goes on."""
@@ -133,12 +144,7 @@ def test_a_failed_record_makes_the_transaction_abortable(kafka_broker):
         p.begin_transaction()
         with pytest.raises(Exception):
             p.produce(poisoned("nokey", n=10), topic=topic)
-        with pytest.raises(TransactionAbortableError):
-            p.commit_transaction()
-        p.abort_transaction()
-        p.begin_transaction()
-        p.produce([{"key": b"k", "value": b"after-abort"}], topic=topic)
-        p.commit_transaction()
+        abort_then_commit(p, topic, b"after-abort")
     assert [v for *_, v, _, _ in consume_all(bootstrap, topic, 1, read_committed=True)] == [b"after-abort"]
 
 
@@ -187,10 +193,5 @@ def test_a_timed_out_transaction_is_abortable_and_recovers(kafka_broker):
         time.sleep(4)
         with pytest.raises(Exception):
             p.produce([{"key": b"k", "value": b"slow-2"}], topic=topic)
-        with pytest.raises(TransactionAbortableError):
-            p.commit_transaction()
-        p.abort_transaction()
-        p.begin_transaction()
-        p.produce([{"key": b"k", "value": b"fresh"}], topic=topic)
-        p.commit_transaction()
+        abort_then_commit(p, topic, b"fresh")
     assert [v for *_, v, _, _ in consume_all(bootstrap, topic, 1, read_committed=True)] == [b"fresh"]

@@ -288,13 +288,12 @@ def _decode_avro_framed(frames: _Frames, reader_rs: RegisteredSchema | None, cul
     index_of: dict[int, int] = {}
     for sid, w in writers.items():
         p = _program(w, layout)
-        if isinstance(p, SchemaError):
-            refused[sid] = ("value.schema_mismatch", str(p))
-        elif p.problems:
-            refused[sid] = ("value.schema_mismatch", "; ".join(p.problems))
+        why = _refusal(p)
+        if why is not None:
+            refused[sid] = ("value.schema_mismatch", why)
         else:
             index_of[sid] = len(programs)
-            programs.append(p)
+            programs.append(p)  # type: ignore[arg-type]
     ids, framed = frames.ids, frames.framed
     which = np.full(n, -1, np.int32)
     if len(index_of) == 1 and len(frames.registered) == 1:
@@ -306,15 +305,30 @@ def _decode_avro_framed(frames: _Frames, reader_rs: RegisteredSchema | None, cul
         hit = framed & (keys[at] == ids)
         which[hit] = slots[at[hit]]
     frames.refuse_rows(refused, culprits, np.flatnonzero(framed & (which < 0)))
-    cols = _native.AvroColumns(layout.specs, layout.column_children, layout.root.index, n)
-    rules, positions, args = _native.avro_decode(frames.arr, frames.payloads, which, programs, cols, allow_trailing)
-    for row in np.flatnonzero(rules):
+    return _run_avro(frames.arr, frames.payloads, which, programs, layout, allow_trailing, culprits, frames.column,
+                     lambda row: frames.label(int(ids[row])))
+
+
+def _run_avro(arr: pa.Array, payloads, which: np.ndarray, programs: list[Program], layout: Layout,
+              allow_trailing: bool, culprits: list, column: str, schema_of) -> pa.Array:
+    """The native decode of a column (row i by ``programs[which[i]]``, -1 a null), its faults as
+    culprits (``schema_of(row)``: how a culprit names the row's schema)."""
+    cols = _native.AvroColumns(layout.specs, layout.column_children, layout.root.index, len(arr))
+    rules, positions, args = _native.avro_decode(arr, payloads, which, programs, cols, allow_trailing)
+    for row in np.flatnonzero(rules).tolist():
         reason = None
         if RULES[rules[row]].id == "value.schema_mismatch":
             reason = programs[which[row]].mismatch_reason(int(args[row][0]), int(args[row][1]))
-        culprits.append(_fault_culprit(int(row), frames.column, frames.label(int(ids[row])), int(rules[row]), int(positions[row]),
-                                       args[row], reason))
+        culprits.append(_fault_culprit(row, column, schema_of(row), int(rules[row]), int(positions[row]), args[row],
+                                       reason))
     return layout_array(layout, cols)
+
+
+def _refusal(p: Program | SchemaError) -> str | None:
+    """Why a compiled program reads no datum at all (None: it reads them)."""
+    if isinstance(p, SchemaError):
+        return str(p)
+    return "; ".join(p.problems) if p.problems else None
 
 
 def _decode_protobuf(frames: _Frames, reader_rs: RegisteredSchema, culprits: list) -> pa.Array:
@@ -397,24 +411,17 @@ def decode_avro(data, schema, *, reader_schema=None, column: str = "value", allo
     layout = _layout(reader)
     p = _program(writer, layout)
     culprits: list[ValueCulprit] = []
-    if isinstance(p, SchemaError) or p.problems:
-        reason = str(p) if isinstance(p, SchemaError) else "; ".join(p.problems)
+    why = _refusal(p)
+    if why is not None:
         for row in np.flatnonzero(~np.asarray(arr.is_null())):
-            culprits.append(_rule_culprit(int(row), column, None, "value.schema_mismatch", reason, 0))
-        which = np.full(n, -1, np.int32)
-        programs = []
+            culprits.append(_rule_culprit(int(row), column, None, "value.schema_mismatch", why, 0))
+        which, programs = np.full(n, -1, np.int32), []
     else:
-        which = np.zeros(n, np.int32)
-        programs = [p]
-    cols = _native.AvroColumns(layout.specs, layout.column_children, layout.root.index, n)
-    rules, positions, args = _native.avro_decode(arr, np.zeros(n, np.int32), which, programs, cols, allow_trailing)
-    for row in np.flatnonzero(rules):
-        reason = None
-        if RULES[rules[row]].id == "value.schema_mismatch":
-            reason = p.mismatch_reason(int(args[row][0]), int(args[row][1]))
-        culprits.append(_fault_culprit(int(row), column, None, int(rules[row]), int(positions[row]), args[row], reason))
+        which, programs = np.zeros(n, np.int32), [p]
+    values = _run_avro(arr, np.zeros(n, np.int32), which, programs, layout, allow_trailing, culprits, column,
+                       lambda row: None)
     culprits.sort(key=lambda c: c.row)
-    return DecodedValues(layout_array(layout, cols), pa.nulls(n, pa.int64()), culprits, avro_schema.canonical_form(reader))
+    return DecodedValues(values, pa.nulls(n, pa.int64()), culprits, avro_schema.canonical_form(reader))
 
 
 def _as_avro(schema) -> AvroType:
