@@ -303,3 +303,26 @@ def test_dump_prints_values_as_their_schemas_say(schema_registry, tmp_path, caps
     assert status == 2 and "Traceback" not in capsys.readouterr().err
     assert main(["dump", "--files", str(log), "--value-decoder", "confluent"]) == 2
     assert "--schema-registry" in capsys.readouterr().err
+
+
+def test_dump_keeps_its_verdict_when_the_reader_goes_away(schema_registry, tmp_path):
+    """A culprit found before the reader stopped reading (| head) is still exit 1, not 0: the
+    batch's values are decoded before its records print."""
+    import subprocess
+    import sys
+
+    from pykbatch import build_batch
+    ser = avro_serializer(schema_registry, ZOO_V1)
+    values = [ser(r, context("dump-pipe")) for r in zoo_records(400)] + [b"not framed"]
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(build_batch([{"value": v} for v in values]))
+    props = tmp_path / "registry.properties"
+    props.write_text(f"url={schema_registry.url}\nbasic.auth.user.info={schema_registry.config['basic.auth.user.info']}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "pykbatch", "dump", "--files", str(log), "--value-decoder", "confluent",
+                             "--schema-registry-config", str(props), "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for _ in range(5):  # past the batch line: its values were decoded
+        proc.stdout.readline()
+    proc.stdout.close()  # as `| head -5` does
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 1 and b"Traceback" not in err

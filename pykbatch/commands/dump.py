@@ -78,7 +78,9 @@ def _registry_parser(args):
     if not props.get("url") and not props.get("schema.registry.url"):
         raise UsageError("--value-decoder confluent needs --schema-registry URL (or url= in --schema-registry-config)")
     try:
-        return RegistryParser(SchemaRegistry.from_config(props), keys=keys, values=values)
+        # a culprit found is the verdict at once: a reader that stops reading (| head) must not turn it into 0
+        return RegistryParser(SchemaRegistry.from_config(props), keys=keys, values=values,
+                              on_culprit=lambda: setattr(args, "verdict", DAMAGED))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 

@@ -33,9 +33,10 @@ class RegistryParser:
     JSON text; each value that cannot be read prints its culprit and is kept in ``culprits``
     (with the record's offset in ``offsets``)."""
 
-    def __init__(self, registry, keys: bool = False, values: bool = True):
+    def __init__(self, registry, keys: bool = False, values: bool = True, on_culprit=None):
         self.registry = as_registry(registry)
         self.keys, self.values = keys, values
+        self.on_culprit = on_culprit  # called as culprits are found (the command's verdict, before printing)
         self.culprits: list[ValueCulprit] = []
         self.offsets: list[int] = []
         self._texts: dict[tuple[str, int], str | None] = {}  # this batch's, decoded as a column
@@ -58,6 +59,8 @@ class RegistryParser:
         got = decode_values(data, self.registry, column=column)
         out = [None if v is None else json.dumps(_plain(v), ensure_ascii=False, separators=(",", ":"))
                for v in got.values.to_pylist(maps_as_pydicts="lossy")]
+        if got.culprits and self.on_culprit is not None:
+            self.on_culprit()
         for c in got.culprits:
             self.culprits.append(c)
             self.offsets.append(offsets[c.row])
