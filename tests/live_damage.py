@@ -63,6 +63,7 @@ class OnDisk:
     base_offset: int
     last_offset: int
     compression: str
+    is_control: bool = False
 
 
 def batches_on_disk(partition_dir: Path) -> list[OnDisk]:
@@ -70,7 +71,7 @@ def batches_on_disk(partition_dir: Path) -> list[OnDisk]:
     for log in sorted(partition_dir.glob("*.log")):
         data = log.read_bytes()
         for b in kb.iter_batches(data, verify_crc=False):
-            out.append(OnDisk(log, b.position, b.size, b.base_offset, b.last_offset, b.compression))
+            out.append(OnDisk(log, b.position, b.size, b.base_offset, b.last_offset, b.compression, b.is_control))
     return out
 
 

@@ -170,3 +170,88 @@ def test_secrets_never_show():
     with pytest.raises(SettingsError) as err:
         connection_kwargs({**props, "sasl.password": "hunter2", "typo.setting": "x"})
     assert "hunter2" not in str(err.value)
+
+
+# -- every offset accounted for: gaps, compaction and the ledger ------------------------------------
+def test_offsets_between_two_batches_are_a_named_skip_unless_the_topic_is_compacted():
+    data = batch(0) + batch(10)  # 5..9: no batch holds them
+    f = read_fetched(data, 0)
+    assert offsets(f) == [0, 1, 2, 3, 4, 10, 11, 12, 13, 14] and f.next_offset == 15
+    assert [(s.first_offset, s.last_offset, s.rule, s.code) for s in f.skips] == [(5, 9, "consumer.offset_gap", 2)]
+    assert f.spans == [(0, 4, "read"), (5, 9, "skipped"), (10, 14, "read")]
+    f = read_fetched(data, 0, compacted=True)
+    assert f.skips == [] and f.spans == [(0, 4, "read"), (5, 9, "compacted"), (10, 14, "read")]
+
+
+def test_a_fetch_answered_from_a_later_batch_leaves_the_range_to_the_reader():
+    f = read_fetched(batch(40) + batch(45), 27)
+    assert f.lead_gap == (27, 39) and f.skips == [] and offsets(f)[0] == 40
+    assert f.spans == [(40, 49, "read")] and f.next_offset == 50
+    f = read_fetched(batch(40), 27, compacted=True)
+    assert f.lead_gap is None and f.spans == [(27, 39, "compacted"), (40, 44, "read")]
+
+
+def random_log(rng):
+    """Batches of random sizes with random gaps, some records compacted out of a batch, control
+    batches and a damaged batch or two: what a fetch may hold."""
+    parts, base = [], rng.randrange(0, 50)
+    for _ in range(rng.randrange(1, 8)):
+        base += rng.choice((0, 0, 0, rng.randrange(1, 9)))
+        kind = rng.random()
+        if kind < 0.15:
+            parts.append(control(base, 9, COMMIT))
+            base += 1
+            continue
+        n = rng.randrange(1, 6)
+        b = batch(base, n)
+        if kind < 0.3:
+            b = bytearray(b)
+            b[-2] ^= 0x40  # a CRC mismatch
+            b = bytes(b)
+        parts.append(b)
+        base += n
+    return b"".join(parts)
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_every_fetched_offset_is_read_skipped_or_compacted_once(seed):
+    """Generated fetches (seed in the test id): the spans meet end to end from the fetch offset to
+    the next one, every delivered offset lies in a read span, and the ledger takes the step."""
+    from pykbatch.live.ledger import Ledger
+    rng = random.Random(seed)
+    data = random_log(rng)
+    first = next(iter(kb.iter_batches(data, verify_crc=False))).base_offset
+    fetch_offset = first + rng.randrange(0, 4)
+    cut = rng.randrange(len(data) // 2, len(data) + 1)
+    compacted = rng.random() < 0.3
+    f = read_fetched(data[:cut], fetch_offset, compacted=compacted)
+    ledger = Ledger("t", 0, fetch_offset)
+    if f.lead_gap is not None:
+        assert f.lead_gap[0] == fetch_offset and not compacted
+        ledger.skip(*f.lead_gap)
+    ledger.take(f.spans, offsets(f), f.next_offset)
+    assert ledger.next == f.next_offset
+    gap_skips = [s for s in f.skips if s.rule == "consumer.offset_gap"]
+    assert not (compacted and gap_skips)
+    assert ledger.delivered == f.table.num_rows
+
+
+def test_the_ledger_refuses_a_step_that_loses_or_repeats_an_offset():
+    from pykbatch.live.ledger import AccountingError, Ledger
+    ledger = Ledger("t", 3, 10)
+    ledger.take([(10, 14, "read")], [10, 11, 12, 13, 14], 15)
+    with pytest.raises(AccountingError, match="offsets 15 to 19 neither delivered"):
+        ledger.take([(20, 24, "read")], [20], 25)
+    with pytest.raises(AccountingError, match="accounted twice"):
+        ledger.take([(12, 16, "read")], [], 17)
+    with pytest.raises(AccountingError, match="repeat"):
+        ledger.take([(15, 19, "read")], [15, 15], 20)
+    ledger = Ledger("t", 3, 15)
+    with pytest.raises(AccountingError, match="no batch read"):
+        ledger.take([(15, 16, "read"), (17, 19, "skipped")], [15, 18], 20)
+    ledger = Ledger("t", 3, 15)
+    with pytest.raises(AccountingError, match="no span covers"):
+        ledger.take([(15, 16, "read")], [15, 16], 20)
+    ledger = Ledger("t", 3, 15)
+    ledger.take([(15, 16, "read"), (17, 19, "skipped"), (20, 22, "compacted"), (23, 30, "read")], [15, 23, 24], 31)
+    assert (ledger.delivered, ledger.skipped, ledger.compacted, ledger.left_out) == (3, 3, 3, 7)

@@ -114,16 +114,17 @@ def _writer(path: str, schema):
 
 def _report(args, tps, first: dict, reader, rows: int) -> None:
     last = reader.positions()
+    ledgers = reader.accounting()
     if args.json:
         print(json.dumps({"partitions": [{"topic": tp.topic, "partition": tp.partition, "from": first[tp],
-                                          "to": last[tp]} for tp in tps],
+                                          "to": last[tp], "accounting": ledgers[tp].as_dict()} for tp in tps],
                           "records": rows, "ok": not reader.skips, "skips": [s.as_dict() for s in reader.skips],
                           "metrics": reader.metrics.as_dict()}))
         return
     skipped = sum(s.count for s in reader.skips)
     status = "ok" if not reader.skips else f"{len(reader.skips)} range(s) skipped ({skipped} offsets)"
-    for tp in tps:
-        print(f"{tp}: offsets [{first[tp]}, {last[tp]})")
+    for tp in tps:  # every offset read over: delivered, skipped with a name, or explained
+        print(ledgers[tp].line())
     print(f"{rows} records read, {status}")
     for s in reader.skips:
         print(f"  {s.line()}")

@@ -13,6 +13,7 @@ from pykbatch.live.cluster import (  # noqa: F401
 )
 from pykbatch.live.dead_letters import DeadLetterTopic, JsonLinesDeadLetters  # noqa: F401
 from pykbatch.live.fetched import Fetched, Skip, read_fetched  # noqa: F401
+from pykbatch.live.ledger import AccountingError, Ledger  # noqa: F401
 from pykbatch.live.reader import (  # noqa: F401
     SCHEMA, ConsumedRecord, DataLossError, Poll, Reader, UnreadableRecordsError, records_of,
 )
@@ -26,6 +27,7 @@ from pykbatch.live.transactions import (  # noqa: F401
 )
 
 __all__ = ["Reader", "Poll", "ConsumedRecord", "Skip", "Fetched", "read_fetched", "records_of", "SCHEMA",
+           "Ledger", "AccountingError",
            "Cluster", "TopicPartition", "ClusterError", "AuthenticationError", "AuthorizationError",
            "UnknownTopicError", "DataLossError", "UnreadableRecordsError", "SettingsError",
            "DeadLetterTopic", "JsonLinesDeadLetters", "Producer", "Delivery", "ProduceError", "ProduceFailedError",

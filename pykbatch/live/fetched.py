@@ -18,6 +18,16 @@ bytes made offline as well as on a live cluster's.
 * An incomplete batch at the end is normal (the broker cuts responses at the fetch size, KIP-74):
   the next fetch starts at its offset; ``Fetched.partial_size`` says how large it claims to be
   when nothing before it was complete, so the reader can ask for that much.
+* Offsets no batch holds: on a compacted topic, records compaction removed (``compacted``); on any
+  other topic, damage the broker passed over.  Between two batches of the response the bytes meet,
+  so the range is a skip (``consumer.offset_gap``); before the first batch (the broker answered a
+  fetch from a later batch) sound batches may still be served inside it, so ``Fetched.lead_gap``
+  leaves the range to the reader, which probes it.
+
+Every offset from the fetch offset to ``next_offset`` is in ``Fetched.spans`` exactly once: read
+(a batch's range, delivered or left out by Kafka's semantics: control records, aborted
+transactions), skipped, or compacted away (``Ledger`` in ``pykbatch.live.ledger`` holds the reader
+to that).
 """
 from __future__ import annotations
 
@@ -36,7 +46,9 @@ from pykbatch.rules import BY_ID
 # every culprit kept, no producer-side size limits
 CONSUMER_CHECKS = ValidationConfig(origin="log", strict=False, max_culprits=2**31 - 1, max_message_bytes=None,
                                    segment_bytes=None)
-CRC_MISMATCH = "batch.crc_mismatch"  # the bytes are not what was written: nothing read from them is delivered
+READ, SKIPPED, COMPACTED = "read", "skipped", "compacted"  # what a span of offsets became
+CRC_MISMATCH = "batch.crc_mismatch"
+OFFSET_GAP = "consumer.offset_gap"  # the bytes are not what was written: nothing read from them is delivered
 HEADER_PREFIX = 12  # base offset + length: a partial entry's claimed size needs these
 
 
@@ -105,6 +117,11 @@ class Fetched:
     partial_size: int | None = None
     """The size an incomplete first entry claims (the response held no complete one)."""
     bytes_read: int = 0
+    spans: list = field(default_factory=list)
+    """``(first, last, kind)`` from the fetch offset to ``next_offset``, in order: ``READ``,
+    ``SKIPPED``, ``COMPACTED`` (``lead_gap`` is not in them: the reader accounts for it)."""
+    lead_gap: tuple[int, int] | None = None
+    """Offsets ``[fetch offset, first batch's base - 1]`` the broker passed over (not compacted)."""
 
 
 def _claimed_size(data, pos: int) -> int | None:
@@ -151,9 +168,17 @@ def _records_table(batch, records) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+def gap_skip(topic: str, partition: int, first: int, last: int) -> Skip:
+    """Offsets ``[first, last]`` no batch held, on a topic that is not compacted."""
+    rule = BY_ID[OFFSET_GAP]
+    return Skip(topic, partition, first, last, rule.id, rule.code, rule.message(first=first, last=last, next=last + 1))
+
+
 def read_fetched(data, fetch_offset: int, *, topic: str = "t", partition: int = 0,
-                 isolation: Isolation | None = None, checks: ValidationConfig = CONSUMER_CHECKS) -> Fetched:
-    """One partition's ``records`` from a fetch at ``fetch_offset`` (see the module's doc)."""
+                 isolation: Isolation | None = None, checks: ValidationConfig = CONSUMER_CHECKS,
+                 compacted: bool = False) -> Fetched:
+    """One partition's ``records`` from a fetch at ``fetch_offset`` (see the module's doc);
+    ``compacted``: the topic's ``cleanup.policy`` has compact (offsets may be missing)."""
     isolation = isolation or Isolation()
     if checks.topic_partition != f"{topic}-{partition}":  # Kafka's messages name the partition
         checks = replace(checks, topic_partition=f"{topic}-{partition}")
@@ -171,6 +196,8 @@ def read_fetched(data, fetch_offset: int, *, topic: str = "t", partition: int = 
 
     position = fetch_offset
     skips: list[Skip] = []
+    spans: list[tuple[int, int, str]] = []
+    lead_gap = None
     pieces: list[pa.Table] = []
     run: list[tuple[int, int]] = []  # consecutive entries to decode at once
     damage: Damage | None = None
@@ -203,13 +230,26 @@ def read_fetched(data, fetch_offset: int, *, topic: str = "t", partition: int = 
         if damage is not None:
             if b.base_offset <= position and b.last_offset < position:
                 continue  # a batch before the damage's first offset: nothing new
-            skips.append(damage.skip(topic, partition, max(position, b.base_offset) - 1))
-            isolation.unreadable(max(position, b.base_offset) - 1)
+            if b.base_offset > position:  # else the damage lay before the fetch offset
+                skips.append(damage.skip(topic, partition, b.base_offset - 1))
+                _span(spans, position, b.base_offset - 1, SKIPPED)
+                isolation.unreadable(b.base_offset - 1)
+                position = b.base_offset
             damage = None
         if b.last_offset < position:
             continue  # wholly before the fetch offset
         if isolation.past_end(b):
             break
+        if b.base_offset > position:  # offsets no batch holds
+            if compacted:
+                _span(spans, position, b.base_offset - 1, COMPACTED)
+            elif not spans and lead_gap is None:
+                lead_gap = (position, b.base_offset - 1)
+            else:
+                skips.append(gap_skip(topic, partition, position, b.base_offset - 1))
+                _span(spans, position, b.base_offset - 1, SKIPPED)
+                isolation.unreadable(b.base_offset - 1)
+            position = b.base_offset
         decision = isolation.decide(b)
         if culprits:  # CRC sound, records broken: the readable prefix, then a skip
             flush_run()
@@ -217,8 +257,11 @@ def read_fetched(data, fetch_offset: int, *, topic: str = "t", partition: int = 
             if decision != DROP and table.num_rows:
                 pieces.append(table)
             first = culprits[0]
+            if bad_from > position:
+                _span(spans, position, bad_from - 1, READ)
             skips.append(Skip(topic, partition, max(bad_from, position), b.last_offset, first.rule, first.code,
                               first.message, first.position, culprits, bytes(data[b.position:b.position + b.size])))
+            _span(spans, skips[-1].first_offset, b.last_offset, SKIPPED)
         elif decision == HOLD:
             flush_run()
             first = max(b.base_offset, position)
@@ -226,12 +269,15 @@ def read_fetched(data, fetch_offset: int, *, topic: str = "t", partition: int = 
             skips.append(Skip(topic, partition, first, b.last_offset, rule.id, rule.code,
                               rule.message(producer_id=b.producer_id, offset=first), b.position, [],
                               bytes(data[b.position:b.position + b.size]), held=True))
+            _span(spans, first, b.last_offset, SKIPPED)
         elif decision != DROP:
             if run and run[-1][0] + run[-1][1] != b.position:
                 flush_run()
             run.append((b.position, b.size))
+            _span(spans, position, b.last_offset, READ)
         else:
             flush_run()
+            _span(spans, position, b.last_offset, READ)
         position = b.last_offset + 1
     flush_run()
     if damage is not None:
@@ -246,7 +292,15 @@ def read_fetched(data, fetch_offset: int, *, topic: str = "t", partition: int = 
     partial = None
     if tail is not None and damage is None and not batches:
         partial = _claimed_size(data, tail.position)
-    return Fetched(table, skips, position, damage, partial, len(data))
+    return Fetched(table, skips, position, damage, partial, len(data), spans, lead_gap)
+
+
+def _span(spans: list, first: int, last: int, kind: str) -> None:
+    """``[first, last]`` became ``kind``; joined to the span before it when they meet."""
+    if spans and spans[-1][2] == kind and spans[-1][1] + 1 == first:
+        spans[-1] = (spans[-1][0], last, kind)
+    else:
+        spans.append((first, last, kind))
 
 
 def _lost_culprit(span) -> Culprit:

@@ -6,6 +6,12 @@ bytes says where the damage ends.  The broker finds a batch by its header's last
 client must, so the smallest offset whose fetch starts with a sound entry past the position is
 the extent the log itself gives the damage; doubling then bisecting finds it in about
 2 log2(extent) one-batch fetches.
+
+Offsets a fetch passed over (``Fetched.lead_gap``: a fetch at ``first`` answered from a batch
+after ``last``) may still hold sound batches the broker reaches from another fetch offset (its
+offset index points past the damage its scan from ``first`` could not cross): ``island`` asks at
+doubling distances and at evenly spaced offsets inside the range, and returns the first such
+batch, so a range is skipped only as far as the broker cannot serve it.
 """
 from __future__ import annotations
 
@@ -34,25 +40,57 @@ class Probe:
     def __init__(self, reader, p):
         self.reader, self.p = reader, p
 
-    def _sound_after(self, offset: int):
-        """The partition data if a fetch at ``offset`` starts with a sound entry past the
-        position; None if it does not; "end" past the log's end."""
+    def _sound_at(self, offset: int):
+        """The partition data and its first entry's (base, last) offsets if a fetch at
+        ``offset`` starts with a sound entry; None if it does not; "end" past the log's end."""
         data = self.reader._fetch_one(self.p, offset)
-        if data.high_watermark >= 0:
-            self.p.high_watermark = data.high_watermark
+        self.reader._note_limit(self.p, data)
         if data.error_code == OUT_OF_RANGE:
             return "end"
         records = data.records
         if data.error_code or not records or not _native.entry_is_sound(records, 0):
             return None
-        base = int.from_bytes(bytes(records[:8]), "big", signed=True)
+        first = next(iter(_native.iter_batches(records, verify_crc=False)), None)
+        return None if first is None else (data, first.base_offset, first.last_offset)
+
+    def _sound_after(self, offset: int):
+        """The partition data if a fetch at ``offset`` starts with a sound entry past the
+        position; None if it does not; "end" past the log's end."""
+        answer = self._sound_at(offset)
+        if answer is None or answer == "end":
+            return answer
+        data, base, _ = answer
         return data if base > self.p.position else None
+
+    def island(self, first: int, last: int) -> ProbeResult | None:
+        """The first sound batch the broker serves inside ``[first, last]`` (offsets a fetch at
+        ``first`` passed over), or None: ``next_offset`` is where it starts being delivered."""
+        span = last - first + 1
+        tried = set()
+        step = 1
+        candidates = []
+        while step < span:
+            candidates.append(first + step)
+            step *= 2
+        candidates += [first + span * k // 16 for k in range(1, 16)]
+        for offset in sorted(set(candidates)):
+            if offset <= first or offset > last or offset in tried:
+                continue
+            tried.add(offset)
+            answer = self._sound_at(offset)
+            if answer == "end":
+                return None
+            if answer is not None:
+                data, base, end = answer
+                if base <= last and end >= first:
+                    return ProbeResult(max(base, first), data)
+        return None
 
     def run(self, damage: Damage | None) -> ProbeResult:
         position = self.p.position
-        if self.p.high_watermark <= position:  # an error answer carries none: ask for the log's end
-            self.p.high_watermark = self.reader.cluster.list_offsets({self.p.tp: LATEST}, self.reader._iso_code)[self.p.tp]
-        limit = max(self.p.high_watermark, position + 1)
+        if self.p.limit <= position:  # an error answer carries none: ask for the log's end
+            self.p.limit = self.reader.cluster.list_offsets({self.p.tp: LATEST}, self.reader._iso_code)[self.p.tp]
+        limit = max(self.p.limit, position + 1)
         if self.p.end is not None:
             limit = min(limit, self.p.end)
         bad, good, found, step = position, None, None, 1

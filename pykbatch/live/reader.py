@@ -10,9 +10,15 @@ cannot be read.
 
 Fetches go to each partition's leader (one request per broker, every assigned partition in it);
 each partition's bytes go through ``pykbatch.live.fetched.read_fetched`` (the validator, the
-isolation level).  Unreadable entries whose extent a response does not show, and a broker that
-answers CORRUPT_MESSAGE with no data, are resolved by ``pykbatch.live.probe``: small fetches
-forward to the first offset the broker serves sound, so the skipped range is exact.
+isolation level).  Unreadable entries whose extent a response does not show, a broker that
+answers CORRUPT_MESSAGE with no data, and one that answers nothing below its high watermark (asked
+again alone, so a full response is not mistaken for it) are resolved by ``pykbatch.live.probe``:
+small fetches forward to the first offset the broker serves sound, so the skipped range is exact.
+Offsets the broker passes over on a topic that is not compacted (``cleanup.policy``, read with
+DescribeConfigs and read again before a gap is named) are probed for sound batches, then named.
+
+Every partition keeps a ``pykbatch.live.ledger.Ledger``: each offset from the start delivered,
+skipped with a name, or explained by Kafka's semantics, checked at every step (``accounting()``).
 """
 from __future__ import annotations
 
@@ -30,7 +36,8 @@ from pykbatch.kafka.isolation import READ_COMMITTED, Isolation, check_level
 from pykbatch.live.cluster import (
     EARLIEST, FETCH_MAX_VERSION, LATEST, AuthorizationError, Cluster, ClusterError, TopicPartition,
 )
-from pykbatch.live.fetched import Damage, Fetched, Skip, read_fetched
+from pykbatch.live.fetched import OFFSET_GAP, Damage, Fetched, Skip, gap_skip, read_fetched
+from pykbatch.live.ledger import Ledger
 from pykbatch.live.offsets import assigned, ending_positions, starting_positions
 from pykbatch.live.probe import Probe, ProbeResult
 from pykbatch.log.indexes import AbortedTxn
@@ -133,7 +140,11 @@ class _Partition:
     undecided: frozenset = frozenset()
     aborted: frozenset = frozenset()  # as of the last fetch: what an unreadable range may have decided
     high_watermark: int = -1
+    limit: int = -1
+    """Where the records a fetch may answer end: the high watermark, or under read_committed the
+    last stable offset (as of the last answer)."""
     backoff_until: float = 0.0
+    ledger: Ledger | None = None
 
     @property
     def done(self) -> bool:
@@ -147,7 +158,7 @@ class Metrics:
         "total-records", "total-record-failures", "total-record-errors", "total-records-skipped",
         "total-errors-logged", "deadletterqueue-produce-requests", "deadletterqueue-produce-failures",
         "records-consumed", "bytes-fetched", "fetch-requests", "probe-requests", "offsets-skipped",
-        "offsets-held", "fetch-size-increases", "leader-refreshes"), 0))
+        "offsets-held", "offsets-compacted", "fetch-size-increases", "leader-refreshes", "solo-fetches"), 0))
     last_error_timestamp: int = -1
 
     def add(self, name: str, n: int = 1) -> None:
@@ -183,6 +194,10 @@ class Reader:
         with its size, up to ``max_batch_bytes``.
     fetch_sessions
         Incremental fetch sessions (KIP-227) with each broker, as Kafka's consumers use them.
+    compacted
+        Whether offsets may be missing because the topic is compacted: None (the default) reads
+        each topic's ``cleanup.policy`` with DescribeConfigs (again, at most once a second, before
+        a gap is named damage); where the principal may not describe the topic, a gap is named.
     """
 
     def __init__(self, props: Mapping[str, Any] | Cluster, *, assign=None, subscribe=None,
@@ -192,7 +207,7 @@ class Reader:
                  policy: ErrorPolicy | None = None, dead_letters: Callable[[Skip, dict], Any] | None = None,
                  max_partition_fetch_bytes: int = 1 << 20, fetch_max_bytes: int = 50 << 20,
                  max_wait_ms: int = 500, max_batch_bytes: int = 64 << 20, positions: Mapping | None = None,
-                 fetch_sessions: bool = True):
+                 fetch_sessions: bool = True, compacted: bool | None = None):
         self.level = check_level(isolation_level)
         self._iso_code = 1 if self.level == READ_COMMITTED else 0
         self.cluster = props if isinstance(props, Cluster) else Cluster(props)
@@ -206,6 +221,8 @@ class Reader:
         self.fetch_sessions = fetch_sessions
         self._sessions: dict = {}  # node -> kafka-python's FetchSessionHandler
         self.skips: list[Skip] = []
+        self._compacted_setting = compacted
+        self._policies: dict[str, tuple[bool, float]] = {}  # topic -> (compacted, when it was read)
         self._failures = 0
         self._rotation = 0
         self.cluster.connect()
@@ -217,8 +234,8 @@ class Reader:
                                        starting_offsets_by_timestamp=starting_offsets_by_timestamp,
                                        group_id=group_id, isolation_level=self._iso_code)
         end = ending_positions(self.cluster, tps, ending_offsets, isolation_level=self._iso_code)
-        self._parts = {tp: _Partition(tp, start[tp], None if end is None else end[tp], max_partition_fetch_bytes)
-                       for tp in tps}
+        self._parts = {tp: _Partition(tp, start[tp], None if end is None else end[tp], max_partition_fetch_bytes,
+                                      ledger=Ledger(tp.topic, tp.partition, start[tp])) for tp in tps}
 
     # -- the public surface ----------------------------------------------------------------------
     @property
@@ -231,6 +248,12 @@ class Reader:
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self._parts[tp].position = offset
+        self._parts[tp].ledger.restart(offset)
+
+    def accounting(self) -> dict[TopicPartition, Ledger]:
+        """Each partition's offsets from where it started to its position: delivered, skipped
+        (in how many named ranges), left out by Kafka's semantics, compacted away."""
+        return {tp: p.ledger for tp, p in self._parts.items()}
 
     @property
     def finished(self) -> bool:
@@ -285,9 +308,13 @@ class Reader:
                 data = parts.get((p.tp.topic, p.tp.partition))
                 if data is not None:
                     table, found = self._handle(p, data)
-                    if table is not None and table.num_rows:
-                        tables.append(table)
-                    skips += found
+                elif p.position < p.limit and not p.done:  # left out of a session's answer below its end
+                    table, found = self._handle(p, self._fetch_solo(p), solo=True)
+                else:
+                    continue
+                if table is not None and table.num_rows:
+                    tables.append(table)
+                skips += found
         table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
         self.metrics.add("records-consumed", table.num_rows)
         self.metrics.add("total-records", table.num_rows)
@@ -360,22 +387,55 @@ class Reader:
                             rack_id="", topics=session.to_send, forgotten_topics_data=session.to_forget,
                             min_version=7, max_version=FETCH_MAX_VERSION)
 
-    def _fetch_one(self, p: _Partition, offset: int):
-        """One small fetch of ``p`` at ``offset`` (a probe): its partition data."""
-        request = self._fetch_request([p], offset=offset, max_bytes=1)
+    def _fetch_one(self, p: _Partition, offset: int, max_bytes: int = 1):
+        """One fetch of ``p`` alone at ``offset`` (a probe's: one entry): its partition data."""
+        request = self._fetch_request([p], offset=offset, max_bytes=max_bytes)
         self.metrics.add("probe-requests")
         response = self.cluster.request(self.cluster.leader(p.tp).node, request)
         return response.responses[0].partitions[0]
+
+    def _fetch_solo(self, p: _Partition):
+        """``p`` at its position alone in a request, with its whole fetch size: the answer Kafka
+        gives a partition first in a response (at least one entry, KIP-74), so an empty one is
+        not the response's size spent on other partitions."""
+        self.metrics.add("solo-fetches")
+        return self._fetch_one(p, p.position, p.fetch_bytes)
+
+    def _note_limit(self, p: _Partition, data) -> None:
+        if data.high_watermark >= 0:
+            p.high_watermark = data.high_watermark
+            lso = getattr(data, "last_stable_offset", -1)
+            p.limit = lso if self.level == READ_COMMITTED and lso >= 0 else data.high_watermark
+
+    def _compacted(self, topic: str, *, max_age_s: float | None = None) -> bool:
+        """Whether ``topic``'s cleanup.policy has compact (DescribeConfigs; read again when older
+        than ``max_age_s``, at most once a second)."""
+        if self._compacted_setting is not None:
+            return self._compacted_setting
+        known = self._policies.get(topic)
+        now = time.monotonic()
+        if known is not None and (max_age_s is None or now - known[1] < max(max_age_s, 1.0)):
+            return known[0]
+        from pykbatch.live.topic_limits import describe
+        try:
+            compacted = describe(self.cluster, [topic])[topic].compacted
+        except ClusterError as exc:  # AuthorizationError too: without DescribeConfigs a gap is named
+            if known is None:
+                log.warning("%s: cleanup.policy unknown (%s): offsets missing from its log are named as skips",
+                            topic, exc)
+            compacted = False
+        self._policies[topic] = (compacted, now)
+        return compacted
 
     def _isolation(self, p: _Partition, data, fetch_offset: int) -> Isolation:
         aborted = [AbortedTxn(0, t.producer_id, t.first_offset, 2**63 - 1, -1) for t in (data.aborted_transactions or ())]
         lso = data.last_stable_offset if self.level == READ_COMMITTED and data.last_stable_offset >= 0 else None
         return Isolation(self.level, aborted, lso, None, undecided=p.undecided)
 
-    def _handle(self, p: _Partition, data) -> tuple[pa.Table | None, list[Skip]]:
+    def _handle(self, p: _Partition, data, solo: bool = False) -> tuple[pa.Table | None, list[Skip]]:
+        """One partition's answer; ``solo``: it was asked alone (``_fetch_solo``)."""
         import kafka.errors as Errors
-        if data.high_watermark >= 0:
-            p.high_watermark = data.high_watermark
+        self._note_limit(p, data)
         if data.error_code:
             err = _answer(data.error_code)
             if err is Errors.CorruptRecordError:  # no records: the broker cannot read its own log there
@@ -392,21 +452,34 @@ class Reader:
             raise ClusterError(f"fetch of {p.tp}: {err.message}({err.errno})", err.errno)
         records = data.records or b""
         self.metrics.add("bytes-fetched", len(records))
-        iso = self._isolation(p, data, p.position)
-        fetched = read_fetched(records, p.position, topic=p.tp.topic, partition=p.tp.partition, isolation=iso)
-        p.undecided, p.aborted = iso.undecided, iso.aborted
-        return self._deliver(p, fetched, data)
+        fetched = self._read(p, data, records, self._compacted(p.tp.topic))
+        if not self._compacted_setting and (fetched.lead_gap or any(s.rule == OFFSET_GAP for s in fetched.skips)) \
+                and self._compacted(p.tp.topic, max_age_s=1.0):
+            fetched = self._read(p, data, records, True)  # compaction was turned on since it was read
+        return self._deliver(p, fetched, data, solo)
 
-    def _deliver(self, p: _Partition, fetched: Fetched, data) -> tuple[pa.Table | None, list[Skip]]:
+    def _read(self, p: _Partition, data, records, compacted: bool) -> Fetched:
+        iso = self._isolation(p, data, p.position)
+        fetched = read_fetched(records, p.position, topic=p.tp.topic, partition=p.tp.partition, isolation=iso,
+                               compacted=compacted)
+        p.undecided, p.aborted = iso.undecided, iso.aborted
+        return fetched
+
+    def _deliver(self, p: _Partition, fetched: Fetched, data, solo: bool = False) -> tuple[pa.Table | None, list[Skip]]:
         start = p.position
         try:
-            return self._deliver_from(p, fetched, data, start)
+            return self._deliver_from(p, fetched, data, start, solo)
         except UnreadableRecordsError:
             p.position = start  # nothing of this fetch was handed out: all of it comes again
+            p.ledger.restart(start)
             raise
 
-    def _deliver_from(self, p: _Partition, fetched: Fetched, data, start: int):
+    def _deliver_from(self, p: _Partition, fetched: Fetched, data, start: int, solo: bool):
         skips = []
+        if fetched.lead_gap is not None:
+            found, skips = self._passed_over(p, *fetched.lead_gap)
+            if found is not None:  # a sound batch inside the range: read on from it, this answer later
+                return found
         for s in fetched.skips:
             if p.end is not None and s.first_offset >= p.end:
                 continue  # past the range this reader reads: the next range's business
@@ -414,9 +487,11 @@ class Reader:
             self._apply(s)  # raises when the policy fails: the position is left before the skip
             skips.append(s)
         table = self._output(p, fetched.table)
+        before = p.position
         p.position = max(p.position, fetched.next_offset)
         if p.end is not None:
-            p.position = min(p.position, max(p.end, start))  # what lies past the end was not delivered
+            p.position = min(p.position, max(p.end, before))  # what lies past the end was not delivered
+        p.ledger.take(fetched.spans, table.column("offset").to_numpy() if table is not None else (), p.position)
         if fetched.damage is not None:
             more, found = self._probe(p, fetched.damage, data)
             skips += found
@@ -428,9 +503,46 @@ class Reader:
                 damage = Damage(p.position, 0, [], b"")
                 return table, skips + self._probe(p, damage, data, rule=rule, message=rule.message(
                     offset=p.position, size=fetched.partial_size, limit=self.max_batch_bytes))[1]
-            p.fetch_bytes = max(p.fetch_bytes, fetched.partial_size)  # as the Java consumer grows it
-            self.metrics.add("fetch-size-increases")
+            if fetched.partial_size > p.fetch_bytes:
+                p.fetch_bytes = fetched.partial_size  # as the Java consumer grows it
+                self.metrics.add("fetch-size-increases")
+                return table, skips
+        if p.position == start and not skips and fetched.damage is None and p.position < p.limit and not p.done:
+            # no progress below the end: asked alone first (a response's size may have gone to other
+            # partitions); alone and still nothing, the broker cannot serve past this offset
+            if not solo:
+                more, found = self._handle(p, self._fetch_solo(p), solo=True)
+            else:
+                rule = BY_ID["consumer.no_progress"]
+                more, found = self._probe(p, None, data, rule=rule, message_fields={"limit": p.limit})
+            skips += found
+            if more is not None and more.num_rows:
+                table = pa.concat_tables([table, more]) if table is not None else more
         return table, skips
+
+    def _passed_over(self, p: _Partition, first: int, last: int):
+        """Offsets ``[first, last]`` a fetch at ``first`` passed over (not compacted): sound
+        batches the broker serves inside them are read (the answer in hand comes again later);
+        the rest is a named skip.  ``(None, skips)``: the answer in hand goes on from ``last + 1``."""
+        if p.end is not None:
+            last = min(last, p.end - 1)
+        island = Probe(self, p).island(first, last) if last > first else None
+        if island is not None:
+            if island.next_offset > first:
+                skip = gap_skip(p.tp.topic, p.tp.partition, first, island.next_offset - 1)
+                self._apply(skip)
+                p.ledger.skip(first, skip.last_offset)
+                p.position = island.next_offset
+                table, found = self._handle(p, island.data)
+                return (table, [skip] + found), []
+            return self._handle(p, island.data), []
+        if last < first:
+            return None, []
+        skip = gap_skip(p.tp.topic, p.tp.partition, first, last)
+        self._apply(skip)
+        p.ledger.skip(first, last)
+        p.position = last + 1
+        return None, [skip]
 
     def _output(self, p: _Partition, table: pa.Table) -> pa.Table | None:
         """``to_arrow``'s records of ``p`` in the reader's columns, cut at the partition's end."""
@@ -468,6 +580,7 @@ class Reader:
         if policy.max_errors is not None and self._failures > policy.max_errors:
             raise UnreadableRecordsError(skip, f"more than max_errors={policy.max_errors} skips")
         self.skips.append(skip)
+        self._parts[TopicPartition(skip.topic, skip.partition)].ledger.skips += 1
         self.metrics.add("offsets-held" if skip.held else "offsets-skipped", skip.count)
         if policy.log_enable:
             import json
@@ -503,9 +616,13 @@ class Reader:
             skip = Skip(tp.topic, tp.partition, p.position, target - 1, rule.id, rule.code,
                         rule.message(first=p.position, last=target - 1, start=earliest))
             self.skips.append(skip)
+            p.ledger.skips += 1
+            p.ledger.skip(p.position, target - 1)
             self.metrics.add("offsets-skipped", skip.count)
             log.warning("%s", skip.line())
             skips.append(skip)
+        else:
+            p.ledger.restart(target)  # the log was truncated below the position: read again from its end
         p.position = target
         return skips
 
@@ -513,7 +630,8 @@ class Reader:
         log.info("%s: %s; fetching again after a metadata refresh", p.tp, exc)
         p.backoff_until = time.monotonic() + 0.1
 
-    def _probe(self, p: _Partition, damage: Damage | None, data, *, rule=None, message=None):
+    def _probe(self, p: _Partition, damage: Damage | None, data, *, rule=None, message=None,
+               message_fields: Mapping | None = None):
         """Finds the first offset after ``p.position`` that the broker serves as a sound entry,
         skips up to it and delivers what that fetch holds."""
         result = Probe(self, p).run(damage)
@@ -525,10 +643,11 @@ class Reader:
         else:
             rule = rule or BY_ID["consumer.broker_corrupt"]
             skip = Skip(p.tp.topic, p.tp.partition, first, last, rule.id, rule.code,
-                        message or rule.message(first=first, last=last))
+                        message or rule.message(first=first, last=last, **(message_fields or {})))
         skips = []
         if last >= first:
             self._apply(skip)
+            p.ledger.skip(first, last)
             skips.append(skip)
             if damage is None:  # the broker's refusal: the range may hold markers of the aborted producers
                 p.undecided |= p.aborted
