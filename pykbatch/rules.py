@@ -6,6 +6,8 @@ there for the template fields); this module reads that table through ``pykbatch.
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 from pykbatch import _catalogue
@@ -95,3 +97,26 @@ def render(rule: Rule, args, tp: str, reader: bool = False) -> tuple[str, str]:
     values["record_class"] = "PartialDefaultRecord" if len(args) > 4 and args[4] else "DefaultRecord"
     template = rule.reader_template if reader and rule.reader_template else rule.template
     return template.format_map(values), rule.detail.format_map(values) if rule.detail else ""
+
+
+@functools.lru_cache(maxsize=1)
+def _per_record_patterns() -> tuple:
+    """A regular expression for each of Kafka's per-record messages (KIP-467 ``error_records``):
+    the template's words literal, its fields any text."""
+    import re
+    out = []
+    for rule in RULES:
+        if not (rule.kafka and rule.record_error and rule.template):
+            continue
+        parts = re.split(r"\{[a-z_0-9]+\}", rule.template)
+        out.append((re.compile("^" + "(.*?)".join(re.escape(p) for p in parts) + "$", re.S), rule))
+    return tuple(out)
+
+
+def rule_of_message(message: str) -> Rule | None:
+    """The catalogue rule whose Kafka message ``message`` is (a broker's per-record error text,
+    which names the record's own fault under the batch's one error code), or None."""
+    for pattern, rule in _per_record_patterns():
+        if pattern.match(message or ""):
+            return rule
+    return None

@@ -270,6 +270,27 @@ class Cluster:
             for p in t.partitions:
                 self._leaders[TopicPartition(t.name, p.partition_index)] = Leader(p.leader_id, p.leader_epoch)
 
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = -1,
+                     configs: Mapping[str, str] | None = None) -> bool:
+        """Creates topic ``name`` (CreateTopics; -1: the broker's default); False when it exists."""
+        from kafka.errors import for_code
+        from kafka.protocol.admin import CreateTopicsRequest
+        T = CreateTopicsRequest.CreatableTopic
+        request = CreateTopicsRequest(topics=[T(name=name, num_partitions=partitions, replication_factor=replication_factor,
+                                                assignments=[], configs=[T.CreatableTopicConfig(name=k, value=str(v))
+                                                                         for k, v in (configs or {}).items()])],
+                                      timeout_ms=self.timeout_ms, validate_only=False, min_version=1, max_version=7)
+        (result,) = self.request(self.any_node(), request).topics
+        if result.error_code == 36:  # TOPIC_ALREADY_EXISTS
+            return False
+        if result.error_code:
+            err = for_code(result.error_code)
+            text = f"could not create topic {name!r}: {err.__name__} {getattr(result, 'error_message', '') or ''}".rstrip()
+            if result.error_code in (29, 31):  # TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED
+                raise AuthorizationError(text, result.error_code)
+            raise ClusterError(text, result.error_code, retriable=getattr(err, "retriable", False))
+        return True
+
     def partitions(self, topic: str) -> list[int]:
         if topic not in self._partitions:
             self.refresh([topic])

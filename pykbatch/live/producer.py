@@ -42,7 +42,7 @@ import numpy as np
 from pykbatch import _native
 from pykbatch import errors as kb_errors
 from pykbatch.live import wire_logs
-from pykbatch.live.cluster import Cluster, TopicPartition
+from pykbatch.live.cluster import Cluster, ClusterError, TopicPartition, UnknownTopicError
 from pykbatch.live.produced import (
     DEAD_LETTERED, DROPPED, FAILED, Delivery, ProduceError, ProduceFailedError, ProduceReport,
 )
@@ -64,14 +64,17 @@ DEFAULTS: dict[str, Any] = {
     "delivery.timeout.ms": 120000, "retry.backoff.ms": 100, "retry.backoff.max.ms": 1000,
     "transactional.id": None, "transaction.timeout.ms": 60000, "preflight": True,
     "errors.tolerance": "none", "errors.deadletterqueue.topic.name": "",
+    "errors.deadletterqueue.topic.replication.factor": -1, "errors.deadletterqueue.topic.partitions": 1,
     "errors.deadletterqueue.context.headers.enable": True, "errors.log.enable": False,
     "errors.log.include.messages": False, "client.id": "pykbatch",
 }
 _BOOL = {"enable.idempotence", "preflight", "errors.deadletterqueue.context.headers.enable", "errors.log.enable",
          "errors.log.include.messages"}
 _INT = {"linger.ms", "batch.size", "max.in.flight.requests.per.connection", "max.request.size", "request.timeout.ms",
-        "delivery.timeout.ms", "retry.backoff.ms", "retry.backoff.max.ms", "transaction.timeout.ms"}
+        "delivery.timeout.ms", "retry.backoff.ms", "retry.backoff.max.ms", "transaction.timeout.ms",
+        "errors.deadletterqueue.topic.replication.factor", "errors.deadletterqueue.topic.partitions"}
 STAGE = "KAFKA_PRODUCE"  # Connect's stage for a failed write to Kafka
+LIMITS_CONFIRMED_S = 1.0  # the pre-flight drops a record only on topic limits read this recently
 CLASS_NAME = "pykbatch.live.Producer"
 METRICS = ("total-records", "total-record-failures", "total-record-errors", "total-records-skipped", "total-retries",
            "total-errors-logged", "deadletterqueue-produce-requests", "deadletterqueue-produce-failures",
@@ -154,7 +157,8 @@ class Producer:
         self.cluster = Cluster(conn, timeout_ms=s["request.timeout.ms"]).connect()
         self._coordinator = Coordinator(self.cluster, self.transactional_id, s["transaction.timeout.ms"],
                                         s["delivery.timeout.ms"])
-        self._limits: dict[str, TopicLimits | None] = {}
+        self._limits: dict[str, tuple[TopicLimits, float]] = {}  # topic -> (limits, when read)
+        self._stale_limits: set[str] = set()  # topics whose broker refused what their limits would take
         self._open: dict[TopicPartition, list[Pending]] = {}
         self._open_since: dict[TopicPartition, float] = {}
         self._open_bytes: dict[TopicPartition, int] = {}
@@ -175,6 +179,8 @@ class Producer:
                               metrics=self.metrics)
         self._sender.tick = self._seal_lingering
         try:
+            if self.dead_letter_topic is not None:  # as Kafka Connect does when its task starts
+                self._ensure_dead_letter_topic()
             if s["enable.idempotence"] and not self.transactional_id:
                 self._sender.pid = self._coordinator.init_producer_id()
         except BaseException:
@@ -184,6 +190,30 @@ class Producer:
 
     def __repr__(self) -> str:
         return f"Producer({self.cluster!r}, transactional_id={self.transactional_id!r})"
+
+    def _ensure_dead_letter_topic(self) -> None:
+        """Creates the dead-letter topic when it does not exist, as Kafka Connect does
+        (``errors.deadletterqueue.topic.replication.factor``; -1, the default here, is the
+        broker's default where Connect says 3; ``errors.deadletterqueue.topic.partitions``)."""
+        try:
+            self.cluster.partitions(self.dead_letter_topic)
+            return
+        except UnknownTopicError:
+            pass
+        s = self.settings
+        if self.cluster.create_topic(self.dead_letter_topic, s["errors.deadletterqueue.topic.partitions"],
+                                     s["errors.deadletterqueue.topic.replication.factor"]):
+            log.info("created the dead-letter topic %s", self.dead_letter_topic)
+        deadline = time.monotonic() + s["request.timeout.ms"] / 1000
+        while True:  # the new topic's leader takes a moment to be known
+            try:
+                self.cluster.refresh([self.dead_letter_topic])
+                self.cluster.leader(TopicPartition(self.dead_letter_topic, 0))
+                return
+            except (UnknownTopicError, ClusterError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     # -- records one by one -------------------------------------------------------------------
     def send(self, topic: str, value=None, key=None, headers: Iterable = (), partition: int | None = None,
@@ -343,7 +373,7 @@ class Producer:
 
     def _seal(self, tp: TopicPartition, rows: Rows) -> list[Batch]:
         """``rows`` as batches for ``tp``, after the pre-flight (its culprits settled here)."""
-        limits = self._topic_limits(tp.topic)
+        limits = self._topic_limits(tp.topic, refresh=tp.topic in self._stale_limits)
         batch = Batch(tp, rows, time.monotonic())
         if limits is None:
             return [batch]
@@ -353,6 +383,11 @@ class Producer:
                                 pid.epoch if idempotent else -1, 0 if idempotent else -1,
                                 self.transactional_id is not None))
         culprits = check(data, limits.config(tp.partition))
+        if culprits and self._limits[tp.topic][1] < time.monotonic() - LIMITS_CONFIRMED_S:
+            # a record is dropped only on limits read just before: an operator may have loosened them
+            fresh = self._topic_limits(tp.topic, refresh=True)
+            if fresh != limits:
+                culprits = check(data, fresh.config(tp.partition))
         if not culprits:
             batch.data = bytearray(data)
             batch.stamp = (pid.id, pid.epoch, 0) if idempotent else (-1, -1, -1)
@@ -375,12 +410,19 @@ class Producer:
         keep = [i for i in range(rows.n) if i not in named]
         return [Batch(tp, rows.subset(keep), batch.created)] if keep else []
 
-    def _topic_limits(self, topic: str) -> TopicLimits | None:
+    def _topic_limits(self, topic: str, *, refresh: bool = False) -> TopicLimits | None:
+        """The topic's limits for the pre-flight (None when it is off); ``refresh`` reads them again
+        unless they were read less than ``LIMITS_CONFIRMED_S`` ago (once a second at most)."""
         if not self.settings["preflight"]:
             return None
-        if topic not in self._limits:
-            self._limits[topic] = self._sender.call(lambda: describe(self.cluster, [topic])[topic])
-        return self._limits[topic]
+        known = self._limits.get(topic)
+        if known is None or (refresh and known[1] < time.monotonic() - LIMITS_CONFIRMED_S):
+            limits = self._sender.call(lambda: describe(self.cluster, [topic])[topic])
+            if known is not None and limits != known[0]:
+                log.info("topic %s: configuration changed, the pre-flight checks against %s", topic, limits)
+            known = self._limits[topic] = (limits, time.monotonic())
+            self._stale_limits.discard(topic)
+        return known[0]
 
     def _partitions(self, topic: str) -> list[int]:
         parts = self.cluster._partitions.get(topic)
@@ -392,6 +434,9 @@ class Producer:
     def _on_culprits(self, batch: Batch, culprits: list[tuple[int, ProduceError]]) -> None:
         """Each refused record's outcome (network thread or the caller's, for the pre-flight)."""
         tp = batch.tp
+        if self.settings["preflight"] and any(e.source == "broker" and e.error_class != kb_errors.RETRIABLE
+                                              for _, e in culprits):
+            self._stale_limits.add(tp.topic)  # refused what the limits let through: read them again
         for i, error in culprits:
             self.metrics["total-record-failures"] += 1
             self.metrics["total-record-errors"] += 1
@@ -448,8 +493,13 @@ class Producer:
                 return
             rows.not_delivered(i, tp.topic, tp.partition, DEAD_LETTERED, error)
             return
-        letter = _DeadLetter(rows, i, tp, error, Pending(record["key"], record["value"], tuple(headers),
-                                                          record["timestamp"]))
+        timestamp = record["timestamp"]
+        if error.code == kb_errors.CODE["INVALID_TIMESTAMP"]:
+            # the letter must not fail for its record's reason: it takes the send time, the record's
+            # own timestamp rides in a header
+            headers.append(("__pykbatch.errors.timestamp", str(timestamp).encode()))
+            timestamp = int(time.time() * 1000)
+        letter = _DeadLetter(rows, i, tp, error, Pending(record["key"], record["value"], tuple(headers), timestamp))
         dlq = TopicPartition(self.dead_letter_topic, 0)
         self._sender.enqueue([Batch(dlq, letter, time.monotonic(), dead_letter=True)])
 
@@ -635,17 +685,25 @@ def _chunk(table, name: str):
 
 
 def _timestamps(table) -> np.ndarray | None:
-    """A ``timestamp`` column as int64 ms (Arrow timestamps of any unit, or integers in ms)."""
+    """A ``timestamp`` column as int64 ms (Arrow timestamps of any unit, or integers in ms).
+    Finer units are truncated to milliseconds (floored), as Spark's Kafka sink does with its
+    microseconds: Spark's ``TimestampType`` and ``current_timestamp()`` carry sub-millisecond digits."""
     import pyarrow as pa
     import pyarrow.compute as pc
     col = _chunk(table, "timestamp")
     if col is None:
         return None
+    per_ms = None
     if pa.types.is_timestamp(col.type):
-        col = pc.cast(col, pa.timestamp("ms", tz=col.type.tz)).cast(pa.int64())
+        per_ms = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}[col.type.unit]
+        if per_ms is None:  # seconds: exact in milliseconds
+            col = pc.cast(col, pa.timestamp("ms", tz=col.type.tz))
+            per_ms = 1
+        col = col.view(pa.int64())
     if col.null_count:
-        col = pc.fill_null(col, int(time.time() * 1000))
-    return col.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        col = pc.fill_null(col, int(time.time() * 1000) * (per_ms or 1))
+    out = col.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    return out // per_ms if per_ms and per_ms > 1 else out
 
 
 def _row_sizes(cols: ArrowColumns, rows: np.ndarray) -> np.ndarray:

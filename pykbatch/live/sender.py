@@ -30,6 +30,7 @@ from pykbatch.live.cluster import Cluster, ClusterError, TopicPartition
 from pykbatch.live.produced import FAILED, ProduceError
 from pykbatch.live.rows import Build, Rows
 from pykbatch.live.transactions import PRODUCE_MAX_VERSION, ProducerId
+from pykbatch.rules import rule_of_message
 
 log = logging.getLogger("pykbatch.live.producer")
 
@@ -415,7 +416,10 @@ class Sender:
             named = {}
             for index, text in record_errors:
                 if 0 <= index < b.rows.n:
-                    named[index] = ProduceError(code, text or message or error.name, index=index, topic=b.tp.topic,
+                    # one code answers the partition; each record's own message says its fault
+                    rule = rule_of_message(text)
+                    named[index] = ProduceError(rule.code if rule else code, text or message or error.name,
+                                                rule=rule.id if rule else None, index=index, topic=b.tp.topic,
                                                 partition=b.tp.partition)
             self.metrics["records-named-by-broker"] += len(named)
             return self._culprits_out(b, named)
