@@ -93,6 +93,14 @@ def write_batches(props: dict, topic: str | None, batches) -> Written:
                    counts["failed"], culprits)
 
 
+def refuse_overwrite(overwrite: bool) -> None:
+    """A topic cannot be overwritten: refused, as Spark's own Kafka sink refuses it (appending
+    instead would say one thing and do another)."""
+    if overwrite:
+        raise ValueError("Save mode Overwrite not allowed for kafka-kbatch: a topic is only appended to. "
+                         "Allowed save modes are Append and ErrorIfExists, as for Spark's Kafka sink")
+
+
 def writer_classes():
     """The batch and streaming Arrow writers (made on demand: pyspark is imported lazily)."""
     from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage

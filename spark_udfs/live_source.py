@@ -229,11 +229,13 @@ def data_source_class():
 
         # the same name as a sink: pykbatch's producer (spark_udfs/live_sink.py)
         def writer(self, schema, overwrite):
-            from spark_udfs.live_sink import writer_classes
+            from spark_udfs.live_sink import refuse_overwrite, writer_classes
+            refuse_overwrite(overwrite)
             return writer_classes()[0](self.options)
 
         def streamWriter(self, schema, overwrite):
-            from spark_udfs.live_sink import writer_classes
+            from spark_udfs.live_sink import refuse_overwrite, writer_classes
+            refuse_overwrite(overwrite)
             return writer_classes()[1](self.options)
 
     return KafkaKbatchDataSource

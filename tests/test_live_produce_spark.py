@@ -109,3 +109,22 @@ def test_streaming_query_writes_through_the_sink(registered, kafka_broker, tmp_p
     assert query.exception() is None
     got = consume_all(kafka_broker.bootstrap, topic, len(good_values()))
     assert sorted(v for *_, v, _, _ in got) == good_values()
+
+
+def test_current_timestamp_rows_are_written_and_overwrite_is_refused(registered, kafka_broker):
+    """Spark's TimestampType carries microseconds (current_timestamp()): taken as Spark's own sink
+    takes them (milliseconds); a topic cannot be overwritten, so that mode is refused, not ignored."""
+    import time
+    topic = "spark-sink-timestamps"
+    create_topic(kafka_broker.bootstrap, topic)
+    before = int(time.time() * 1000)
+    frame = registered.range(0, 50).selectExpr("CAST(id AS STRING) AS value", "current_timestamp() AS timestamp")
+    writer = frame.write.format("kafka-kbatch").option("kafka.bootstrap.servers", kafka_broker.bootstrap) \
+        .option("topic", topic)
+    writer.mode("append").save()
+    got = consume_all(kafka_broker.bootstrap, topic, 50)
+    assert sorted(v for *_, v, _, _ in got) == sorted(str(i).encode() for i in range(50))
+    assert all(before - 1000 <= ts <= int(time.time() * 1000) for *_, ts in got)
+    with pytest.raises(Exception, match="Save mode Overwrite not allowed"):
+        writer.mode("overwrite").save()
+    assert len(consume_all(kafka_broker.bootstrap, topic, 50)) == 50  # nothing appended by the refused write
