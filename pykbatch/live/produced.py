@@ -181,6 +181,11 @@ class ProduceReport:
     def count(self, outcome: str) -> int:
         return int((self.outcome == OUTCOMES.index(outcome)).sum())
 
+    def outcome_of(self, row: int) -> str:
+        """What became of record ``row``: one of ``OUTCOMES``, or "pending"."""
+        code = int(self.outcome[row])
+        return OUTCOMES[code] if 0 <= code < len(OUTCOMES) else "pending"
+
     @property
     def delivered_count(self) -> int:
         return self.count(DELIVERED)
