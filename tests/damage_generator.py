@@ -169,6 +169,8 @@ def damage(case: Case, partition_dir) -> None:
         data[s + 61 + rng.randrange(0, size - 61)] ^= 1 << rng.randrange(8)
     elif case.kind == "zeros":
         stretch = 8 if case.target is not None else rng.choice((8, 12, 21, 61, size))
+        if stretch == 8 and b.base_offset == 0:  # a zero base offset zeroed is no damage
+            stretch = 12
         data[s:s + stretch] = bytes(stretch)
         case.extra["stretch"] = stretch
     elif case.kind == "length":
