@@ -46,7 +46,7 @@ class Case:
     where: str
     isolation: str
     fetch_bytes: int
-    start: str  # "earliest" or "damage" (a reader resuming inside the damage)
+    start: str  # "earliest", "damage" (a reader resuming inside the damage) or "any" offset
     target: int | None = None  # a pinned case: the batch index to damage
     start_at: int | None = None  # a pinned case: the reader's first offset
     lie: int | None = None  # a pinned case: the batch length claimed
@@ -76,7 +76,7 @@ def draw(seed: int, prefix: str = "gen", kinds=KINDS) -> Case:
                 compacted=rng.random() < 0.2, kind=kind,
                 where=rng.choice(("first", "segment_start", "segment_end", "last", "any", "any")),
                 isolation=rng.choice(("read_uncommitted", "read_committed")), fetch_bytes=rng.choice(FETCH_BYTES),
-                start=rng.choice(("earliest", "earliest", "damage")))
+                start=rng.choice(("earliest", "earliest", "damage", "any")))
 
 
 def write(bootstrap: str, case: Case) -> None:
@@ -195,7 +195,7 @@ class Expectation:
     aborted: set  # offsets of records in aborted transactions
     damaged: set  # offsets of the damaged batch
     shadow: set  # offsets of sound batches the broker's own scan may not reach past the damage
-    held_ok: set  # transactional offsets a reader under read_committed may hold (an unreadable marker)
+    held_ok: set  # transactional offsets a reader under read_committed may hold (after an unreadable entry)
 
 
 def expectation(case: Case) -> Expectation:
@@ -220,7 +220,7 @@ def expectation(case: Case) -> Expectation:
         shadow = {o for b in on_disk[case.damaged + 1:] if b.path == d.path
                   for o in range(b.base_offset, b.last_offset + 1)}
     held_ok = set()
-    if case.kind == "control":
+    if case.transactional:  # any unreadable entry may have been a producer's ABORT marker
         held_ok = {o for b in on_disk[case.damaged + 1:] if not b.is_control
                    for o in range(b.base_offset, b.last_offset + 1)}
     return Expectation(written, control, aborted, damaged, shadow, held_ok)
@@ -231,5 +231,7 @@ def start_offset(case: Case) -> int | str:
         return case.start_at
     if case.start == "earliest":
         return "earliest"
+    if case.start == "any":
+        return random.Random(case.seed).randrange(0, case.on_disk[-1].last_offset + 1)
     d = case.on_disk[case.damaged]
     return d.base_offset + random.Random(case.seed).randrange(0, d.last_offset - d.base_offset + 1)
