@@ -127,6 +127,10 @@ def pinned(prefix: str = "pinned") -> list[Case]:
         case(4, "length", 40, 16384, 1 << 20, 25, start_at=500, lie=3 << 20),
         # a closed segment cut inside a batch, later segments intact
         case(5, "truncate", 40, 16384, 4096, 10),
+        # a reader resuming inside a sound batch (236 of 220-239) whose successor's base offset was
+        # zeroed: the broker answers every fetch from 221 to 239 from 260, and 220 with the batch
+        # (found by the generator, seed 501582)
+        case(6, "zeros", 33, 16384, 4096, 12, start_at=236),
     ]
 
 

@@ -23,6 +23,7 @@ from pykbatch.live.cluster import LATEST
 from pykbatch.live.fetched import Damage
 
 OUT_OF_RANGE = errors.CODE["OFFSET_OUT_OF_RANGE"]
+BACK_LIMIT = 4096  # how far before a passed-over offset a batch holding it is looked for
 
 
 @dataclass
@@ -62,9 +63,30 @@ class Probe:
         data, base, _ = answer
         return data if base > self.p.position else None
 
+    def _covering(self, first: int, limit: int, bytes_: int):
+        """A fetch from before ``first`` whose answer holds a sound batch with ``first`` in it:
+        the partition data, or None.  A broker whose search from ``first`` lands past a sound
+        batch (its index or scan misled by damage after it) may still serve that batch to a fetch
+        that starts before it; a reader resuming inside it (a committed offset) needs exactly that."""
+        step = 1
+        while step <= limit and first - step >= 0:
+            data = self.reader._fetch_one(self.p, first - step, bytes_)
+            step *= 2
+            if data.error_code or not data.records:
+                continue
+            for batch in _native.iter_batches(data.records, verify_crc=False):
+                if batch.last_offset >= first:
+                    if batch.base_offset <= first and _native.entry_is_sound(data.records, batch.position):
+                        return data
+                    break
+        return None
+
     def island(self, first: int, last: int) -> ProbeResult | None:
         """The first sound batch the broker serves inside ``[first, last]`` (offsets a fetch at
         ``first`` passed over), or None: ``next_offset`` is where it starts being delivered."""
+        covering = self._covering(first, BACK_LIMIT, max(self.p.fetch_bytes, 1))
+        if covering is not None:
+            return ProbeResult(first, covering)
         span = last - first + 1
         tried = set()
         step = 1
