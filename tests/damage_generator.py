@@ -7,8 +7,9 @@ confluent-kafka for transactions), the broker is stopped once, every case is dam
 started again serves them all.  What a case expects is computed from the batches on disk and the
 damage (which offsets can no longer be read), never from pykbatch's report.
 
-A zeroed header goes into a closed segment: a broker refuses to start on an active segment whose
-walk meets one.  ``pinned()`` holds the cases an operator found by hand, as found.
+A zeroed header, or a length that lands inside the next batch, goes into a closed segment: a broker
+refuses to start on an active segment whose walk meets one (``closed_only``; found by bisecting the
+cases of a run whose broker would not start again).  ``pinned()`` holds the cases an operator found by hand, as found.
 
 Kinds of damage: ``crc`` (a byte of the records), ``zeros`` (a stretch of the header zeroed),
 ``length`` (the batch length lies: larger than the segment, or a little), ``codec`` (a compressed
@@ -65,7 +66,8 @@ def draw(seed: int, prefix: str = "gen", kinds=KINDS) -> Case:
     kind = rng.choice(kinds)
     batches = rng.randrange(8, 36)
     segment_bytes = rng.choice(SEGMENT_BYTES)
-    if kind == "zeros":  # damage that stops the broker's walk goes into a closed segment: two at least
+    lie = rng.choice((100 << 20, None)) if kind == "length" else None  # None: a little more than the batch
+    if closed_only(kind, lie):  # two segments at least, so that one is closed
         segment_bytes, batches = SEGMENT_BYTES[0], max(batches, 16)
     transactional = kind == "control" or rng.random() < 0.15
     compressed = frozenset(i for i in range(batches) if rng.random() < (0.5 if kind == "codec" else 0.15))
@@ -76,7 +78,7 @@ def draw(seed: int, prefix: str = "gen", kinds=KINDS) -> Case:
                 compacted=rng.random() < 0.2, kind=kind,
                 where=rng.choice(("first", "segment_start", "segment_end", "last", "any", "any")),
                 isolation=rng.choice(("read_uncommitted", "read_committed")), fetch_bytes=rng.choice(FETCH_BYTES),
-                start=rng.choice(("earliest", "earliest", "damage", "any")))
+                start=rng.choice(("earliest", "earliest", "damage", "any")), lie=lie)
 
 
 def write(bootstrap: str, case: Case) -> None:
@@ -108,6 +110,13 @@ def write(bootstrap: str, case: Case) -> None:
 
 def _fix_crc(data: bytearray, s: int, size: int) -> None:
     struct.pack_into(">I", data, s + 17, kb.crc32c(bytes(data[s + 21:s + size])))
+
+
+def closed_only(kind: str, lie: int | None) -> bool:
+    """Damage a broker cannot start on in its active segment (it walks that segment's tail to find
+    the log's end, and refuses to start on a header it cannot read there): a zeroed header, a
+    length that lands inside the next batch.  A length past the segment's end only ends the walk."""
+    return kind == "zeros" or (kind == "length" and lie is None)
 
 
 def pinned(prefix: str = "pinned") -> list[Case]:
@@ -144,7 +153,7 @@ def choose(case: Case, on_disk: list[OnDisk], rng: random.Random) -> int:
         pool = [i for i, b in enumerate(on_disk) if b.compression != "none"]
     else:
         pool = [i for i, b in enumerate(on_disk) if not b.is_control]
-    if case.kind == "zeros":  # a broker started on a log whose active segment it cannot walk refuses to start
+    if closed_only(case.kind, case.lie):
         active = on_disk[-1].path
         pool = [i for i in pool if on_disk[i].path != active]
         assert pool, f"{case.replay()}: no closed segment to damage"
@@ -178,7 +187,7 @@ def damage(case: Case, partition_dir) -> None:
         data[s:s + stretch] = bytes(stretch)
         case.extra["stretch"] = stretch
     elif case.kind == "length":
-        lie = case.lie or rng.choice((100 << 20, size + rng.randrange(1, 4 * size)))
+        lie = case.lie or size + rng.randrange(1, 4 * size)
         struct.pack_into(">i", data, s + 8, lie - 12)
         case.extra["claimed"] = lie
     elif case.kind == "codec":
