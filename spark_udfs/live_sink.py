@@ -88,10 +88,9 @@ def write_batches(props: dict, topic: str | None, batches) -> Written:
         for report in reports:
             report.wait()
             failed.extend(report.failed())
-        tolerance = producer.settings["errors.tolerance"]
     counts = {k: sum(r.counts[k] for r in reports) for k in ("delivered", "dropped", "dead_lettered", "failed")}
     culprits = [c.as_dict() for r in reports for c in r.culprits][:20]
-    if failed and tolerance == "none":
+    if failed:  # not tolerated (a dead letter that could not land fails its row under tolerance all too)
         # every other row has landed; the task fails as Spark's sink fails it, naming the culprit
         raise ProduceFailedError(next(r for r in reports if r.failed()))
     return Written(sum(r.records for r in reports), counts["delivered"], counts["dropped"], counts["dead_lettered"],

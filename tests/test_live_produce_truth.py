@@ -113,3 +113,21 @@ def test_a_broker_answer_names_rules_from_the_catalogue():
     assert rule_of_message("Timestamp 9 of message with offset 3 is out of range. The timestamp should be "
                            "within [1, 2]").code == kb_errors.CODE["INVALID_TIMESTAMP"]
     assert rule_of_message("something else entirely") is None
+
+
+def test_a_dead_letter_that_cannot_land_fails_the_call_under_tolerance_all(bootstrap):
+    """The record's outcome is failed (its letter was refused: a compacted dead-letter topic takes no
+    keyless record), and the call says so: no failure is silent whatever errors.tolerance says."""
+    from pykbatch.live.produced import ProduceFailedError
+    topic, dlq = "truth-dlq-refused", "truth-dlq-refused-letters"
+    create_topic(bootstrap, topic, **{"cleanup.policy": "compact"})
+    create_topic(bootstrap, dlq, **{"cleanup.policy": "compact"})
+    recs = [{"key": b"k0", "value": b"good"}, {"key": None, "value": b"no-key"}, {"key": b"k2", "value": b"good"}]
+    with Producer({"bootstrap.servers": bootstrap, "errors.tolerance": "all", "preflight": False,
+                   "errors.deadletterqueue.topic.name": dlq}) as producer:
+        with pytest.raises(ProduceFailedError) as caught:
+            producer.produce(recs, topic=topic)
+        metrics = producer.metrics_dict()
+    report = caught.value.report
+    assert report.counts == {"delivered": 2, "dropped": 0, "dead_lettered": 0, "failed": 1}
+    assert report.outcome_of(1) == "failed" and metrics["deadletterqueue-produce-failures"] == 1

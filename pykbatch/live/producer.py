@@ -612,8 +612,8 @@ class Producer:
         self._seal_lingering(force=True)
         if not report.wait(timeout):
             raise TimeoutError(f"{report.records - sum(report.counts.values())} record(s) still without an outcome")
-        if report.failed() and (self.settings["errors.tolerance"] == "none" or self._handler_failed):
-            raise ProduceFailedError(report)
+        if report.failed():  # not tolerated: tolerance none, a handler's FAIL, a fatal error, a dead letter
+            raise ProduceFailedError(report)  # that could not land, delivery.timeout.ms: never silent
         return report
 
     def _check_open(self) -> None:
