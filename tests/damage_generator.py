@@ -121,10 +121,10 @@ def closed_only(kind: str, lie: int | None) -> bool:
 
 def pinned(prefix: str = "pinned") -> list[Case]:
     """The cases an operator found by hand (issue 33), kept as they were found."""
-    def case(n, kind, batches, segment_bytes, fetch_bytes, target, start_at=None, lie=None):
+    def case(n, kind, batches, segment_bytes, fetch_bytes, target, start_at=None, lie=None, stretch=8):
         return Case(-n, f"{prefix}-{n}", batches, segment_bytes, frozenset(), False, frozenset(), False, kind, "pinned",
                     "read_uncommitted", fetch_bytes, "earliest" if start_at is None else "pinned", target=target,
-                    start_at=start_at, lie=lie)
+                    start_at=start_at, lie=lie, extra={"stretch": stretch})
     return [
         # one segment of Kafka's default size, the batch at 500 claims 100 MiB, 4 KiB fetches: the
         # broker answers nothing and no error below a high watermark of 1000 (the reader polled forever)
@@ -140,6 +140,9 @@ def pinned(prefix: str = "pinned") -> list[Case]:
         # zeroed: the broker answers every fetch from 221 to 239 from 260, and 220 with the batch
         # (found by the generator, seed 501582)
         case(6, "zeros", 33, 16384, 4096, 12, start_at=236),
+        # the same with the successor's size zeroed too: every fetch from 141 to 159 answered
+        # CORRUPT_MESSAGE, 140 with the batch (seed 701795)
+        case(7, "zeros", 33, 16384, 4096, 8, start_at=152, stretch=12),
     ]
 
 
@@ -181,7 +184,7 @@ def damage(case: Case, partition_dir) -> None:
     if case.kind in ("crc", "control"):
         data[s + 61 + rng.randrange(0, size - 61)] ^= 1 << rng.randrange(8)
     elif case.kind == "zeros":
-        stretch = 8 if case.target is not None else rng.choice((8, 12, 21, 61, size))
+        stretch = case.extra.get("stretch") or rng.choice((8, 12, 21, 61, size))
         if stretch == 8 and b.base_offset == 0:  # a zero base offset zeroed is no damage
             stretch = 12
         data[s:s + stretch] = bytes(stretch)

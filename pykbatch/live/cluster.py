@@ -311,7 +311,20 @@ class Cluster:
     # -- offsets ------------------------------------------------------------------------------
     def list_offsets(self, wanted: Mapping[TopicPartition, int], isolation_level: int = 0) -> dict[TopicPartition, int]:
         """The offset for each partition's timestamp (``EARLIEST``, ``LATEST`` or epoch ms: the
-        first offset whose timestamp is at or after it; ``LATEST`` when none is)."""
+        first offset whose timestamp is at or after it; ``LATEST`` when none is).  A retriable
+        answer (a leader moving, an epoch the broker does not know yet, as right after a restart)
+        is asked again after a metadata refresh, within the request timeout."""
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        while True:
+            try:
+                return self._list_offsets(wanted, isolation_level)
+            except ClusterError as exc:
+                if not exc.retriable or time.monotonic() > deadline or isinstance(exc, AuthorizationError):
+                    raise
+                log.info("%s; asking again", exc)
+                time.sleep(0.2)
+
+    def _list_offsets(self, wanted: Mapping[TopicPartition, int], isolation_level: int) -> dict[TopicPartition, int]:
         from kafka.protocol.consumer import ListOffsetsRequest
         by_node: dict[int, dict[TopicPartition, int]] = {}
         for tp, ts in wanted.items():
@@ -339,7 +352,7 @@ class Cluster:
                     else:
                         out[tp] = p.offset
         if unresolved:
-            out.update(self.list_offsets(unresolved, isolation_level))
+            out.update(self._list_offsets(unresolved, isolation_level))
         return out
 
     def _raise_partition_error(self, tp: TopicPartition, code: int, what: str):

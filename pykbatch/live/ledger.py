@@ -88,6 +88,14 @@ class Ledger:
         if last >= first:
             self.take([(first, last, COMPACTED)], (), last + 1)
 
+    def snapshot(self) -> Ledger:
+        """A copy to go back to when a step fails half-way (``Reader`` hands nothing of it out)."""
+        from dataclasses import replace
+        return replace(self)
+
+    def restore(self, snapshot: Ledger) -> None:
+        self.__dict__.update(snapshot.__dict__)
+
     def restart(self, offset: int) -> None:
         """The position was set (a seek, a log truncated below it): accounting goes on from there."""
         self.next = offset

@@ -66,15 +66,16 @@ class Probe:
     def _covering(self, first: int, limit: int, bytes_: int):
         """A fetch from before ``first`` whose answer holds a sound batch with ``first`` in it:
         the partition data, or None.  A broker whose search from ``first`` lands past a sound
-        batch (its index or scan misled by damage after it) may still serve that batch to a fetch
-        that starts before it; a reader resuming inside it (a committed offset) needs exactly that."""
+        batch, or fails (CORRUPT_MESSAGE, nothing), misled by damage after it, may still serve that
+        batch to a fetch that starts before it; a reader resuming inside it (a committed offset)
+        needs exactly that."""
         step = 1
         while step <= limit and first - step >= 0:
             data = self.reader._fetch_one(self.p, first - step, bytes_)
             step *= 2
             if data.error_code or not data.records:
                 continue
-            for batch in _native.iter_batches(data.records, verify_crc=False):
+            for batch in _native.BatchReader(data.records, verify_crc=False, on_lost=_ignore):
                 if batch.last_offset >= first:
                     if batch.base_offset <= first and _native.entry_is_sound(data.records, batch.position):
                         return data
@@ -110,6 +111,10 @@ class Probe:
 
     def run(self, damage: Damage | None) -> ProbeResult:
         position = self.p.position
+        if damage is None:  # the broker's own search failed at the position: a fetch from before it may not
+            covering = self._covering(position, BACK_LIMIT, max(self.p.fetch_bytes, 1))
+            if covering is not None:
+                return ProbeResult(position, covering)
         if self.p.limit <= position:  # an error answer carries none: ask for the log's end
             self.p.limit = self.reader.cluster.list_offsets({self.p.tp: LATEST}, self.reader._iso_code)[self.p.tp]
         limit = max(self.p.limit, position + 1)
@@ -138,3 +143,7 @@ class Probe:
             return ProbeResult(limit)
         base = int.from_bytes(bytes(found.records[:8]), "big", signed=True)
         return ProbeResult(base, found)
+
+
+def _ignore(span) -> None:
+    """Unreadable spans of a probe's answer: the walk goes on to the next sound entry."""

@@ -306,11 +306,18 @@ class Reader:
             parts = {(t.topic, d.partition_index): d for t in response.responses for d in t.partitions}
             for p in by_node[node]:
                 data = parts.get((p.tp.topic, p.tp.partition))
-                if data is not None:
-                    table, found = self._handle(p, data)
-                elif p.position < p.limit and not p.done:  # left out of a session's answer below its end
-                    table, found = self._handle(p, self._fetch_solo(p), solo=True)
-                else:
+                try:
+                    if data is not None:
+                        table, found = self._handle(p, data)
+                    elif p.position < p.limit and not p.done:  # left out of a session's answer below its end
+                        table, found = self._handle(p, self._fetch_solo(p), solo=True)
+                    else:
+                        continue
+                except ClusterError as exc:  # a probe's request failed (a broker restarting): again later
+                    if not exc.retriable or isinstance(exc, AuthorizationError):
+                        raise
+                    self.cluster.forget_leader(p.tp)
+                    self._back_off(p, exc)
                     continue
                 if table is not None and table.num_rows:
                     tables.append(table)
@@ -466,12 +473,13 @@ class Reader:
         return fetched
 
     def _deliver(self, p: _Partition, fetched: Fetched, data, solo: bool = False) -> tuple[pa.Table | None, list[Skip]]:
-        start = p.position
+        start, ledger, skipped = p.position, p.ledger.snapshot(), len(self.skips)
         try:
             return self._deliver_from(p, fetched, data, start, solo)
-        except UnreadableRecordsError:
-            p.position = start  # nothing of this fetch was handed out: all of it comes again
-            p.ledger.restart(start)
+        except Exception:  # a policy's FAIL, or a probe's request failed: nothing of this fetch was
+            p.position = start  # handed out, so all of it comes again (a dead letter may come twice)
+            p.ledger.restore(ledger)
+            del self.skips[skipped:]
             raise
 
     def _deliver_from(self, p: _Partition, fetched: Fetched, data, start: int, solo: bool):
