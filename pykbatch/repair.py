@@ -7,6 +7,10 @@ batch-level (a CRC mismatch, a lying header) are dropped whole; where the entry 
 lost, the bytes up to the next batch whose CRC-32C checks out are dropped as unreadable and the
 repair goes on from there.  An incomplete trailing entry is dead-lettered too, so no byte of the
 input goes missing without a trace.
+
+The outputs are written to temporary files beside them and renamed into place once complete, so
+no crash, signal or full disk leaves a half-written or emptied file; an output that is the input
+under another name (a symbolic or hard link) is refused before anything is opened for writing.
 """
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ import base64
 import contextlib
 import dataclasses
 import json
+import os
+import tempfile
 from dataclasses import dataclass
 
 from pykbatch._native import drop_culprits, iter_batches
@@ -54,37 +60,69 @@ def repair_segment(source, dest: str, dead_letter: str | None = None,
     validation reached, now and then."""
     config = dataclasses.replace(config or ValidationConfig(origin="log"), max_culprits=2**31 - 1)
     report = RepairReport()
-    letters = open(dead_letter, "w", encoding="utf-8") if dead_letter else None
-    try:
-        with _segment(source) as seg, open(dest, "wb") as out:
-            data = seg.view()
-            src = seg.path or "(stream)"
-            result = report.result = seg.validate(config, progress=progress)
-            fixed = drop_culprits(data, result, unrepairable="drop")
-            out.write(fixed.data)
-            report.kept_batches = sum(1 for _ in iter_batches(fixed.data, verify_crc=False))
-            lost = {c.entry for c in result.culprits if BY_ID[c.rule].stage == "framing"}
-            for d in fixed.dropped:
-                if d.entry in lost:  # the framing was lost here: the bytes up to the next sound entry
-                    position = d.culprits[0].entry_position
-                    report.unreadable_bytes += len(d.raw)
-                    _raw_letter(letters, src, "unreadable", position, d.raw, [_culprit(c) for c in d.culprits],
-                                entry=d.entry)
-                    continue
-                if d.record_index is None:
-                    report.dropped_batches += 1
-                else:
-                    report.dropped_records += 1
-                _letter(letters, src, d)
-            if result.truncated_tail is not None:
-                end = result.valid_bytes
-                report.truncated_tail_bytes = len(data) - end
-                _raw_letter(letters, src, "truncated_tail", end, data[end:], [])
-            del data
-    finally:
-        if letters:
-            letters.close()
+    with _segment(source) as seg:
+        for what, path in (("--out", dest), ("the dead-letter file", dead_letter)):
+            if path is not None and seg.path is not None and same_file(seg.path, path):
+                raise ValueError(f"{path} is the input {seg.path} under another name: repair never writes over its "
+                                 f"input (give {what} another file)")
+        with _replaced(dest, "wb") as out, \
+                (_replaced(dead_letter, "w") if dead_letter else contextlib.nullcontext()) as letters:
+            _repair_into(seg, out, letters, config, report, progress)
     return report
+
+
+def same_file(a, b) -> bool:
+    """Whether paths ``a`` and ``b`` name one file (links resolved; False when either is missing)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _replaced(path, mode: str):
+    """A file written beside ``path`` and renamed onto it when the block ends without an error
+    (removed when it raises): ``path`` is never half-written, nor emptied before its time."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
+def _repair_into(seg, out, letters, config: ValidationConfig, report: RepairReport, progress) -> None:
+    """The repair of ``seg`` into ``out`` and ``letters`` (open files), counted in ``report``."""
+    data = seg.view()
+    src = seg.path or "(stream)"
+    result = report.result = seg.validate(config, progress=progress)
+    fixed = drop_culprits(data, result, unrepairable="drop")
+    out.write(fixed.data)
+    report.kept_batches = sum(1 for _ in iter_batches(fixed.data, verify_crc=False))
+    lost = {c.entry for c in result.culprits if BY_ID[c.rule].stage == "framing"}
+    for d in fixed.dropped:
+        if d.entry in lost:  # the framing was lost here: the bytes up to the next sound entry
+            position = d.culprits[0].entry_position
+            report.unreadable_bytes += len(d.raw)
+            _raw_letter(letters, src, "unreadable", position, d.raw, [_culprit(c) for c in d.culprits],
+                        entry=d.entry)
+            continue
+        if d.record_index is None:
+            report.dropped_batches += 1
+        else:
+            report.dropped_records += 1
+        _letter(letters, src, d)
+    if result.truncated_tail is not None:
+        end = result.valid_bytes
+        report.truncated_tail_bytes = len(data) - end
+        _raw_letter(letters, src, "truncated_tail", end, data[end:], [])
+    del data
 
 
 def _segment(source):

@@ -349,3 +349,49 @@ def test_validate_segment_audits_a_partition(tmp_path, capsys):
     (part / "00000000000000000004.log").write_bytes(idempotent(4, 4))
     assert main(["validate", "--segment", str(part)]) == 0
     assert capsys.readouterr().out.rstrip().endswith("ok")
+
+
+def test_repair_refuses_an_output_that_is_its_input_under_another_name(tmp_path, capsys):
+    """A symbolic or hard link to the input as --out (or --dead-letter) is refused before anything
+    is opened for writing: the input keeps every byte (it was emptied, and the repair died of SIGBUS
+    reading it)."""
+    import os
+    good = b"".join(kb.build_batch([{"key": b"k", "value": b"v"}], base_offset=i) for i in range(3))
+    src = tmp_path / "in.log"
+    src.write_bytes(good)
+    alias, hard = tmp_path / "alias.log", tmp_path / "hard.log"
+    alias.symlink_to(src)
+    os.link(src, hard)
+    for argv in (["repair", str(alias), "--out", str(src)], ["repair", str(src), "--out", str(alias)],
+                 ["repair", str(hard), "--out", str(src)],
+                 ["repair", str(src), "--out", str(tmp_path / "o.log"), "--dead-letter", str(hard)]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "never writes over its input" in err and "Traceback" not in err, argv
+        assert src.read_bytes() == good
+    assert not (tmp_path / "o.log").exists()
+
+
+def test_repair_leaves_no_half_written_output_when_it_fails(tmp_path, monkeypatch):
+    """The outputs are written beside their names and renamed into place: a repair that fails
+    half-way (here: interrupted while it rebuilds) leaves the earlier output as it was and no
+    temporary file behind."""
+    from pykbatch import repair
+    from pykbatch.repair import repair_segment
+    src, out = tmp_path / "in.log", tmp_path / "out.log"
+    src.write_bytes(kb.build_batch([{"key": b"k", "value": b"v" * 100}] * 50))
+    out.write_bytes(b"an earlier repair's output")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    with monkeypatch.context() as m:
+        m.setattr(repair, "drop_culprits", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            repair_segment(str(src), str(out), str(tmp_path / "dead.jsonl"))
+    assert out.read_bytes() == b"an earlier repair's output"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.log", "out.log"]
+    with pytest.raises(ValueError, match="under another name"):
+        (tmp_path / "alias.log").symlink_to(src)
+        repair_segment(str(src), str(tmp_path / "alias.log"))
+    report = repair_segment(str(src), str(out))
+    assert report.kept_batches == 1 and kb.validate(out.read_bytes()).ok
