@@ -61,17 +61,32 @@ def repair_segment(source, dest: str, dead_letter: str | None = None,
     config = dataclasses.replace(config or ValidationConfig(origin="log"), max_culprits=2**31 - 1)
     report = RepairReport()
     with _segment(source) as seg:
-        for what, path in (("--out", dest), ("the dead-letter file", dead_letter)):
-            if path is not None and seg.path is not None and same_file(seg.path, path):
-                raise ValueError(f"{path} is the input {seg.path} under another name: repair never writes over its "
-                                 f"input (give {what} another file)")
+        refuse_input_as_output(seg.path, dest, dead_letter)
         with _replaced(dest, "wb") as out, \
                 (_replaced(dead_letter, "w") if dead_letter else contextlib.nullcontext()) as letters:
             _repair_into(seg, out, letters, config, report, progress)
     return report
 
 
-def same_file(a, b) -> bool:
+class InputAsOutputError(ValueError):
+    """An output of the repair is its input (by name, or under another: a symbolic or hard link)."""
+
+
+def refuse_input_as_output(source: str | None, dest: str, dead_letter: str | None = None) -> None:
+    """Raises ``InputAsOutputError`` when ``dest`` or ``dead_letter`` is the file at ``source``
+    (None: a stream, nothing to compare), before anything is opened for writing."""
+    if source is None:
+        return
+    for what, path in (("--out", dest), ("--dead-letter", dead_letter)):
+        if path is None:
+            continue
+        same_name = os.path.abspath(path) == os.path.abspath(source)
+        if same_name or _same_file(source, path):
+            raise InputAsOutputError(f"repair never writes over its input: {path} is {source}"
+                                     f"{'' if same_name else ' under another name'}; give another {what}")
+
+
+def _same_file(a, b) -> bool:
     """Whether paths ``a`` and ``b`` name one file (links resolved; False when either is missing)."""
     try:
         return os.path.samefile(a, b)

@@ -23,8 +23,9 @@ import random
 import struct
 from dataclasses import dataclass, field
 
-import pykbatch as kb
-from tests.live_damage import BATCH, OnDisk, batches_on_disk, create_topic, key_of, produce_batches, value_of
+from tests.live_damage import (
+    BATCH, OnDisk, batches_on_disk, create_topic, fix_crc, key_of, produce_batches, value_of,
+)
 
 KINDS = ("crc", "zeros", "length", "codec", "truncate", "control")
 # damage after which the broker's own scan cannot reach the sound batches behind it in the segment
@@ -106,10 +107,6 @@ def write(bootstrap: str, case: Case) -> None:
         (p.abort_transaction if i in case.aborted else p.commit_transaction)(30)
     for p in producers.values():
         p.flush(30)
-
-
-def _fix_crc(data: bytearray, s: int, size: int) -> None:
-    struct.pack_into(">I", data, s + 17, kb.crc32c(bytes(data[s + 21:s + size])))
 
 
 def closed_only(kind: str, lie: int | None) -> bool:
@@ -195,7 +192,7 @@ def damage(case: Case, partition_dir) -> None:
         case.extra["claimed"] = lie
     elif case.kind == "codec":
         data[s + 61:s + size] = rng.randbytes(size - 61)
-        _fix_crc(data, s, size)
+        fix_crc(data, s)
     elif case.kind == "truncate":
         cut = s + rng.randrange(1, size)
         del data[cut:]

@@ -75,7 +75,7 @@ def batches_on_disk(partition_dir: Path) -> list[OnDisk]:
     return out
 
 
-def _fix_crc(data: bytearray, start: int) -> None:
+def fix_crc(data: bytearray, start: int) -> None:
     struct.pack_into(">I", data, start + 17, kb.crc32c(bytes(data[start + 21:start + _size(data, start)])))
 
 
@@ -94,12 +94,12 @@ def damage(b: OnDisk, how: str, *, record: int = 0, seed: int = 0) -> None:
         data[s + 61 + min(30, (b.size - 61) // 2)] ^= 0x20
     elif how == "codec":  # the frame's descriptor (a flipped literal would decompress, silently wrong)
         data[s + 61 + 4] ^= 0x0F
-        _fix_crc(data, s)
+        fix_crc(data, s)
     elif how == "length":
         batch = next(iter(kb.iter_batches(bytes(data[s:s + b.size]))))
         at = s + [r.position for r in batch][record]
         data[at] += 8  # zig-zag: +4 bytes claimed
-        _fix_crc(data, s)
+        fix_crc(data, s)
     elif how == "garbage":
         data[s:s + b.size] = random.Random(seed).randbytes(b.size)
     elif how == "zeros":  # as a preallocated, never written region reads: the broker's own scan fails on it

@@ -30,13 +30,11 @@ def add_parser(sub) -> None:
 
 def _repair(args) -> int:
     """A new segment without the culprits, and a dead-letter file of what was removed."""
-    from pykbatch.repair import repair_segment, same_file
-    if args.file != STDIN:  # refused before anything is opened for writing: the input stays whole
-        for flag, path in (("--out", args.out), ("--dead-letter", args.dead_letter)):
-            if path is not None and (os.path.abspath(path) == os.path.abspath(args.file) or same_file(args.file, path)):
-                raise UsageError(f"repair never writes over its input: {path} is {args.file}"
-                                 f"{'' if os.path.abspath(path) == os.path.abspath(args.file) else ' under another name'}"
-                                 f"; give another {flag}")
+    from pykbatch.repair import InputAsOutputError, refuse_input_as_output, repair_segment
+    try:  # refused before anything is opened for writing: the input stays whole
+        refuse_input_as_output(None if args.file == STDIN else args.file, args.out, args.dead_letter)
+    except InputAsOutputError as exc:
+        raise UsageError(str(exc)) from None
     from pykbatch.log.checks import KINDS, kind_of
     kind = kind_of(args.file)
     if kind is not None and kind != LOG:

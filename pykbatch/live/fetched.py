@@ -47,8 +47,8 @@ from pykbatch.rules import BY_ID
 CONSUMER_CHECKS = ValidationConfig(origin="log", strict=False, max_culprits=2**31 - 1, max_message_bytes=None,
                                    segment_bytes=None)
 READ, SKIPPED, COMPACTED = "read", "skipped", "compacted"  # what a span of offsets became
-CRC_MISMATCH = "batch.crc_mismatch"
-OFFSET_GAP = "consumer.offset_gap"  # the bytes are not what was written: nothing read from them is delivered
+CRC_MISMATCH = "batch.crc_mismatch"  # the bytes are not what was written: nothing read from them is delivered
+OFFSET_GAP = "consumer.offset_gap"
 HEADER_PREFIX = 12  # base offset + length: a partial entry's claimed size needs these
 
 

@@ -66,7 +66,7 @@ class Ledger:
             else:
                 raise ValueError(kind)
             self.next = last + 1
-        if self.next != upto and upto > self.next:
+        if upto > self.next:
             raise self._fault(f"the position moved to {upto} over offsets no span covers")
         if len(offsets):
             if (np.diff(offsets) <= 0).any():
@@ -83,10 +83,6 @@ class Ledger:
         """A named skip the reader made itself (a probe's range, data loss, offsets passed over)."""
         if last >= first:
             self.take([(first, last, SKIPPED)], (), last + 1)
-
-    def explain_compacted(self, first: int, last: int) -> None:
-        if last >= first:
-            self.take([(first, last, COMPACTED)], (), last + 1)
 
     def snapshot(self) -> Ledger:
         """A copy to go back to when a step fails half-way (``Reader`` hands nothing of it out)."""

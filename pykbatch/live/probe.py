@@ -89,7 +89,6 @@ class Probe:
         if covering is not None:
             return ProbeResult(first, covering)
         span = last - first + 1
-        tried = set()
         step = 1
         candidates = []
         while step < span:
@@ -97,9 +96,8 @@ class Probe:
             step *= 2
         candidates += [first + span * k // 16 for k in range(1, 16)]
         for offset in sorted(set(candidates)):
-            if offset <= first or offset > last or offset in tried:
+            if offset <= first or offset > last:
                 continue
-            tried.add(offset)
             answer = self._sound_at(offset)
             if answer == "end":
                 return None

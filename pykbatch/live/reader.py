@@ -460,7 +460,7 @@ class Reader:
         records = data.records or b""
         self.metrics.add("bytes-fetched", len(records))
         fetched = self._read(p, data, records, self._compacted(p.tp.topic))
-        if not self._compacted_setting and (fetched.lead_gap or any(s.rule == OFFSET_GAP for s in fetched.skips)) \
+        if self._compacted_setting is None and (fetched.lead_gap or any(s.rule == OFFSET_GAP for s in fetched.skips)) \
                 and self._compacted(p.tp.topic, max_age_s=1.0):
             fetched = self._read(p, data, records, True)  # compaction was turned on since it was read
         return self._deliver(p, fetched, data, solo)
