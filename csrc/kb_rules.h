@@ -11,6 +11,8 @@
 
 #define KB_KAFKA 1u      /* Apache Kafka rejects the condition too */
 #define KB_PER_RECORD 2u /* reported per record (KIP-467 error_records) */
+#define KB_BETWEEN 4u    /* a fault of two entries' order, not of either entry's bytes: which one is wrong is
+                            not known, so a repair drops neither (it says what it could not fix) */
 
 typedef enum {
 #define KB_RULE(name, id, error, stage, flags, template, detail, reader) KB_RULE_##name,
@@ -23,7 +25,7 @@ typedef struct {
     const char *id;          /* "batch.crc_mismatch" */
     int16_t code;            /* Kafka's error code */
     const char *stage;
-    unsigned flags;          /* KB_KAFKA | KB_PER_RECORD */
+    unsigned flags;          /* KB_KAFKA | KB_PER_RECORD | KB_BETWEEN */
     const char *template_text, *detail, *reader_template;
 } kb_rule_info;
 

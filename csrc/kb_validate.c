@@ -21,6 +21,8 @@ typedef struct {
     size_t second_pos;   /* where entry 1 starts, 0 if none */
     int64_t entries_before_loss; /* the entries Kafka reads of an append whose framing is lost */
     int headers_reported;/* this batch already has its down-conversion headers culprit */
+    int any_offset;      /* origin log: an entry's offsets were seen ... */
+    int64_t last_offset; /* ... and the last of them */
 } ctx_t;
 
 static void report(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t rel, int64_t a0, int64_t a1,
@@ -501,6 +503,23 @@ static void check_legacy(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
     check_inner_set(c, inner, n, &m);
 }
 
+/* Origin log: each entry's first offset above the previous entry's last.  A v2 batch's last offset
+ * is base + lastOffsetDelta (a negative delta is its own culprit: the base stands for both); a
+ * magic 0/1 entry has one offset (a compressed wrapper's is its last inner one). */
+static void check_log_order(ctx_t *c, const uint8_t *buf, size_t pos, const kb_entry *e)
+{
+    int64_t first = (int64_t)kb_load_be64(buf + pos), last = first;
+    if (e->magic == 2 && e->size >= KB_V2_AT_LAST_OFFSET_DELTA + 4) {
+        int32_t delta = (int32_t)kb_load_be32(buf + pos + KB_V2_AT_LAST_OFFSET_DELTA);
+        if (delta > 0 && first <= INT64_MAX - delta)
+            last = first + delta;
+    }
+    if (c->any_offset && first <= c->last_offset)
+        report(c, KB_RULE_LOG_OFFSETS_NOT_INCREASING, pos, -1, KB_NO_OFFSET, first, c->last_offset, 0);
+    c->any_offset = 1;
+    c->last_offset = last;
+}
+
 /* What Kafka checks of each entry as part of one append, before LogValidator: a client's v2 batch
  * starts at offset 0 and fits max.message.bytes (analyzeAndValidateRecords); every entry of one
  * append has the first one's magic (B1). */
@@ -524,6 +543,8 @@ static void check_entry_in_append(ctx_t *c, const uint8_t *buf, size_t pos, cons
     }
     if (o->single_append && e->magic != c->first_magic)
         report(c, KB_RULE_MAGIC_MISMATCH, pos + KB_AT_MAGIC, -1, KB_NO_OFFSET, e->magic, c->first_magic, 0);
+    if (o->origin == KB_ORIGIN_LOG && o->strict)
+        check_log_order(c, buf, pos, e);
 }
 
 /* A culprit against the append's second entry (the one Kafka's one-batch rules refuse). */
@@ -570,7 +591,7 @@ static void check_append(ctx_t *c)
 void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out, size_t cap,
                  kb_summary *s)
 {
-    ctx_t c = {o, out, cap, s, 0, 0, -1, -1, 0, 0, 0, 0, 0};
+    ctx_t c = {o, out, cap, s, 0, 0, -1, -1, 0, 0, 0, 0, 0, 0, 0};
     *s = (kb_summary){0};
     s->tail_pos = -1;
     s->stopped_at = -1;

@@ -34,6 +34,7 @@ cdef extern from "kb_rules.h":
     int KB_FIELD_COUNT
     unsigned KB_KAFKA
     unsigned KB_PER_RECORD
+    unsigned KB_BETWEEN
     const kb_rule_info kb_rule_table[]
     const char *const kb_field_names[]
 
@@ -48,14 +49,14 @@ def kafka_errors():
 
 
 def rules():
-    """(id, code, stage, kafka, per_record, template, detail, reader template) of every rule, in
-    the core's enum order (a rule's index is its value in the C core)."""
+    """(id, code, stage, kafka, per_record, template, detail, reader template, between) of every
+    rule, in the core's enum order (a rule's index is its value in the C core)."""
     out = []
     for i in range(KB_RULE_COUNT):
         r = kb_rule_table[i]
         out.append((r.id.decode(), r.code, r.stage.decode(), bool(r.flags & KB_KAFKA),
                     bool(r.flags & KB_PER_RECORD), r.template_text.decode(), r.detail.decode(),
-                    r.reader_template.decode()))
+                    r.reader_template.decode(), bool(r.flags & KB_BETWEEN)))
     return tuple(out)
 
 

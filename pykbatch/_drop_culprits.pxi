@@ -19,6 +19,9 @@ def drop_culprits(buf, result=None, *, config=None, str unrepairable="drop"):
     gives -- ``pykbatch repair``, Spark's ``kbatch_repair``) leaves those batches out (listed in
     ``dropped`` with ``record_index`` None), ``"raise"`` raises ``UnrepairableError`` naming
     them, ``"keep"`` copies them unchanged.  An incomplete trailing entry is left out.
+
+    A culprit of two entries' order (``Rule.between``: offsets that go backwards in a log) drops
+    neither entry -- which one holds the wrong offset is not known; it is listed in ``unfixed``.
     """
     if unrepairable not in ("raise", "drop", "keep"):
         raise ValueError("unrepairable must be 'raise', 'drop' or 'keep'")
@@ -27,9 +30,12 @@ def drop_culprits(buf, result=None, *, config=None, str unrepairable="drop"):
         result = validate(v, config)
     if result.culprit_count > len(result.culprits):
         raise ValueError("the result holds only part of its culprits: validate with a larger max_culprits")
-    by_entry = {}
+    by_entry, unfixed = {}, []
     for c in result.culprits:
-        by_entry.setdefault(c.entry, []).append(c)
+        if _RULES_BY_ID[c.rule].between:
+            unfixed.append(c)
+        else:
+            by_entry.setdefault(c.entry, []).append(c)
     cdef _Decompressor dec = _Decompressor(v, result.config.max_decompressed_bytes)
     cdef kb_entry e
     cdef kb_fault f
@@ -67,7 +73,7 @@ def drop_culprits(buf, result=None, *, config=None, str unrepairable="drop"):
         entry += 1
     if refused and unrepairable == "raise":
         raise _errors.UnrepairableError(refused)
-    return Repair(b"".join(out), dropped, refused)
+    return Repair(b"".join(out), dropped, refused, unfixed)
 
 
 cdef object _rebuild_v2(_View v, kb_entry *e, int entry, list culprits, _Decompressor dec, list dropped):

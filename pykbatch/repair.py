@@ -40,6 +40,9 @@ class RepairReport:
     result: ValidationResult | None = None
     """The validation the repair followed: every culprit, so ``result.ok`` says whether anything
     was wrong."""
+    unfixed: list = dataclasses.field(default_factory=list)
+    """Culprits the repair could not fix and left in place (offsets that go backwards: which entry
+    is wrong is not known); the output still has them."""
 
 
 def _b64(data) -> str | None:
@@ -119,6 +122,7 @@ def _repair_into(seg, out, letters, config: ValidationConfig, report: RepairRepo
     result = report.result = seg.validate(config, progress=progress)
     fixed = drop_culprits(data, result, unrepairable="drop")
     out.write(fixed.data)
+    report.unfixed = fixed.unfixed
     report.kept_batches = sum(1 for _ in iter_batches(fixed.data, verify_crc=False))
     lost = {c.entry for c in result.culprits if BY_ID[c.rule].stage == "framing"}
     for d in fixed.dropped:

@@ -4,7 +4,7 @@ KIP-467's shape with Kafka's verdict (``ValidationResult``), an incomplete tail
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 from pykbatch import errors
 from pykbatch.config import ValidationConfig
@@ -232,17 +232,19 @@ class DroppedRecord(NamedTuple):
 class Repair:
     """What ``drop_culprits`` returns; unpacks as ``data, dropped``."""
 
-    __slots__ = ("data", "dropped", "unrepairable")
+    __slots__ = ("data", "dropped", "unrepairable", "unfixed")
 
-    def __init__(self, data: bytes, dropped: list, unrepairable: list):
+    def __init__(self, data: bytes, dropped: list, unrepairable: list, unfixed: Iterable = ()):
         self.data = data
         self.dropped = dropped
         self.unrepairable = unrepairable
         """(entry, culprits) of batches whose culprits are batch-level."""
+        self.unfixed = list(unfixed)
+        """Culprits no entry was dropped for (``Rule.between``: the order of two entries)."""
 
     def __iter__(self):
         return iter((self.data, self.dropped))
 
     def __repr__(self):
         return (f"<Repair {len(self.data)} bytes, {len(self.dropped)} dropped, "
-                f"{len(self.unrepairable)} unrepairable batches>")
+                f"{len(self.unrepairable)} unrepairable batches, {len(self.unfixed)} unfixed>")

@@ -32,6 +32,9 @@ class Rule:
     reader_template: str
     """Kafka's client-side message for the same fault, when it differs from the broker's
     (``iter_batches`` raises with it)."""
+    between: bool = False
+    """A fault of two entries' order (reported against the later), not of either's bytes: a
+    repair drops neither, and says so."""
 
     @property
     def record(self) -> bool:

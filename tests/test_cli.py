@@ -304,7 +304,9 @@ def test_progress_shows_on_a_terminal_only(tmp_path):
 def test_repair_writes_a_clean_segment_and_dead_letters(tmp_path, capsys):
     import base64
     import struct
-    good = [kb.build_batch([{"key": b"k%d" % i, "value": b"v", "timestamp": i}], base_offset=i) for i in range(6)]
+    # offsets increase through the file: 0, 1, 2, then 6-7 (keyless), then 8, 9, 10
+    good = [kb.build_batch([{"key": b"k%d" % i, "value": b"v", "timestamp": i}], base_offset=i + 5 * (i > 2))
+            for i in range(6)]
     keyless = kb.build_batch([{"key": b"a", "value": b"1"}, {"key": None, "value": b"2"}], base_offset=6)
     bad_crc = bytearray(good[2])
     bad_crc[-1] ^= 1
@@ -339,16 +341,23 @@ def test_validate_segment_audits_a_partition(tmp_path, capsys):
     (part / "00000000000000000004.log").write_bytes(idempotent(4, 4) + idempotent(3, 9))  # goes back; a gap
     assert main(["validate", "--segment", str(part)]) == 1
     out = capsys.readouterr().out
-    assert ["00000000000000000004.log", "2", "4", "0", "0", "4-4"] in [line.split() for line in out.splitlines()]
-    assert "offsets: 0 gap(s) (compaction removes records), 1 overlap(s)" in out
-    assert "base offset 3 after offset 5" in out and "OUT_OF_ORDER_SEQUENCE_NUMBER" in out
+    # going back inside a segment is the validator's culprit; between segments, an overlap
+    assert ["00000000000000000004.log", "2", "4", "1", "0", "4-4"] in [line.split() for line in out.splitlines()]
+    assert "offsets: 0 gap(s) (compaction removes records), 0 overlap(s)" in out
+    assert "log.offsets_not_increasing: Offsets go backwards in the log: an entry starting at offset 3 follows " \
+           "one ending at offset 5" in out and "OUT_OF_ORDER_SEQUENCE_NUMBER" in out
     assert out.rstrip().endswith("problems found")
     assert main(["validate", "--segment", str(part), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert doc["overlaps"][0]["base_offset"] == 3 and doc["producer_culprits"][0]["code"] == 45
+    assert doc["segments"][1]["culprits"][0]["rule"] == "log.offsets_not_increasing"
+    assert doc["producer_culprits"][0]["code"] == 45
     (part / "00000000000000000004.log").write_bytes(idempotent(4, 4))
     assert main(["validate", "--segment", str(part)]) == 0
     assert capsys.readouterr().out.rstrip().endswith("ok")
+    (part / "00000000000000000000.log").write_bytes(idempotent(0, 0) + idempotent(4, 2))  # ends past the next
+    assert main(["validate", "--segment", str(part)]) == 1
+    out = capsys.readouterr().out
+    assert "1 overlap(s)" in out and "00000000000000000004.log at byte 0: base offset 4 after offset 5" in out
 
 
 def test_repair_refuses_an_output_that_is_its_input_under_another_name(tmp_path, capsys):

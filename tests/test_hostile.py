@@ -36,10 +36,10 @@ def test_every_culprit_is_reported_not_just_the_first():
     bad_crc = bytearray(batch(3))
     bad_crc[-2] ^= 1  # last byte of the last value
     padded = record(1)[1:] + b"\x00"  # body plus one stray byte, declared in the length
-    bad_record = batch_of_records(record(0), zz(len(padded)) + padded, record(2))
-    bad_magic = bytearray(batch(2))
+    bad_record = struct.pack(">q", 5) + batch_of_records(record(0), zz(len(padded)) + padded, record(2))[8:]
+    bad_magic = bytearray(batch(2, base_offset=8))
     bad_magic[16] = 7
-    data = bytes(bad_crc) + batch(2) + bad_record + bytes(bad_magic) + batch(1)
+    data = bytes(bad_crc) + batch(2, base_offset=3) + bad_record + bytes(bad_magic) + batch(1, base_offset=10)
     result = kb.validate(data, LOG)
     assert result.entries == 5 and not result.ok
     assert rules(result) == [(0, None, "batch.crc_mismatch"), (2, 1, "record.size_mismatch"),

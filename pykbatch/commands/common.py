@@ -20,6 +20,28 @@ class UsageError(Exception):
     """A command given what it cannot work with (exit status 2, as argparse's own errors)."""
 
 
+class Verdict:
+    """The exit status a command has reached so far (``args.verdict``, set up by ``main``).  A
+    command says what it found the moment it knows, before it prints it: when the reader goes
+    away (``| head``) the command stops there and exits with what it had found by then, so a
+    closed pipe silences the report, never the damage."""
+
+    __slots__ = ("status",)
+
+    def __init__(self) -> None:
+        self.status = OK
+
+    def found(self, damage=1):
+        """Damage found (any true count); returns ``damage``, so counts pass through."""
+        if damage:
+            self.status = max(self.status, DAMAGED)
+        return damage
+
+    def end(self, status: int) -> int:
+        """The command's own status, never milder than what was found on the way."""
+        return max(status, self.status)
+
+
 def threads(text: str) -> int:
     n = int(text)
     if n < 1:

@@ -99,9 +99,9 @@ def _consume(args) -> int:
     if args.out and writer is None:  # nothing readable: still a file of the right shape
         from pykbatch.live import SCHEMA
         _writer(args.out, SCHEMA).close()
-    args.verdict = DAMAGED if reader.skips else OK
+    args.verdict.found(reader.skips)
     _report(args, tps, first, reader, rows)
-    return args.verdict
+    return args.verdict.status
 
 
 def _writer(path: str, schema):

@@ -78,9 +78,8 @@ def _registry_parser(args):
     if not props.get("url") and not props.get("schema.registry.url"):
         raise UsageError("--value-decoder confluent needs --schema-registry URL (or url= in --schema-registry-config)")
     try:
-        # a culprit found is the verdict at once: a reader that stops reading (| head) must not turn it into 0
         return RegistryParser(SchemaRegistry.from_config(props), keys=keys, values=values,
-                              on_culprit=lambda: setattr(args, "verdict", DAMAGED))
+                              on_culprit=args.verdict.found)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -113,7 +112,7 @@ def _dump(args) -> int:
     from pykbatch.log.dump import STRUCTURED_DECODERS, can_dump, dump_files, dump_json, parser_for
     if args.to:
         files = [f for spec in args.files for f in spec.split(",") if f]
-        return _export(files, *args.to, jobs=args.jobs, progress=not args.no_progress)
+        return _export(files, *args.to, jobs=args.jobs, progress=not args.no_progress, verdict=args.verdict)
     files = _dump_inputs(args.files)
     if not files:
         raise UsageError(f"no files to dump in {', '.join(args.files)}")
@@ -130,11 +129,12 @@ def _dump(args) -> int:
                               skip_metadata=args.skip_record_metadata, max_bytes=args.max_bytes,
                               verify_index_only=args.verify_index_only, index_sanity_check=args.index_sanity_check,
                               max_message_size=args.max_message_size, progress=not args.no_progress,
-                              style=args.style, decoder=args.structured, parser=registry_parser, **decoders)
+                              style=args.style, decoder=args.structured, parser=registry_parser,
+                              on_problem=args.verdict.found, **decoders)
     else:
         parser = registry_parser or (parser_for(args.structured, **decoders) if decoders or args.structured else None)
         problems = dump_json(files, lines=args.format == "jsonl", deep=args.deep_iteration, print_data=print_data,
-                             max_bytes=args.max_bytes, parser=parser)
+                             max_bytes=args.max_bytes, parser=parser, on_problem=args.verdict.found)
     if registry_parser is not None and registry_parser.culprits:
         problems += len(registry_parser.culprits)
         print(f"{len(registry_parser.culprits)} key(s)/value(s) could not be read as their schemas say "
@@ -148,7 +148,7 @@ def _dump(args) -> int:
     return DAMAGED if problems else OK
 
 
-def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool = True) -> int:
+def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool = True, verdict=None) -> int:
     """One .log file into a file, or a partition directory into a directory of files (one per segment)."""
     from pykbatch.log.export import FORMATS, export_partition, export_segment
     from pykbatch.log import Partition
@@ -160,15 +160,17 @@ def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool 
         with Progress(len(logs), files[0], unit="segments", enabled=progress) as meter:
             done = export_partition(logs, dest, fmt, jobs=jobs, progress=meter.update)
         reports = [report for _, report in done]
-        print(f"wrote {sum(r.rows for r in reports)} records of {len(logs)} segment(s) of {files[0]} to "
-              f"{dest.rstrip('/')}/ ({fmt})")
+        wrote = f"{sum(r.rows for r in reports)} records of {len(logs)} segment(s) of {files[0]} to {dest.rstrip('/')}/"
     else:
         logs = [f for f in files if f.endswith(LOG)]
         if len(logs) != 1:
             raise UsageError("--to exports one .log file, or a partition directory")
         with Progress(os.path.getsize(logs[0]), logs[0], enabled=progress) as meter:
             reports = [export_segment(logs[0], dest, fmt, jobs=jobs, progress=meter.update)]
-        print(f"wrote {reports[0].rows} records of {logs[0]} to {dest} ({fmt})")
+        wrote = f"{reports[0].rows} records of {logs[0]} to {dest}"
+    if verdict is not None:
+        verdict.found(not all(r.ok for r in reports))
+    print(f"wrote {wrote} ({fmt})")
     for log, report in zip(logs, reports):
         where = f" of {log}" if len(logs) > 1 else ""
         for position, entry, exc in report.damaged:
@@ -177,6 +179,9 @@ def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool 
         for span in report.lost:
             print(f"left out {span.size} unreadable byte(s) at byte {span.position}{where} (the framing was lost; "
                   f"resumed at byte {span.position + span.size}): {span.error.line()}", file=sys.stderr)
+        for c in report.backwards:
+            print(f"offsets go backwards at byte {c.position}{where} (exported; which batch is wrong is not known): "
+                  f"{c.rule}: {c.message}", file=sys.stderr)
         if report.stopped is not None:
             print(f"the walk of {log} stopped {report.stopped.line()}; nothing after it was exported",
                   file=sys.stderr)

@@ -12,7 +12,7 @@ import os
 import sys
 
 from pykbatch.commands import consume, dump, produce, redpanda, repair, rules, sample, tiered, validate
-from pykbatch.commands.common import CANNOT_RUN, EXIT_CODES, OK, UsageError
+from pykbatch.commands.common import CANNOT_RUN, EXIT_CODES, UsageError, Verdict
 from pykbatch.log.files import STDIN
 
 # in the order --help lists them
@@ -71,13 +71,15 @@ def main(argv=None) -> int:
         if path != STDIN and not os.path.exists(path):
             print(f"pykbatch {args.command}: {path}: no such file or directory", file=sys.stderr)
             return CANNOT_RUN
+    args.verdict = Verdict()
     try:
-        return args.run(args)
+        status = args.run(args)
+        sys.stdout.flush()  # here, not at the interpreter's exit, where a closed pipe would make it 120
+        return args.verdict.end(status)
     except BrokenPipeError:  # the reader went away (| head): stop quietly, as coreutils do
         _silence_stdout()
-        # a command that knew its verdict before printing (args.verdict) still exits with it:
-        # damage must not become 0 because the reader stopped reading
-        return getattr(args, "verdict", OK)
+        # with the verdict reached so far: damage must not become 0 because the reader stopped reading
+        return args.verdict.status
     except (UsageError, OSError, ImportError, RegistryError) as exc:  # not the data's problem: the command
         print(f"pykbatch {args.command}: error: {exc}", file=sys.stderr)  # line, the machine's, a registry's
         return CANNOT_RUN

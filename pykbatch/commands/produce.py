@@ -137,9 +137,9 @@ def _produce(args) -> int:
     except (ClusterError, SettingsError, ValueError, TypeError) as exc:
         print(f"pykbatch produce: error: {exc}", file=sys.stderr)
         return CANNOT_RUN
-    args.verdict = OK if report.delivered_count == report.records else DAMAGED
+    args.verdict.found(report.delivered_count != report.records)
     _print(args, report, metrics)
-    return args.verdict
+    return args.verdict.status
 
 
 def _print(args, report, metrics: dict) -> None:

@@ -34,7 +34,7 @@ def _redpanda(args) -> int:
             continue
         reading = redpanda.read(data)
         rows, report, kafka, result = reading.batches, reading.report, reading.kafka, reading.result
-        problems += reading.problems
+        problems += args.verdict.found(reading.problems)
         if args.to:
             from pykbatch.log.export import export_segment
             export_segment(io.BytesIO(kafka), args.to[1], args.to[0])

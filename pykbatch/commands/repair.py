@@ -51,8 +51,11 @@ def _repair(args) -> int:
                 os.remove(args.dead_letter)
             raise UsageError(f"{args.file}: no Kafka record batch or message in it: nothing to repair (not a log "
                              "segment?)")
+    args.verdict.found(report.result.culprit_count)
     print(f"{args.file}: kept {report.kept_batches} batches, dropped {report.dropped_records} record(s) and "
           f"{report.dropped_batches} batch(es), {report.unreadable_bytes} unreadable byte(s)"
           + (f", {report.truncated_tail_bytes} byte(s) of an incomplete tail" if report.truncated_tail_bytes else ""))
     print(f"wrote {args.out}" + (f"; dead letters in {args.dead_letter}" if args.dead_letter else ""))
+    for c in report.unfixed:  # still in the output: the exit status stays 1
+        print(f"  not fixed: batch {c.entry} at byte {c.position}: {c.rule}: {c.message} ({c.detail})")
     return DAMAGED if report.result.culprit_count else OK

@@ -77,6 +77,7 @@ def _partitions(args):
 
 def _plan(args) -> int:
     _, parts = _partitions(args)
+    args.verdict.found(any(r.kind in PROBLEMS for part in parts for r in part.reports))
     doc = []
     for part in parts:
         iso = part.isolation(args.isolation_level)
@@ -120,7 +121,7 @@ def _export(args) -> int:
                 rows += table.num_rows
     finally:
         writer.close()
-    problems = [r for part in parts for r in part.reports if r.kind in PROBLEMS]
+    problems = args.verdict.found([r for part in parts for r in part.reports if r.kind in PROBLEMS])
     for part in parts:
         for r in part.reports:
             print(f"report: {r.line()}", file=sys.stderr)

@@ -69,7 +69,7 @@ def _check_state_file(path: str, kind: str, args) -> int:
     """An index or state file handed to validate: checked as what it is (its log beside it, if
     any); returns how many problems."""
     from pykbatch.log.checks import KINDS, check_file
-    problems = check_file(path)
+    problems = args.verdict.found(check_file(path))
     if getattr(args, "json", False):
         print(json.dumps({"file": path, "kind": KINDS[kind], "ok": not problems, "problems": problems}))
         return len(problems)
@@ -89,6 +89,7 @@ def validate_file(path: str, config: ValidationConfig, args) -> int:
                              "request or a batch?); index and state files are checked by their names "
                              "(.index, .timeindex, .txnindex, .snapshot, leader-epoch-checkpoint, partition.metadata)")
         audit = _audit(seg.view(), result, config.topic_partition) if producers else None
+    args.verdict.found(result.culprit_count + (len(audit.culprits) if audit else 0))
     if getattr(args, "json", False):
         doc = {"file": path, "ok": result.ok, "entries": result.entries,
                "records": result.records, "culprit_count": result.culprit_count,
@@ -145,6 +146,7 @@ def _audit_one(directory: str, args, heading: bool = False) -> int:
     with Progress(len(Partition(directory).segment_paths), directory, unit="segments",
                   enabled=progress_enabled(args)) as meter:
         audit = audit_partition(directory, config, jobs=args.jobs, progress=meter.update)
+    args.verdict.found(not audit.ok)
     cap = args.max_culprits
     if args.json:
         print(json.dumps({

@@ -41,8 +41,9 @@ class PartitionAudit:
     directory: str
     segments: list = field(default_factory=list)
     overlaps: list = field(default_factory=list)
-    """(segment path, byte position, previous last offset, this batch's base offset): offsets that
-    go back, which no broker writes."""
+    """(segment path, byte position, previous segment's last offset, this segment's first base
+    offset): offsets that go back from one segment to the next, which no broker writes (inside a
+    segment they are the validator's culprits, ``log.offsets_not_increasing``)."""
     gaps: int = 0
     """Offset gaps between consecutive batches: normal after compaction or transaction markers'
     removal, so counted, not blamed."""
@@ -129,8 +130,8 @@ def _walk_table(path, verdict, base_offset, t, audit, tracker, producer_culprits
         before[0] = prev_last if prev_last is not None else 0
         first = 0 if prev_last is not None else 1  # the log's first batch follows nothing
         ahead = base[first:] > before[first:]
-        for i in (np.flatnonzero(~ahead) + first).tolist():
-            audit.overlaps.append((path, int(position[i]), int(before[i]), int(base[i])))
+        if prev_last is not None and not ahead[0]:  # inside the segment: the validator's culprits
+            audit.overlaps.append((path, int(position[0]), int(before[0]), int(base[0])))
         # a gap: more than one past the last offset (base - before never overflows to 1)
         audit.gaps += int(np.count_nonzero(ahead & (base[first:] - before[first:] != 1)))
     if tracker is not None:
@@ -174,7 +175,7 @@ def _walk_segment(path, verdict, audit, tracker, producer_culprits):
                         audit.below_base.append((path, b.base_offset))
                 entry.last_offset = b.last_offset
                 if prev_last is not None:
-                    if b.base_offset <= prev_last:
+                    if b.base_offset <= prev_last and entry.batches == 1:  # inside: the validator's
                         audit.overlaps.append((path, b.position, prev_last, b.base_offset))
                     elif b.base_offset > prev_last + 1:
                         audit.gaps += 1

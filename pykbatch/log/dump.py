@@ -18,6 +18,10 @@ from pykbatch.log.files import KRAFT_SNAPSHOT, STDIN
 from pykbatch.log.segments import open_input
 from pykbatch.log.reports import IndexReport
 
+Found = Callable[[int], object]
+"""Told of problems the moment a dump meets them, before the line that shows one is written (a
+command's verdict: a reader that goes away after that line must not turn damage into 0)."""
+
 Decoder = Callable[[bytes], str]
 
 
@@ -165,9 +169,32 @@ class DumpErrors(IndexReport):
     """What Kafka's tool reports on stderr after every file was dumped (``IndexReport``), in the
     order of the tool's ``style``."""
 
-    def __init__(self, style: Style = STYLES["java"]):
+    def __init__(self, style: Style = STYLES["java"], on_problem: Found | None = None):
         super().__init__(style.index_mismatches_descending, style.gaps_from_minus_one)
         self.style = style
+        self.on_problem = on_problem
+
+    def add(self, path: str, problems) -> None:
+        problems = list(problems)
+        if problems and self.on_problem is not None:
+            self.on_problem(len(problems))
+        super().add(path, problems)
+
+
+class _Problems:
+    """A dump's count of problems, each told to ``on_problem`` as it is met."""
+
+    __slots__ = ("count", "on_problem")
+
+    def __init__(self, on_problem: Found | None = None):
+        self.count = 0
+        self.on_problem = on_problem
+
+    def found(self, n: int = 1) -> None:
+        if n:
+            self.count += n
+            if self.on_problem is not None:
+                self.on_problem(n)
 
 
 def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, deep: bool = False,
@@ -175,17 +202,19 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
                verify_index_only: bool = False, index_sanity_check: bool = False,
                max_message_size: int = 5 * 1024 * 1024, key_decoder: Decoder = utf8,
                value_decoder: Decoder = utf8, progress: bool = False, style: str = "java",
-               decoder: str | None = None, parser: RecordParser | None = None) -> int:
+               decoder: str | None = None, parser: RecordParser | None = None,
+               on_problem: Found | None = None) -> int:
     """kafka-dump-log.sh over several files, dispatched by the suffix after the last dot; returns
     the number of problems met (errors, index mismatches).  ``style``: the output of Kafka 4.3+'s
     tool ("java") or of the Scala tool of earlier releases ("scala"); see ``Style``.  ``decoder``:
     a structured decoder's name (``STRUCTURED_DECODERS``), which then prints every payload;
-    ``parser``: a record parser of the caller's (the schema registry's), in place of both."""
+    ``parser``: a record parser of the caller's (the schema registry's), in place of both.
+    ``on_problem``: told of each problem as it is met, before it is printed."""
     out = out or sys.stdout
     parser = parser or parser_for(decoder, key_decoder, value_decoder)
     err = err or sys.stderr
-    errors = DumpErrors(STYLES[style])
-    problems = 0
+    errors = DumpErrors(STYLES[style], on_problem)
+    problems = _Problems(on_problem)
     for path in paths:
         suffix = LOG if path == STDIN else suffix_of(path)
         if not can_dump(path):
@@ -194,9 +223,9 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
         out.write(f"Dumping {path}\n")
         try:
             if suffix in (LOG, KRAFT_SNAPSHOT):
-                problems += dump_log(path, out, err, deep=deep, print_data=print_data, skip_metadata=skip_metadata,
-                                     max_bytes=max_bytes, parser=parser, header=False, progress=progress,
-                                     errors=errors)
+                dump_log(path, out, err, deep=deep, print_data=print_data, skip_metadata=skip_metadata,
+                         max_bytes=max_bytes, parser=parser, header=False, progress=progress, errors=errors,
+                         problems=problems)
             elif suffix == OffsetIndex.SUFFIX:
                 dump_offset_index(path, out, errors, verify_index_only, index_sanity_check, max_message_size)
             elif suffix == TimeIndex.SUFFIX:
@@ -204,25 +233,27 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
             else:
                 _DUMPERS[suffix](path, out, errors.style)
         except CorruptIndexError as exc:
+            problems.found()
             err.write(f"{exc}\n" if suffix == ProducerSnapshot.SUFFIX else f"Error while dumping {path}: {exc}\n")
-            problems += 1
         except BrokenPipeError:  # the reader went away: the command ends (quietly, pykbatch.commands)
             raise
         except (ValueError, OSError) as exc:  # KafkaDataError and CorruptIndexError are ValueErrors
+            problems.found()
             err.write(f"Error while dumping {path}: {exc}\n")
-            problems += 1
     errors.write(err)
-    return problems + errors.count
+    return problems.count + errors.count
 
 
 def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *, deep: bool = False,
              print_data: bool = False, skip_metadata: bool = False, max_bytes: int | None = None,
              key_decoder: Decoder = utf8, value_decoder: Decoder = utf8, header: bool = True,
-             progress: bool = False, errors: DumpErrors | None = None, parser: RecordParser | None = None) -> int:
+             progress: bool = False, errors: DumpErrors | None = None, parser: RecordParser | None = None,
+             problems: _Problems | None = None) -> int:
     """Print one ``.log`` (or KRaft ``.checkpoint``) file as kafka-dump-log does; returns the
     number of problems met.  ``progress``: a percentage line on stderr when it is a terminal
     and the file is large (never when piped).  ``errors``: where a multi-file dump collects what
-    it prints at the end; without one, this file's are printed after it."""
+    it prints at the end; without one, this file's are printed after it.  ``problems``: where a
+    multi-file dump counts them as they are met."""
     out = out or sys.stdout
     err = err or sys.stderr
     deep = deep or print_data
@@ -241,11 +272,13 @@ def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *,
         meter = Progress(seg.size, os.path.basename(path), err, enabled=progress)
         own = errors is None
         errors = errors or DumpErrors()
-        problems = _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes,
-                                 parser or decoders_parser(key_decoder, value_decoder), meter, errors)
+        problems = _Problems() if problems is None else problems
+        before = problems.count
+        _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes,
+                      parser or decoders_parser(key_decoder, value_decoder), meter, errors, problems)
         if own:
             errors.write(err)
-        return problems
+        return problems.count - before
 
 
 def _snapshot_header(name: str) -> str:
@@ -269,26 +302,36 @@ def lost_span_line(span) -> str:
             f"{span.position + span.size}) {span.error.line()}")
 
 
+def order_line(c) -> str:
+    """The line printed after a batch whose offsets go backwards (Kafka's tool only lists them
+    among the non-consecutive offsets at the end)."""
+    return f"| offsets go backwards: at byte {c.position}: {c.name}({c.code}) {c.rule}: {c.message}"
+
+
 def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, parser: RecordParser,
-                  meter, errors: DumpErrors) -> int:
-    """Prints the segment's batches (and records); returns the problems met: batches whose CRC
-    does not match, batches whose records cannot be read, spans whose framing was lost."""
-    problems = 0
+                  meter, errors: DumpErrors, problems: _Problems) -> None:
+    """Prints the segment's batches (and records), counting the problems met: batches whose CRC
+    does not match, batches whose records cannot be read, spans whose framing was lost, offsets
+    that go backwards."""
     pairs = []
     style = errors.style
     last_offset = -1 if style.gaps_from_minus_one else None
+    backwards = seg.order_faults(max_bytes)
 
     def lost(span) -> None:
-        nonlocal problems
+        problems.found()
         out.write(lost_span_line(span) + "\n")
-        problems += 1
 
     for b in seg.batches(max_bytes=max_bytes, on_lost=lost):
         if meter:
             meter.update(b.position)
         valid = b.is_valid
+        problems.found(not valid)
         out.write(batch_line(b, valid) + "\n")
-        problems += not valid
+        order = backwards.get(b.position)
+        if order is not None:
+            problems.found()
+            out.write(order_line(order) + "\n")
         if deep:
             if hasattr(parser, "begin_batch"):  # a parser that decodes a batch's values as one column
                 parser.begin_batch(b)
@@ -300,8 +343,8 @@ def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, par
                     out.write(record_line(b, r, print_data=print_data, skip_metadata=skip_metadata,
                                           parser=parser, style=style) + "\n")
             except KafkaDataError as exc:  # this batch's records only: its framing holds, go on
+                problems.found()
                 out.write(damaged_batch_line(exc) + "\n")
-                problems += 1
         del b
     if meter:
         meter.finish()
@@ -309,7 +352,6 @@ def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, par
         out.write(f"Found {seg.invalid_tail_bytes} invalid bytes at the end of {os.path.basename(str(seg.path))}\n")
     if pairs:
         errors.non_consecutive.setdefault(os.path.abspath(seg.path), []).extend(pairs)
-    return problems
 
 
 def dump_offset_index(path: str, out: TextIO, errors: DumpErrors, verify_only: bool = False,
@@ -421,16 +463,17 @@ def can_dump(path: str) -> bool:
 
 def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, lines: bool = False,
               deep: bool = False, print_data: bool = False, max_bytes: int | None = None,
-              parser: RecordParser | None = None) -> int:
+              parser: RecordParser | None = None, on_problem: Found | None = None) -> int:
     """``.log`` files as JSON: one document (``lines=False``: files -> batches -> records) or JSON
     lines (one object per batch, per record, per unreadable span, and one closing each file).
     ``parser``: a decoder's parser (``parser_for``), whose text goes beside the bytes.  Returns
-    the problems met, as ``dump_files`` counts them."""
+    the problems met, as ``dump_files`` counts them (each told to ``on_problem`` as it is met).
+    An entry whose offsets go backwards carries the culprit under ``order``."""
     import json
     out = out or sys.stdout
     err = err or sys.stderr
     deep = deep or print_data
-    problems = 0
+    problems = _Problems(on_problem)
     files = []
     for path in paths:
         if not (path == STDIN or path.endswith((LOG, KRAFT_SNAPSHOT))):
@@ -441,18 +484,21 @@ def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, li
         doc = {"file": path, **where, "batches": [], "unreadable": []}
 
         def lost(span) -> None:
-            nonlocal problems
             obj = {"position": span.position, "size": span.size, "error": span.error.as_dict()}
-            problems += 1
+            problems.found()
             if lines:
                 out.write(json.dumps({"type": "unreadable", "file": path, **obj}) + "\n")
             else:
                 doc["unreadable"].append(obj)
 
         with open_input(path, 0) as seg:
+            backwards = seg.order_faults(max_bytes) if seg.size else {}
             for b in seg.batches(max_bytes=max_bytes, on_lost=lost):
                 obj = batch_object(b)
-                problems += not obj["is_valid"]
+                problems.found(not obj["is_valid"])
+                if b.position in backwards:
+                    obj["order"] = backwards[b.position].as_dict()
+                    problems.found()
                 records = None
                 if deep:
                     if hasattr(parser, "begin_batch"):
@@ -461,7 +507,7 @@ def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, li
                         records = [record_object(b, r, print_data=print_data, parser=parser, where=where) for r in b]
                     except KafkaDataError as exc:  # in place of the records; the next batch goes on
                         obj["error"] = exc.as_dict()
-                        problems += 1
+                        problems.found()
                 if lines:
                     out.write(json.dumps({"type": "batch", "file": path, **obj}) + "\n")
                     for rec in records or ():
@@ -481,4 +527,4 @@ def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, li
             files.append(doc)
     if not lines:
         out.write(json.dumps({"files": files}, indent=1) + "\n")
-    return problems
+    return problems.count

@@ -29,15 +29,17 @@ class ExportReport:
     """What ``export_segment`` wrote: ``rows``; ``damaged``: (batch position, entry index, error)
     of every batch left out because its records could not be read; ``lost``: the ``LostSpan``s
     skipped where the entry framing was lost (the walk resumed at the next sound entry);
-    ``stopped``: an error that ended the walk of the file early, if any."""
+    ``stopped``: an error that ended the walk of the file early, if any; ``backwards``: culprits
+    of batches whose offsets go back (exported: which of two batches is wrong is not known)."""
     rows: int = 0
     damaged: list[tuple[int, int, KafkaDataError]] = field(default_factory=list)
     lost: list = field(default_factory=list)
     stopped: KafkaDataError | None = None
+    backwards: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.damaged and not self.lost and self.stopped is None
+        return not self.damaged and not self.lost and self.stopped is None and not self.backwards
 
 
 def _readable(seg: Segment, report: ExportReport):
@@ -97,6 +99,7 @@ def _export(sources: list, dest: str, format: str, window_bytes: int, jobs, segm
     def windows():
         for i, source in enumerate(sources):
             seg = segments[i] = Segment(source)
+            reports[i].backwards = list(seg.order_faults().values())
             view = seg.view()
             entries = 0
             for run in entry_windows(_readable(seg, reports[i]), window_bytes):

@@ -21,7 +21,9 @@ import tempfile
 from typing import Callable, Iterator
 
 from pykbatch import _native
+from pykbatch.config import ValidationConfig
 from pykbatch.result import LostSpan
+from pykbatch.rules import BY_ID
 from pykbatch.log.files import LEADER_EPOCH_CHECKPOINT, LOG, STDIN, base_offset_of, is_segment_file, sibling
 from pykbatch.log.indexes import Checkpoint, IndexEntry, OffsetIndex, ProducerSnapshot, TimeIndex
 
@@ -133,6 +135,13 @@ class Segment:
             return _native._validate_mapped(view, config, progress=progress)
         return _native.validate(view, config)
 
+    def order_faults(self, max_bytes: int | None = None) -> dict:
+        """The validator's culprits of the entries' order (offsets that go backwards), by the
+        position of the entry each is reported against: what dump and export name, as validate
+        and repair do."""
+        result = self.validate(_ORDER_CHECKS, max_bytes=max_bytes)
+        return {c.entry_position: c for c in result.culprits if BY_ID[c.rule].between}
+
     def _release(self, start: int, end: int) -> int:
         """Drops the pages of [start, end) from this process's resident set (the file stays in the
         page cache; a later access faults them back in), so reading a large segment keeps the
@@ -206,6 +215,10 @@ class Segment:
 
     def __repr__(self):
         return f"<Segment {self.path or '(stream)'} base offset {self.base_offset}, {self.size} bytes>"
+
+
+# the entries' order only (Rule.between culprits come from the validator's walk of a log)
+_ORDER_CHECKS = ValidationConfig(origin="log", verify_crc=False, max_culprits=2**31 - 1)
 
 
 def open_input(path: str, base_offset: int | None = None) -> Segment:
