@@ -281,6 +281,19 @@ cdef class Batch:
         """All records as a list."""
         return list(self)
 
+    def readable(self):
+        """Every record that can be read, and in place of each that cannot, the
+        ``KafkaDataError`` saying why (not raised).  Where iteration (Kafka's reader) stops at a
+        record whose fields are broken, this walk passes over it when its length can be trusted
+        -- as a repair does -- so the records after it are read; it ends where a length cannot be
+        trusted or the bytes run out (one error, then the end).  What every output of pykbatch
+        counts as readable: the dump prints these records, exports write them."""
+        try:
+            self._load()
+        except _errors.KafkaDataError as exc:  # a payload its codec rejects: nothing of it to read
+            return iter((exc,))
+        return _Readable(self)
+
 
 cdef class _RecordIterator:
     """Walks a batch's records; subclasses decide what each record becomes."""
@@ -338,6 +351,46 @@ cdef class _Records(_RecordIterator):
         rec.attributes = r.attributes
         rec.position = r.pos
         rec._crc = rec._crc_ok = -1
+        return rec
+
+
+@cython.final
+cdef class _Readable(_RecordIterator):
+    cdef bint done
+
+    def __next__(self):
+        cdef kb_record r
+        cdef kb_fault f
+        cdef size_t next_pos = 0
+        if self.done:
+            raise StopIteration
+        cdef int step = kb_v2_walk_step(self.pos, self.limit, self.index, self.b.h.record_count, &f)
+        if step == 0:
+            raise StopIteration
+        if step < 0:
+            self.done = True
+            return _fault_error(&f, 0, self.b._payload)
+        if kb_v2_read_record_by(kb_v2_consumer_reader(self.b.h.attributes & KB_ATTR_CODEC_MASK),
+                                self.b._rec.ptr, self.pos, self.limit, &r, &f, &next_pos) != 0:
+            self.index += 1
+            if next_pos == 0 or next_pos <= self.pos:
+                self.done = True  # no length to trust: nothing after it can be found
+            else:
+                self.pos = next_pos
+            return _fault_error(&f, 0, self.b._payload)
+        cdef const uint8_t *buf = self.b._rec.ptr
+        cdef Record rec = Record.__new__(Record)
+        rec.offset_delta = r.offset_delta
+        _set_record(rec, kb_wrap_add64(self.b.h.base_offset, r.offset_delta), self.timestamp_of(&r),
+                    _bytes_or_none(buf, r.key, r.key_len), _bytes_or_none(buf, r.value, r.value_len),
+                    _headers(buf, &r, self.header_keys))
+        rec.timestamp_delta = r.timestamp_delta
+        rec.sequence = _sequence(self.b.h.base_sequence, r.offset_delta)
+        rec.attributes = r.attributes
+        rec.position = r.pos
+        rec._crc = rec._crc_ok = -1
+        self.pos = r.end
+        self.index += 1
         return rec
 
 

@@ -139,6 +139,15 @@ cdef class LegacyBatch:
         """The records as plain ``(offset, timestamp, key, value, headers)`` tuples."""
         return ((r.offset, r.timestamp, r.key, r.value, r.headers) for r in self)
 
+    def readable(self):
+        """As ``Batch.readable``: the messages that can be read, then the error where reading
+        stops (an inner message set has no per-message length to pass a broken one by)."""
+        try:
+            for r in self:
+                yield r
+        except _errors.KafkaDataError as exc:
+            yield exc
+
     def records(self):
         return list(self)
 

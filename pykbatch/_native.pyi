@@ -5,6 +5,7 @@ import pyarrow
 from typing_extensions import TypeAlias, disjoint_base
 
 from pykbatch.config import ValidationConfig
+from pykbatch.errors import KafkaDataError
 from pykbatch.result import LostSpan, TruncatedTail, ValidationResult
 
 _Buffer: TypeAlias = Union[bytes, bytearray, memoryview, Any]  # any object with the buffer protocol (mmap too)
@@ -69,6 +70,7 @@ class Batch:
     def __iter__(self) -> Iterator[Record]: ...
     def tuples(self) -> Iterator[Tuple[int, int, Optional[bytes], Optional[bytes], _Headers]]: ...
     def records(self) -> list[Record]: ...
+    def readable(self) -> Iterator[Union[Record, KafkaDataError]]: ...
 
 @disjoint_base
 class LegacyBatch(Batch):

@@ -17,7 +17,7 @@ from pykbatch import _native, errors
 from pykbatch.config import ValidationConfig
 from pykbatch.columns import (  # noqa: F401 (the result types, named here too)
     BATCH, CULPRIT, DROPPED, ERROR_RECORD, RECORD as _RECORD_TYPES, REPAIR, SPARK_KAFKA, TIMESTAMP_TYPE_IDS,
-    VALIDATION, fields,
+    TIMESTAMP_TYPES, VALIDATION, fields,
 )
 
 RECORD = pa.struct(fields(_RECORD_TYPES, "offset timestamp key value headers sequence batch_index "
@@ -239,11 +239,15 @@ def shift_batches(table: pa.Table, position: int, entry: int) -> pa.Table:
     return table
 
 
-def decode_entries(data, entries, *, verify_crc: bool = True, first_entry: int = 0):
+def decode_entries(data, entries, *, verify_crc: bool = True, first_entry: int = 0, readable: bool = False):
     """The records of whole entries ``[(position, size), ...]`` of ``data`` as one ``to_arrow``
     table (``batch_position`` in ``data``, ``batch_index`` from ``first_entry``), and the entries
     whose records cannot be read, ``[(position, entry index, error)]``: those contribute no rows,
-    their neighbours all of theirs.  Decoded at once; entry by entry only when that fails."""
+    their neighbours all of theirs.  Decoded at once; entry by entry only when that fails.
+
+    ``readable``: such an entry contributes the records ``Batch.readable`` reads of it (a batch
+    whose CRC does not match, all of them: the dump prints them too), and is listed as
+    ``(position, entry index, [errors], rows)``: what could not be read, and how many rows it gave."""
     start, end = entries[0][0], entries[-1][0] + entries[-1][1]
     try:
         return shift_batches(_native.to_arrow(data[start:end], verify_crc=verify_crc), start, first_entry), []
@@ -257,8 +261,51 @@ def decode_entries(data, entries, *, verify_crc: bool = True, first_entry: int =
         except errors.KafkaDataError as exc:
             if exc.offset is not None:  # where in ``data``, not in the entry's slice
                 exc.offset += position
-            failed.append((position, first_entry + i, exc))
+            if not readable:
+                failed.append((position, first_entry + i, exc))
+                continue
+            table, unreadable = readable_table(data, position, size, first_entry + i)
+            if table is not None:
+                tables.append(table)
+            failed.append((position, first_entry + i, unreadable or [exc], 0 if table is None else table.num_rows))
     return (pa.concat_tables(tables) if tables else _native.to_arrow(b"")), failed
+
+
+def readable_table(data, position: int, size: int, entry: int):
+    """``(table, errors)``: the records ``Batch.readable`` reads of the entry at ``position`` of
+    ``data`` as ``to_arrow``'s rows (None when its header cannot be read), and the errors in place
+    of the others, their positions in ``data``.  A batch whose CRC does not match gives its
+    records as read, that error first."""
+    schema = _native.to_arrow(b"").schema
+    chunk = bytes(memoryview(data)[position:position + size])
+    try:
+        batch = next(iter(_native.iter_batches(chunk, verify_crc=False)))
+    except (errors.KafkaDataError, StopIteration):
+        return None, []
+    unreadable, rows = [], []
+    if not batch.is_valid:
+        try:
+            next(iter(_native.iter_batches(chunk, verify_crc=True)))
+        except errors.KafkaDataError as exc:
+            unreadable.append(exc)
+    for r in batch.readable():
+        if isinstance(r, errors.KafkaDataError):
+            unreadable.append(r)
+            continue
+        rows.append({"offset": r.offset, "timestamp": r.timestamp, "key": r.key, "value": r.value,
+                     "headers": [{"key": k, "value": v} for k, v in r.headers], "sequence": r.sequence,
+                     "batch_index": entry, "batch_position": position, "base_offset": batch.base_offset,
+                     "partition_leader_epoch": batch.partition_leader_epoch, "producer_id": batch.producer_id,
+                     "producer_epoch": batch.producer_epoch, "is_transactional": batch.is_transactional,
+                     "is_control": batch.is_control})
+    for exc in unreadable:
+        if exc.offset is not None:
+            exc.offset += position
+    table = pa.Table.from_pylist(rows, schema=schema.remove(schema.get_field_index("timestamp_type")))
+    types = pa.array([TIMESTAMP_TYPES.index(batch.timestamp_type)] * len(rows), pa.int8())
+    # to_arrow's dictionary, whole: an IPC file takes one dictionary per field
+    return table.append_column(schema.field("timestamp_type"),
+                               pa.DictionaryArray.from_arrays(types, pa.array(TIMESTAMP_TYPES))), unreadable
 
 
 def spark_timestamps(millis: pa.Array, types: pa.Array) -> tuple[pa.Array, pa.Array]:

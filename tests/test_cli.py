@@ -58,7 +58,7 @@ def test_dump_names_a_broken_record_and_goes_on(tmp_path, capsys):
     assert main(["dump", "--files", str(path), "--deep-iteration"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[3].startswith("| offset: 0 ")  # the good record before the fault
-    assert out[4].startswith("| damaged batch: records not readable at byte ")
+    assert out[4].startswith("| not readable at byte ")
     assert "INVALID_RECORD(87) record.negative_header_count: Found invalid number of record headers -64" in out[4]
     assert out[5].startswith("baseOffset: 2 ") and out[6].startswith("| offset: 2 ")
 
@@ -94,7 +94,7 @@ def test_dump_prints_a_damaged_batch_its_culprit_and_the_batches_after_it(tmp_pa
     (at,) = [i for i, line in enumerate(out) if f" position: {middle} " in line]
     assert out[at].startswith("baseOffset: 3 lastOffset: 5 count: 3 ")
     rule = "batch.unknown_codec" if how.isdigit() else "batch.decompression_failed"
-    assert out[at + 1].startswith("| damaged batch: records not readable at byte ")
+    assert out[at + 1].startswith("| not readable at byte ")
     assert f"UNKNOWN_SERVER_ERROR(-1) {rule}: " in out[at + 1]
     assert out[at + 2].startswith("baseOffset: 6 ") and out[at + 3].startswith("| offset: 6 ")
     assert [line.split()[2] for line in out if line.startswith("| offset:")] == ["0", "1", "2", "6", "7"]
@@ -108,7 +108,7 @@ def test_json_dumps_put_an_error_in_place_of_the_records(tmp_path, capsys, how):
     (doc,) = json.loads(capsys.readouterr().out)["files"]
     assert [len(b.get("records", ())) for b in doc["batches"]] == [3, 0, 2] and doc["error"] is None
     error = doc["batches"][1]["error"]
-    assert "records" not in doc["batches"][1] and error["code"] == -1 and error["position"] > middle
+    assert doc["batches"][1]["unreadable"] == [error] and error["code"] == -1 and error["position"] > middle
     assert error["rule"] == ("batch.unknown_codec" if how.isdigit() else "batch.decompression_failed")
     assert main(["dump", "--files", str(path), "--format", "jsonl", "--deep-iteration"]) == 1
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -129,8 +129,8 @@ def test_export_leaves_a_damaged_batch_out_and_says_so(tmp_path, capsys, how, fm
     assert main(["dump", "--files", str(path), "--to", fmt, str(dest)]) == 1
     captured = capsys.readouterr()
     assert "wrote 5 records" in captured.out
-    assert f"left out batch 1 at byte {middle}: records not readable at byte " in captured.err
-    assert "1 damaged batch(es) left out" in captured.err
+    assert f"left out batch 1 at byte {middle}: at byte " in captured.err
+    assert "1 damaged batch(es) in " in captured.err
     table = pq.read_table(dest) if fmt == "parquet" else __import__("pyarrow").ipc.open_file(dest).read_all()
     assert table.column("offset").to_pylist() == [0, 1, 2, 6, 7]
     assert table.column("batch_index").to_pylist() == [0, 0, 0, 2, 2]

@@ -173,9 +173,11 @@ def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool 
     print(f"wrote {wrote} ({fmt})")
     for log, report in zip(logs, reports):
         where = f" of {log}" if len(logs) > 1 else ""
-        for position, entry, exc in report.damaged:
-            print(f"left out batch {entry} at byte {position}{where}: records not readable {exc.line()}",
-                  file=sys.stderr)
+        for position, entry, problems, rows in report.damaged:
+            what = f"left out batch {entry} at byte {position}{where}" if not rows else \
+                f"batch {entry} at byte {position}{where}, {rows} record(s) exported"
+            for exc in problems:
+                print(f"{what}: {exc.line()}", file=sys.stderr)
         for span in report.lost:
             print(f"left out {span.size} unreadable byte(s) at byte {span.position}{where} (the framing was lost; "
                   f"resumed at byte {span.position + span.size}): {span.error.line()}", file=sys.stderr)
@@ -187,5 +189,6 @@ def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool 
                   file=sys.stderr)
     damaged = sum(len(r.damaged) for r in reports)
     if damaged:
-        print(f"{damaged} damaged batch(es) left out of {dest}", file=sys.stderr)
+        print(f"{damaged} damaged batch(es) in {dest.rstrip('/')}: what could be read of them was exported",
+              file=sys.stderr)
     return OK if all(r.ok for r in reports) else DAMAGED

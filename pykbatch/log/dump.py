@@ -290,9 +290,10 @@ def _snapshot_header(name: str) -> str:
     return ""
 
 
-def damaged_batch_line(exc: KafkaDataError) -> str:
-    """The line printed after a batch whose records cannot be read (Kafka's tool dies there)."""
-    return f"| damaged batch: records not readable {exc.line()}"
+def unreadable_line(exc: KafkaDataError) -> str:
+    """The line printed in place of a record that cannot be read (Kafka's tool dies there; the
+    records after it are printed when its length can be trusted: ``Batch.readable``)."""
+    return f"| not readable {exc.line()}"
 
 
 def lost_span_line(span) -> str:
@@ -335,16 +336,16 @@ def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, par
         if deep:
             if hasattr(parser, "begin_batch"):  # a parser that decodes a batch's values as one column
                 parser.begin_batch(b)
-            try:
-                for r in b:
-                    if last_offset is not None and r.offset != last_offset + 1:
-                        pairs.append((last_offset, r.offset))
-                    last_offset = r.offset
-                    out.write(record_line(b, r, print_data=print_data, skip_metadata=skip_metadata,
-                                          parser=parser, style=style) + "\n")
-            except KafkaDataError as exc:  # this batch's records only: its framing holds, go on
-                problems.found()
-                out.write(damaged_batch_line(exc) + "\n")
+            for r in b.readable():  # the batch's framing holds: its unreadable records are named, never fatal
+                if isinstance(r, KafkaDataError):
+                    problems.found()
+                    out.write(unreadable_line(r) + "\n")
+                    continue
+                if last_offset is not None and r.offset != last_offset + 1:
+                    pairs.append((last_offset, r.offset))
+                last_offset = r.offset
+                out.write(record_line(b, r, print_data=print_data, skip_metadata=skip_metadata,
+                                      parser=parser, style=style) + "\n")
         del b
     if meter:
         meter.finish()
@@ -503,11 +504,15 @@ def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, li
                 if deep:
                     if hasattr(parser, "begin_batch"):
                         parser.begin_batch(b)
-                    try:
-                        records = [record_object(b, r, print_data=print_data, parser=parser, where=where) for r in b]
-                    except KafkaDataError as exc:  # in place of the records; the next batch goes on
-                        obj["error"] = exc.as_dict()
-                        problems.found()
+                    records, unreadable = [], []
+                    for r in b.readable():
+                        if isinstance(r, KafkaDataError):
+                            unreadable.append(r.as_dict())
+                            problems.found()
+                        else:
+                            records.append(record_object(b, r, print_data=print_data, parser=parser, where=where))
+                    if unreadable:  # the records that could not be read; the others are listed
+                        obj["error"], obj["unreadable"] = unreadable[0], unreadable
                 if lines:
                     out.write(json.dumps({"type": "batch", "file": path, **obj}) + "\n")
                     for rec in records or ():

@@ -26,13 +26,15 @@ FORMATS = ("parquet", "arrow")
 
 @dataclass
 class ExportReport:
-    """What ``export_segment`` wrote: ``rows``; ``damaged``: (batch position, entry index, error)
-    of every batch left out because its records could not be read; ``lost``: the ``LostSpan``s
+    """What ``export_segment`` wrote: ``rows``; ``damaged``: (batch position, entry index, errors,
+    rows exported) of every batch with records that could not be read (``Batch.readable``: the
+    others are exported, as the dump prints them) or whose CRC does not match (its records are
+    exported as read); rows 0: the batch was left out; ``lost``: the ``LostSpan``s
     skipped where the entry framing was lost (the walk resumed at the next sound entry);
     ``stopped``: an error that ended the walk of the file early, if any; ``backwards``: culprits
     of batches whose offsets go back (exported: which of two batches is wrong is not known)."""
     rows: int = 0
-    damaged: list[tuple[int, int, KafkaDataError]] = field(default_factory=list)
+    damaged: list[tuple[int, int, list[KafkaDataError], int]] = field(default_factory=list)
     lost: list = field(default_factory=list)
     stopped: KafkaDataError | None = None
     backwards: list = field(default_factory=list)
@@ -109,7 +111,7 @@ def _export(sources: list, dest: str, format: str, window_bytes: int, jobs, segm
 
     def decode(window):
         i, view, run, first_entry, base_offset = window
-        table, damaged = decode_entries(view, run, first_entry=first_entry)
+        table, damaged = decode_entries(view, run, first_entry=first_entry, readable=True)
         if segment_column:
             table = table.append_column(SEGMENT, _repeated(base_offset, table.num_rows))
         return i, table, damaged, run[-1][0] + run[-1][1]

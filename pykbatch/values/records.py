@@ -45,10 +45,7 @@ class RegistryParser:
         """Decodes a batch's keys and values a column at a time (the dump calls this before its
         records; a batch whose records do not read is left to the record-by-record path)."""
         self._texts = {}
-        try:
-            records = list(batch)
-        except KafkaDataError:  # the dump reports the batch; its records are decoded one by one if at all
-            return
+        records = [r for r in batch.readable() if not isinstance(r, KafkaDataError)]  # the dump reports the rest
         for column, wanted in (("key", self.keys), ("value", self.values)):
             if wanted:
                 data = [getattr(r, column) for r in records]
