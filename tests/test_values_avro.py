@@ -234,3 +234,90 @@ def test_hostile_bytes_never_crash_and_never_cost_a_neighbour(noise, cut):
     for k in (1, 2, 3):
         assert (rows[k] is None) == (k in culprit_rows) or rows[k] is not None
     got.values.validate(full=True)
+
+
+# -- caches: a value never depends on which readers ran before in the process ------------------
+
+CACHE_WRITER = {"type": "record", "name": "R", "namespace": "cache", "fields": [
+    {"name": "a", "type": "int"}, {"name": "t", "type": "long"},
+    {"name": "kind", "type": {"type": "enum", "name": "K", "symbols": ["X", "Y"]}}]}
+
+
+def _reader(fields, name="R", **extra):
+    return {"type": "record", "name": name, "namespace": "cache", "fields": fields, **extra}
+
+
+ENUM = {"type": "enum", "name": "K", "symbols": ["X", "Y"]}
+T = {"name": "t", "type": "long"}
+K = {"name": "kind", "type": ENUM}
+# readers that differ from one another only in what the canonical form leaves out (aliases,
+# defaults, logical types, names): each must read its own values whatever was compiled before it
+CACHE_READERS = [
+    _reader([{"name": "b", "type": "int", "default": -1}, T, K]),
+    _reader([{"name": "b", "type": "int", "default": -1, "aliases": ["a"]}, T, K]),
+    _reader([{"name": "b", "type": "int", "default": 7}, T, K]),
+    _reader([{"name": "b", "type": "int", "default": 7, "aliases": ["a"]}, T, K]),
+    _reader([{"name": "a", "type": "long"}, T, K]),
+    _reader([{"name": "a", "type": "int"}, {"name": "t", "type": {"type": "long", "logicalType": "timestamp-millis"}}, K]),
+    _reader([{"name": "a", "type": "int"}, {"name": "t", "type": {"type": "long", "logicalType": "timestamp-micros"}}, K]),
+    _reader([{"name": "a", "type": "int"}, T, K], name="S", aliases=["R"]),
+    _reader([{"name": "a", "type": "int"}, T, {"name": "kind", "type": {**ENUM, "name": "K2", "aliases": ["K"]}}]),
+    _reader([{"name": "a", "type": "int"}, T, {"name": "kind", "type": {**ENUM, "symbols": ["Y", "X"]}}]),
+    _reader([{"name": "a", "type": "int"}, T, {"name": "kind", "type": {**ENUM, "symbols": ["Y", "Z"], "default": "Z"}}]),
+    _reader([{"name": "a", "type": "int"}, T, {"name": "kind", "type": {**ENUM, "symbols": ["Y", "Z"], "default": "Y"}}]),
+    _reader([{"name": "a", "type": "int"}, T, K, {"name": "extra", "type": "string", "default": "one"}]),
+    _reader([{"name": "a", "type": "int"}, T, K, {"name": "extra", "type": "string", "default": "two"}]),
+]
+CACHE_RECORDS = [{"a": 21, "t": 1_700_000_000_123, "kind": "X"}, {"a": -3, "t": 5, "kind": "Y"}]
+
+
+def _read_all(reader) -> list:
+    from pykbatch.values import decode_avro
+    got = decode_avro([datum(CACHE_WRITER, r) for r in CACHE_RECORDS], json.dumps(CACHE_WRITER),
+                      reader_schema=json.dumps(reader))
+    culprits = {c.row for c in got.culprits}
+    return [None if i in culprits else v for i, v in enumerate(got.values.to_pylist())]
+
+
+def _fastavro_all(reader) -> list:
+    out = []
+    for r in CACHE_RECORDS:
+        try:
+            out.append(fastavro_read(datum(CACHE_WRITER, r), CACHE_WRITER, reader))
+        except Exception:  # a symbol the reader lacks, without a default: no value
+            out.append(None)
+    return out
+
+
+def _fresh(reader) -> list:
+    """The reader's values with nothing compiled before it in the process."""
+    from pykbatch.values import decode
+    saved = dict(decode._LAYOUTS), dict(decode._PROGRAMS)
+    decode._LAYOUTS.clear()
+    decode._PROGRAMS.clear()
+    try:
+        return _read_all(reader)
+    finally:
+        decode._LAYOUTS.update(saved[0])
+        decode._PROGRAMS.update(saved[1])
+
+
+def test_each_cache_reader_reads_as_fastavro_when_alone():
+    for reader in CACHE_READERS:
+        logical = any(isinstance(f["type"], dict) and "logicalType" in f["type"] for f in reader["fields"])
+        if not logical:  # fastavro reads the writer's plain long as a long whatever the reader says
+            assert_rows_equal(_fresh(reader), _fastavro_all(reader))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_many_readers_in_shuffled_orders_read_as_each_does_alone(seed):
+    """One process, every reader in a shuffled order (seed printed), twice: the compiled-program
+    and layout caches are keyed on everything resolution reads, so each reader gets its own --
+    the values it gives when nothing ran before it."""
+    import random
+    alone = [_fresh(r) for r in CACHE_READERS]
+    order = list(range(len(CACHE_READERS))) * 2
+    random.Random(seed).shuffle(order)
+    print(f"seed {seed}: {order}")
+    for i in order:
+        assert _read_all(CACHE_READERS[i]) == alone[i], (i, CACHE_READERS[i])

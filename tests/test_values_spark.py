@@ -159,3 +159,31 @@ def test_the_values_page_runs(spark, schema_registry, tmp_path, monkeypatch):
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert 'payload: {"id":1,"item":"tea","note":null}' in done.stdout
     assert "payload: <value.schema_framing (87) at byte 0:" in done.stdout
+
+
+def _plain(v):
+    """A Spark value on the in-process decoder's ground: rows as dicts, local datetimes as UTC."""
+    import datetime
+    if hasattr(v, "asDict"):
+        return {k: _plain(x) for k, x in v.asDict().items()}
+    if isinstance(v, datetime.datetime):
+        return v.astimezone(datetime.timezone.utc)
+    return v
+
+
+def test_many_readers_in_shuffled_orders_on_one_executor(spark):
+    """The executor's Python worker keeps compiled programs from task to task: each reader, in a
+    shuffled order (seed printed), gives what it gives alone -- aliases, defaults, logical types
+    and names are part of the cache key."""
+    import random
+    from spark_udfs import kbatch_from_avro
+    from tests.test_values_avro import CACHE_READERS, CACHE_RECORDS, CACHE_WRITER, _fresh
+    df = spark.createDataFrame([(i, datum(CACHE_WRITER, r)) for i, r in enumerate(CACHE_RECORDS)], "n int, value binary")
+    order = list(range(len(CACHE_READERS))) * 2
+    random.Random(11).shuffle(order)
+    print(f"seed 11: {order}")
+    writer = json.dumps(CACHE_WRITER)
+    for i in order:
+        rows = df.orderBy("n").select(kbatch_from_avro("value", writer, {"reader.schema": json.dumps(CACHE_READERS[i])})
+                                      .alias("v")).collect()
+        assert [_plain(r.v) for r in rows] == _fresh(CACHE_READERS[i]), (i, CACHE_READERS[i])

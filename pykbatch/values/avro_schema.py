@@ -4,6 +4,7 @@ Form and its fingerprint.  A recursive schema is refused here: no Arrow type can
 ``from_avro`` refuses it too)."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import weakref
@@ -227,22 +228,35 @@ _FINGERPRINTS: "weakref.WeakKeyDictionary[AvroType, str]" = weakref.WeakKeyDicti
 
 
 def fingerprint(t: AvroType) -> str:
-    """SHA-256 of the canonical form plus the logical annotations (which change the Arrow type);
-    computed once a parsed schema (the decoder asks for it every call)."""
+    """SHA-256 of ``resolution_form``: equal for two schemas only when resolution and the Arrow
+    layout cannot tell them apart (the key of every compiled-program and layout cache); computed
+    once a parsed schema (the decoder asks for it every call)."""
     found = _FINGERPRINTS.get(t)
     if found is None:
-        found = _FINGERPRINTS[t] = hashlib.sha256((canonical_form(t) + "|" + _logicals(t)).encode()).hexdigest()
+        found = _FINGERPRINTS[t] = hashlib.sha256(resolution_form(t).encode()).hexdigest()
     return found
 
 
-def _logicals(t: AvroType, depth: int = 0) -> str:
-    if depth > MAX_DEPTH:
-        return ""
-    parts = [f"{t.logical}:{t.precision}:{t.scale}" if t.logical else ""]
-    parts += [_logicals(f.type, depth + 1) + f.name + repr(f.default) for f in t.fields]
-    parts += [_logicals(b, depth + 1) for b in t.branches]
-    if t.items is not None:
-        parts.append(_logicals(t.items, depth + 1))
-    if t.enum_default:
-        parts.append(t.enum_default)
-    return ",".join(parts)
+def resolution_form(t: AvroType, _seen: set | None = None) -> str:
+    """Every attribute of the parsed schema, as JSON text: the canonical form drops aliases,
+    defaults and logical types, yet resolution reads them (a field found by its alias, a default
+    filled in, a decimal's scale), so a cache keyed on less would hand one reader's program to
+    another.  Walked over the dataclasses' own fields, so an attribute added later is covered; a
+    named type is spelled out once, then named (as in the canonical form)."""
+    seen = set() if _seen is None else _seen
+    if t.name is not None:
+        if t.name in seen:
+            return json.dumps(t.name)
+        seen.add(t.name)
+    doc = {}
+    for f in dataclasses.fields(t):
+        value = getattr(t, f.name)
+        if isinstance(value, AvroType):
+            value = resolution_form(value, seen)
+        elif f.name == "branches":
+            value = [resolution_form(b, seen) for b in value]
+        elif f.name == "fields":
+            value = [{"name": x.name, "aliases": list(x.aliases), "type": resolution_form(x.type, seen),
+                      "default": None if x.default is NO_DEFAULT else ["default", x.default]} for x in value]
+        doc[f.name] = value
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), default=repr)
