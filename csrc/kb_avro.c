@@ -189,6 +189,8 @@ static inline int read_zigzag(reader *r, int max_bytes, int64_t *out)
         if (p + i >= r->end)
             return truncated(r, p, i + 1);
         uint64_t b = p[i];
+        if (i == 9 && b > 1)
+            break; /* a long's tenth byte holds its last bit: more would wrap, as an int's fifth is refused */
         raw |= (b & 0x7f) << (7 * i);
         if (!(b & 0x80)) {
             int64_t v = (int64_t)((raw >> 1) ^ (0ull - (raw & 1u)));
@@ -324,18 +326,49 @@ static int put_number(reader *r, int32_t ci, int64_t iv, double dv, int is_doubl
     return 0;
 }
 
-/* A big-endian two's complement integer of n bytes into a little-endian column value. */
+/* Whether the n-byte big-endian two's complement integer at s (n <= 32) is below 10^digits in
+ * magnitude: what a decimal of that precision holds (Arrow's arrays and Spark refuse the rest). */
+static int decimal_fits(const uint8_t *s, int64_t n, int digits)
+{
+    if ((8 * n - 1) * 1000 < (int64_t)digits * 3321) /* 2^(8n-1) < 10^digits: always (log2 10 > 3.321) */
+        return 1;
+    uint32_t mag[9] = {0}, limit[9] = {1};
+    int negative = s[0] & 0x80;
+    for (int64_t k = 0; k < n; k++) { /* |v|: the bytes, inverted then plus one when negative */
+        uint8_t b = negative ? (uint8_t)~s[n - 1 - k] : s[n - 1 - k];
+        mag[k / 4] |= (uint32_t)b << (8 * (k % 4));
+    }
+    for (int j = 0; negative && j < 9; j++)
+        if (++mag[j])
+            break;
+    for (int d = 0; d < digits; d++) {
+        uint64_t carry = 0;
+        for (int j = 0; j < 9; j++) {
+            uint64_t x = (uint64_t)limit[j] * 10 + carry;
+            limit[j] = (uint32_t)x;
+            carry = x >> 32;
+        }
+    }
+    for (int j = 8; j >= 0; j--)
+        if (mag[j] != limit[j])
+            return mag[j] < limit[j];
+    return 0;
+}
+
+/* A big-endian two's complement integer of n bytes into a little-endian column value, refused
+ * when it has more digits than the column's precision. */
 static int put_decimal(reader *r, int32_t ci, const uint8_t *s, int64_t n, const uint8_t *at)
 {
     kb_avro_column *col = &r->c->cols[ci];
-    int w = r->c->specs[ci].width;
+    int w = r->c->specs[ci].width, digits = r->c->specs[ci].count;
+    int64_t given = n;
     uint8_t sign = n > 0 && (s[0] & 0x80) ? 0xff : 0x00;
-    while (n > w && s[0] == sign && n > 1 && ((s[1] & 0x80) ? 0xff : 0x00) == sign) { /* redundant sign bytes */
+    while (n > 1 && s[0] == sign && ((s[1] & 0x80) ? 0xff : 0x00) == sign) { /* redundant sign bytes */
         s++;
         n--;
     }
-    if (n > w)
-        return fault(r, KB_RULE_VALUE_DECIMAL_OVERFLOW, at, n, w);
+    if (n > w || (n > 0 && !decimal_fits(s, n, digits)))
+        return fault(r, KB_RULE_VALUE_DECIMAL_OVERFLOW, at, given, digits);
     int rc = begin(r, ci);
     if (rc)
         return rc;
@@ -483,7 +516,8 @@ static int read_node(reader *r, int32_t ni)
             return 0;
         if ((rc = begin(r, nd->col)))
             return rc;
-        memcpy(r->c->cols[nd->col].data + (size_t)r->c->cols[nd->col].length * nd->count, at, (size_t)nd->count);
+        if (nd->count) /* a fixed of size 0 holds nothing */
+            memcpy(r->c->cols[nd->col].data + (size_t)r->c->cols[nd->col].length * nd->count, at, (size_t)nd->count);
         valid_entry(&r->c->cols[nd->col]);
         return 0;
     case KB_AVRO_DECIMAL_BYTES:
@@ -645,9 +679,10 @@ int kb_avro_check(const kb_avro_program *p, const kb_avro_columns *c, int32_t *w
         const kb_avro_colspec *s = &c->specs[i];
         int ok = s->kind >= KB_COL_NULL && s->kind <= KB_COL_UNION;
         if (s->kind == KB_COL_FIXED)
-            ok = s->width > 0;
-        if (s->kind == KB_COL_DECIMAL)
-            ok = s->width == 16 || s->width == 32;
+            ok = s->width >= 0;
+        if (s->kind == KB_COL_DECIMAL) /* count: the precision */
+            ok = (s->width == 16 && s->count >= 1 && s->count <= 38) ||
+                 (s->width == 32 && s->count >= 1 && s->count <= 76);
         if (s->kind == KB_COL_LIST)
             ok = s->child > i && s->child < c->n_columns;
         if (s->kind == KB_COL_STRUCT || s->kind == KB_COL_UNION) {

@@ -103,8 +103,6 @@ cdef object _rebuild_v2(_View v, kb_entry *e, int entry, list culprits, _Decompr
     keep_pos, keep_ts, lost = [], [], []
     for i in range(h.record_count):
         if p >= limit:
-            if i in bad and all(c.rule == "batch.premature_eof" for c in bad[i]):
-                break  # the count lies: the records it names from here on were never written
             return None
         if kb_v2_read_record(rec.ptr, p, limit, &r, &f, &next_pos) != 0:
             if i not in bad or next_pos == 0:

@@ -321,3 +321,57 @@ def test_many_readers_in_shuffled_orders_read_as_each_does_alone(seed):
     print(f"seed {seed}: {order}")
     for i in order:
         assert _read_all(CACHE_READERS[i]) == alone[i], (i, CACHE_READERS[i])
+
+
+# -- edges read as Java's Avro reads them, or a culprit where it refuses ------------------------
+
+def _one(writer, data: bytes, reader=None):
+    from pykbatch.values import decode_avro
+    got = decode_avro([data], json.dumps(writer), reader_schema=None if reader is None else json.dumps(reader))
+    got.values.validate(full=True)  # never an array Arrow itself refuses
+    return got.values.to_pylist()[0], [c.rule for c in got.culprits]
+
+
+def _record(*fields):
+    return {"type": "record", "name": "E", "fields": [{"name": n, "type": t} for n, t in fields]}
+
+
+def test_a_fixed_of_size_zero_reads_as_empty_bytes():
+    writer = _record(("a", "int"), ("z", {"type": "fixed", "name": "Z", "size": 0}))
+    rec = {"a": 21, "z": b""}
+    assert _one(writer, datum(writer, rec)) == (fastavro_read(datum(writer, rec), writer), [])
+
+
+@pytest.mark.parametrize("precision, unscaled, fits", [
+    (9, 10**12, False), (9, 10**9, False), (9, -(10**9), False), (9, 10**9 - 1, True), (9, -(10**9 - 1), True),
+    (18, 10**18, False), (18, 10**18 - 1, True), (38, 10**38, False), (38, 10**38 - 1, True),
+    (50, 10**50, False), (50, -(10**50 - 1), True), (76, 10**76 - 1, True), (4, 2**31, False), (4, 0, True)])
+def test_a_decimal_with_more_digits_than_its_precision_is_a_culprit(precision, unscaled, fits):
+    writer = _record(("d", {"type": "bytes", "logicalType": "decimal", "precision": precision, "scale": 2}))
+    raw = unscaled.to_bytes((unscaled.bit_length() + 8) // 8, "big", signed=True)
+    value, rules = _one(writer, bytes([2 * len(raw)]) + raw)
+    assert (rules == []) == fits and (rules == ["value.decimal_overflow"]) == (not fits)
+    if fits:
+        import decimal
+        with decimal.localcontext() as ctx:
+            ctx.prec = 100
+            assert value["d"].scaleb(2) == unscaled
+
+
+def test_a_bytes_decimal_is_not_read_by_a_fixed_decimal_reader():
+    decimal_type = {"logicalType": "decimal", "precision": 9, "scale": 2}
+    writer = _record(("d", {"type": "bytes", **decimal_type}))
+    reader = _record(("d", {"type": "fixed", "name": "F8", "size": 8, **decimal_type}))
+    assert _one(writer, b"\x02\x05", reader) == (None, ["value.schema_mismatch"])  # Java: "Found bytes, expecting F8"
+    assert _one(reader, bytes(7) + b"\x05", writer) == (None, ["value.schema_mismatch"])
+
+
+@pytest.mark.parametrize("tenth, ok", [(0x00, True), (0x01, True), (0x02, False), (0x7f, False)])
+def test_a_long_whose_tenth_byte_overflows_is_refused_as_an_int_is(tenth, ok):
+    writer = _record(("l", "long"), ("i", "int"))
+    value, rules = _one(writer, b"\xff" * 9 + bytes([tenth]) + b"\x02")
+    assert (rules == []) == ok and (rules == ["value.bad_varint"]) == (not ok)
+    if ok:
+        assert value == {"l": fastavro_read(b"\xff" * 9 + bytes([tenth]) + b"\x02", writer)["l"], "i": 1}
+    # the int's own rule: a fifth byte past 32 bits
+    assert _one(_record(("i", "int")), b"\xff\xff\xff\xff\x7f")[1] == ["value.bad_varint"]

@@ -31,4 +31,6 @@ def _array(c: Column, cols) -> pa.Array:
     if isinstance(c.arrow, pa.DictionaryType):  # an enum: indices into its symbols
         indices = pa.Array.from_buffers(c.arrow.index_type, n, [validity, data], nulls)
         return pa.DictionaryArray.from_arrays(indices, pa.array(c.reader.symbols, c.arrow.value_type))
+    if data is None and c.kind == "FIXED":  # a fixed of size 0: Arrow still wants a (empty) values buffer
+        data = pa.py_buffer(b"")
     return pa.Array.from_buffers(c.arrow, n, [validity, data], nulls)

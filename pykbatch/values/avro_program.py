@@ -42,6 +42,10 @@ class Column:
     width: int = 0
 
 
+# unions of two numeric types read as the wider (Spark's SchemaConverters; logical types aside)
+_NUMERIC_UNIONS = {frozenset(("int", "long")): "long", frozenset(("float", "double")): "double"}
+
+
 def _is_decimal(t: AvroType) -> bool:
     return t.logical == "decimal"
 
@@ -86,6 +90,9 @@ class Layout:
                 return self._new("NULL", pa.null(), t)
             if len(non_null) == 1:  # nullable (or a union of one): the type itself, with nulls
                 return self._column(non_null[0])
+            widened = _NUMERIC_UNIONS.get(frozenset(b.type for b in non_null)) if len(non_null) == 2 else None
+            if widened is not None:  # Spark's from_avro: int|long is a long, float|double a double
+                return self._column(AvroType(widened))
             if len(t.branches) > 127:
                 raise SchemaError("a union of more than 127 branches has no Arrow type")
             c = self._new("UNION", pa.null(), t)
@@ -117,8 +124,10 @@ class Layout:
             self._members(c, [entries])
             return c
         if _is_decimal(t):
-            return self._new("DECIMAL", columns.avro_decimal(t.precision, t.scale), t,
-                             width=16 if t.precision <= 38 else 32)
+            c = self._new("DECIMAL", columns.avro_decimal(t.precision, t.scale), t,
+                          width=16 if t.precision <= 38 else 32)
+            self._specs[c.index][3] = t.precision  # the core refuses a value with more digits
+            return c
         if t.type == "enum":
             return self._new("INT32", columns.AVRO_ENUM, t)
         if t.type == "fixed":
@@ -236,7 +245,7 @@ class Program:
         if c.kind == "DECIMAL":
             if w.type not in ("bytes", "fixed") or (_is_decimal(w) and w.scale != r.scale):
                 return self.mismatch(f"the writer's {_describe(w)} cannot be read as {_describe(r)}")
-            if w.type == "fixed" and not (r.type == "fixed" and r.size == w.size):
+            if w.type != r.type or (w.type == "fixed" and r.size != w.size):  # Java: "Found bytes, expecting F8"
                 return self.mismatch(f"the writer's {_describe(w)} cannot be read as {_describe(r)}")
             if w.type == "bytes":
                 return self._node("DECIMAL_BYTES", col=c.index, min_bytes=1)
