@@ -237,7 +237,7 @@ def pykbatch_cli(*args, timeout=120):
     import subprocess
     import sys
     return subprocess.run([sys.executable, "-c", "import sys; from pykbatch.commands import main; sys.exit(main())",
-                           *args], capture_output=True, text=True, timeout=timeout)
+                           *args], capture_output=True, text=True, errors="replace", timeout=timeout)
 
 
 def test_the_consume_command_reports_each_damaged_range_and_exits_1(damaged, tmp_path):
@@ -280,7 +280,7 @@ def test_the_consume_command_on_what_a_new_user_gets_wrong(kafka_broker, tmp_pat
     bootstrap = kafka_broker.bootstrap
     cases = [
         (["--bootstrap-server", bootstrap, "--topic", "no-such-topic"], "does not exist"),
-        (["--bootstrap-server", bootstrap, "--topic", TOPIC, "--out", str(tmp_path / "x.csv")], ".parquet or .arrow"),
+        (["--bootstrap-server", bootstrap, "--topic", TOPIC, "--out", str(tmp_path / "x.csv")], ".parquet, .arrow, .jsonl"),
         (["--bootstrap-server", bootstrap, "--topic", TOPIC, "--from", "yesterday"], "earliest, latest or an offset"),
         (["--bootstrap-server", bootstrap, "--topic", TOPIC, "--from", "10", "--to", "5"], "past --to"),
         (["--bootstrap-server", kafka_broker.sasl_bootstrap, "--topic", TOPIC, "--consumer-property",
@@ -414,3 +414,65 @@ def test_starting_at_a_timestamp_asks_the_broker_for_the_first_offset_at_or_afte
             assert reader.read().column("offset").to_pylist() == list(range(want, len(offsets)))
     with Reader(props, subscribe=topic, ending_offsets="latest", starting_timestamp=stamps[-1] + 60_000) as reader:
         assert reader.read().num_rows == 0  # no record that late: the end
+
+
+def test_the_consume_command_prints_records_as_kafka_users_read_them(kafka_broker, tmp_path):
+    """kafka-console-consumer's lines (--property print.*), kcat's -f, JSON lines to standard
+    output or a file, --max-messages, --from-beginning; what consume writes as JSON lines,
+    produce reads back (headers ordered and repeated, bytes that are not UTF-8)."""
+    from pykbatch.live import Producer
+    from tests.live_damage import create_topic
+    bootstrap = kafka_broker.bootstrap
+    topic, copy = "live-cli-print", "live-cli-print-copy"
+    for t in (topic, copy):
+        create_topic(bootstrap, t)
+    records = [{"key": b"k%d" % i, "value": b"v%d\xff" % i if i % 3 == 0 else b"v%d" % i,
+                "headers": [("h", b"1"), ("h", b"2")] if i % 2 else []} for i in range(30)]
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        producer.produce(records, topic=topic)
+    base = ["consume", "--bootstrap-server", bootstrap, "--topic", topic]
+    proc = pykbatch_cli(*base, "--from-beginning", "--max-messages", "5", "--property", "print.key=true",
+                        "--property", "print.offset=true", "--property", "print.headers=true")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[:2] == ["Offset:0\tNO_HEADERS\tk0\tv0\ufffd", "Offset:1\th:1,h:2\tk1\tv1"]
+    assert len(proc.stdout.splitlines()) == 5 and "5 records read, ok" in proc.stderr
+    proc = pykbatch_cli(*base, "--format", "%o:%k=%S\\n", "--max-messages", "3")
+    assert proc.stdout == "0:k0=3\n1:k1=2\n2:k2=2\n"
+    proc = pykbatch_cli(*base, "--jsonl")
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert [x["offset"] for x in lines] == list(range(30)) and lines[1]["headers"][1]["value"] == "2"
+    assert pykbatch_cli(*base, "--jsonl", "--out", "-").stdout == proc.stdout
+    out = tmp_path / "records.jsonl"
+    proc = pykbatch_cli(*base, "--out", str(out))
+    assert proc.returncode == 0 and "30 records read, ok" in proc.stdout
+    assert out.read_text() == pykbatch_cli(*base, "--jsonl").stdout
+    proc = pykbatch_cli("produce", "--bootstrap-server", bootstrap, "--topic", copy, "--input", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    again = [json.loads(x) for x in pykbatch_cli("consume", "--bootstrap-server", bootstrap, "--topic", copy,
+                                                 "--jsonl").stdout.splitlines()]
+    keep = ("key", "value", "value_encoding", "headers", "timestamp")
+    assert [{k: x[k] for k in keep} for x in again] == [{k: x[k] for k in keep} for x in lines]
+
+
+def test_the_reader_takes_the_java_consumers_property_names(kafka_broker):
+    """group.id resumes the group's commits (auto.offset.reset where it has none), isolation.level
+    and the fetch sizes are honoured; enable.auto.commit=true is refused, naming what does it."""
+    from pykbatch.live import SettingsError
+    from tests.live_damage import create_topic, produce_batches
+    topic = "live-java-names"
+    create_topic(kafka_broker.bootstrap, topic)
+    produce_batches(kafka_broker.bootstrap, topic, 2)
+    props = {"bootstrap.servers": kafka_broker.bootstrap, "group.id": "java-names", "auto.offset.reset": "earliest",
+             "isolation.level": "read_committed", "max.partition.fetch.bytes": "1024", "enable.auto.commit": "false"}
+    with Reader(props, subscribe=topic, ending_offsets="latest") as reader:
+        assert reader.read().column("offset").to_pylist() == list(range(2 * BATCH))
+        assert reader.level == "read_committed"
+        reader.commit()
+    produce_batches(kafka_broker.bootstrap, topic, 1, first_offset=2 * BATCH)
+    with Reader(props, subscribe=topic, ending_offsets="latest") as reader:  # from the group's commit
+        assert reader.read().column("offset").to_pylist() == list(range(2 * BATCH, 3 * BATCH))
+    with Reader({**props, "group.id": "java-names-new", "auto.offset.reset": "latest"}, subscribe=topic,
+                ending_offsets="latest") as reader:  # no commits: auto.offset.reset says where
+        assert reader.read().num_rows == 0
+    with pytest.raises(SettingsError, match=r"Reader.commit\(\)"):
+        Reader({**props, "enable.auto.commit": "true"}, subscribe=topic)

@@ -125,3 +125,36 @@ def test_oauthbearer_with_a_token_provider(broker):
     from pykbatch.live import SettingsError
     with pytest.raises(SettingsError, match="AbstractTokenProvider"):
         read(dict(props, **{"sasl.oauthbearer.token.provider": "a-token-string"}))
+
+
+def test_wire_logs_asked_for_still_carry_no_secret(broker, caplog, monkeypatch):
+    """PYKBATCH_LOG_WIRE=1 shows kafka-python's request bodies, yet the SASL exchange's bytes and
+    the password are replaced in every log line, at every level (they were there in clear:
+    ``SaslAuthenticateRequest(auth_bytes=b'alice\\x00alice\\x00<password>')``)."""
+    monkeypatch.setenv("PYKBATCH_LOG_WIRE", "1")
+    caplog.set_level(logging.DEBUG)
+    for mechanism, user, password in (("PLAIN", PLAIN_USER, PLAIN_PASSWORD), ("SCRAM-SHA-512", SCRAM_USER,
+                                                                              SCRAM_PASSWORD)):
+        caplog.clear()
+        assert read(sasl(broker, mechanism, user, password)) == list(range(3 * BATCH))
+        assert "Request" in caplog.text  # the wire logs are on
+        assert password not in caplog.text
+        assert "auth_bytes=b" not in caplog.text
+
+
+def test_a_plaintext_client_at_a_tls_port_is_told_at_once(broker, capsys):
+    """Speaking PLAINTEXT to the SASL_SSL listener: the broker's first TLS record read as a length
+    (352518912 = 0x15030300); failing within seconds and naming security.protocol, not after 30 s
+    of retries with "Invalid frame length" -- for the Reader, the Producer and the command line."""
+    from pykbatch.commands import main
+    from pykbatch.live import Producer, SettingsError
+    props = {"bootstrap.servers": broker.sasl_bootstrap}
+    message = fails_fast(props, SettingsError, "speaks TLS", "security.protocol")
+    assert "frame length" not in message
+    start = time.monotonic()
+    with pytest.raises(SettingsError, match="speaks TLS"):
+        Producer(props)
+    assert time.monotonic() - start < 8.0
+    start = time.monotonic()
+    assert main(["consume", "--bootstrap-server", broker.sasl_bootstrap, "--topic", TOPIC]) == 2
+    assert "speaks TLS" in capsys.readouterr().err and time.monotonic() - start < 8.0

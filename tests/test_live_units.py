@@ -255,3 +255,23 @@ def test_the_ledger_refuses_a_step_that_loses_or_repeats_an_offset():
     ledger = Ledger("t", 3, 15)
     ledger.take([(15, 16, "read"), (17, 19, "skipped"), (20, 22, "compacted"), (23, 30, "read")], [15, 23, 24], 31)
     assert (ledger.delivered, ledger.skipped, ledger.compacted, ledger.left_out) == (3, 3, 3, 7)
+
+
+@pytest.mark.parametrize("servers, said", [("127.0.0.1:1", "connection refused"),
+                                           ("no-such-host.invalid:9092", "host not found")])
+def test_an_unreachable_bootstrap_server_is_named_within_seconds(servers, said, capsys):
+    """Nothing listening there, or no such host: said within a few seconds (it was 30 s of silence,
+    then NodeNotReadyError: bootstrap-0) -- by the Reader, the Producer and the command line."""
+    import time
+    from pykbatch.commands import main
+    from pykbatch.live import ClusterError, Producer, Reader
+    for make in (lambda: Reader({"bootstrap.servers": servers}, subscribe="t"),
+                 lambda: Producer({"bootstrap.servers": servers})):
+        start = time.monotonic()
+        with pytest.raises(ClusterError, match=said):
+            with make() as client:
+                client.read() if hasattr(client, "read") else None
+        assert time.monotonic() - start < 8.0
+    start = time.monotonic()
+    assert main(["consume", "--bootstrap-server", servers, "--topic", "t"]) == 2
+    assert said in capsys.readouterr().err and time.monotonic() - start < 8.0

@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import sys
 
-from pykbatch.commands.common import CANNOT_RUN, DAMAGED, OK, UsageError, client_properties
+from pykbatch.commands.common import CANNOT_RUN, UsageError, client_properties, progress_enabled
+from pykbatch.progress import Progress
 
 TABLES = (".parquet", ".arrow")
+PROGRESS_FROM = 10_000  # records: a shorter produce ends before a progress line would help
 
 
 def add_parser(sub) -> None:
@@ -39,6 +41,7 @@ def add_parser(sub) -> None:
                    help="one producer or client property (acks, linger.ms, security.protocol, ...)")
     c.add_argument("--json", action="store_true", help="one JSON document: counts, metrics and every record not "
                                                        "delivered")
+    c.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
     c.set_defaults(run=_produce)
 
 
@@ -91,17 +94,45 @@ def _json_lines(lines: list[bytes]):
             raise UsageError(f"line {number}: a JSON object with at least a \"value\" field, not {line[:60]!r}")
         rows.append(doc)
 
-    def blob(x):
-        return None if x is None else (x if isinstance(x, str) else json.dumps(x)).encode()
+    def blob(x, encoding=None):
+        if x is None:
+            return None
+        if encoding == "base64":  # as pykbatch's JSON outputs write bytes that are not UTF-8
+            import base64
+            return base64.b64decode(x)
+        return (x if isinstance(x, str) else json.dumps(x)).encode()
     from pykbatch.columns import HEADER
     header_type = pa.list_(HEADER)
     return pa.table({
-        "key": pa.array([blob(r.get("key")) for r in rows], pa.binary()),
-        "value": pa.array([blob(r.get("value")) for r in rows], pa.binary()),
-        "headers": pa.array([[{"key": k, "value": blob(v)} for k, v in (r.get("headers") or {}).items()]
-                             for r in rows], header_type),
+        "key": pa.array([blob(r.get("key"), r.get("key_encoding")) for r in rows], pa.binary()),
+        "value": pa.array([blob(r.get("value"), r.get("value_encoding")) for r in rows], pa.binary()),
+        "headers": pa.array([[{"key": k, "value": blob(v, enc)} for k, v, enc in _headers(r.get("headers"), n, blob)]
+                             for n, r in enumerate(rows, 1)], header_type),
         "timestamp": pa.array([r.get("timestamp") for r in rows], pa.int64()),
         "partition": pa.array([r.get("partition") for r in rows], pa.int32())})
+
+
+def _headers(headers, line: int, blob) -> list[tuple]:
+    """A JSON line's headers as Kafka has them, ordered and repeatable: ``[["k", "v"], ...]``,
+    ``[{"key": "k", "value": "v"}, ...]`` (what ``consume --jsonl`` and ``dump --format jsonl``
+    write, with ``value_encoding``), or an object ``{"k": "v"}``."""
+    if headers is None:
+        return []
+    if isinstance(headers, dict):
+        return [(k, v, None) for k, v in headers.items()]
+    out = []
+    if isinstance(headers, list):
+        for h in headers:
+            if isinstance(h, list) and len(h) == 2 and isinstance(h[0], str):
+                out.append((h[0], h[1], None))
+            elif isinstance(h, dict) and isinstance(h.get("key"), str):
+                out.append((h["key"], h.get("value"), h.get("value_encoding")))
+            else:
+                break
+        else:
+            return out
+    raise UsageError(f"line {line}: headers are [[\"key\", \"value\"], ...] (ordered, a key may repeat), "
+                     f"[{{\"key\": ..., \"value\": ...}}, ...] or {{\"key\": \"value\"}}, not {json.dumps(headers)[:80]}")
 
 
 def _produce(args) -> int:
@@ -130,7 +161,9 @@ def _produce(args) -> int:
     try:
         with Producer(props) as producer:
             try:
-                report = producer.produce_arrow(table, topic=args.topic)
+                with Progress(table.num_rows, "produce", unit="records",
+                              enabled=progress_enabled(args) and table.num_rows >= PROGRESS_FROM) as meter:
+                    report = producer.produce_arrow(table, topic=args.topic, progress=meter.update)
             except ProduceFailedError as exc:
                 report = exc.report
             metrics = producer.metrics_dict()

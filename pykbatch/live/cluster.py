@@ -23,6 +23,8 @@ log = logging.getLogger("pykbatch.live")
 EARLIEST, LATEST = -2, -1  # ListOffsets' timestamps for the log start and the end (Spark's JSON too)
 FETCH_MAX_VERSION = 12  # Fetch by topic name (13+ by topic id)
 SASL_DROPS = 3  # closes in a row during SASL authentication taken as a refusal (see Cluster._ready)
+UNREACHABLE_S = 3.0  # every bootstrap server refused or unknown for this long: nothing listens there
+_TLS_RECORD_TYPES = (0x15, 0x16)  # a TLS alert or handshake record, read as a response's length
 
 
 class ClusterError(Exception):
@@ -78,6 +80,29 @@ def _is_auth_failure(exc: BaseException) -> bool:
     return "Handshake failed" in text or "CERTIFICATE" in text or "ALERT" in text or "SSL" in type(exc).__name__
 
 
+def _speaks_tls(exc: BaseException) -> bool:
+    """A plaintext client reading a TLS listener's answer: its first four bytes (record type 21
+    or 22, version 3.x) taken for a Kafka response's length, e.g. 352518912 = 0x15030300."""
+    text = str(exc)
+    if "Invalid frame length" not in text:
+        return False
+    try:
+        n = int(text.rsplit(":", 1)[-1].strip())
+    except ValueError:
+        return False
+    return (n >> 24) in _TLS_RECORD_TYPES and (n >> 16) & 0xFF == 0x03
+
+
+def _unreachable(exc: BaseException) -> str | None:
+    """"connection refused" or "host not found" when that is what ``exc`` says, else None."""
+    text = f"{type(exc).__name__}: {exc}"
+    if "ECONNREFUSED" in text or "Connection refused" in text or isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if "DNS Resolution failure" in text or "Name or service not known" in text or "gaierror" in text:
+        return "host not found"
+    return None
+
+
 def _user(props: Mapping[str, Any]) -> str:
     user = props.get("sasl_plain_username")
     return f" for user {user!r}" if user else ""
@@ -129,24 +154,33 @@ class Cluster:
         if self._connected:
             return self
         manager = self._client._manager
-        deadline = time.monotonic() + self.timeout_ms / 1000
+        start = time.monotonic()
+        deadline = start + self.timeout_ms / 1000
         last: BaseException | None = None
         servers = self._kwargs["bootstrap_servers"]
+        causes: dict[str, BaseException] = {}  # each server's latest answer (a back-off is none)
         while time.monotonic() < deadline:
             for broker in manager.cluster.bootstrap_brokers():
+                where = f"{broker.host}:{broker.port}"
                 try:
-                    self._ready(broker.node_id, f"{broker.host}:{broker.port}", deadline)
+                    self._ready(broker.node_id, where, deadline)
                     response = self._client.send_and_receive(broker.node_id, self._metadata_request([]),
                                                              timeout_ms=self.timeout_ms)
                 except (AuthenticationError, SettingsError):
                     self.close()
                     raise
                 except Exception as exc:  # noqa: BLE001 (unreachable or refused: the next server, then again)
-                    last = exc
+                    if not isinstance(exc, _errors().NodeNotReadyError):
+                        last = causes[where] = exc
                     continue
                 manager.cluster.update_metadata(response)
                 self._connected = True
                 return self
+            said = {where: _unreachable(exc) for where, exc in causes.items()}
+            if said and all(said.values()) and time.monotonic() - start >= UNREACHABLE_S:
+                self.close()  # nothing listens there (or no such host): waiting out the timeout cannot help
+                raise ClusterError("could not reach a broker of " + servers + ": "
+                                   + "; ".join(f"{where}: {why}" for where, why in said.items()), retriable=True)
             time.sleep(0.2)
         self.close()
         raise ClusterError(f"could not reach a broker of {servers} within {self.timeout_ms} ms: {last}", retriable=True)
@@ -169,6 +203,10 @@ class Cluster:
                 raise AuthenticationError(_describe_auth_failure(cause, where, self._kwargs)) from None
             if isinstance(cause, _errors().KafkaConfigurationError):  # asking again cannot help
                 raise SettingsError(f"the connection layer refused the settings: {cause}") from None
+            if _speaks_tls(cause) and not self._kwargs["security_protocol"].endswith("SSL"):
+                raise SettingsError(f"the broker at {where} answered in TLS: this port speaks TLS, so "
+                                    f"security.protocol {self._kwargs['security_protocol']} cannot talk to it "
+                                    "(set security.protocol to SSL or SASL_SSL, as the listener is)") from None
             if self._kwargs["security_protocol"].startswith("SASL") and "disconnected" in str(cause):
                 # kafka-python 3.0.12 drops a response that arrives with the connection's close,
                 # which is how a broker answers a refused SASL login: the same close, again and
@@ -260,7 +298,8 @@ class Cluster:
             if t.error_code:
                 err = for_code(t.error_code)
                 if err is Errors.TopicAuthorizationFailedError:
-                    raise AuthorizationError(f"not authorized to read topic {t.name!r} ({err.message})", t.error_code)
+                    raise AuthorizationError(f"not authorized to describe topic {t.name!r}, which reading or writing "
+                                             f"it needs ({err.message})", t.error_code)
                 if err is Errors.UnknownTopicOrPartitionError:
                     raise UnknownTopicError(f"topic {t.name!r} does not exist on {self._kwargs['bootstrap_servers']}",
                                             t.error_code)

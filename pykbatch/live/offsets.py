@@ -71,8 +71,10 @@ def _per_partition(spec, tps: list[TopicPartition], what: str, default: int | No
 
 def starting_positions(cluster: Cluster, tps: list[TopicPartition], starting_offsets="latest", *,
                        starting_timestamp: int | None = None, starting_offsets_by_timestamp=None,
-                       group_id: str | None = None, isolation_level: int = 0) -> dict[TopicPartition, int]:
-    """The first offset to read of each partition."""
+                       group_id: str | None = None, isolation_level: int = 0,
+                       reset: str = "earliest") -> dict[TopicPartition, int]:
+    """The first offset to read of each partition; ``reset``: where a partition the group has
+    committed nothing for starts (the Java consumer's auto.offset.reset)."""
     if starting_timestamp is not None:
         wanted = {tp: int(starting_timestamp) for tp in tps}
     elif starting_offsets_by_timestamp is not None:
@@ -81,7 +83,7 @@ def starting_positions(cluster: Cluster, tps: list[TopicPartition], starting_off
         if not group_id:
             raise ValueError("startingOffsets=committed needs a group id")
         committed = cluster.committed(group_id, tps)
-        wanted = {tp: EARLIEST for tp, offset in committed.items() if offset is None}
+        wanted = {tp: LATEST if reset == "latest" else EARLIEST for tp, offset in committed.items() if offset is None}
         fixed = {tp: offset for tp, offset in committed.items() if offset is not None}
         return {**fixed, **cluster.list_offsets(wanted, isolation_level)} if wanted else fixed
     else:

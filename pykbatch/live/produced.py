@@ -175,6 +175,11 @@ class ProduceReport:
         return self._done.wait(timeout)
 
     @property
+    def settled(self) -> int:
+        """How many records have their outcome so far."""
+        return self.records - self._left
+
+    @property
     def complete(self) -> bool:
         return self._done.is_set()
 

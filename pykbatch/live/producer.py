@@ -250,11 +250,12 @@ class Producer:
 
     # -- Arrow --------------------------------------------------------------------------------
     def produce_arrow(self, table, topic: str | None = None, *, timeout: float | None = None,
-                      wait: bool = True) -> ProduceReport:
+                      wait: bool = True, progress: Callable[[int], object] | None = None) -> ProduceReport:
         """Sends every row of an Arrow table or record batch (columns ``value``, and optionally
         ``key``, ``headers`` (list<struct<key: string, value: binary>>), ``timestamp``,
         ``partition``, ``topic``), read in place; waits for every row's outcome unless ``wait``
-        is False.  Raises ``ProduceFailedError`` (carrying the report) when a row failed."""
+        is False (``progress``: called now and then with how many have theirs).  Raises
+        ``ProduceFailedError`` (carrying the report) when a row failed."""
         import pyarrow as pa
         self._check_open()
         if isinstance(table, pa.RecordBatch):
@@ -288,7 +289,7 @@ class Producer:
         self._sender.enqueue(batches)
         if not wait:
             return report
-        return self._finish(report, timeout)
+        return self._finish(report, timeout, progress)
 
     def _rows_by_topic(self, table, topic, n) -> list[tuple[str, np.ndarray]]:
         if "topic" not in table.column_names:
@@ -608,9 +609,13 @@ class Producer:
         if raise_fatal and self._fatal is not None:
             raise self._fatal
 
-    def _finish(self, report: ProduceReport, timeout: float | None) -> ProduceReport:
+    def _finish(self, report: ProduceReport, timeout: float | None,
+                progress: Callable[[int], object] | None = None) -> ProduceReport:
         self._seal_lingering(force=True)
-        if not report.wait(timeout):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while progress is not None and not report.wait(0.2) and (deadline is None or time.monotonic() < deadline):
+            progress(report.settled)
+        if not report.wait(None if deadline is None else max(0.0, deadline - time.monotonic())):
             raise TimeoutError(f"{report.records - sum(report.counts.values())} record(s) still without an outcome")
         if report.failed():  # not tolerated: tolerance none, a handler's FAIL, a fatal error, a dead letter
             raise ProduceFailedError(report)  # that could not land, delivery.timeout.ms: never silent

@@ -40,6 +40,7 @@ from pykbatch.live.fetched import OFFSET_GAP, Damage, Fetched, Skip, gap_skip, r
 from pykbatch.live.ledger import Ledger
 from pykbatch.live.offsets import assigned, ending_positions, starting_positions
 from pykbatch.live.probe import Probe, ProbeResult
+from pykbatch.live.settings import consumer_settings
 from pykbatch.log.indexes import AbortedTxn
 from pykbatch.policy import ErrorPolicy
 from pykbatch.rules import BY_ID
@@ -173,7 +174,12 @@ class Reader:
 
     props
         Kafka client properties: ``bootstrap.servers``, ``security.protocol``, SASL and TLS
-        settings (``pykbatch.live.settings``), as the Java client or Spark (``kafka.*``) names them.
+        settings (``pykbatch.live.settings``), as the Java client or Spark (``kafka.*``) names them;
+        and the Java consumer's ``group.id``, ``isolation.level``, ``max.partition.fetch.bytes``,
+        ``fetch.max.bytes``, ``fetch.max.wait.ms``, ``auto.offset.reset`` (with ``group.id``: the
+        group's committed offsets, this where it has none; without: the starting offsets) -- a
+        keyword given here wins over its property.  Consumer properties with no use here
+        (``enable.auto.commit=true``, deserializers, group membership) are refused, naming what does it.
     assign / subscribe, starting_offsets, ending_offsets, starting_timestamp,
     starting_offsets_by_timestamp
         Spark's Kafka source's options (``pykbatch.live.offsets``); ``starting_offsets="committed"``
@@ -201,13 +207,24 @@ class Reader:
     """
 
     def __init__(self, props: Mapping[str, Any] | Cluster, *, assign=None, subscribe=None,
-                 starting_offsets="latest", ending_offsets=None, starting_timestamp: int | None = None,
+                 starting_offsets=None, ending_offsets=None, starting_timestamp: int | None = None,
                  starting_offsets_by_timestamp=None, group_id: str | None = None,
-                 isolation_level: str = "read_uncommitted", fail_on_data_loss: bool = True,
+                 isolation_level: str | None = None, fail_on_data_loss: bool = True,
                  policy: ErrorPolicy | None = None, dead_letters: Callable[[Skip, dict], Any] | None = None,
-                 max_partition_fetch_bytes: int = 1 << 20, fetch_max_bytes: int = 50 << 20,
-                 max_wait_ms: int = 500, max_batch_bytes: int = 64 << 20, positions: Mapping | None = None,
+                 max_partition_fetch_bytes: int | None = None, fetch_max_bytes: int | None = None,
+                 max_wait_ms: int | None = None, max_batch_bytes: int = 64 << 20, positions: Mapping | None = None,
                  fetch_sessions: bool = True, compacted: bool | None = None):
+        java: dict[str, Any] = {}
+        if not isinstance(props, Cluster):
+            props, java = consumer_settings(props)
+        group_id = group_id if group_id is not None else java.get("group_id")
+        reset = java.get("auto_offset_reset")
+        if starting_offsets is None:  # a group resumes its commits, as the Java consumer does
+            starting_offsets = "committed" if group_id and "group_id" in java else (reset or "latest")
+        isolation_level = isolation_level or java.get("isolation_level", "read_uncommitted")
+        max_partition_fetch_bytes = max_partition_fetch_bytes or java.get("max_partition_fetch_bytes", 1 << 20)
+        fetch_max_bytes = fetch_max_bytes or java.get("fetch_max_bytes", 50 << 20)
+        max_wait_ms = max_wait_ms if max_wait_ms is not None else java.get("max_wait_ms", 500)
         self.level = check_level(isolation_level)
         self._iso_code = 1 if self.level == READ_COMMITTED else 0
         self.cluster = props if isinstance(props, Cluster) else Cluster(props)
@@ -232,7 +249,7 @@ class Reader:
         else:
             start = starting_positions(self.cluster, tps, starting_offsets, starting_timestamp=starting_timestamp,
                                        starting_offsets_by_timestamp=starting_offsets_by_timestamp,
-                                       group_id=group_id, isolation_level=self._iso_code)
+                                       group_id=group_id, isolation_level=self._iso_code, reset=reset or "earliest")
         end = ending_positions(self.cluster, tps, ending_offsets, isolation_level=self._iso_code)
         self._parts = {tp: _Partition(tp, start[tp], None if end is None else end[tp], max_partition_fetch_bytes,
                                       ledger=Ledger(tp.topic, tp.partition, start[tp])) for tp in tps}

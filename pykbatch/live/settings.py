@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from pykbatch.live import wire_logs
+
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 SECRETS = ("sasl.password", "sasl.jaas.config", "ssl.key.password", "ssl.keystore.password",
@@ -48,6 +50,31 @@ _OTHER = {"sasl.jaas.config", "ssl.truststore.type", "ssl.keystore.type", "ssl.k
 KNOWN = frozenset(_PLAIN) | frozenset(_JAVA_PEM) | _OTHER
 
 
+# The Java consumer's own properties the Reader honours: its keyword, and the value's conversion
+CONSUMER: dict[str, tuple[str, Any]] = {
+    "group.id": ("group_id", str),
+    "isolation.level": ("isolation_level", str),
+    "max.partition.fetch.bytes": ("max_partition_fetch_bytes", int),
+    "fetch.max.bytes": ("fetch_max_bytes", int),
+    "fetch.max.wait.ms": ("max_wait_ms", int),
+    "auto.offset.reset": ("auto_offset_reset", str),
+}
+_NO_GROUP = ("the reader joins no consumer group: it reads the partitions of assign/subscribe (Spark's options), "
+             "and group.id names whose offsets Reader.commit() writes")
+# ... and those a reader of this kind has no use for: what does it instead
+CONSUMER_REFUSED = {
+    "enable.auto.commit": "the reader commits when asked (Reader.commit(); consume --commit): "
+                          "enable.auto.commit=false is what it does",
+    "auto.commit.interval.ms": "the reader commits when asked: Reader.commit()",
+    "key.deserializer": "keys and values come as bytes (an Arrow table's columns); pykbatch.values decodes them",
+    "value.deserializer": "keys and values come as bytes (an Arrow table's columns); pykbatch.values decodes them",
+    "max.poll.records": "a poll returns what one fetch brought; Reader.polls() yields them one by one",
+    "session.timeout.ms": _NO_GROUP, "heartbeat.interval.ms": _NO_GROUP, "max.poll.interval.ms": _NO_GROUP,
+    "group.instance.id": _NO_GROUP, "partition.assignment.strategy": _NO_GROUP,
+    "group.protocol": _NO_GROUP,
+}
+
+
 class SettingsError(ValueError):
     """A connection setting pykbatch cannot honour, named (never with its value when it is a secret)."""
 
@@ -65,6 +92,9 @@ def connection_kwargs(props: Mapping[str, Any]) -> dict[str, Any]:
     """kafka-python's settings for Kafka client ``props`` (``kafka.`` prefixes, as Spark options
     carry them, are dropped)."""
     props = {k[6:] if k.startswith("kafka.") else k: v for k, v in props.items()}
+    for key in SECRETS:  # kept out of every log line, wire logs included
+        if key in props:
+            wire_logs.hide(props[key])
     unknown = sorted(set(props) - KNOWN)
     if unknown:
         raise SettingsError(f"unknown connection setting(s) {', '.join(unknown)} (known: {', '.join(sorted(KNOWN))})")
@@ -98,6 +128,7 @@ def connection_kwargs(props: Mapping[str, Any]) -> dict[str, Any]:
             user, password = _jaas_credentials(str(props["sasl.jaas.config"]))
             out.setdefault("sasl_plain_username", user)
             out.setdefault("sasl_plain_password", password)
+            wire_logs.hide(password)
         if mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and not out.get("sasl_plain_username"):
             raise SettingsError(f"SASL {mechanism} needs credentials: sasl.username and sasl.password, "
                                 "or sasl.jaas.config")
@@ -118,6 +149,28 @@ def connection_kwargs(props: Mapping[str, Any]) -> dict[str, Any]:
     elif any(k.startswith("ssl.") for k in props):
         raise SettingsError(f"TLS settings are given but security.protocol is {protocol}: use SSL or SASL_SSL")
     return out
+
+
+def consumer_settings(props: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``props`` split into the connection's and the Reader's keywords for the Java consumer's
+    properties (``CONSUMER``; ``kafka.`` prefixes dropped); a consumer property with no use here
+    is refused with what does it instead, and ``enable.auto.commit=false`` is taken as said."""
+    connection, reader = {}, {}
+    for key, value in props.items():
+        name = key[6:] if key.startswith("kafka.") else key
+        if name in CONSUMER:
+            keyword, convert = CONSUMER[name]
+            reader[keyword] = convert(value)
+        elif name == "enable.auto.commit" and str(value).lower() == "false":
+            continue
+        elif name in CONSUMER_REFUSED:
+            raise SettingsError(f"{name}: {CONSUMER_REFUSED[name]}")
+        else:
+            connection[key] = value
+    reset = reader.get("auto_offset_reset")
+    if reset is not None and reset not in ("earliest", "latest"):
+        raise SettingsError(f"auto.offset.reset is earliest or latest, not {reset!r} (none: give starting_offsets)")
+    return connection, reader
 
 
 def redacted(props: Mapping[str, Any]) -> dict[str, Any]:
