@@ -404,3 +404,58 @@ def test_repair_leaves_no_half_written_output_when_it_fails(tmp_path, monkeypatc
         repair_segment(str(src), str(tmp_path / "alias.log"))
     report = repair_segment(str(src), str(out))
     assert report.kept_batches == 1 and kb.validate(out.read_bytes()).ok
+
+
+def test_what_a_new_user_types_gets_a_plain_answer(tmp_path, capsys):
+    """The sample the README makes is dumped as validate reads it; --out - and an output in a
+    folder that is not one are refused before any work; the system's errors are said in words
+    (no "[Errno 20]"); the same bytes get the same verdict whatever their name."""
+    sample = tmp_path / "sample.bin"
+    assert main(["sample", "--out", str(sample)]) == 0
+    capsys.readouterr()
+    assert main(["dump", "--files", str(sample), "--deep-iteration"]) == 1  # damaged on purpose
+    out = capsys.readouterr()
+    assert "Ignoring unknown file" not in out.err and out.out.count("| offset:") == 199
+    assert main(["dump", "--files", str(sample), "--to", "parquet", str(tmp_path / "s.parquet")]) == 1
+    assert "wrote 199 records" in capsys.readouterr().out
+    not_a_log = tmp_path / "notes.txt"
+    not_a_log.write_text("hello\n" * 50)
+    assert main(["dump", "--files", str(not_a_log)]) == 2
+    assert "Ignoring unknown file" in capsys.readouterr().err
+    assert main(["repair", str(sample), "--out", "-"]) == 2
+    assert "give a path" in capsys.readouterr().err and not (tmp_path / "-").exists()
+    for argv, says in ((["repair", str(sample), "--out", str(sample / "x.log")], f"not a directory {sample}"),
+                       (["repair", str(sample), "--out", str(tmp_path / "no" / "x.log")], "no such directory"),
+                       (["sample", "--out", str(sample / "x")], "not a directory"),
+                       (["validate", str(sample / "x")], "not a directory"),
+                       (["validate", "--segment", str(sample)], "not a directory")):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert says in err and "Errno" not in err, (argv, err)
+    log = b"".join(kb.build_batch([(b"k", b"v")] * 3, base_offset=3 * i) for i in range(4))
+    verdicts = []
+    for name in ("00000000000000000000.log", "copy.txt", "copy"):
+        (tmp_path / name).write_bytes(log)
+        verdicts.append(main(["validate", str(tmp_path / name)]))
+        assert capsys.readouterr().out.split(": ", 1)[1].startswith("4 batches, 12 records, ok")
+    assert verdicts == [0, 0, 0]
+
+
+def test_messages_name_the_partition_the_folder_is_for(tmp_path, capsys):
+    """Kafka's messages and the dead letters say "topic partition orders-3" for a segment in
+    orders-3/ (it was always the placeholder t-0); --topic-partition still wins."""
+    folder = tmp_path / "orders-3"
+    folder.mkdir()
+    bad = bytearray(kb.build_batch([(b"k", b"v")] * 3))
+    bad[-1] ^= 1
+    log = folder / "00000000000000000000.log"
+    log.write_bytes(bytes(bad))
+    assert main(["validate", str(log)]) == 1
+    assert "in topic partition orders-3." in capsys.readouterr().out
+    assert main(["validate", str(log), "--topic-partition", "x-9"]) == 1
+    assert "in topic partition x-9." in capsys.readouterr().out
+    dead = tmp_path / "dead.jsonl"
+    assert main(["repair", str(log), "--out", str(tmp_path / "fixed.log"), "--dead-letter", str(dead)]) == 1
+    assert "in topic partition orders-3." in json.loads(dead.read_text().splitlines()[0])["culprits"][0]["message"]
+    assert main(["validate", "--segment", str(folder)]) == 1
+    assert "in topic partition orders-3." in capsys.readouterr().out

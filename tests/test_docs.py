@@ -190,3 +190,8 @@ def test_the_readmes_python_example_runs(workdir):
     (python,) = [c for lang, c in code if lang == "python" and "spark" not in c and "pykbatch.live" not in c]
     with contextlib.redirect_stdout(io.StringIO()):
         exec(compile(python, "README.md", "exec"), {"__name__": "readme"})
+
+
+def test_the_readme_stays_short():
+    """The README is the front page: 150 lines at most, the detail in docs/."""
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 150

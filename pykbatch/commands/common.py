@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from pykbatch.log.files import LOG, STDIN
+from pykbatch.log.files import LOG, named_as_log
 
 OK, DAMAGED, CANNOT_RUN = 0, 1, 2
 EXIT_CODES = {
@@ -42,6 +42,20 @@ class Verdict:
         return max(status, self.status)
 
 
+def output_path(path: str, flag: str) -> str:
+    """An output file's name, checked before any work: not standard output (``-``: a file is
+    written, renamed into place), in a folder that exists."""
+    import os
+    if path == "-":
+        raise UsageError(f"{flag} - : this output is a file (written beside its name, then renamed into place); "
+                         "give a path")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"{flag} {path}: {'no such directory' if not os.path.exists(folder) else 'not a directory'} "
+                         f"{os.path.dirname(path) or folder}")
+    return path
+
+
 def threads(text: str) -> int:
     n = int(text)
     if n < 1:
@@ -62,9 +76,40 @@ def progress_enabled(args) -> bool:
 
 
 def origin_of(path: str) -> str:
-    """The checks a file gets unless --origin says: a log's for a segment (or standard input),
-    a producer's for anything else (a produce request's records, a sample)."""
-    return "log" if path.endswith(LOG) or path == STDIN else "client"
+    """The checks a file gets unless --origin says: a log's for a segment (or standard input), and
+    for any file whose batches say they come from a log (a v2 base offset other than 0: a producer
+    always sends 0) -- so the same bytes get the same verdict whatever their name; a producer's
+    for the rest (a produce request's records, a sample)."""
+    if named_as_log(path):
+        return "log"
+    from pykbatch.log.dump import SNIFF_BYTES
+    from pykbatch import _native
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+        for b in _native.iter_batches(head, verify_crc=False):
+            if b.magic == 2 and b.base_offset != 0:
+                return "log"
+    except (OSError, ValueError):  # unreadable or damaged here: the checks say so, as a producer's
+        pass
+    return "client"
+
+
+def topic_partition(given: str | None, folder: str | None) -> str:
+    """The partition Kafka's messages and the dead letters name: --topic-partition, else the one
+    the folder is named for (``orders-0``), else the placeholder ``t-0``."""
+    if given:
+        return given
+    import os
+    from pykbatch.log.files import topic_partition_of
+    named = topic_partition_of(os.path.abspath(folder)) if folder else None
+    return f"{named[0]}-{named[1]}" if named else "t-0"
+
+
+def folder_of(path: str) -> str | None:
+    """The folder a file lies in (None for standard input)."""
+    import os
+    return None if path == "-" else os.path.dirname(os.path.abspath(path))
 
 
 def not_a_log(path: str, result, size: int) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from pykbatch.commands.common import CANNOT_RUN, UsageError, client_properties
+from pykbatch.commands.common import CANNOT_RUN, UsageError, client_properties, output_path
 
 OUTPUTS = (".parquet", ".arrow", ".jsonl")
 STDOUT = "-"
@@ -90,6 +90,8 @@ def _consume(args) -> int:
     from pykbatch.policy import ErrorPolicy
     if args.out and args.out != STDOUT and not args.out.endswith(OUTPUTS):
         raise UsageError(f"--out writes {', '.join(OUTPUTS)} files (or - for standard output), not {args.out}")
+    if args.out and args.out != STDOUT:
+        output_path(args.out, "--out")
     if args.partition and len(args.topic) != 1:
         raise UsageError("--partition goes with a single --topic")
     if args.start == "latest" and args.end == "latest":

@@ -11,7 +11,7 @@ from pykbatch.progress import Progress
 
 from pykbatch.commands.validate import validate_file
 from pykbatch.commands.common import (
-    CANNOT_RUN, DAMAGED, OK, UsageError, read_properties, threads,
+    CANNOT_RUN, DAMAGED, OK, UsageError, origin_of, output_path, read_properties, threads,
 )
 
 
@@ -109,9 +109,10 @@ def _dump_inputs(specs) -> list[str]:
 
 
 def _dump(args) -> int:
-    from pykbatch.log.dump import STRUCTURED_DECODERS, can_dump, dump_files, dump_json, parser_for
+    from pykbatch.log.dump import STRUCTURED_DECODERS, dump_files, dump_json, dump_kind, parser_for
     if args.to:
         files = [f for spec in args.files for f in spec.split(",") if f]
+        output_path(args.to[1], "--to")
         return _export(files, *args.to, jobs=args.jobs, progress=not args.no_progress, verdict=args.verdict)
     files = _dump_inputs(args.files)
     if not files:
@@ -141,9 +142,10 @@ def _dump(args) -> int:
               f"(first at offset {registry_parser.offsets[0]}: {registry_parser.culprits[0].rule})", file=sys.stderr)
     if args.validate:
         for path in files:
-            if path.endswith(LOG):
-                problems += validate_file(path, ValidationConfig(origin="log", compacted=args.compacted), args)
-    if any(not can_dump(f) for f in files):
+            if dump_kind(path) == LOG:
+                problems += validate_file(path, ValidationConfig(origin=origin_of(path), compacted=args.compacted),
+                                          args)
+    if any(dump_kind(f) is None for f in files):
         return CANNOT_RUN  # each was named on stderr ("Ignoring unknown file"), as Kafka's tool does
     return DAMAGED if problems else OK
 
@@ -162,7 +164,8 @@ def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool 
         reports = [report for _, report in done]
         wrote = f"{sum(r.rows for r in reports)} records of {len(logs)} segment(s) of {files[0]} to {dest.rstrip('/')}/"
     else:
-        logs = [f for f in files if f.endswith(LOG)]
+        from pykbatch.log.dump import dump_kind
+        logs = [f for f in files if dump_kind(f) == LOG]
         if len(logs) != 1:
             raise UsageError("--to exports one .log file, or a partition directory")
         with Progress(os.path.getsize(logs[0]), logs[0], enabled=progress) as meter:

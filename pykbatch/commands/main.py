@@ -68,8 +68,12 @@ def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(argv)
     for path in _inputs(args):  # said once, up front, instead of an OSError half way through
-        if path != STDIN and not os.path.exists(path):
-            print(f"pykbatch {args.command}: {path}: no such file or directory", file=sys.stderr)
+        if path == STDIN:
+            continue
+        try:
+            os.stat(path)
+        except OSError as exc:
+            print(f"pykbatch {args.command}: {path}: {_reason(exc)}", file=sys.stderr)
             return CANNOT_RUN
     args.verdict = Verdict()
     try:
@@ -80,9 +84,19 @@ def main(argv=None) -> int:
         _silence_stdout()
         # with the verdict reached so far: damage must not become 0 because the reader stopped reading
         return args.verdict.status
-    except (UsageError, OSError, ImportError, RegistryError) as exc:  # not the data's problem: the command
-        print(f"pykbatch {args.command}: error: {exc}", file=sys.stderr)  # line, the machine's, a registry's
+    except OSError as exc:  # the machine's: the file named, the reason in words
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"pykbatch {args.command}: error: {where}{_reason(exc)}", file=sys.stderr)
         return CANNOT_RUN
+    except (UsageError, ImportError, RegistryError) as exc:  # not the data's problem: the command line's,
+        print(f"pykbatch {args.command}: error: {exc}", file=sys.stderr)  # a missing extra's, a registry's
+        return CANNOT_RUN
+
+
+def _reason(exc: OSError) -> str:
+    """"not a directory", "no such file or directory", ...: the system's words without "[Errno N]"."""
+    text = exc.strerror or str(exc)
+    return text[:1].lower() + text[1:]
 
 
 def _silence_stdout() -> None:

@@ -8,7 +8,8 @@ from pykbatch.log.files import LOG, STDIN
 from pykbatch.progress import Progress
 
 from pykbatch.commands.common import (
-    DAMAGED, OK, UsageError, not_a_log, origin_of, progress_enabled,
+    DAMAGED, OK, UsageError, not_a_log, origin_of, output_path, progress_enabled, topic_partition,
+    folder_of,
 )
 
 
@@ -23,14 +24,18 @@ def add_parser(sub) -> None:
                         "client (a producer's batches) for others")
     r.add_argument("--compacted", action="store_true", help="the topic is compacted: keyless records go")
     r.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
-    r.add_argument("--topic-partition", default="t-0", metavar="TOPIC-PARTITION",
-                   help="the partition named in Kafka's messages and the dead letters (default t-0)")
+    r.add_argument("--topic-partition", default=None, metavar="TOPIC-PARTITION",
+                   help="the partition named in Kafka's messages and the dead letters (default: the file's folder's, "
+                        "as orders-0/, else t-0)")
     r.set_defaults(run=_repair)
 
 
 def _repair(args) -> int:
     """A new segment without the culprits, and a dead-letter file of what was removed."""
     from pykbatch.repair import InputAsOutputError, refuse_input_as_output, repair_segment
+    output_path(args.out, "--out")
+    if args.dead_letter:
+        output_path(args.dead_letter, "--dead-letter")
     try:  # refused before anything is opened for writing: the input stays whole
         refuse_input_as_output(None if args.file == STDIN else args.file, args.out, args.dead_letter)
     except InputAsOutputError as exc:
@@ -42,7 +47,7 @@ def _repair(args) -> int:
                          "checks it")
     from pykbatch.log.segments import open_input
     config = ValidationConfig(origin=args.origin or origin_of(args.file), compacted=args.compacted,
-                              topic_partition=args.topic_partition)
+                              topic_partition=topic_partition(args.topic_partition, folder_of(args.file)))
     with open_input(args.file) as seg, Progress(seg.size, args.file, enabled=progress_enabled(args)) as meter:
         report = repair_segment(seg, args.out, args.dead_letter, config, progress=meter.update)
         if not_a_log(args.file, report.result, seg.size):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pykbatch.progress import Progress
 
 from pykbatch.commands.common import (
-    at_least_one, progress_enabled,
+    at_least_one, output_path, progress_enabled,
 )
 
 
@@ -20,6 +20,7 @@ def add_parser(sub) -> None:
 
 def _sample(args) -> int:
     from pykbatch.samples import FAULTS, iter_sample_batches
+    output_path(args.out, "--out")
     with open(args.out, "wb") as f, Progress(args.batches, args.out, unit="batches",
                                              enabled=progress_enabled(args) and args.batches >= 10_000) as meter:
         for n, batch in enumerate(iter_sample_batches(args.batches), 1):

@@ -11,7 +11,7 @@ from pykbatch.progress import Progress
 
 from pykbatch.commands.common import (
     DAMAGED, OK, UsageError, at_least_one, not_a_log, origin_of, print_capped, print_result,
-    progress_enabled, threads,
+    progress_enabled, threads, topic_partition, folder_of,
 )
 
 
@@ -29,8 +29,8 @@ def add_parser(sub) -> None:
     v.add_argument("--no-crc", action="store_true", help="skip CRC checks")
     v.add_argument("--max-culprits", type=at_least_one, default=1000, metavar="N",
                    help="print at most N findings of each kind per file (all are counted; default 1000)")
-    v.add_argument("--topic-partition", default="t-0", metavar="TOPIC-PARTITION",
-                   help="the partition named in Kafka's messages (default t-0)")
+    v.add_argument("--topic-partition", default=None, metavar="TOPIC-PARTITION",
+                   help="the partition named in Kafka's messages (default: the file's folder's, as orders-0/, else t-0)")
     v.add_argument("--json", action="store_true", help="one JSON document per file")
     v.add_argument("--compacted", action="store_true", help="the topic is compacted: every record needs a key")
     v.add_argument("--bootstrap-server", default="<bootstrap-server>",
@@ -59,7 +59,8 @@ def _validate(args) -> int:
             found += _check_state_file(path, kind, args)
             continue
         config = ValidationConfig(origin=args.origin or origin_of(path), verify_crc=not args.no_crc,
-                                  max_culprits=args.max_culprits, topic_partition=args.topic_partition,
+                                  max_culprits=args.max_culprits,
+                                  topic_partition=topic_partition(args.topic_partition, folder_of(path)),
                                   compacted=args.compacted)
         found += validate_file(path, config, args)
     return DAMAGED if found else OK
@@ -127,6 +128,9 @@ def _partition_dirs(directory: str) -> list[str]:
 def _validate_partition(args) -> int:
     """A partition directory: a table per segment, then offsets, producer state and indexes.  A
     log.dirs folder: each partition in it, then a summary."""
+    if not os.path.isdir(args.segment):
+        raise UsageError(f"--segment {args.segment}: not a directory (a partition's, or a log.dirs folder of them); "
+                         f"a single file is checked by `pykbatch validate {args.segment}`")
     partitions = _partition_dirs(args.segment)
     if partitions == [args.segment]:
         return _audit_one(args.segment, args)
@@ -141,7 +145,8 @@ def _validate_partition(args) -> int:
 def _audit_one(directory: str, args, heading: bool = False) -> int:
     from pykbatch.log.audit import audit_partition
     config = ValidationConfig(origin="log", verify_crc=not args.no_crc, max_culprits=args.max_culprits,
-                              topic_partition=args.topic_partition, compacted=args.compacted)
+                              topic_partition=topic_partition(args.topic_partition, directory),
+                              compacted=args.compacted)
     from pykbatch.log import Partition
     with Progress(len(Partition(directory).segment_paths), directory, unit="segments",
                   enabled=progress_enabled(args)) as meter:
@@ -191,11 +196,11 @@ def _audit_one(directory: str, args, heading: bool = False) -> int:
     return OK if audit.ok else DAMAGED
 
 
-def _audit(data, result, topic_partition):
+def _audit(data, result, tp: str):
     """The producer-state audit of the batches before any framing loss."""
     from pykbatch.kafka.producer_state import audit_producers
     end = result.stopped_at if result.stopped_at is not None else result.valid_bytes
-    return audit_producers(memoryview(data)[:end], topic_partition)
+    return audit_producers(memoryview(data)[:end], tp)
 
 
 def _print_audit(audit, cap: int) -> None:

@@ -14,7 +14,7 @@ from pykbatch.log import (
     INDEX_TYPES, LOG, CorruptIndexError, OffsetIndex, ProducerSnapshot, Segment, TimeIndex, TxnIndex, sibling,
     suffix_of, topic_partition_of,
 )
-from pykbatch.log.files import KRAFT_SNAPSHOT, STDIN
+from pykbatch.log.files import KRAFT_SNAPSHOT, STDIN, named_as_log
 from pykbatch.log.segments import open_input
 from pykbatch.log.reports import IndexReport
 
@@ -216,8 +216,8 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
     errors = DumpErrors(STYLES[style], on_problem)
     problems = _Problems(on_problem)
     for path in paths:
-        suffix = LOG if path == STDIN else suffix_of(path)
-        if not can_dump(path):
+        suffix = dump_kind(path)
+        if suffix is None:
             err.write(f"Ignoring unknown file {path}\n")
             continue
         out.write(f"Dumping {path}\n")
@@ -317,7 +317,7 @@ def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, par
     pairs = []
     style = errors.style
     last_offset = -1 if style.gaps_from_minus_one else None
-    backwards = seg.order_faults(max_bytes)
+    backwards = seg.order_faults(max_bytes) if named_as_log(seg.path or STDIN) else {}  # a producer's: none
 
     def lost(span) -> None:
         problems.found()
@@ -462,6 +462,35 @@ def can_dump(path: str) -> bool:
     return path == STDIN or suffix_of(path) in (LOG, KRAFT_SNAPSHOT) + tuple(kind.SUFFIX for kind in INDEX_TYPES)
 
 
+SNIFF_BYTES = 1 << 20
+
+
+def dump_kind(path: str) -> str | None:
+    """The suffix a file is dumped as: its own (kafka-dump-log dispatches so), ``.log`` for
+    standard input and for a file whose name says nothing but whose bytes read as record batches
+    (``pykbatch sample --out sample.bin``: validate reads it, so the dump does); None: not dumped."""
+    if can_dump(path):
+        return LOG if path == STDIN else suffix_of(path)
+    from pykbatch.log.checks import kind_of
+    if kind_of(path) is not None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except OSError:
+        return None
+    from pykbatch import _native
+    reader = _native.iter_batches(head, verify_crc=False)
+    try:
+        first = next(iter(reader), None)
+    except KafkaDataError:
+        return None
+    if first is None:  # one entry larger than what was read: its magic byte says
+        tail = reader.truncated_tail
+        return LOG if tail is not None and len(head) == SNIFF_BYTES and head[16:17] in (b"\0", b"\1", b"\2") else None
+    return LOG if first.is_valid else None
+
+
 def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, lines: bool = False,
               deep: bool = False, print_data: bool = False, max_bytes: int | None = None,
               parser: RecordParser | None = None, on_problem: Found | None = None) -> int:
@@ -477,7 +506,7 @@ def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, li
     problems = _Problems(on_problem)
     files = []
     for path in paths:
-        if not (path == STDIN or path.endswith((LOG, KRAFT_SNAPSHOT))):
+        if dump_kind(path) not in (LOG, KRAFT_SNAPSHOT):
             err.write(f"Ignoring unknown file {path}\n")
             continue
         named = topic_partition_of(os.path.dirname(os.path.abspath(path)))
@@ -493,7 +522,7 @@ def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, li
                 doc["unreadable"].append(obj)
 
         with open_input(path, 0) as seg:
-            backwards = seg.order_faults(max_bytes) if seg.size else {}
+            backwards = seg.order_faults(max_bytes) if seg.size and named_as_log(path) else {}
             for b in seg.batches(max_bytes=max_bytes, on_lost=lost):
                 obj = batch_object(b)
                 problems.found(not obj["is_valid"])

@@ -16,6 +16,7 @@ from pykbatch.arrow import decode_entries
 from pykbatch.columns import LOCATION, fields
 from pykbatch.errors import KafkaDataError
 from pykbatch.log import Segment, entry_windows
+from pykbatch.log.files import STDIN, named_as_log
 from pykbatch.parallel import ordered_map
 
 SEGMENT = fields(LOCATION, "segment")[0]  # a partition export's rows: the segment they came from
@@ -101,7 +102,8 @@ def _export(sources: list, dest: str, format: str, window_bytes: int, jobs, segm
     def windows():
         for i, source in enumerate(sources):
             seg = segments[i] = Segment(source)
-            reports[i].backwards = list(seg.order_faults().values())
+            if named_as_log(seg.path or STDIN):  # a producer's batches have no order to keep
+                reports[i].backwards = list(seg.order_faults().values())
             view = seg.view()
             entries = 0
             for run in entry_windows(_readable(seg, reports[i]), window_bytes):

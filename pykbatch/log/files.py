@@ -17,6 +17,13 @@ PARTITION_METADATA = "partition.metadata"
 STDIN = "-"  # where the commands expect a file: standard input (a log)
 
 
+def named_as_log(path: str) -> bool:
+    """Whether the name says the batches come from a log (a ``.log`` segment, or standard input):
+    a log's checks apply (its offsets increase); any other file holds a producer's batches unless
+    the user says otherwise (``--origin``)."""
+    return path == STDIN or path.endswith(LOG)
+
+
 def base_offset_of(path: str) -> int:
     """The base offset in a segment file's name (``00000000000000001000.index`` -> 1000)."""
     stem = os.path.basename(path).split(".")[0].split("-")[0]
