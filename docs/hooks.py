@@ -57,3 +57,17 @@ def on_page_markdown(markdown: str, **_) -> str:
         if marker in markdown:
             markdown = markdown.replace(marker, make())
     return markdown
+
+
+# Material's offline plugin adds a polyfill from a CDN to every page (a Web Worker for its search
+# on file://); the pages fetch nothing from the network, so it goes, and
+# javascripts/offline-search.js searches there instead
+_CDN_SCRIPT = re.compile(r'<script src="https?://[^"]*"[^>]*>\s*</script>')
+
+
+def on_post_page(output: str, **_) -> str:
+    return _CDN_SCRIPT.sub("", output)
+
+
+def on_post_template(output_content: str, **_) -> str:  # 404.html, built from a template alone
+    return _CDN_SCRIPT.sub("", output_content)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import json
 import os
 import re
 import shutil
@@ -69,10 +70,34 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path):
     # opened from disk: links name files, and search needs no server (Material's offline plugin)
     index = (site / "index.html").read_text()
     assert 'href="getting-started.html"' in index and "search_index.js" in " ".join(os.listdir(site / "search"))
+    # ... and fetch nothing: no page loads a script from the network (Material's CDN polyfill for
+    # its search worker is dropped; javascripts/offline-search.js searches pages opened from disk)
+    for page in site.glob("*.html"):
+        assert not re.search(r'<script[^>]+src="https?://', page.read_text()), page.name
+    assert 'src="javascripts/offline-search.js"' in index
+    _offline_search_finds(site)
     # every signature in its own block, a parameter a line
     import html
     text = html.unescape(re.sub(r"<[^>]+>", "", api))
     assert "validate(\n    buf: _Buffer,\n    config: Optional[ValidationConfig] = None," in text
+
+
+def _offline_search_finds(site) -> None:
+    """The offline search over the built index, run by node: a query's words in every result."""
+    import shutil
+    if shutil.which("node") is None:
+        return  # the page's script is still checked above; its search needs node to run here
+    script = (f"const fs = require('fs'); eval(fs.readFileSync({json.dumps(str(site / 'search' / 'search_index.js'))}, "
+              f"'utf8').replace('var __index', 'global.__index'));"
+              f"const s = require({json.dumps(str(site / 'javascripts' / 'offline-search.js'))});"
+              "console.log(JSON.stringify([s.search(__index, 'crc mismatch'), s.search(__index, 'zzqqxx none'),"
+              " s.search(__index, '')]));")
+    done = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    hits, none, empty = json.loads(done.stdout)
+    assert len(hits) >= 3 and none == [] and empty == []
+    assert all("crc" in (h["title"] + h["snippet"]).lower() for h in hits)
+    assert any(h["location"].startswith("checks.html") for h in hits)
 
 
 def _is_module(name: str) -> bool:

@@ -158,3 +158,28 @@ def test_a_plaintext_client_at_a_tls_port_is_told_at_once(broker, capsys):
     start = time.monotonic()
     assert main(["consume", "--bootstrap-server", broker.sasl_bootstrap, "--topic", TOPIC]) == 2
     assert "speaks TLS" in capsys.readouterr().err and time.monotonic() - start < 8.0
+
+
+def test_a_wrong_password_reads_the_same_from_python_and_the_command_line(broker, capsys):
+    """The Reader, the Producer and `pykbatch consume` say the same thing of a refused login:
+    the mechanism, the user and the broker's own words (the command line said "closed the
+    connection during authentication 3 times" where the classes said "Invalid username or
+    password")."""
+    from pykbatch.commands import main
+    from pykbatch.live import Producer
+    wrong = sasl(broker, password="not-" + PLAIN_PASSWORD)
+    said = []
+    with pytest.raises(AuthenticationError) as err:
+        read(wrong)
+    said.append(str(err.value))
+    with pytest.raises(AuthenticationError) as err:
+        Producer(wrong)
+    said.append(str(err.value))
+    props = [f"{k}={v}" for k, v in wrong.items() if k != "bootstrap.servers"]
+    assert main(["consume", "--bootstrap-server", broker.sasl_bootstrap, "--topic", TOPIC,
+                 *[x for p in props for x in ("--consumer-property", p)]]) == 2
+    said.append(capsys.readouterr().err)
+    for text in said:  # the broker's words, unless its answer came with the close (kafka-python drops it)
+        assert f"SASL PLAIN authentication for user '{PLAIN_USER}' failed at" in text, said
+        assert "Invalid username or password" in text or "closed the connection during authentication" in text
+        assert PLAIN_PASSWORD not in text

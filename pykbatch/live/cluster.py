@@ -213,11 +213,11 @@ class Cluster:
                 # again, is that refusal
                 self._sasl_drops += 1
                 if self._sasl_drops >= SASL_DROPS:
-                    raise AuthenticationError(
-                        f"SASL {self._kwargs.get('sasl_mechanism')} authentication"
-                        f"{_user(self._kwargs)} at {where}: the broker closed the connection during "
-                        f"authentication {self._sasl_drops} times (wrong credentials, or a mechanism the "
-                        "listener does not accept)") from None
+                    raise AuthenticationError(  # worded as when the broker's answer arrives
+                        f"SASL {self._kwargs.get('sasl_mechanism')} authentication{_user(self._kwargs)} failed "
+                        f"at {where}: the broker closed the connection during authentication "
+                        f"{self._sasl_drops} times (wrong credentials, or a mechanism the listener does not "
+                        "accept)") from None
             raise ClusterError(f"connection to {where} failed: {cause}", retriable=True)
         self._sasl_drops = 0
         self._client.await_ready(node_id, timeout_ms=remaining)
