@@ -476,3 +476,12 @@ def test_the_reader_takes_the_java_consumers_property_names(kafka_broker):
         assert reader.read().num_rows == 0
     with pytest.raises(SettingsError, match=r"Reader.commit\(\)"):
         Reader({**props, "enable.auto.commit": "true"}, subscribe=topic)
+
+
+def test_the_consume_command_keeps_its_verdict_wherever_the_reader_leaves(damaged, tmp_path):
+    """`pykbatch consume ... | head -N` with N anywhere from the first line naming a skip: exit 1."""
+    from tests.test_closed_pipe import statuses_when_the_reader_leaves
+    broker, _, _ = damaged
+    got = statuses_when_the_reader_leaves(["consume", "--bootstrap-server", broker.bootstrap, "--topic", TOPIC,
+                                           "--out", str(tmp_path / "r.parquet")], lambda line: "skipped" in line)
+    assert got and set(got.values()) == {1}, got
