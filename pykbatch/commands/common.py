@@ -77,9 +77,10 @@ def progress_enabled(args) -> bool:
 
 def origin_of(path: str) -> str:
     """The checks a file gets unless --origin says: a log's for a segment (or standard input), and
-    for any file whose batches say they come from a log (a v2 base offset other than 0: a producer
-    always sends 0) -- so the same bytes get the same verdict whatever their name; a producer's
-    for the rest (a produce request's records, a sample)."""
+    for any file whose batches say they come from a log -- two in a row whose offsets meet, which
+    a producer's never do (each starts at 0), and a damaged byte will not fake -- so the same bytes
+    get the same verdict whatever their name; a producer's for the rest (a produce request's
+    records, a sample)."""
     if named_as_log(path):
         return "log"
     from pykbatch.log.dump import SNIFF_BYTES
@@ -87,9 +88,14 @@ def origin_of(path: str) -> str:
     try:
         with open(path, "rb") as f:
             head = f.read(SNIFF_BYTES)
+        before = None
         for b in _native.iter_batches(head, verify_crc=False):
-            if b.magic == 2 and b.base_offset != 0:
+            if b.magic != 2:
+                break
+            if before is not None and before.last_offset >= before.base_offset and \
+                    b.base_offset == before.last_offset + 1:
                 return "log"
+            before = b
     except (OSError, ValueError):  # unreadable or damaged here: the checks say so, as a producer's
         pass
     return "client"
