@@ -128,17 +128,17 @@ static void walk_columns(const uint8_t *buf, size_t len)
 }
 
 /* The Avro decoder over the input with a fixed program: a record of a long, a string, a nullable
- * int, an enum whose third symbol the reader lacks, a map of ints, a fixed(4), a bytes decimal,
- * a [boolean, double] union into a dense union, and a float the writer lacks (its default); columns
- * start with room for one row, so growth runs too.  A failed datum must leave every column as it
- * was; the registries' framings read the same bytes. */
+ * int, an enum whose third symbol the reader lacks, a map of ints, a fixed(4), a bytes decimal
+ * (precision 38), a [boolean, double] union into a dense union, and a float the writer lacks (its
+ * default); columns start with room for one row, so growth runs too.  A failed datum must leave
+ * every column as it was; the registries' framings read the same bytes. */
 static void fuzz_avro(const uint8_t *buf, size_t size)
 {
     enum { NULL_ = KB_AVRO_NULL };
     static const kb_avro_colspec specs[] = {
         {KB_COL_STRUCT, 0, 0, 9}, {KB_COL_INT64, 0, 0, 0}, {KB_COL_BINARY, 0, 0, 0}, {KB_COL_INT32, 0, 0, 0},
         {KB_COL_INT32, 0, 0, 0}, {KB_COL_LIST, 0, 6, 0}, {KB_COL_STRUCT, 0, 9, 2}, {KB_COL_BINARY, 0, 0, 0},
-        {KB_COL_INT32, 0, 0, 0}, {KB_COL_FIXED, 4, 0, 0}, {KB_COL_DECIMAL, 16, 0, 0}, {KB_COL_UNION, 0, 11, 2},
+        {KB_COL_INT32, 0, 0, 0}, {KB_COL_FIXED, 4, 0, 0}, {KB_COL_DECIMAL, 16, 0, 38}, {KB_COL_UNION, 0, 11, 2},
         {KB_COL_BOOL, 0, 0, 0}, {KB_COL_FLOAT64, 0, 0, 0}, {KB_COL_FLOAT32, 0, 0, 0}};
     static const int32_t column_children[15] = {1, 2, 3, 4, 5, 9, 10, 11, 14, 7, 8, 12, 13, 0, 0};
     static const kb_avro_node nodes[] = {
