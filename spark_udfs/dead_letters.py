@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 
 from pykbatch import errors as kb_errors
+from pykbatch.config import ValidationConfig
 from pykbatch.policy import STAGE as STAGE, ErrorPolicy as ErrorPolicy, error_context as error_context  # named here too
 
 log = logging.getLogger("pykbatch.errors")
@@ -79,15 +80,20 @@ def split_dead_letters(df, col: str, policy: ErrorPolicy = ErrorPolicy(), *, top
         F.sum(dead_flag if policy.log_enable else F.lit(0)).alias("logged"),
         F.max(F.when(failed, F.lit(int(time.time() * 1000)))).alias("last_failure"))
     good = checked.filter(~failed).drop(v)
+    culprits = F.col(f"{v}.culprits")
+    if topic_col and partition_col:  # Kafka's messages name the row's partition, not the config's placeholder
+        placeholder = F.lit(f"topic partition {(policy.config or ValidationConfig()).topic_partition}")
+        named = F.concat(F.lit("topic partition "), F.col(topic_col), F.lit("-"), F.col(partition_col).cast("string"))
+        culprits = F.transform(culprits, lambda c: c.withField("message", F.replace(c["message"], placeholder, named)))
     context = F.struct(
         (F.col(topic_col) if topic_col else F.lit(None).cast("string")).alias("topic"),
         (F.col(partition_col) if partition_col else F.lit(None).cast("int")).alias("partition"),
         (F.col(offset_col) if offset_col else F.lit(None).cast("bigint")).alias("offset"),
         F.lit(STAGE).alias("stage"), F.lit("pykbatch.validate").alias("class_name"),
-        F.element_at(F.col(f"{v}.culprits"), 1).getField("code").alias("code"),
+        F.element_at(culprits, 1).getField("code").alias("code"),
         F.col(f"{v}.error_code").alias("error_code"), F.col(f"{v}.error_name").alias("error_name"),
-        F.element_at(F.col(f"{v}.culprits"), 1).getField("message").alias("exception_message"),
-        F.col(f"{v}.culprits").alias("culprits"))
+        F.element_at(culprits, 1).getField("message").alias("exception_message"),
+        culprits.alias("culprits"))
     dead = checked.filter(failed).withColumn("error_context", context).drop(v)
     if not policy.dead_letter:  # skipped: an empty frame of the same shape, outside the observed plan
         dead = df.sparkSession.createDataFrame([], dead.schema)

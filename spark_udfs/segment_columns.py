@@ -3,6 +3,9 @@ source's first, then what a log adds; from ``pykbatch.columns``) and the Arrow b
 of entries."""
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -30,11 +33,17 @@ def arrow_schema(mode: str, validate: bool, include_path: bool = False) -> pa.Sc
     return pa.schema((PATH_COLUMN if include_path else []) + cols + (VALIDATION_COLUMNS if validate else []))
 
 
-def _verdicts(chunk) -> dict:
+@functools.lru_cache(maxsize=1024)
+def _log_checks(topic: str, partition: int) -> ValidationConfig:
+    """The log's checks, Kafka's messages naming the partition the folder is for."""
+    return dataclasses.replace(LOG, topic_partition=f"{topic}-{partition}") if partition >= 0 else LOG
+
+
+def _verdicts(chunk, topic: str, partition: int) -> dict:
     """entry index -> the validator's first message, for the failing entries of a window (one
     validation pass over the whole window)."""
     bad = {}
-    for c in kb_validate(chunk, LOG).culprits:
+    for c in kb_validate(chunk, _log_checks(topic, partition)).culprits:
         bad.setdefault(c.entry, c.message)
     return bad
 
@@ -42,7 +51,7 @@ def _verdicts(chunk) -> dict:
 def entries_batch(data, entries, segment, topic, partition, mode, validate, schema, ranges):
     lo, hi = entries[0][0], entries[-1][0] + entries[-1][1]
     chunk = data[lo:hi]
-    bad = _verdicts(chunk) if validate else {}
+    bad = _verdicts(chunk, topic, partition) if validate else {}
     verdicts = pa.array([bad.get(e) for e in range(len(entries))], pa.string())  # per entry; null: it passed
     if mode == "records":
         table, _ = decode_entries(data, entries, verify_crc=False)  # CRCs: validate's business

@@ -113,6 +113,9 @@ def test_windows_skip_batches_in_the_middle_without_mixing_verdicts(tmp_path):
     assert sorted(header_rows["base_offset"].to_pylist()) == [4 * i for i in range(30) if i % 3]
     assert [b // 4 for b, ok in zip(header_rows["base_offset"].to_pylist(), header_rows["batch_ok"].to_pylist())
             if not ok] == [10]
+    # Kafka's message names the partition the folder is for, not the placeholder t-0
+    errors = {e for e in header_rows["batch_error"].to_pylist() if e}
+    assert errors and all("in topic partition orders-0." in e for e in errors), errors
 
 
 def test_pruned_reads_equal_brute_force_on_the_real_segments():

@@ -287,6 +287,9 @@ def test_dead_letters_conserve_every_record(million):
     assert {r["id"] for r in dead_rows} == bad_ids
     assert {r["error_context"]["error_name"] for r in dead_rows} == {"CORRUPT_MESSAGE", "INVALID_RECORD"}
     assert all(r["error_context"]["topic"] == "orders" and r["error_context"]["culprits"] for r in dead_rows)
+    crc = [r for r in dead_rows if r["error_context"]["error_name"] == "CORRUPT_MESSAGE"]
+    assert crc and all(f"in topic partition orders-{r['id'] % 4}." in r["error_context"]["exception_message"]
+                       and "t-0" not in r["error_context"]["culprits"][0]["message"] for r in crc)
     good_records = explode_records(good, "value", keep=["id"]).count()
     dead_records = sum(100 for _ in dead_rows)
     assert good_records + dead_records == 1_000_000 and good.count() + len(dead_rows) == 10_000
