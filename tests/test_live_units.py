@@ -275,3 +275,27 @@ def test_an_unreachable_bootstrap_server_is_named_within_seconds(servers, said, 
     start = time.monotonic()
     assert main(["consume", "--bootstrap-server", servers, "--topic", "t"]) == 2
     assert said in capsys.readouterr().err and time.monotonic() - start < 8.0
+
+
+def test_a_long_produce_reports_its_progress_while_it_waits():
+    """produce_arrow(progress=...): called with how many records have their outcome, rising, until
+    every one has (the command line draws its progress line from it)."""
+    import threading
+    import time
+    import types
+    import numpy as np
+    from pykbatch.live.produced import ProduceReport
+    from pykbatch.live.producer import Producer
+    report = ProduceReport(6)
+
+    def settle():
+        for row in range(6):
+            time.sleep(0.15)
+            report.delivered(np.array([row]), 0, row)
+    seen: list[int] = []
+    stub = types.SimpleNamespace(_seal_lingering=lambda force: None)
+    worker = threading.Thread(target=settle)
+    worker.start()
+    assert Producer._finish(stub, report, 10, seen.append) is report
+    worker.join()
+    assert seen and seen == sorted(seen) and 0 < seen[-1] <= 6 and report.settled == 6
