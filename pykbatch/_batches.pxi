@@ -334,24 +334,29 @@ cdef inline int _advance(_RecordIterator it, kb_record *r) except -1:
     return 1
 
 
+cdef inline Record _record_of(_RecordIterator it, const kb_record *r):
+    """The Record object of the record just read into *r (iteration and ``readable`` alike)."""
+    cdef const uint8_t *buf = it.b._rec.ptr
+    cdef Record rec = Record.__new__(Record)
+    rec.offset_delta = r.offset_delta
+    _set_record(rec, kb_wrap_add64(it.b.h.base_offset, r.offset_delta), it.timestamp_of(r),
+                _bytes_or_none(buf, r.key, r.key_len), _bytes_or_none(buf, r.value, r.value_len),
+                _headers(buf, r, it.header_keys))
+    rec.timestamp_delta = r.timestamp_delta
+    rec.sequence = _sequence(it.b.h.base_sequence, r.offset_delta)
+    rec.attributes = r.attributes
+    rec.position = r.pos
+    rec._crc = rec._crc_ok = -1
+    return rec
+
+
 @cython.final
 cdef class _Records(_RecordIterator):
     def __next__(self):
         cdef kb_record r
         if not _advance(self, &r):
             raise StopIteration
-        cdef const uint8_t *buf = self.b._rec.ptr
-        cdef Record rec = Record.__new__(Record)
-        rec.offset_delta = r.offset_delta
-        _set_record(rec, kb_wrap_add64(self.b.h.base_offset, r.offset_delta), self.timestamp_of(&r),
-                        _bytes_or_none(buf, r.key, r.key_len), _bytes_or_none(buf, r.value, r.value_len),
-                        _headers(buf, &r, self.header_keys))
-        rec.timestamp_delta = r.timestamp_delta
-        rec.sequence = _sequence(self.b.h.base_sequence, r.offset_delta)
-        rec.attributes = r.attributes
-        rec.position = r.pos
-        rec._crc = rec._crc_ok = -1
-        return rec
+        return _record_of(self, &r)
 
 
 @cython.final
@@ -378,20 +383,9 @@ cdef class _Readable(_RecordIterator):
             else:
                 self.pos = next_pos
             return _fault_error(&f, 0, self.b._payload)
-        cdef const uint8_t *buf = self.b._rec.ptr
-        cdef Record rec = Record.__new__(Record)
-        rec.offset_delta = r.offset_delta
-        _set_record(rec, kb_wrap_add64(self.b.h.base_offset, r.offset_delta), self.timestamp_of(&r),
-                    _bytes_or_none(buf, r.key, r.key_len), _bytes_or_none(buf, r.value, r.value_len),
-                    _headers(buf, &r, self.header_keys))
-        rec.timestamp_delta = r.timestamp_delta
-        rec.sequence = _sequence(self.b.h.base_sequence, r.offset_delta)
-        rec.attributes = r.attributes
-        rec.position = r.pos
-        rec._crc = rec._crc_ok = -1
         self.pos = r.end
         self.index += 1
-        return rec
+        return _record_of(self, &r)
 
 
 @cython.final

@@ -264,18 +264,19 @@ def decode_entries(data, entries, *, verify_crc: bool = True, first_entry: int =
             if not readable:
                 failed.append((position, first_entry + i, exc))
                 continue
-            table, unreadable = readable_table(data, position, size, first_entry + i)
+            table, unreadable = readable_table(data, position, size, first_entry + i, exc)
             if table is not None:
                 tables.append(table)
             failed.append((position, first_entry + i, unreadable or [exc], 0 if table is None else table.num_rows))
     return (pa.concat_tables(tables) if tables else _native.to_arrow(b"")), failed
 
 
-def readable_table(data, position: int, size: int, entry: int):
+def readable_table(data, position: int, size: int, entry: int, failure: errors.KafkaDataError):
     """``(table, errors)``: the records ``Batch.readable`` reads of the entry at ``position`` of
     ``data`` as ``to_arrow``'s rows (None when its header cannot be read), and the errors in place
-    of the others, their positions in ``data``.  A batch whose CRC does not match gives its
-    records as read, that error first."""
+    of the others, their positions in ``data``.  ``failure``: what ``to_arrow`` met in the entry
+    (its CRC's mismatch, when the CRC fails: checked first); such a batch gives its records as
+    read, that error first."""
     schema = _native.to_arrow(b"").schema
     chunk = bytes(memoryview(data)[position:position + size])
     try:
@@ -283,11 +284,6 @@ def readable_table(data, position: int, size: int, entry: int):
     except (errors.KafkaDataError, StopIteration):
         return None, []
     unreadable, rows = [], []
-    if not batch.is_valid:
-        try:
-            next(iter(_native.iter_batches(chunk, verify_crc=True)))
-        except errors.KafkaDataError as exc:
-            unreadable.append(exc)
     for r in batch.readable():
         if isinstance(r, errors.KafkaDataError):
             unreadable.append(r)
@@ -301,6 +297,8 @@ def readable_table(data, position: int, size: int, entry: int):
     for exc in unreadable:
         if exc.offset is not None:
             exc.offset += position
+    if not batch.is_valid:  # to_arrow's failure was the CRC's (already placed in ``data``)
+        unreadable.insert(0, failure)
     table = pa.Table.from_pylist(rows, schema=schema.remove(schema.get_field_index("timestamp_type")))
     types = pa.array([TIMESTAMP_TYPES.index(batch.timestamp_type)] * len(rows), pa.int8())
     # to_arrow's dictionary, whole: an IPC file takes one dictionary per field

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from pykbatch.log.files import LOG, named_as_log
+from pykbatch.log.files import LOG, STDIN, named_as_log
 
 OK, DAMAGED, CANNOT_RUN = 0, 1, 2
 EXIT_CODES = {
@@ -83,11 +83,10 @@ def origin_of(path: str) -> str:
     records, a sample)."""
     if named_as_log(path):
         return "log"
-    from pykbatch.log.dump import SNIFF_BYTES
     from pykbatch import _native
+    from pykbatch.log.files import head_of
     try:
-        with open(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
+        head = head_of(path) or b""
         before = None
         for b in _native.iter_batches(head, verify_crc=False):
             if b.magic != 2:
@@ -96,7 +95,7 @@ def origin_of(path: str) -> str:
                     b.base_offset == before.last_offset + 1:
                 return "log"
             before = b
-    except (OSError, ValueError):  # unreadable or damaged here: the checks say so, as a producer's
+    except ValueError:  # damaged here: the checks say so, as a producer's
         pass
     return "client"
 
@@ -115,7 +114,7 @@ def topic_partition(given: str | None, folder: str | None) -> str:
 def folder_of(path: str) -> str | None:
     """The folder a file lies in (None for standard input)."""
     import os
-    return None if path == "-" else os.path.dirname(os.path.abspath(path))
+    return None if path == STDIN else os.path.dirname(os.path.abspath(path))
 
 
 def not_a_log(path: str, result, size: int) -> bool:
@@ -174,15 +173,22 @@ def read_properties(path: str) -> dict:
     return props
 
 
+def key_values(items: list[str], flag: str) -> dict:
+    """``flag KEY=VALUE`` items as a mapping (the last of a key wins)."""
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise UsageError(f"{flag} takes KEY=VALUE, not {item!r}")
+        out[key.strip()] = value
+    return out
+
+
 def client_properties(config_file: str | None, items: list[str], bootstrap: str, flag: str) -> dict:
     """Kafka client properties for a live command: a properties file (``key=value`` lines, as
     Kafka's console tools read ``--consumer.config`` / ``--producer.config``: secrets stay off the
     command line), then ``flag KEY=VALUE`` items, then the bootstrap server."""
     props = read_properties(config_file) if config_file else {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise UsageError(f"{flag} takes KEY=VALUE, not {item!r}")
-        props[key.strip()] = value
+    props.update(key_values(items, flag))
     props["bootstrap.servers"] = bootstrap
     return props

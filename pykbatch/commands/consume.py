@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from pykbatch.commands.common import CANNOT_RUN, UsageError, client_properties, output_path
+from pykbatch.commands.common import CANNOT_RUN, UsageError, client_properties, key_values, output_path
 
 OUTPUTS = (".parquet", ".arrow", ".jsonl")
 STDOUT = "-"
@@ -75,13 +75,7 @@ def _printer(args):
         return record_text.kcat(args.fmt)
     if args.jsonl:
         return record_text.json_line
-    props = {}
-    for item in args.property:
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise UsageError(f"--property takes KEY=VALUE, not {item!r}")
-        props[key.strip()] = value
-    return record_text.console(props)
+    return record_text.console(key_values(args.property, "--property"))
 
 
 def _consume(args) -> int:
@@ -123,8 +117,7 @@ def _consume(args) -> int:
         tps = assigned(cluster, assign, None if assign else ",".join(args.topic))
         sink = JsonLinesDeadLetters(args.dead_letters) if args.dead_letters else None
         java.pop("auto_offset_reset", None)  # --from says where to start
-        java.setdefault("isolation_level", args.isolation_level or "read_uncommitted")
-        if args.isolation_level:
+        if args.isolation_level:  # the flag wins over isolation.level
             java["isolation_level"] = args.isolation_level
         reader = Reader(cluster, assign={t: [tp.partition for tp in tps if tp.topic == t] for t in
                                          dict.fromkeys(tp.topic for tp in tps)},

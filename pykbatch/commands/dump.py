@@ -140,12 +140,13 @@ def _dump(args) -> int:
         problems += len(registry_parser.culprits)
         print(f"{len(registry_parser.culprits)} key(s)/value(s) could not be read as their schemas say "
               f"(first at offset {registry_parser.offsets[0]}: {registry_parser.culprits[0].rule})", file=sys.stderr)
+    kinds = {f: dump_kind(f) for f in files}
     if args.validate:
         for path in files:
-            if dump_kind(path) == LOG:
+            if kinds[path] == LOG:
                 problems += validate_file(path, ValidationConfig(origin=origin_of(path), compacted=args.compacted),
                                           args)
-    if any(dump_kind(f) is None for f in files):
+    if None in kinds.values():
         return CANNOT_RUN  # each was named on stderr ("Ignoring unknown file"), as Kafka's tool does
     return DAMAGED if problems else OK
 

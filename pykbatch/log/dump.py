@@ -14,7 +14,7 @@ from pykbatch.log import (
     INDEX_TYPES, LOG, CorruptIndexError, OffsetIndex, ProducerSnapshot, Segment, TimeIndex, TxnIndex, sibling,
     suffix_of, topic_partition_of,
 )
-from pykbatch.log.files import KRAFT_SNAPSHOT, STDIN, named_as_log
+from pykbatch.log.files import KRAFT_SNAPSHOT, SNIFF_BYTES, STDIN, head_of, named_as_log
 from pykbatch.log.segments import open_input
 from pykbatch.log.reports import IndexReport
 
@@ -462,9 +462,6 @@ def can_dump(path: str) -> bool:
     return path == STDIN or suffix_of(path) in (LOG, KRAFT_SNAPSHOT) + tuple(kind.SUFFIX for kind in INDEX_TYPES)
 
 
-SNIFF_BYTES = 1 << 20
-
-
 def dump_kind(path: str) -> str | None:
     """The suffix a file is dumped as: its own (kafka-dump-log dispatches so), ``.log`` for
     standard input and for a file whose name says nothing but whose bytes read as record batches
@@ -474,10 +471,8 @@ def dump_kind(path: str) -> str | None:
     from pykbatch.log.checks import kind_of
     if kind_of(path) is not None:
         return None
-    try:
-        with open(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
-    except OSError:
+    head = head_of(path)
+    if head is None:
         return None
     from pykbatch import _native
     reader = _native.iter_batches(head, verify_crc=False)

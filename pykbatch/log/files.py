@@ -17,6 +17,19 @@ PARTITION_METADATA = "partition.metadata"
 STDIN = "-"  # where the commands expect a file: standard input (a log)
 
 
+SNIFF_BYTES = 1 << 20  # what is read of a file whose name does not say what it holds
+
+
+def head_of(path: str) -> bytes | None:
+    """The first ``SNIFF_BYTES`` of the file (None when it cannot be read): enough to tell what a
+    file without a telling name holds."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(SNIFF_BYTES)
+    except OSError:
+        return None
+
+
 def named_as_log(path: str) -> bool:
     """Whether the name says the batches come from a log (a ``.log`` segment, or standard input):
     a log's checks apply (its offsets increase); any other file holds a producer's batches unless
