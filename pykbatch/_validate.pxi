@@ -233,17 +233,6 @@ def _validate_mapped(buf, config=None, size_t every=64 * 1024 * 1024, progress=N
     return _validated(v, config, &pages)
 
 
-def _validate_headers(buf, config):
-    """``validate`` without opening compressed payloads (their records count as unwalked): the
-    checks of entries and headers alone -- the log's order, say -- without decompressing what a
-    reader of the same bytes decompresses anyway."""
-    cdef _View v = _view(buf)
-    cdef _Validator checker = _Validator(config, v)
-    checker.opts.decompress = NULL
-    checker.run(v.ptr, v.length)
-    return checker.result()
-
-
 def _validate_rows(_View v, starts, ends, valid, config):
     """Validate every row v[starts[i]:ends[i]] (rows with valid[i] == 0 are skipped).
 

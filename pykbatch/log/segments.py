@@ -139,7 +139,7 @@ class Segment:
         """The validator's culprits of the entries' order (offsets that go backwards), by the
         position of the entry each is reported against: what dump and export name, as validate
         and repair do."""
-        result = _native._validate_headers(self.view(max_bytes), _ORDER_CHECKS)  # no payload opened
+        result = self.validate(_ORDER_CHECKS, max_bytes=max_bytes)  # pages handed back as it goes
         return {c.entry_position: c for c in result.culprits if BY_ID[c.rule].between}
 
     def _release(self, start: int, end: int) -> int:
