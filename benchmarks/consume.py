@@ -1,9 +1,16 @@
-"""Consuming a healthy topic from a local broker: pykbatch's live reader (to Arrow, to Python
-objects; validation on) beside confluent-kafka's ``consume(num_messages=...)``, aiokafka's
-``getmany`` and kafka-python's ``poll``, measured interleaved in one run, the consumer pinned to
-one core (the broker on the other), medians of wall time to read every record once.
+"""Consuming a healthy topic from a local broker: pykbatch's live reader (to Arrow at 8 MiB and at
+the consumers' default 1 MiB partition fetches, to Python objects; validation on) beside
+confluent-kafka's ``consume(num_messages=...)``, aiokafka's ``getmany`` and kafka-python's
+``poll``, and beside an earlier pykbatch (``--baseline REV``, built in a worktree: the same reads
+in a process of its own), measured interleaved in one run, the consumers pinned to one core (the
+local broker kept off it), medians of wall time to read every record once.
 
     python benchmarks/consume.py [--records 1000000] [--repeats 5] [--bootstrap HOST:PORT]
+                                 [--baseline 93446ba] [--codecs lz4,zstd]
+
+``--codecs``: the same records in topics compressed with each codec, read to Arrow, against the
+bare cost of their decompression (every batch's payload through the codec, from the broker's log
+files: local broker only) plus reading the uncompressed topic; issue 35's target is <= 1.1x.
 
 With --spark it also sets pykbatch's ``kafka-kbatch`` source beside Spark's own Kafka source
 (spark-sql-kafka from Maven Central, tests/kafka_harness/spark-kafka) in one local[2] session: a
@@ -12,7 +19,8 @@ count and a Parquet write of the topic, medians, and the ratio.
 Without --bootstrap it starts the test harness's broker (Kafka 4.3.1 from Maven Central) in a
 temporary directory.  Records: 100-byte values, 8-byte keys, produced by confluent-kafka in
 batches of up to 10,000.  Targets (issue 25): to Arrow >= 4x confluent-kafka and >= 1 M records/s;
-to objects >= 1.5x confluent-kafka.
+to objects >= 1.5x confluent-kafka.  Issue 35: to Arrow >= 4 M records/s and >= 1.4x 93446ba (8 MiB
+fetches), >= 3 M records/s at 1 MiB fetches, objects >= 1 M records/s.
 """
 from __future__ import annotations
 
@@ -33,29 +41,54 @@ from benchmarks import local_broker  # noqa: E402
 TOPIC = "bench-consume"
 
 
-def produce(bootstrap: str, n: int) -> None:
+def produce(bootstrap: str, n: int, topic: str = TOPIC, codec: str = "none") -> None:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(60)
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(60)
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
-                  "batch.size": 1 << 20})
+                  "batch.size": 1 << 20, "compression.type": codec})
     value = bytes(range(100))
     for i in range(n):
         while True:
             try:
-                p.produce(TOPIC, key=b"%08d" % i, value=value)
+                p.produce(topic, key=b"%08d" % i, value=value)
                 break
             except BufferError:
                 p.poll(0.05)
     p.flush(120)
 
 
-def pykbatch_arrow(bootstrap: str, n: int) -> int:
+def pykbatch_arrow(bootstrap: str, n: int, topic: str = TOPIC, fetch: int = 8 << 20) -> int:
     from pykbatch.live import Reader
-    with Reader({"bootstrap.servers": bootstrap}, subscribe=TOPIC, starting_offsets="earliest",
-                ending_offsets="latest", max_partition_fetch_bytes=8 << 20) as r:
+    with Reader({"bootstrap.servers": bootstrap}, subscribe=topic, starting_offsets="earliest",
+                ending_offsets="latest", max_partition_fetch_bytes=fetch) as r:
         return r.read().num_rows
+
+
+def pykbatch_arrow_default(bootstrap: str, n: int) -> int:
+    return pykbatch_arrow(bootstrap, n, fetch=1 << 20)
+
+
+# the same read by an earlier pykbatch, in a process of its own: the seconds it took, measured there
+BASELINE_READ = """
+import json, time
+from pykbatch.live import Reader
+t = time.perf_counter()
+with Reader({{"bootstrap.servers": {bootstrap!r}}}, subscribe={topic!r}, starting_offsets="earliest",
+            ending_offsets="latest", max_partition_fetch_bytes={fetch}) as r:
+    n = r.read().num_rows
+print(json.dumps([n, time.perf_counter() - t]))
+"""
+
+
+def baseline_contender(rev: str, fetch: int):
+    from benchmarks import baseline
+
+    def read(bootstrap: str, n: int):
+        rows, seconds = baseline.run(rev, BASELINE_READ.format(bootstrap=bootstrap, topic=TOPIC, fetch=fetch))
+        return rows, seconds
+    return read
 
 
 def pykbatch_objects(bootstrap: str, n: int) -> int:
@@ -119,7 +152,8 @@ def kafka_python(bootstrap: str, n: int) -> int:
     return count
 
 
-CONTENDERS = {"pykbatch to Arrow": pykbatch_arrow, "pykbatch to objects": pykbatch_objects,
+CONTENDERS = {"pykbatch to Arrow": pykbatch_arrow, "pykbatch to Arrow, 1 MiB": pykbatch_arrow_default,
+              "pykbatch to objects": pykbatch_objects,
               "confluent-kafka consume": confluent, "aiokafka getmany": aiokafka_getmany,
               "kafka-python poll": kafka_python}
 
@@ -202,6 +236,26 @@ def spark_compare(bootstrap: str, n: int, repeats: int) -> None:
     shutil.rmtree(out, ignore_errors=True)
 
 
+def bare_decompression(bootstrap: str, topic: str) -> float | None:
+    """Seconds to decompress every batch payload of ``topic`` (its log files, read beforehand),
+    through the codec as pykbatch calls it: the floor of reading a compressed topic."""
+    from benchmarks import local_broker
+    from pykbatch import codecs, iter_batches
+    where = local_broker.log_dir(bootstrap)
+    if where is None:
+        return None
+    payloads = []
+    for log in sorted((where / f"{topic}-0").glob("*.log")):
+        data = log.read_bytes()
+        for b in iter_batches(data, verify_crc=False):
+            payloads.append((codecs.CODEC_IDS[b.compression], memoryview(data)[b.position + 61:b.position + b.size]))
+    scratch = codecs.Scratch(codecs.DEFAULT_MAX_DECOMPRESSED)
+    t0 = time.perf_counter()
+    for codec, payload in payloads:
+        scratch.decompress(codec, 2, payload)
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=1_000_000)
@@ -209,15 +263,20 @@ def main() -> None:
     ap.add_argument("--bootstrap")
     ap.add_argument("--core", type=int, default=1, help="the core the consumers run on")
     ap.add_argument("--skip", action="append", default=[], help="a contender to leave out (slow peers)")
+    ap.add_argument("--baseline", help="an earlier revision of pykbatch to measure in the same run (e.g. 93446ba)")
+    ap.add_argument("--codecs", default="", help="compressed topics to read too, e.g. lz4,zstd")
     ap.add_argument("--spark", action="store_true", help="also kafka-kbatch vs Spark's Kafka source")
     ap.add_argument("--spark-only", action="store_true")
     args = ap.parse_args()
-    with local_broker.broker(args.bootstrap) as bootstrap:
+    with local_broker.broker(args.bootstrap, client_core=args.core) as bootstrap:
         run(args, bootstrap)
 
 
 def run(args, bootstrap: str) -> None:
     produce(bootstrap, args.records)
+    codecs_asked = [c for c in args.codecs.split(",") if c]
+    for codec in codecs_asked:
+        produce(bootstrap, args.records, f"{TOPIC}-{codec}", codec)
     if args.spark or args.spark_only:
         spark_compare(bootstrap, args.records, args.repeats)
         if args.spark_only:
@@ -225,25 +284,50 @@ def run(args, bootstrap: str) -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.core})  # the consumers' threads inherit it: one core for all
     contenders = {k: v for k, v in CONTENDERS.items() if k not in args.skip}
+    if args.baseline:
+        contenders[f"pykbatch {args.baseline} to Arrow"] = baseline_contender(args.baseline, 8 << 20)
+        contenders[f"pykbatch {args.baseline} to Arrow, 1 MiB"] = baseline_contender(args.baseline, 1 << 20)
+    for codec in codecs_asked:
+        contenders[f"pykbatch to Arrow, {codec}"] = (
+            lambda bootstrap, n, codec=codec: pykbatch_arrow(bootstrap, n, f"{TOPIC}-{codec}"))
     times: dict[str, list[float]] = {k: [] for k in contenders}
-    for name, fn in contenders.items():  # warm-up (imports, connections)
-        assert fn(bootstrap, args.records) == args.records, name
+    for name, fn in contenders.items():  # warm-up (imports, connections, the baseline's build)
+        got = fn(bootstrap, args.records)
+        assert (got[0] if isinstance(got, tuple) else got) == args.records, name
     for _ in range(args.repeats):
         for name, fn in contenders.items():
             t0 = time.perf_counter()
             got = fn(bootstrap, args.records)
-            times[name].append(time.perf_counter() - t0)
+            elapsed = time.perf_counter() - t0
+            if isinstance(got, tuple):  # measured in its own process
+                got, elapsed = got
+            times[name].append(elapsed)
             assert got == args.records, (name, got)
     med = {k: statistics.median(v) for k, v in times.items()}
     base = med.get("confluent-kafka consume")
     print(f"{args.records:,} records of 100 B, one partition, medians of {args.repeats} (core {args.core})")
     for name, t in med.items():
         ratio = f"{base / t:5.2f}x confluent-kafka" if base else ""
-        print(f"  {name:26s} {args.records / t / 1e6:6.3f} M records/s  {ratio}")
+        print(f"  {name:34s} {args.records / t / 1e6:6.3f} M records/s  {ratio}")
+    arrow = args.records / med["pykbatch to Arrow"] / 1e6
     if base:
-        print(f"targets: to Arrow >= 4x and >= 1 M/s: {base / med['pykbatch to Arrow']:.2f}x, "
-              f"{args.records / med['pykbatch to Arrow'] / 1e6:.2f} M/s; to objects >= 1.5x: "
-              f"{base / med['pykbatch to objects']:.2f}x")
+        print(f"targets: to Arrow >= 4x and >= 1 M/s: {base / med['pykbatch to Arrow']:.2f}x, {arrow:.2f} M/s; "
+              f"to objects >= 1.5x: {base / med['pykbatch to objects']:.2f}x")
+    print(f"issue 35: to Arrow >= 4 M/s: {arrow:.2f} M/s; at 1 MiB fetches >= 3 M/s: "
+          f"{args.records / med['pykbatch to Arrow, 1 MiB'] / 1e6:.2f} M/s; objects >= 1 M/s: "
+          f"{args.records / med['pykbatch to objects'] / 1e6:.2f} M/s")
+    if args.baseline:
+        print(f"  against {args.baseline} (>= 1.4x): {med[f'pykbatch {args.baseline} to Arrow'] / med['pykbatch to Arrow']:.2f}x "
+              f"at 8 MiB, {med[f'pykbatch {args.baseline} to Arrow, 1 MiB'] / med['pykbatch to Arrow, 1 MiB']:.2f}x at 1 MiB")
+    for codec in codecs_asked:
+        bare = bare_decompression(bootstrap, f"{TOPIC}-{codec}")
+        if bare is None:
+            print(f"  {codec}: bare decompression needs the local broker's log files (no --bootstrap)")
+            continue
+        floor = bare + med["pykbatch to Arrow"]
+        print(f"  {codec} topic to Arrow {med[f'pykbatch to Arrow, {codec}']:.3f} s against bare decompression "
+              f"{bare:.3f} s + the uncompressed read {med['pykbatch to Arrow']:.3f} s: "
+              f"{med[f'pykbatch to Arrow, {codec}'] / floor:.2f}x (<= 1.1x)")
 
 
 if __name__ == "__main__":

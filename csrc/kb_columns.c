@@ -131,6 +131,14 @@ static void set_bits(uint8_t *bits, int64_t from, int64_t to, int value)
 static void put_batch(kb_columns *c, int64_t from, int64_t to, const kb_column_batch *b, int64_t base_offset,
                       int32_t epoch, int64_t producer_id, int16_t producer_epoch, int attributes, int timestamp_type)
 {
+    for (int64_t r = from; r < to; r++)
+        c->partition_leader_epoch[r] = epoch;
+    if (c->spark) { /* Spark's Kafka source has no other batch column */
+        int32_t id = timestamp_type == 2 ? -1 : timestamp_type; /* NoTimestampType's id is -1 */
+        for (int64_t r = from; r < to; r++)
+            c->timestamp_type_id[r] = id;
+        return;
+    }
     uint8_t transactional = (attributes & KB_ATTR_TRANSACTIONAL) != 0, control = (attributes & KB_ATTR_CONTROL) != 0;
     for (int64_t r = from; r < to; r++)
         c->batch_index[r] = b->entry;
@@ -138,8 +146,6 @@ static void put_batch(kb_columns *c, int64_t from, int64_t to, const kb_column_b
         c->batch_position[r] = b->position;
     for (int64_t r = from; r < to; r++)
         c->base_offset[r] = base_offset;
-    for (int64_t r = from; r < to; r++)
-        c->partition_leader_epoch[r] = epoch;
     for (int64_t r = from; r < to; r++)
         c->producer_id[r] = producer_id;
     for (int64_t r = from; r < to; r++)
@@ -149,6 +155,12 @@ static void put_batch(kb_columns *c, int64_t from, int64_t to, const kb_column_b
     if (control)
         set_bits(c->is_control, from, to, 1);
     memset(c->timestamp_type + from, timestamp_type, (size_t)(to - from));
+}
+
+/* A record timestamp in the column's unit (Spark: microseconds, wrapping as its cast does). */
+static inline int64_t column_timestamp(const kb_columns *c, int64_t millis)
+{
+    return c->spark ? (int64_t)((uint64_t)millis * 1000u) : millis;
 }
 
 static void fill_v2(const kb_column_batch *b, kb_columns *c)
@@ -162,10 +174,16 @@ static void fill_v2(const kb_column_batch *b, kb_columns *c)
         kb_fault f;
         size_t next;
         kb_v2_read_record(buf, p, b->limit, &r, &f, &next);
+        int64_t offset = kb_wrap_add64(h->base_offset, r.offset_delta);
+        if (__builtin_expect(offset < b->from_offset, 0)) {
+            p = r.end;
+            continue;
+        }
         int64_t row = c->row++;
-        c->offset[row] = kb_wrap_add64(h->base_offset, r.offset_delta);
-        c->timestamp[row] = kb_v2_record_timestamp(h, r.timestamp_delta);
-        c->sequence[row] = kb_increment_sequence(h->base_sequence, r.offset_delta);
+        c->offset[row] = offset;
+        c->timestamp[row] = column_timestamp(c, kb_v2_record_timestamp(h, r.timestamp_delta));
+        if (!c->spark)
+            c->sequence[row] = kb_increment_sequence(h->base_sequence, r.offset_delta);
         put_key_value(c, row, b->buffer, buf, r.key, r.key_len, r.value, r.value_len);
         size_t hp = r.headers;
         for (int32_t k = 0; k < r.header_count; k++) {
@@ -193,10 +211,14 @@ static void fill_legacy(const kb_column_batch *b, kb_columns *c)
     kb_fault f;
     int64_t first_row = c->row;
     while (kb_legacy_next(b->records, b->limit, &p, &m, &f) == KB_INNER_MSG) {
+        int64_t offset = kb_wrap_add64(b->offset_base, m.offset);
+        if (offset < b->from_offset)
+            continue;
         int64_t row = c->row++;
-        c->offset[row] = kb_wrap_add64(b->offset_base, m.offset);
-        c->timestamp[row] = kb_legacy_timestamp(&b->m, &m);
-        c->sequence[row] = -1;
+        c->offset[row] = offset;
+        c->timestamp[row] = column_timestamp(c, kb_legacy_timestamp(&b->m, &m));
+        if (!c->spark)
+            c->sequence[row] = -1;
         put_key_value(c, row, b->buffer, b->records, m.key, m.key_len, m.value, m.value_len);
         c->header_offsets[row + 1] = (int32_t)c->header_row;
     }
@@ -215,7 +237,8 @@ void kb_columns_rewind(kb_columns *c, int64_t row, int64_t header_row)
 {
     uint8_t *row_bits[] = {c->key_valid, c->value_valid, c->is_transactional, c->is_control};
     for (size_t i = 0; i < sizeof row_bits / sizeof row_bits[0]; i++)
-        set_bits(row_bits[i], row, c->row, 0);
+        if (row_bits[i]) /* Spark's layout has no flag columns */
+            set_bits(row_bits[i], row, c->row, 0);
     set_bits(c->hvalue_valid, header_row, c->header_row, 0);
     c->row = row;
     c->header_row = header_row;
@@ -258,12 +281,15 @@ static int reserve_rows(kb_column_store *s, int64_t rows)
 {
     kb_columns *c = &s->c;
     int64_t o = s->rows_cap, n = rows;
-    if (grow(&c->offset, o, n, 8) || grow(&c->timestamp, o, n, 8) || grow(&c->sequence, o, n, 4) ||
-        grow(&c->batch_index, o, n, 4) || grow(&c->batch_position, o, n, 8) || grow(&c->base_offset, o, n, 8) ||
-        grow(&c->partition_leader_epoch, o, n, 4) || grow(&c->producer_id, o, n, 8) ||
-        grow(&c->producer_epoch, o, n, 2) || grow(&c->timestamp_type, o, n, 1) ||
-        grow(&c->is_transactional, o, n, 0) || grow(&c->is_control, o, n, 0) || grow(&c->key_valid, o, n, 0) ||
-        grow(&c->value_valid, o, n, 0) || grow(&c->header_offsets, o + 1, n + 1, 4))
+    if (grow(&c->offset, o, n, 8) || grow(&c->timestamp, o, n, 8) || grow(&c->partition_leader_epoch, o, n, 4) ||
+        grow(&c->key_valid, o, n, 0) || grow(&c->value_valid, o, n, 0) || grow(&c->header_offsets, o + 1, n + 1, 4))
+        return -1;
+    if (c->spark ? grow(&c->timestamp_type_id, o, n, 4)
+                 : grow(&c->sequence, o, n, 4) || grow(&c->batch_index, o, n, 4) ||
+                       grow(&c->batch_position, o, n, 8) || grow(&c->base_offset, o, n, 8) ||
+                       grow(&c->producer_id, o, n, 8) || grow(&c->producer_epoch, o, n, 2) ||
+                       grow(&c->timestamp_type, o, n, 1) || grow(&c->is_transactional, o, n, 0) ||
+                       grow(&c->is_control, o, n, 0))
         return -1;
     if (s->views ? grow(&c->key_views, o, n, 16) || grow(&c->value_views, o, n, 16)
                  : grow(&c->key_offsets, o + 1, n + 1, 4) || grow(&c->value_offsets, o + 1, n + 1, 4))
@@ -379,7 +405,7 @@ int kb_column_store_trim(kb_column_store *s)
     int bad = trim(&c->offset, n, 8) | trim(&c->timestamp, n, 8) | trim(&c->sequence, n, 4) |
               trim(&c->batch_index, n, 4) | trim(&c->batch_position, n, 8) | trim(&c->base_offset, n, 8) |
               trim(&c->partition_leader_epoch, n, 4) | trim(&c->producer_id, n, 8) | trim(&c->producer_epoch, n, 2) |
-              trim(&c->timestamp_type, n, 1) | trim(&c->header_offsets, n + 1, 4) |
+              trim(&c->timestamp_type, n, 1) | trim(&c->timestamp_type_id, n, 4) | trim(&c->header_offsets, n + 1, 4) |
               trim(&c->hkey_offsets, h + 1, 4) | trim(&c->hvalue_offsets, h + 1, 4);
     if (s->views)
         bad |= trim(&c->key_views, n, 16) | trim(&c->value_views, n, 16);
@@ -397,7 +423,7 @@ void kb_column_store_free(kb_column_store *s)
     kb_columns *c = &s->c;
     void *all[] = {c->key_views, c->value_views, c->offset, c->timestamp, c->sequence, c->batch_index,
                    c->batch_position, c->base_offset, c->partition_leader_epoch, c->producer_id, c->producer_epoch,
-                   c->is_transactional, c->is_control, c->timestamp_type, c->key_offsets, c->key_data, c->key_valid,
+                   c->is_transactional, c->is_control, c->timestamp_type, c->timestamp_type_id, c->key_offsets, c->key_data, c->key_valid,
                    c->value_offsets, c->value_data, c->value_valid, c->header_offsets, c->hkey_offsets, c->hkey_data,
                    c->hvalue_offsets, c->hvalue_data, c->hvalue_valid};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

@@ -35,6 +35,8 @@ typedef struct {
     kb_legacy_msg m;        /* magic 0/1: the message, or the compressed wrapper of the set */
     int64_t offset_base;    /* magic 0/1: added to offset fields (a v1 wrapper's relative offsets) */
     int64_t first_offset;   /* magic 0/1: the first record's offset (the base_offset column) */
+    int64_t from_offset;    /* records below it are measured but not filled (a fetch's first batch
+                             * holds records before the fetch offset); INT64_MIN: all of them */
 } kb_column_batch;
 
 /* Arrow buffers (offsets arrays have one more slot than rows, bitmaps -- validity and the two
@@ -58,6 +60,7 @@ typedef struct {
     uint8_t *is_transactional; /* bitmaps, as Arrow booleans are */
     uint8_t *is_control;
     int8_t *timestamp_type;  /* kb_timestamp_type: an index into kb_timestamp_type_names */
+    int32_t *timestamp_type_id; /* spark: Kafka's id instead (-1 none, 0 CreateTime, 1 LogAppendTime) */
     int32_t *key_offsets;
     uint8_t *key_data;
     uint8_t *key_valid;
@@ -72,6 +75,9 @@ typedef struct {
     uint8_t *hvalue_valid;
     int64_t row;
     int64_t header_row;
+    int spark;               /* Spark's Kafka source's layout: timestamps in microseconds (wrapping as
+                              * Spark's cast does), timestamp_type_id in place of timestamp_type, and of
+                              * the batch columns only partition_leader_epoch (the others stay NULL) */
 } kb_columns;
 
 /* Adds the sizes of the `count` records in buf[start, limit) to *z.

@@ -1,6 +1,6 @@
 # Declarations of the C core (csrc/).  C names keep their kb_ prefix so they
 # never clash with Python names.
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 
 cdef extern from "kb_wire.h" nogil:
@@ -10,6 +10,7 @@ cdef extern from "kb_wire.h" nogil:
     int64_t kb_wrap_add64(int64_t a, int64_t b)
     int32_t kb_increment_sequence(int32_t base, int32_t delta)
     uint32_t kb_load_be32(const uint8_t *p)
+    uint64_t kb_load_be64(const uint8_t *p)
     void kb_store_be32(uint8_t *p, uint32_t v)
 
 
@@ -260,6 +261,7 @@ cdef extern from "kb_columns.h" nogil:
         kb_legacy_msg m
         int64_t offset_base
         int64_t first_offset
+        int64_t from_offset
 
     ctypedef struct kb_columns:
         uint8_t *key_views
@@ -276,6 +278,7 @@ cdef extern from "kb_columns.h" nogil:
         uint8_t *is_transactional
         uint8_t *is_control
         int8_t *timestamp_type
+        int32_t *timestamp_type_id
         int32_t *key_offsets
         uint8_t *key_data
         uint8_t *key_valid
@@ -290,6 +293,7 @@ cdef extern from "kb_columns.h" nogil:
         uint8_t *hvalue_valid
         int64_t row
         int64_t header_row
+        int spark
 
     int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_reader reader,
                            kb_column_sizes *z, kb_fault *f, int32_t *record_index)
@@ -334,3 +338,39 @@ cdef extern from "kb_encode.h" nogil:
     void kb_v2_encode(const kb_v2_header *h, const kb_record_in *records, size_t n, uint8_t *out)
     void kb_v2_restamp(uint8_t *batch, size_t size, int64_t producer_id, int16_t producer_epoch,
                        int32_t base_sequence)
+
+
+cdef extern from "kb_consume.h" nogil:
+    enum: KB_CONSUME_MAX_ABORTED
+    ctypedef struct kb_consume_opts:
+        int64_t fetch_offset
+        int committed
+        int64_t last_stable_offset
+        int compacted
+        const int64_t *aborted
+        int32_t aborted_count
+        kb_decompress_fn decompress
+        void *ctx
+    enum: KB_SPAN_READ
+    enum: KB_SPAN_COMPACTED
+    ctypedef struct kb_span:
+        int64_t first
+        int64_t last
+        int kind
+    ctypedef enum kb_consume_status:
+        KB_CONSUME_DONE
+        KB_CONSUME_CAREFUL
+        KB_CONSUME_NO_MEMORY
+        KB_CONSUME_TOO_LARGE
+    ctypedef struct kb_consume_result:
+        int64_t next_offset
+        int32_t entries
+        size_t tail
+        size_t careful_at
+        int64_t aborted[KB_CONSUME_MAX_ABORTED]
+        int32_t aborted_count
+        kb_span *spans
+        size_t span_count
+        size_t span_cap
+    kb_consume_status kb_consume(const uint8_t *buf, size_t len, const kb_consume_opts *o, kb_column_store *s,
+                                 kb_consume_result *r)

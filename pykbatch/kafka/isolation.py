@@ -109,6 +109,18 @@ class Isolation:
         self._undecided |= self._aborted
         return sorted(self._aborted)
 
+    @property
+    def pending(self) -> list[tuple[int, int]]:
+        """The aborted transactions not begun yet: ``(first offset, producer id)``, by first offset."""
+        return sorted(self._pending)
+
+    def settled(self, aborted: Iterable[int], next_offset: int) -> None:
+        """Takes the state a walk elsewhere (the core's ``consume``) left after deciding every batch
+        before ``next_offset``: ``aborted`` the producers being dropped then."""
+        self._pending = [t for t in self._pending if t[0] >= next_offset]
+        heapq.heapify(self._pending)
+        self._aborted = set(aborted)
+
     def keeps_offset(self, offset: int) -> bool:
         return self.last_stable_offset is None or offset < self.last_stable_offset
 

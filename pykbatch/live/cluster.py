@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pykbatch.live import wire_logs
+from pykbatch.live import frames, wire_logs
 from pykbatch.live.settings import SettingsError, connection_kwargs, redacted
 
 log = logging.getLogger("pykbatch.live")
@@ -190,6 +190,7 @@ class Cluster:
         raises ``AuthenticationError`` at once (the connection layer would only back off and retry)."""
         manager = self._client._manager
         if self._client.is_ready(node_id):
+            frames.install(manager._conns.get(node_id))
             return
         manager.maybe_raise_auth_failure(node_id)
         # no metadata refresh on a failure: the connection layer would start its own bootstrap loop
@@ -221,6 +222,7 @@ class Cluster:
             raise ClusterError(f"connection to {where} failed: {cause}", retriable=True)
         self._sasl_drops = 0
         self._client.await_ready(node_id, timeout_ms=remaining)
+        frames.install(manager._conns.get(node_id))
 
     def close(self) -> None:
         try:
@@ -250,17 +252,24 @@ class Cluster:
     def request_all(self, requests: Iterable[tuple[int, Any]], timeout_ms: int | None = None) -> list:
         """Several requests in flight at once (one per node, as a consumer fetches); each
         response, or the ``ClusterError`` its node gave, in order."""
+        return self.collect([self.send(node, request, timeout_ms) for node, request in requests], timeout_ms)
+
+    def send(self, node: int, request, timeout_ms: int | None = None):
+        """``request`` on its way to ``node`` without waiting: a handle for ``collect`` (a
+        consumer keeps its next fetch in flight while it reads the last answer)."""
         self.connect()
         timeout_ms = timeout_ms or self.timeout_ms
-        pending = []
-        for node, request in requests:
-            try:
-                self._ready(node, f"node {node}", time.monotonic() + timeout_ms / 1000)
-                pending.append(self._client.send(node, request))
-            except AuthenticationError:
-                raise
-            except Exception as exc:  # noqa: BLE001 (this node's turn fails; the others go on)
-                pending.append(exc)
+        try:
+            self._ready(node, f"node {node}", time.monotonic() + timeout_ms / 1000)
+            return self._client.send(node, request)  # onto the wire at once (pykbatch.live.frames)
+        except AuthenticationError:
+            raise
+        except Exception as exc:  # noqa: BLE001 (this node's turn fails; the others go on)
+            return exc
+
+    def collect(self, pending: list, timeout_ms: int | None = None) -> list:
+        """The answers to ``send``'s handles, in order: each response, or the ``ClusterError``."""
+        timeout_ms = timeout_ms or self.timeout_ms
         deadline = time.monotonic() + timeout_ms / 1000
         for f in pending:
             if isinstance(f, BaseException):

@@ -36,7 +36,8 @@ from dataclasses import dataclass, field, replace
 import pyarrow as pa
 
 from pykbatch import _native, errors
-from pykbatch.arrow import decode_entries
+from pykbatch.arrow import decode_entries, spark_timestamps
+from pykbatch.columns import CONSUMED
 from pykbatch.config import ValidationConfig
 from pykbatch.kafka.isolation import DROP, HOLD, Isolation
 from pykbatch.result import Culprit
@@ -50,6 +51,7 @@ READ, SKIPPED, COMPACTED = "read", "skipped", "compacted"  # what a span of offs
 CRC_MISMATCH = "batch.crc_mismatch"  # the bytes are not what was written: nothing read from them is delivered
 OFFSET_GAP = "consumer.offset_gap"
 HEADER_PREFIX = 12  # base offset + length: a partial entry's claimed size needs these
+CONSUMED_SCHEMA = pa.schema(CONSUMED)
 
 
 @dataclass
@@ -108,7 +110,7 @@ class Damage:
 @dataclass
 class Fetched:
     table: pa.Table
-    """The records delivered, in offset order (``to_arrow``'s columns)."""
+    """The records delivered, in offset order (the reader's columns, ``pykbatch.columns.CONSUMED``)."""
     skips: list[Skip]
     next_offset: int
     """Where the next fetch of the partition starts."""
@@ -180,9 +182,34 @@ def read_fetched(data, fetch_offset: int, *, topic: str = "t", partition: int = 
     """One partition's ``records`` from a fetch at ``fetch_offset`` (see the module's doc);
     ``compacted``: the topic's ``cleanup.policy`` has compact (offsets may be missing)."""
     isolation = isolation or Isolation()
+    data = memoryview(data) if not isinstance(data, memoryview) else data
+    at_once = _read_at_once(data, fetch_offset, topic, partition, isolation, compacted)
+    if at_once is not None:
+        return at_once
+    return _read_carefully(data, fetch_offset, topic, partition, isolation, checks, compacted)
+
+
+def _read_at_once(data, fetch_offset: int, topic: str, partition: int, isolation: Isolation,
+                  compacted: bool) -> Fetched | None:
+    """The common case in one walk of the core (``_native.consume``): sound batches, markers,
+    aborted transactions, offsets compaction removed.  None: the careful path reads it."""
+    if isolation.undecided or isolation.aborted:
+        return None  # an earlier unreadable entry left producers undecided: the careful path holds them
+    got = _native.consume(data, fetch_offset, topic=topic, partition=partition, committed=isolation.committed,
+                          last_stable_offset=isolation.last_stable_offset, compacted=compacted,
+                          aborted=isolation.pending)
+    if got is None or not got[3]:  # damage, or no complete entry (an incomplete one's size is read carefully)
+        return None
+    table, next_offset, spans, _, _, aborted = got
+    isolation.settled(aborted, next_offset)
+    return Fetched(table, [], next_offset, None, None, len(data), spans, None)
+
+
+def _read_carefully(data, fetch_offset: int, topic: str, partition: int, isolation: Isolation,
+                    checks: ValidationConfig, compacted: bool) -> Fetched:
+    """Every culprit named: the validator's verdict per entry, the readable part of each batch."""
     if checks.topic_partition != f"{topic}-{partition}":  # Kafka's messages name the partition
         checks = replace(checks, topic_partition=f"{topic}-{partition}")
-    data = memoryview(data) if not isinstance(data, memoryview) else data
     lost: list = []
     reader = _native.BatchReader(data, verify_crc=False, on_lost=lost.append)
     batches = list(reader)
@@ -289,10 +316,25 @@ def read_fetched(data, fetch_offset: int, *, topic: str = "t", partition: int = 
     if table.num_rows and table.column("offset")[0].as_py() < fetch_offset:
         import pyarrow.compute as pc
         table = table.filter(pc.greater_equal(table.column("offset"), fetch_offset))
+    table = consumer_columns(table, topic, partition)
     partial = None
     if tail is not None and damage is None and not batches:
         partial = _claimed_size(data, tail.position)
     return Fetched(table, skips, position, damage, partial, len(data), spans, lead_gap)
+
+
+def consumer_columns(table: pa.Table, topic: str, partition: int) -> pa.Table:
+    """``to_arrow``'s records as the reader's columns (``CONSUMED``): the careful path's; the
+    core's walk fills them so directly."""
+    n = table.num_rows
+    timestamp, timestamp_type = spark_timestamps(table.column("timestamp").combine_chunks(),
+                                                 table.column("timestamp_type").combine_chunks())
+    cols = {"key": table.column("key"), "value": table.column("value"),
+            "topic": pa.repeat(pa.scalar(topic, CONSUMED_SCHEMA.field("topic").type), n),
+            "partition": pa.repeat(pa.scalar(partition, CONSUMED_SCHEMA.field("partition").type), n),
+            "offset": table.column("offset"), "timestamp": timestamp, "timestampType": timestamp_type,
+            "headers": table.column("headers"), "leader_epoch": table.column("partition_leader_epoch")}
+    return pa.Table.from_arrays([cols[f.name] for f in CONSUMED_SCHEMA], schema=CONSUMED_SCHEMA)
 
 
 def _span(spans: list, first: int, last: int, kind: str) -> None:

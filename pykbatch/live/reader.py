@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 import pyarrow as pa
 
-from pykbatch.arrow import spark_timestamps
+from pykbatch import _native
 from pykbatch.columns import CONSUMED
 from pykbatch.errors import CONTINUE, FAIL, KafkaDataError
 from pykbatch.kafka.isolation import READ_COMMITTED, Isolation, check_level
@@ -159,7 +159,8 @@ class Metrics:
         "total-records", "total-record-failures", "total-record-errors", "total-records-skipped",
         "total-errors-logged", "deadletterqueue-produce-requests", "deadletterqueue-produce-failures",
         "records-consumed", "bytes-fetched", "fetch-requests", "probe-requests", "offsets-skipped",
-        "offsets-held", "offsets-compacted", "fetch-size-increases", "leader-refreshes", "solo-fetches"), 0))
+        "offsets-held", "offsets-compacted", "fetch-size-increases", "leader-refreshes", "solo-fetches",
+        "prefetches", "prefetches-set-aside"), 0))
     last_error_timestamp: int = -1
 
     def add(self, name: str, n: int = 1) -> None:
@@ -200,6 +201,11 @@ class Reader:
         with its size, up to ``max_batch_bytes``.
     fetch_sessions
         Incremental fetch sessions (KIP-227) with each broker, as Kafka's consumers use them.
+    prefetch
+        Each broker's next fetch is sent as soon as an answer arrives, from where its records
+        most likely end (their headers say), and the answer is read while the broker prepares the
+        next one, as Kafka's and librdkafka's consumers pipeline; when reading it ends elsewhere
+        (damage, a seek), that fetch is set aside and asked again from the right offsets.
     compacted
         Whether offsets may be missing because the topic is compacted: None (the default) reads
         each topic's ``cleanup.policy`` with DescribeConfigs (again, at most once a second, before
@@ -213,7 +219,7 @@ class Reader:
                  policy: ErrorPolicy | None = None, dead_letters: Callable[[Skip, dict], Any] | None = None,
                  max_partition_fetch_bytes: int | None = None, fetch_max_bytes: int | None = None,
                  max_wait_ms: int | None = None, max_batch_bytes: int = 64 << 20, positions: Mapping | None = None,
-                 fetch_sessions: bool = True, compacted: bool | None = None):
+                 fetch_sessions: bool = True, compacted: bool | None = None, prefetch: bool = True):
         java: dict[str, Any] = {}
         if not isinstance(props, Cluster):
             props, java = consumer_settings(props)
@@ -237,6 +243,8 @@ class Reader:
         self.metrics = Metrics()
         self.fetch_sessions = fetch_sessions
         self._sessions: dict = {}  # node -> kafka-python's FetchSessionHandler
+        self.prefetch = prefetch
+        self._prefetched: dict[int, tuple[Any, tuple]] = {}  # node -> (its next fetch in flight, what it asks)
         self.skips: list[Skip] = []
         self._compacted_setting = compacted
         self._policies: dict[str, tuple[bool, float]] = {}  # topic -> (compacted, when it was read)
@@ -303,9 +311,7 @@ class Reader:
                     raise
                 self._back_off(p, exc)
         nodes = list(by_node)
-        responses = self.cluster.request_all([(n, self._session_request(n, by_node[n])) for n in nodes],
-                                             timeout_ms=(timeout_ms or self.max_wait_ms) + self.cluster.timeout_ms)
-        self.metrics.add("fetch-requests", len(nodes))
+        responses = self._fetch_all(nodes, by_node, (timeout_ms or self.max_wait_ms) + self.cluster.timeout_ms)
         for node, response in zip(nodes, responses):
             session = self._sessions.get(node)
             if isinstance(response, Exception):
@@ -321,6 +327,7 @@ class Reader:
             if getattr(response, "error_code", 0):
                 raise ClusterError(f"fetch from node {node}: error {response.error_code}", response.error_code)
             parts = {(t.topic, d.partition_index): d for t in response.responses for d in t.partitions}
+            self._prefetch(node, by_node[node], parts)
             for p in by_node[node]:
                 data = parts.get((p.tp.topic, p.tp.partition))
                 try:
@@ -372,6 +379,53 @@ class Reader:
         self.close()
 
     # -- fetching ------------------------------------------------------------------------------
+    def _fetch_all(self, nodes: list[int], by_node: dict[int, list[_Partition]], timeout_ms: int) -> list:
+        """Each node's answer for its partitions at their positions: the fetch already in flight
+        when it asks exactly that (``_prefetch``), else a new one."""
+        pending = {}
+        for node in nodes:
+            ahead = self._prefetched.pop(node, None)
+            if ahead is not None:
+                if ahead[1] == _plan(by_node[node]):
+                    pending[node] = ahead[0]
+                    continue
+                self._set_aside(node, ahead[0], timeout_ms)
+            pending[node] = self.cluster.send(node, self._session_request(node, by_node[node]))
+            self.metrics.add("fetch-requests")
+        return self.cluster.collect([pending[n] for n in nodes], timeout_ms)
+
+    def _prefetch(self, node: int, parts: list[_Partition], answers: dict) -> None:
+        """Sends ``node``'s next fetch before this answer is read: from where each partition's
+        records end, when every one of them moves on and none reaches its end."""
+        if not self.prefetch:
+            return
+        ahead = {}
+        for p in parts:
+            data = answers.get((p.tp.topic, p.tp.partition))
+            if data is None or data.error_code:
+                return
+            lso = getattr(data, "last_stable_offset", -1) if self.level == READ_COMMITTED else -1
+            nxt = _native.fetch_end(data.records or b"", p.position, lso if lso >= 0 else None)
+            if nxt <= p.position or (p.end is not None and nxt >= p.end):
+                return
+            ahead[p.tp] = nxt
+        request = self._session_request(node, parts, offsets=ahead)
+        self._prefetched[node] = (self.cluster.send(node, request), _plan(parts, ahead))
+        self.metrics.add("fetch-requests")
+        self.metrics.add("prefetches")
+
+    def _set_aside(self, node: int, pending, timeout_ms: int) -> None:
+        """A fetch sent early that asked for other offsets: its answer keeps the node's fetch
+        session in step and is otherwise forgotten."""
+        self.metrics.add("prefetches-set-aside")
+        response = self.cluster.collect([pending], timeout_ms)[0]
+        session = self._sessions.get(node)
+        if session is not None:
+            if isinstance(response, Exception):
+                session.handle_error(response)
+            else:
+                session.handle_response(response)
+
     def _fetch_partition(self, p: _Partition, offset: int | None = None, max_bytes: int | None = None):
         from kafka.protocol.consumer import FetchRequest
         return FetchRequest.FetchTopic.FetchPartition(
@@ -379,32 +433,35 @@ class Reader:
             partition_max_bytes=p.fetch_bytes if max_bytes is None else max_bytes,
             current_leader_epoch=self.cluster.leader(p.tp).epoch, last_fetched_epoch=-1, log_start_offset=-1)
 
-    def _fetch_request(self, parts: list[_Partition], *, offset: int | None = None, max_bytes: int | None = None):
-        """A sessionless FetchRequest (a probe's)."""
+    def _fetch_request(self, parts: list[_Partition], *, offset: int | None = None, max_bytes: int | None = None,
+                       offsets: dict | None = None):
+        """A sessionless FetchRequest (a probe's at ``offset``; ``offsets``: a prefetch's, by partition)."""
         from kafka.protocol.consumer import FetchRequest
         T = FetchRequest.FetchTopic
         topics: dict[str, list] = {}
         for p in parts:
-            topics.setdefault(p.tp.topic, []).append(self._fetch_partition(p, offset, max_bytes))
+            at = offsets.get(p.tp) if offsets else offset
+            topics.setdefault(p.tp.topic, []).append(self._fetch_partition(p, at, max_bytes))
         return FetchRequest(replica_id=-1, max_wait_ms=self.max_wait_ms if offset is None else 0, min_bytes=1,
                             max_bytes=self.fetch_max_bytes if max_bytes is None else max(max_bytes, 1),
                             isolation_level=self._iso_code, session_id=0, session_epoch=-1, rack_id="",
                             topics=[T(topic=name, partitions=ps) for name, ps in topics.items()],
                             forgotten_topics_data=[], min_version=4, max_version=FETCH_MAX_VERSION)
 
-    def _session_request(self, node: int, parts: list[_Partition]):
+    def _session_request(self, node: int, parts: list[_Partition], offsets: dict | None = None):
         """The FetchRequest for ``node``'s partitions: within the node's incremental fetch session
         (KIP-227, kafka-python's FetchSessionHandler) when ``fetch_sessions``, so partitions whose
         fetch did not change are not sent again, nor answered when they have nothing new."""
         if not self.fetch_sessions:
-            return self._fetch_request(parts)
+            return self._fetch_request(parts, offsets=offsets)
         from collections import OrderedDict
 
         from kafka.consumer.fetcher import FetchSessionHandler
         from kafka.protocol.consumer import FetchRequest
         from kafka.structs import TopicPartition as Key
         handler = self._sessions.setdefault(node, FetchSessionHandler(node))
-        wanted = OrderedDict((Key(p.tp.topic, p.tp.partition), self._fetch_partition(p)) for p in parts)
+        wanted = OrderedDict((Key(p.tp.topic, p.tp.partition),
+                              self._fetch_partition(p, offsets.get(p.tp) if offsets else None)) for p in parts)
         session = handler.build_next(wanted)
         return FetchRequest(replica_id=-1, max_wait_ms=self.max_wait_ms, min_bytes=1, max_bytes=self.fetch_max_bytes,
                             isolation_level=self._iso_code, session_id=session.id, session_epoch=session.epoch,
@@ -570,21 +627,13 @@ class Reader:
         return None, [skip]
 
     def _output(self, p: _Partition, table: pa.Table) -> pa.Table | None:
-        """``to_arrow``'s records of ``p`` in the reader's columns, cut at the partition's end."""
+        """A partition's records, cut at its end."""
         if not table.num_rows:
             return None
         if p.end is not None and table.column("offset")[-1].as_py() >= p.end:
             import pyarrow.compute as pc
             table = table.filter(pc.less(table.column("offset"), p.end))
-        n = table.num_rows
-        timestamp, timestamp_type = spark_timestamps(table.column("timestamp").combine_chunks(),
-                                                     table.column("timestamp_type").combine_chunks())
-        cols = {"key": table.column("key"), "value": table.column("value"),
-                "topic": pa.repeat(pa.scalar(p.tp.topic, pa.string()), n),
-                "partition": pa.repeat(pa.scalar(p.tp.partition, pa.int32()), n),
-                "offset": table.column("offset"), "timestamp": timestamp, "timestampType": timestamp_type,
-                "headers": table.column("headers"), "leader_epoch": table.column("partition_leader_epoch")}
-        return pa.Table.from_arrays([cols[f.name] for f in SCHEMA], schema=SCHEMA)
+        return table
 
     # -- what cannot be read -------------------------------------------------------------------
     def _apply(self, skip: Skip) -> None:
@@ -681,6 +730,12 @@ class Reader:
             return None, skips
         table, found = self._handle(p, result.data)
         return table, skips + found
+
+
+def _plan(parts: list[_Partition], offsets: dict | None = None) -> tuple:
+    """What a fetch asks of its partitions: offsets (``offsets`` or their positions) and sizes."""
+    return tuple(sorted((p.tp.topic, p.tp.partition, (offsets or {}).get(p.tp, p.position), p.fetch_bytes)
+                        for p in parts))
 
 
 def _clipped(skip: Skip, end: int | None) -> Skip:

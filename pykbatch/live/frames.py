@@ -1,0 +1,168 @@
+"""Response frames received straight into their own buffer: the receive half of the wire seam.
+
+kafka-python 3.0.12 (pinned) reads a socket 4 KiB at a time, joins the pieces, copies them into
+the frame's buffer, copies the frame out again to decode it and once more for each bytes field:
+five copies of every fetched record in Python and a system call per 4 KiB, most of a consumer's
+time at a few million records a second.  ``install`` gives one of the Cluster's connections a
+receiver that reads each frame's size, then ``recv_into`` the frame's own buffer until it is
+full, and hands the connection's protocol parser that buffer to decode (a memoryview of it, so
+the decoder's copy of a bytes field is the only one).  The socket, TLS, SASL, correlation ids and
+futures stay the library's; only where the bytes land changes.
+
+Installed on a connection only when it is between frames and the library looks as this was
+written against (``ACCELERATED`` says whether it was); otherwise the library's own path serves.
+"""
+from __future__ import annotations
+
+import logging
+import ssl
+import time
+
+log = logging.getLogger(__name__)
+
+SCRATCH = 64 << 10  # bytes read at once between frames (sizes, small answers)
+WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+MARK = "_pykbatch_frames"
+
+
+def _frame_class():
+    from kafka.protocol.frame import KafkaBytes
+
+    class Frame(KafkaBytes):
+        """A response frame as the parser reads it; the rest of it (the body) as a view, not a copy."""
+
+        def read(self, nbytes=None):
+            if nbytes is None:
+                start, self._idx = self._idx, len(self)
+                return memoryview(self)[start:]
+            return super().read(nbytes)
+    return Frame
+
+
+class Receiver:
+    """One connection's frames: ``recv`` replaces its transport's socket read, ``receive_bytes``
+    its parser's (the frames completed since, decoded by the parser's own ``_process_response``)."""
+
+    def __init__(self, transport, parser):
+        self.transport, self.parser = transport, parser
+        self.frame_class = _frame_class()
+        self.scratch = bytearray(SCRATCH)
+        self.head = bytearray(4)
+        self.head_filled = 0
+        self.frame = None
+        self.filled = 0
+        self.done: list = []
+
+    # -- the transport's side ------------------------------------------------------------------
+    def recv(self):
+        """Everything the socket has now, into frames; ``(b"", error)`` as the transport expects
+        (the frames reach the parser through ``receive_bytes``)."""
+        import kafka.errors as Errors
+        sock = self.transport._sock
+        try:
+            while True:
+                if self.frame is not None and len(self.frame) - self.filled >= SCRATCH:
+                    n = sock.recv_into(memoryview(self.frame)[self.filled:])  # the kernel copies, nobody else
+                    if n:
+                        self._grow(n)
+                else:
+                    n = sock.recv_into(self.scratch)
+                    if n:
+                        self._take(memoryview(self.scratch)[:n])
+                if not n:
+                    log.error("%s: socket disconnected", self.transport)
+                    return b"", Errors.KafkaConnectionError("socket disconnected")
+        except WOULD_BLOCK:
+            return b"", None
+        except Errors.KafkaError as exc:  # a frame size out of bounds
+            return b"", exc
+        except BaseException as exc:  # noqa: BLE001 (as the library: the connection closes with the cause)
+            log.exception("%s: error receiving network data, closing socket", self.transport)
+            return b"", Errors.KafkaConnectionError(exc)
+
+    def _take(self, chunk: memoryview) -> None:
+        while chunk:
+            if self.frame is None:
+                k = min(4 - self.head_filled, len(chunk))
+                self.head[self.head_filled:self.head_filled + k] = chunk[:k]
+                self.head_filled += k
+                chunk = chunk[k:]
+                if self.head_filled < 4:
+                    return
+                size = int.from_bytes(self.head, "big", signed=True)
+                self.parser._validate_frame_size(size)
+                self.frame, self.filled, self.head_filled = self.frame_class(size), 0, 0
+            k = min(len(self.frame) - self.filled, len(chunk))
+            self.frame[self.filled:self.filled + k] = chunk[:k]
+            chunk = chunk[k:]
+            self._grow(k)
+
+    def _grow(self, n: int) -> None:
+        self.filled += n
+        if self.filled == len(self.frame):
+            self.done.append(self.frame)
+            self.frame = None
+
+    def write(self, data) -> None:
+        """The transport's write, first straight to the socket: the library queues every write
+        for its event loop, so a request sent before a long piece of work (a consumer's next
+        fetch, sent before it reads the last answer) would leave only when the work is done."""
+        t = self.transport
+        if data and t._write and not t._closed and not t._write_buffer and not t._writing and t._sock is not None:
+            try:
+                sent = t._sock.send(data)
+            except WOULD_BLOCK:
+                sent = 0
+            except OSError:
+                sent = 0  # the library's own write meets the error and closes the connection
+            if sent:
+                t.last_write = time.monotonic()
+            data = memoryview(data)[sent:]
+            if not data:
+                return
+        self.library_write(data)
+
+    # -- the parser's side ---------------------------------------------------------------------
+    def receive_bytes(self, data) -> list:
+        if data:
+            self._take(memoryview(data))
+        done, self.done = self.done, []
+        return [self.parser._process_response(frame) for frame in done]
+
+
+def install(conn) -> bool:
+    """Gives ``conn`` (a kafka-python connection) the receiver; False when it cannot have it
+    (not connected yet, inside a frame, or a library that does not look as expected)."""
+    if conn is None or getattr(conn, MARK, None) is not None:
+        return conn is not None
+    transport, parser = getattr(conn, "transport", None), getattr(conn, "parser", None)
+    if transport is None or parser is None or not ACCELERATED:
+        return False
+    if getattr(parser, "_receiving", True) or parser._header.tell() != 0 or not hasattr(transport, "_sock"):
+        return False  # a frame is partly read by the library's parser: the next time
+    receiver = Receiver(transport, parser)
+    receiver.library_write = transport.write
+    transport._sock_recv = receiver.recv
+    transport.write = receiver.write
+    parser.receive_bytes = receiver.receive_bytes
+    setattr(conn, MARK, receiver)
+    return True
+
+
+def _looks_as_expected() -> bool:
+    try:
+        import kafka
+        from kafka.net.transport import KafkaSSLTransport, KafkaTCPTransport
+        from kafka.protocol.frame import KafkaBytes
+        from kafka.protocol.parser import KafkaProtocol
+    except ImportError:
+        return False
+    needed = (all(hasattr(t, a) for t in (KafkaTCPTransport, KafkaSSLTransport) for a in ("_sock_recv", "write"))
+              and all(hasattr(KafkaProtocol, a) for a in ("receive_bytes", "_process_response", "_validate_frame_size"))
+              and hasattr(KafkaBytes, "read"))
+    if not needed:
+        log.info("kafka-python %s: responses received by the library's own path", kafka.__version__)
+    return needed
+
+
+ACCELERATED = _looks_as_expected()
