@@ -1,7 +1,8 @@
 """An earlier revision of pykbatch, built beside the working tree, to measure against in the same
-run: ``checkout(rev)`` makes a worktree of the revision under ~/.cache/pykbatch-bench/<rev> and
-builds its native modules in place (once; later runs reuse it); ``run(rev, code)`` runs Python in
-it (its pykbatch first on the path) and returns what the code prints last, parsed as JSON."""
+run: ``checkout(rev)`` makes a worktree of the revision under ~/.cache/pykbatch-bench/<rev>, builds
+its wheel (pip, in an isolated build as a user's install) and unpacks it there (once; later runs
+reuse it); ``run(rev, code)`` runs Python with that pykbatch first on the path and returns what the
+code prints last, parsed as JSON."""
 from __future__ import annotations
 
 import json
@@ -18,23 +19,27 @@ def checkout(rev: str) -> Path:
     full = subprocess.run(["git", "-C", str(ROOT), "rev-parse", rev], check=True, capture_output=True,
                           text=True).stdout.strip()
     where = CACHE / full[:12]
+    site = where / "site"
     if (where / ".built").exists():
-        return where
-    if not where.exists():
-        where.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(where), full], check=True,
-                       capture_output=True)
+        return site
+    if not (where / "tree").exists():
+        where.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(where / "tree"), full],
+                       check=True, capture_output=True)
     print(f"building pykbatch at {rev} in {where} (once) ...", file=sys.stderr, flush=True)
-    subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"], cwd=where, check=True,
-                   capture_output=True)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--wheel-dir", str(where / "wheel"),
+                    str(where / "tree")], check=True, capture_output=True)
+    import zipfile
+    for wheel in (where / "wheel").glob("pykbatch-*.whl"):
+        zipfile.ZipFile(wheel).extractall(site)
     (where / ".built").touch()
-    return where
+    return site
 
 
 def run(rev: str, code: str, timeout: float = 600):
     """``code`` run by this interpreter inside the revision's tree; the JSON of its last line."""
-    where = checkout(rev)
-    env = dict(os.environ, PYTHONPATH=str(where))
-    out = subprocess.run([sys.executable, "-c", code], cwd=where, env=env, check=True, capture_output=True,
+    site = checkout(rev)
+    env = dict(os.environ, PYTHONPATH=str(site))
+    out = subprocess.run([sys.executable, "-c", code], cwd=site, env=env, check=True, capture_output=True,
                          text=True, timeout=timeout).stdout
     return json.loads(out.strip().splitlines()[-1])

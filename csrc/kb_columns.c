@@ -133,12 +133,15 @@ static void put_batch(kb_columns *c, int64_t from, int64_t to, const kb_column_b
 {
     for (int64_t r = from; r < to; r++)
         c->partition_leader_epoch[r] = epoch;
-    if (c->spark) { /* Spark's Kafka source has no other batch column */
+    if (c->layout & KB_LAYOUT_SPARK_TIME) {
         int32_t id = timestamp_type == 2 ? -1 : timestamp_type; /* NoTimestampType's id is -1 */
         for (int64_t r = from; r < to; r++)
             c->timestamp_type_id[r] = id;
-        return;
+    } else {
+        memset(c->timestamp_type + from, timestamp_type, (size_t)(to - from));
     }
+    if (c->layout & KB_LAYOUT_SPARK_ONLY) /* Spark's Kafka source has no other batch column */
+        return;
     uint8_t transactional = (attributes & KB_ATTR_TRANSACTIONAL) != 0, control = (attributes & KB_ATTR_CONTROL) != 0;
     for (int64_t r = from; r < to; r++)
         c->batch_index[r] = b->entry;
@@ -154,13 +157,12 @@ static void put_batch(kb_columns *c, int64_t from, int64_t to, const kb_column_b
         set_bits(c->is_transactional, from, to, 1);
     if (control)
         set_bits(c->is_control, from, to, 1);
-    memset(c->timestamp_type + from, timestamp_type, (size_t)(to - from));
 }
 
 /* A record timestamp in the column's unit (Spark: microseconds, wrapping as its cast does). */
 static inline int64_t column_timestamp(const kb_columns *c, int64_t millis)
 {
-    return c->spark ? (int64_t)((uint64_t)millis * 1000u) : millis;
+    return c->layout & KB_LAYOUT_SPARK_TIME ? (int64_t)((uint64_t)millis * 1000u) : millis;
 }
 
 static void fill_v2(const kb_column_batch *b, kb_columns *c)
@@ -182,7 +184,7 @@ static void fill_v2(const kb_column_batch *b, kb_columns *c)
         int64_t row = c->row++;
         c->offset[row] = offset;
         c->timestamp[row] = column_timestamp(c, kb_v2_record_timestamp(h, r.timestamp_delta));
-        if (!c->spark)
+        if (c->sequence)
             c->sequence[row] = kb_increment_sequence(h->base_sequence, r.offset_delta);
         put_key_value(c, row, b->buffer, buf, r.key, r.key_len, r.value, r.value_len);
         size_t hp = r.headers;
@@ -217,7 +219,7 @@ static void fill_legacy(const kb_column_batch *b, kb_columns *c)
         int64_t row = c->row++;
         c->offset[row] = offset;
         c->timestamp[row] = column_timestamp(c, kb_legacy_timestamp(&b->m, &m));
-        if (!c->spark)
+        if (c->sequence)
             c->sequence[row] = -1;
         put_key_value(c, row, b->buffer, b->records, m.key, m.key_len, m.value, m.value_len);
         c->header_offsets[row + 1] = (int32_t)c->header_row;
@@ -284,12 +286,12 @@ static int reserve_rows(kb_column_store *s, int64_t rows)
     if (grow(&c->offset, o, n, 8) || grow(&c->timestamp, o, n, 8) || grow(&c->partition_leader_epoch, o, n, 4) ||
         grow(&c->key_valid, o, n, 0) || grow(&c->value_valid, o, n, 0) || grow(&c->header_offsets, o + 1, n + 1, 4))
         return -1;
-    if (c->spark ? grow(&c->timestamp_type_id, o, n, 4)
-                 : grow(&c->sequence, o, n, 4) || grow(&c->batch_index, o, n, 4) ||
-                       grow(&c->batch_position, o, n, 8) || grow(&c->base_offset, o, n, 8) ||
-                       grow(&c->producer_id, o, n, 8) || grow(&c->producer_epoch, o, n, 2) ||
-                       grow(&c->timestamp_type, o, n, 1) || grow(&c->is_transactional, o, n, 0) ||
-                       grow(&c->is_control, o, n, 0))
+    if (c->layout & KB_LAYOUT_SPARK_TIME ? grow(&c->timestamp_type_id, o, n, 4) : grow(&c->timestamp_type, o, n, 1))
+        return -1;
+    if (!(c->layout & KB_LAYOUT_SPARK_ONLY) &&
+        (grow(&c->sequence, o, n, 4) || grow(&c->batch_index, o, n, 4) || grow(&c->batch_position, o, n, 8) ||
+         grow(&c->base_offset, o, n, 8) || grow(&c->producer_id, o, n, 8) || grow(&c->producer_epoch, o, n, 2) ||
+         grow(&c->is_transactional, o, n, 0) || grow(&c->is_control, o, n, 0)))
         return -1;
     if (s->views ? grow(&c->key_views, o, n, 16) || grow(&c->value_views, o, n, 16)
                  : grow(&c->key_offsets, o + 1, n + 1, 4) || grow(&c->value_offsets, o + 1, n + 1, 4))

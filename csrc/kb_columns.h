@@ -60,7 +60,7 @@ typedef struct {
     uint8_t *is_transactional; /* bitmaps, as Arrow booleans are */
     uint8_t *is_control;
     int8_t *timestamp_type;  /* kb_timestamp_type: an index into kb_timestamp_type_names */
-    int32_t *timestamp_type_id; /* spark: Kafka's id instead (-1 none, 0 CreateTime, 1 LogAppendTime) */
+    int32_t *timestamp_type_id; /* KB_LAYOUT_SPARK_TIME: Kafka's id instead (-1 none, 0 CreateTime, 1 LogAppendTime) */
     int32_t *key_offsets;
     uint8_t *key_data;
     uint8_t *key_valid;
@@ -75,10 +75,14 @@ typedef struct {
     uint8_t *hvalue_valid;
     int64_t row;
     int64_t header_row;
-    int spark;               /* Spark's Kafka source's layout: timestamps in microseconds (wrapping as
-                              * Spark's cast does), timestamp_type_id in place of timestamp_type, and of
-                              * the batch columns only partition_leader_epoch (the others stay NULL) */
+    int layout;              /* KB_LAYOUT_* bits (0: to_arrow's own) */
 } kb_columns;
+
+/* Column layouts (kb_columns.layout): Spark's Kafka source's timestamps -- microseconds (wrapping as
+ * Spark's cast does) and timestamp_type_id in place of timestamp_type --, and its columns alone: of
+ * the batch columns only partition_leader_epoch (the others stay NULL). */
+#define KB_LAYOUT_SPARK_TIME 1
+#define KB_LAYOUT_SPARK_ONLY 2
 
 /* Adds the sizes of the `count` records in buf[start, limit) to *z.
  * Returns 0, or -1 with the first fault and its record index. */

@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "kb_control.h"
+#include "kb_kafka.h"
 #include "kb_resync.h"
 #include "kb_wire.h"
 
@@ -57,12 +59,11 @@ static int is_abort_marker(const uint8_t *buf, size_t start, size_t limit, const
     kb_record r;
     kb_fault f;
     size_t next;
-    if (kb_v2_read_record(buf, start, limit, &r, &f, &next) != 0 || r.key_len < 4)
+    int type;
+    if (kb_v2_read_record(buf, start, limit, &r, &f, &next) != 0 ||
+        kb_control_key(buf + r.key, r.key_len, r.key, &type, &f) != 0)
         return -1;
-    int16_t version = (int16_t)kb_load_be16(buf + r.key), type = (int16_t)kb_load_be16(buf + r.key + 2);
-    if (version < 0)
-        return -1;
-    return type == 0;
+    return type == KB_CONTROL_ABORT;
 }
 
 static decision_t decide(isolation_t *iso, const uint8_t *buf, size_t pos, size_t size, const kb_v2_header *h,

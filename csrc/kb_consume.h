@@ -58,7 +58,7 @@ typedef struct {
     size_t span_count, span_cap;
 } kb_consume_result;
 
-/* Walks buf[0, len) from the fetch offset on, filling `s` (its `c.spark` chooses the layout). */
+/* Walks buf[0, len) from the fetch offset on, filling `s` (its `c.layout` chooses the columns). */
 kb_consume_status kb_consume(const uint8_t *buf, size_t len, const kb_consume_opts *o, kb_column_store *s,
                              kb_consume_result *r);
 

@@ -1,7 +1,7 @@
 #include "kb_kafka.h"
 
 const kb_kafka_error kb_kafka_errors[] = {
-#define KB_ERROR(name, code, error_class, exception) {#name, code, error_class, exception},
+#define KB_ERROR(name, code, error_class, actions, exception) {#name, code, error_class, actions, exception},
 #include "kb_kafka_errors.def"
 #undef KB_ERROR
 };
@@ -15,3 +15,9 @@ const char *const kb_codec_names[KB_CODEC_COUNT] = {
 };
 
 const char *const kb_timestamp_type_names[3] = {"CreateTime", "LogAppendTime", "NoTimestampType"};
+
+const char *const kb_control_type_names[KB_CONTROL_COUNT] = {
+#define KB_CONTROL_NAME(name, id) [id] = #name,
+    KB_CONTROL_TYPES(KB_CONTROL_NAME)
+#undef KB_CONTROL_NAME
+};

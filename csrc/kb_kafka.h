@@ -9,7 +9,7 @@
 
 /* Kafka error codes: KB_CORRUPT_MESSAGE = 2, ... */
 enum {
-#define KB_ERROR(name, code, error_class, exception) KB_##name = code,
+#define KB_ERROR(name, code, error_class, actions, exception) KB_##name = code,
 #include "kb_kafka_errors.def"
 #undef KB_ERROR
 };
@@ -18,6 +18,7 @@ typedef struct {
     const char *name;        /* "CORRUPT_MESSAGE" */
     int16_t code;
     const char *error_class; /* "retriable", "abortable" or "fatal" */
+    const char *actions;     /* space-separated: "refresh", "possibly_persisted" (kb_kafka_errors.def) */
     const char *exception;   /* Kafka's exception class, "" for NONE */
 } kb_kafka_error;
 
@@ -41,6 +42,26 @@ typedef enum {
 } kb_codec;
 
 extern const char *const kb_codec_names[KB_CODEC_COUNT];
+
+/* Control record types: the int16 after the version in a control record's key
+ * (ControlRecordType).  X(NAME, id) -- other ids are UNKNOWN. */
+#define KB_CONTROL_TYPES(X) \
+    X(ABORT, 0) \
+    X(COMMIT, 1) \
+    X(LEADER_CHANGE, 2) \
+    X(SNAPSHOT_HEADER, 3) \
+    X(SNAPSHOT_FOOTER, 4) \
+    X(KRAFT_VERSION, 5) \
+    X(KRAFT_VOTERS, 6)
+
+typedef enum {
+#define KB_CONTROL_ENUM(name, id) KB_CONTROL_##name = id,
+    KB_CONTROL_TYPES(KB_CONTROL_ENUM)
+#undef KB_CONTROL_ENUM
+    KB_CONTROL_COUNT
+} kb_control_type;
+
+extern const char *const kb_control_type_names[KB_CONTROL_COUNT];
 
 /* Timestamp types: attribute bit 3 of v1 messages and v2 batches; v0 has none (the third name). */
 extern const char *const kb_timestamp_type_names[3];

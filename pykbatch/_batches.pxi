@@ -231,13 +231,13 @@ cdef class Batch:
     def is_control(self): return bool(self.h.attributes & KB_ATTR_CONTROL)
     @property
     def control(self):
-        """For a control batch, its control record parsed (``pykbatch.kafka.control.ControlRecord``:
+        """For a control batch, its control record parsed (``ControlRecord``:
         ``type``, ``type_name`` such as COMMIT / ABORT, ``coordinator_epoch`` of a transaction
         marker); None for a data batch or an empty control batch."""
         if not self.h.attributes & KB_ATTR_CONTROL:
             return None
         for r in self:
-            return _parse_control(r.key, r.value)
+            return parse_control(r.key, r.value)
         return None
     @property
     def control_type(self):
@@ -408,3 +408,51 @@ cdef _read_v2_entry(_View v, kb_entry *e, bint verify_crc, kb_v2_header *h, int6
     cdef kb_fault f
     if kb_v2_check_entry(v.ptr, e.pos, e.size, verify_crc, h, &f) != 0:
         _raise_fault(&f, -base)
+
+
+class ControlRecord(_NamedTuple):
+    """A control record (``parse_control``): Kafka's type id (-1 for a type it does not know),
+    its name (UNKNOWN then), and a transaction marker's coordinator epoch (else None)."""
+    type: int
+    type_name: str
+    coordinator_epoch: object  # int for ABORT / COMMIT markers, None otherwise
+
+
+def control_type(key) -> int:
+    """The control type id of a control record key (ControlRecordType.parse; -1: unknown)."""
+    cdef kb_fault f
+    cdef int typ
+    cdef _View v
+    cdef int rc
+    if key is None:
+        rc = kb_control_key(NULL, -1, 0, &typ, &f)
+    else:
+        v = _view(key)
+        rc = kb_control_key(v.ptr, <int32_t> min(v.length, INT32_MAX), 0, &typ, &f)
+    _control_fault(rc, &f)
+    return typ
+
+
+def parse_control(key, value) -> ControlRecord:
+    """A control record's key and value read as Kafka reads them (ABORT / COMMIT markers' values
+    too): a KafkaDataError names the rule a malformed one breaks."""
+    cdef kb_fault f
+    cdef int32_t epoch
+    cdef _View v
+    typ = control_type(key)
+    if typ not in (KB_CONTROL_ABORT, KB_CONTROL_COMMIT):
+        return ControlRecord(typ, _CONTROL_TYPE_NAMES.get(typ, "UNKNOWN"), None)
+    if value is None:
+        _control_fault(kb_control_marker(NULL, -1, 0, &epoch, &f), &f)
+    v = _view(value)
+    _control_fault(kb_control_marker(v.ptr, <int32_t> min(v.length, INT32_MAX), 0, &epoch, &f), &f)
+    return ControlRecord(typ, _CONTROL_TYPE_NAMES[typ], epoch)
+
+
+cdef _control_fault(int rc, const kb_fault *f):
+    """A malformed control key or marker value: the rule's error, at no byte (a record's key or
+    value has no place in the caller's buffer)."""
+    if rc != 0:
+        rule = RULES[f.rule]
+        message, _ = _render(rule, (f.args[0], f.args[1], f.args[2]), "t-0", reader=True)
+        raise _errors.error_for(kb_rule_code(f.rule), message, None, rule.id)

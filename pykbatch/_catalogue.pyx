@@ -12,12 +12,15 @@ cdef extern from "kb_kafka.h":
         const char *name
         int16_t code
         const char *error_class
+        const char *actions
         const char *exception
     const kb_kafka_error kb_kafka_errors[]
     const size_t kb_kafka_error_count
     int KB_CODEC_COUNT
     const char *const kb_codec_names[]
     const char *const kb_timestamp_type_names[3]
+    int KB_CONTROL_COUNT
+    const char *const kb_control_type_names[]
     int kb_timestamp_type(int magic, int attributes)
 
 
@@ -40,11 +43,11 @@ cdef extern from "kb_rules.h":
 
 
 def kafka_errors():
-    """(name, code, error class, Kafka's exception class) of every error code pykbatch reports."""
+    """(name, code, error class, Kafka's exception class, actions) of every error code pykbatch reports."""
     out = []
     for i in range(kb_kafka_error_count):
         e = kb_kafka_errors[i]
-        out.append((e.name.decode(), e.code, e.error_class.decode(), e.exception.decode()))
+        out.append((e.name.decode(), e.code, e.error_class.decode(), e.exception.decode(), e.actions.decode()))
     return tuple(out)
 
 
@@ -70,6 +73,11 @@ def timestamp_type_names():
     return tuple(kb_timestamp_type_names[i].decode() for i in range(3))
 
 
+def control_type_names():
+    """Kafka's control record types by id (ControlRecordType)."""
+    return {i: kb_control_type_names[i].decode() for i in range(KB_CONTROL_COUNT)}
+
+
 def record_fields():
     """The names of a v2 record's fields, by ``kb_field`` value (structural faults name one)."""
     return tuple(kb_field_names[i].decode() for i in range(KB_FIELD_COUNT))
@@ -81,6 +89,8 @@ _ALL_TIMESTAMP_TYPES = timestamp_type_names()
 TIMESTAMP_TYPES = _ALL_TIMESTAMP_TYPES[:2]
 CREATE_TIME, LOG_APPEND_TIME = TIMESTAMP_TYPES
 NO_TIMESTAMP_TYPE = _ALL_TIMESTAMP_TYPES[2]
+CONTROL_TYPE_NAMES = control_type_names()
+CONTROL_TYPE_IDS = {name: i for i, name in CONTROL_TYPE_NAMES.items()}
 
 
 def timestamp_type_name(int magic, int attributes) -> str:

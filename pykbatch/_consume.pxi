@@ -2,7 +2,7 @@
 # Spark's Kafka source's columns, and the spans of offsets they account for.
 # Included by _native.pyx: one module, one file per concern.
 
-SPAN_KINDS = ("read", "compacted")  # kb_span_kind's names (pykbatch.live.fetched's span kinds)
+_SPAN_KINDS = ("read", "compacted")  # kb_span_kind's names (pykbatch.live.fetched's span kinds)
 
 
 def consume(buf, int64_t fetch_offset, *, str topic="t", int partition=0, bint committed=False,
@@ -38,7 +38,7 @@ def consume(buf, int64_t fetch_offset, *, str topic="t", int partition=0, bint c
     o.ctx = <void *> dec
     r.spans = <kb_span *> <uintptr_t> spans.ctypes.data
     r.span_cap = spans.shape[0]
-    store.s.c.spark = 1
+    store.s.c.layout = KB_LAYOUT_SPARK_TIME | KB_LAYOUT_SPARK_ONLY
     with nogil:
         st = kb_consume(v.ptr, v.length, &o, &store.s, &r)
     if st == KB_CONSUME_CAREFUL:
@@ -50,7 +50,7 @@ def consume(buf, int64_t fetch_offset, *, str topic="t", int partition=0, bint c
                             "fetch less at once")
     if kb_column_store_trim(&store.s) != 0:
         raise MemoryError("pykbatch: no memory for the decoded columns")
-    out_spans = [(int(a), int(b), SPAN_KINDS[k]) for a, b, k in spans[:r.span_count]]
+    out_spans = [(int(a), int(b), _SPAN_KINDS[k]) for a, b, k in spans[:r.span_count]]
     tail = None if r.tail == <size_t> -1 else r.tail
     return (_consumer_table(store, topic, partition), r.next_offset, out_spans, r.entries, tail,
             frozenset(r.aborted[i] for i in range(r.aborted_count)))
@@ -122,3 +122,71 @@ def fetch_end(buf, int64_t position, last_stable_offset=None):
                 end = last + 1
             pos = e.pos + e.size
     return end
+
+
+cdef inline object _bytes_at(_Binary column, int64_t i):
+    cdef const uint8_t *p
+    cdef int32_t n = column.get(i, &p)
+    return None if n < 0 else PyBytes_FromStringAndSize(<const char *> p, n)
+
+
+cdef inline int64_t _millis(int64_t micros) nogil:
+    """Epoch microseconds back to milliseconds, rounding down (the module divides as C does)."""
+    cdef int64_t ms = micros // 1000
+    return ms - 1 if micros % 1000 < 0 else ms
+
+
+def consumer_records(table, record):
+    """The rows of a live reader's table (``pykbatch.columns.CONSUMED``) as ``record`` tuples
+    (``ConsumedRecord``): epoch milliseconds, headers as ``(key, value)`` pairs (a shared empty
+    tuple when a record has none), read from the Arrow buffers in one pass."""
+    import numpy as np
+    out = []
+    new = tuple.__new__
+    cdef Py_ssize_t i, n, h, h0, h1
+    cdef const int64_t[::1] offset
+    cdef const int64_t[::1] micros
+    cdef const int32_t[::1] ts_type
+    cdef const int32_t[::1] epoch
+    cdef const int32_t[::1] partition
+    cdef const int32_t[::1] header_at
+    cdef _Binary topics, keys, values, hkeys, hvalues
+    empty = ()
+    cdef const uint8_t *name
+    cdef const uint8_t *last_name = NULL
+    cdef int32_t name_len, last_len = -1
+    import gc
+    collecting = gc.isenabled()
+    gc.disable()  # a million young tuples would set off collections that find nothing to free
+    try:
+        for batch in table.to_batches():
+            n = batch.num_rows
+            if not n:
+                continue
+            offset = batch.column("offset").to_numpy()
+            micros = batch.column("timestamp").cast("int64").to_numpy()
+            ts_type = batch.column("timestampType").to_numpy()
+            epoch = batch.column("leader_epoch").to_numpy()
+            partition = batch.column("partition").to_numpy()
+            # (_Binary: _produce.pxi's reader of an Arrow binary column in place)
+            topics, keys, values = _Binary(batch.column("topic")), _Binary(batch.column("key")), _Binary(batch.column("value"))
+            headers = batch.column("headers")
+            header_at = headers.offsets.to_numpy()
+            pairs = headers.values.flatten()
+            hkeys, hvalues = _Binary(pairs[0]), _Binary(pairs[1])
+            topic, last_len = None, -1
+            for i in range(n):
+                name_len = topics.get(i, &name)
+                if name_len != last_len or memcmp(name, last_name, name_len) != 0:  # one str per run of a topic
+                    topic, last_name, last_len = PyUnicode_DecodeUTF8(<const char *> name, name_len, NULL), name, name_len
+                h0, h1 = header_at[i], header_at[i + 1]
+                if h0 == h1:
+                    hs = empty
+                else:
+                    hs = [(_bytes_at(hkeys, h).decode(), _bytes_at(hvalues, h)) for h in range(h0, h1)]
+                out.append(new(record, (topic, partition[i], offset[i], _millis(micros[i]), ts_type[i],
+                                        _bytes_at(keys, i), _bytes_at(values, i), hs, epoch[i])))
+    finally:
+        if collecting:
+            gc.enable()
+    return out

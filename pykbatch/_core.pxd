@@ -22,6 +22,8 @@ cdef extern from "kb_crc32c.h" nogil:
 
 
 cdef extern from "kb_kafka.h" nogil:
+    enum: KB_CONTROL_ABORT
+    enum: KB_CONTROL_COMMIT
     ctypedef enum kb_codec:
         KB_CODEC_NONE
         KB_CODEC_ZSTD
@@ -293,8 +295,10 @@ cdef extern from "kb_columns.h" nogil:
         uint8_t *hvalue_valid
         int64_t row
         int64_t header_row
-        int spark
+        int layout
 
+    enum: KB_LAYOUT_SPARK_TIME
+    enum: KB_LAYOUT_SPARK_ONLY
     int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_reader reader,
                            kb_column_sizes *z, kb_fault *f, int32_t *record_index)
     int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb_column_sizes *z,
@@ -374,3 +378,8 @@ cdef extern from "kb_consume.h" nogil:
         size_t span_cap
     kb_consume_status kb_consume(const uint8_t *buf, size_t len, const kb_consume_opts *o, kb_column_store *s,
                                  kb_consume_result *r)
+
+
+cdef extern from "kb_control.h" nogil:
+    int kb_control_key(const uint8_t *key, int32_t len, size_t pos, int *type, kb_fault *f)
+    int kb_control_marker(const uint8_t *value, int32_t len, size_t pos, int32_t *coordinator_epoch, kb_fault *f)

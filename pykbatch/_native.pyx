@@ -43,11 +43,12 @@ import time
 
 from pykbatch import codecs as _codecs
 from pykbatch import errors as _errors
-from pykbatch.kafka.control import parse_control as _parse_control
 from pykbatch.config import ValidationConfig
 from pykbatch.errors import apply_handler
 from pykbatch.result import Culprit, DroppedRecord, LostSpan, Repair, TruncatedTail, ValidationResult
 from pykbatch._catalogue import CODEC_IDS as _COMPRESSION_IDS, CODEC_NAMES as COMPRESSION_NAMES, codec_name as _codec_name
+from typing import NamedTuple as _NamedTuple
+from pykbatch._catalogue import CONTROL_TYPE_NAMES as _CONTROL_TYPE_NAMES
 from pykbatch._catalogue import CREATE_TIME, LOG_APPEND_TIME, TIMESTAMP_TYPES as _TIMESTAMP_TYPES, timestamp_type_name as _timestamp_type_name
 from pykbatch.rules import BY_ID as _RULES_BY_ID, INDEX as _RULE_INDEX, RULES, render as _render
 
@@ -169,11 +170,11 @@ include "_entries.pxi"
 include "_header_table.pxi"
 include "_validate.pxi"
 include "_to_arrow.pxi"
-include "_consume.pxi"
 include "_encode.pxi"
 include "_drop_culprits.pxi"
 include "_broker_rebuild.pxi"
 include "_produce.pxi"
+include "_consume.pxi"
 include "_avro.pxi"
 
 

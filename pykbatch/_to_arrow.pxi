@@ -1,18 +1,20 @@
 # Arrow columns: to_arrow and the row-wise decoder the Spark UDFs use.
 # Included by _native.pyx: one module, one file per concern.
 
-def to_arrow(buf, *, bint verify_crc=True, bint zero_copy=False):
+def to_arrow(buf, *, bint verify_crc=True, bint zero_copy=False, bint spark_time=False):
     """Decode every record of ``buf`` into a ``pyarrow.Table`` (one row per record,
     with the batch columns a user filters on), without a Python object per record.
 
     ``zero_copy=True`` makes ``key`` and ``value`` Arrow ``binary_view`` columns that point
     into ``buf`` instead of copying it (much faster for large values; ``buf`` is kept alive
     by the table and must not be modified while the table is in use; buffers over 2 GiB
-    are copied).  Raises the first problem met (``validate`` lists them all)."""
+    are copied).  ``spark_time``: ``timestamp`` and ``timestampType`` as Spark's Kafka source has them
+    (microseconds, UTC; Kafka's type id), filled so by the core (``columns.RECORDS_SPARK_TIME``).
+    Raises the first problem met (``validate`` lists them all)."""
     import numpy as np
     cdef _View v = _view(buf)
     table, _, failed = _decode_rows(v, np.zeros(1, np.int64), np.array([v.length], np.int64), None,
-                                    verify_crc, True, zero_copy)
+                                    verify_crc, True, zero_copy, spark_time=spark_time)
     return table
 
 
@@ -30,7 +32,7 @@ cdef class _ColumnStore:
 
 
 def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_errors, bint zero_copy=False,
-                 size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED):
+                 size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED, bint spark_time=False):
     """Decode the records of every row v[starts[i]:ends[i]] (rows with valid[i] == 0 are null).
 
     Returns (table of all records, int32 record counts per row, bool array of rows that
@@ -58,6 +60,7 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
     cdef kb_columns *c = &store.s.c
     # views point into the input (buffer 0) or into a decompressed payload (buffers 1..)
     store.s.views = zero_copy and v.length <= INT32_MAX and max_decompressed_bytes <= INT32_MAX
+    store.s.c.layout = KB_LAYOUT_SPARK_TIME if spark_time else 0
     sources = [v]
     counts = np.zeros(n_input, np.int32)
     failed = np.zeros(n_input, np.bool_)
@@ -137,11 +140,7 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
     return _table_of(store, sources), counts, failed
 
 
-# to_arrow's columns, in order (types: pykbatch.columns.RECORD; timestamp_type dictionary-encoded)
-_TABLE_COLUMNS = ("offset", "timestamp", "key", "value", "headers", "sequence", "batch_index", "batch_position",
-                  "base_offset", "partition_leader_epoch", "producer_id", "producer_epoch", "is_transactional",
-                  "is_control", "timestamp_type")
-_ARROW = None  # (schema, schema with binary views, timestamp_type dictionary), made on first use
+_ARROW = None  # {(views, spark time): schema}, the timestamp_type dictionary; made on first use
 
 
 cdef tuple _arrow_types():
@@ -149,10 +148,9 @@ cdef tuple _arrow_types():
     if _ARROW is None:
         import pyarrow as pa
         from pykbatch import columns
-        types = dict(columns.RECORD, timestamp_type=columns.TABLE_TIMESTAMP_TYPE)
-        views = dict(types, **columns.VIEWS)
-        _ARROW = (pa.schema([(name, types[name]) for name in _TABLE_COLUMNS]),
-                  pa.schema([(name, views[name]) for name in _TABLE_COLUMNS]), pa.array(columns.TIMESTAMP_TYPES))
+        _ARROW = ({(False, False): columns.RECORDS, (True, False): columns.RECORDS_VIEWS,
+                   (False, True): columns.RECORDS_SPARK_TIME, (True, True): columns.RECORDS_SPARK_TIME_VIEWS},
+                  pa.array(columns.TIMESTAMP_TYPES))
     return _ARROW
 
 
@@ -163,23 +161,27 @@ cdef object _table_of(_ColumnStore store, list sources):
     cdef kb_columns *c = &store.s.c
     cdef int64_t n = c.row, nh = c.header_row
     cdef bint views = store.s.views
-    copied_schema, views_schema, ts_dictionary = _arrow_types()
-    schema = views_schema if views else copied_schema
+    schemas, ts_dictionary = _arrow_types()
+    cdef bint spark_time = c.layout & KB_LAYOUT_SPARK_TIME
+    schema = schemas[(views, spark_time)]
     cdef int64_t bitmap = (n + 7) // 8
     A = pa.Array.from_buffers
     out = {}
     for name, p, width in (("offset", <uintptr_t> c.offset, 8), ("timestamp", <uintptr_t> c.timestamp, 8),
+                           ("timestampType", <uintptr_t> c.timestamp_type_id, 4),
                            ("sequence", <uintptr_t> c.sequence, 4), ("batch_index", <uintptr_t> c.batch_index, 4),
                            ("batch_position", <uintptr_t> c.batch_position, 8),
                            ("base_offset", <uintptr_t> c.base_offset, 8),
                            ("partition_leader_epoch", <uintptr_t> c.partition_leader_epoch, 4),
                            ("producer_id", <uintptr_t> c.producer_id, 8),
                            ("producer_epoch", <uintptr_t> c.producer_epoch, 2)):
-        out[name] = A(schema.field(name).type, n, [None, store.buffer(<void *> <uintptr_t> p, n * width)])
+        if name in schema.names:
+            out[name] = A(schema.field(name).type, n, [None, store.buffer(<void *> <uintptr_t> p, n * width)])
     out["is_transactional"] = A(pa.bool_(), n, [None, store.buffer(c.is_transactional, bitmap)])
     out["is_control"] = A(pa.bool_(), n, [None, store.buffer(c.is_control, bitmap)])
-    out["timestamp_type"] = pa.DictionaryArray.from_arrays(
-        A(pa.int8(), n, [None, store.buffer(c.timestamp_type, n)]), ts_dictionary, safe=False)
+    if not spark_time:
+        out["timestamp_type"] = pa.DictionaryArray.from_arrays(
+            A(pa.int8(), n, [None, store.buffer(c.timestamp_type, n)]), ts_dictionary, safe=False)
     if views:
         data_buffers = [_arrow_buffer(s) for s in sources]
         out["key"] = A(pa.binary_view(), n, [store.buffer(c.key_valid, bitmap), store.buffer(c.key_views, 16 * n)]
@@ -200,7 +202,7 @@ cdef object _table_of(_ColumnStore store, list sources):
     header_struct = A(columns.HEADER, nh, [None], children=[hkeys, hvalues])
     out["headers"] = A(schema.field("headers").type, n, [None, store.buffer(c.header_offsets, 4 * (n + 1))],
                        children=[header_struct])
-    return pa.Table.from_arrays([out[name] for name in _TABLE_COLUMNS], schema=schema)
+    return pa.Table.from_arrays([out[f.name] for f in schema], schema=schema)
 
 
 cdef object _arrow_buffer(_View s):

@@ -19,6 +19,7 @@ from pykbatch.columns import (  # noqa: F401 (the result types, named here too)
     BATCH, CULPRIT, DROPPED, ERROR_RECORD, RECORD as _RECORD_TYPES, REPAIR, SPARK_KAFKA, TIMESTAMP_TYPE_IDS,
     TIMESTAMP_TYPES, VALIDATION, fields,
 )
+from pykbatch.columns import RECORDS as RECORDS_SCHEMA, RECORDS_SPARK_TIME
 
 RECORD = pa.struct(fields(_RECORD_TYPES, "offset timestamp key value headers sequence batch_index "
                                           "partition_leader_epoch producer_id producer_epoch is_transactional "
@@ -239,24 +240,29 @@ def shift_batches(table: pa.Table, position: int, entry: int) -> pa.Table:
     return table
 
 
-def decode_entries(data, entries, *, verify_crc: bool = True, first_entry: int = 0, readable: bool = False):
+def decode_entries(data, entries, *, verify_crc: bool = True, first_entry: int = 0, readable: bool = False,
+                   spark_time: bool = False):
     """The records of whole entries ``[(position, size), ...]`` of ``data`` as one ``to_arrow``
     table (``batch_position`` in ``data``, ``batch_index`` from ``first_entry``), and the entries
     whose records cannot be read, ``[(position, entry index, error)]``: those contribute no rows,
     their neighbours all of theirs.  Decoded at once; entry by entry only when that fails.
+
+    ``spark_time``: ``timestamp`` / ``timestampType`` as Spark's Kafka source has them (to_arrow's;
+    not with ``readable``).
 
     ``readable``: such an entry contributes the records ``Batch.readable`` reads of it (a batch
     whose CRC does not match, all of them: the dump prints them too), and is listed as
     ``(position, entry index, [errors], rows)``: what could not be read, and how many rows it gave."""
     start, end = entries[0][0], entries[-1][0] + entries[-1][1]
     try:
-        return shift_batches(_native.to_arrow(data[start:end], verify_crc=verify_crc), start, first_entry), []
+        return shift_batches(_native.to_arrow(data[start:end], verify_crc=verify_crc, spark_time=spark_time), start,
+                             first_entry), []
     except errors.KafkaDataError:
         pass
     tables, failed = [], []
     for i, (position, size) in enumerate(entries):
         try:
-            table = _native.to_arrow(data[position:position + size], verify_crc=verify_crc)
+            table = _native.to_arrow(data[position:position + size], verify_crc=verify_crc, spark_time=spark_time)
             tables.append(shift_batches(table, position, first_entry + i))
         except errors.KafkaDataError as exc:
             if exc.offset is not None:  # where in ``data``, not in the entry's slice
@@ -268,7 +274,8 @@ def decode_entries(data, entries, *, verify_crc: bool = True, first_entry: int =
             if table is not None:
                 tables.append(table)
             failed.append((position, first_entry + i, unreadable or [exc], 0 if table is None else table.num_rows))
-    return (pa.concat_tables(tables) if tables else _native.to_arrow(b"")), failed
+    empty = (RECORDS_SPARK_TIME if spark_time else RECORDS_SCHEMA).empty_table()
+    return (pa.concat_tables(tables) if tables else empty), failed
 
 
 def readable_table(data, position: int, size: int, entry: int, failure: errors.KafkaDataError):
@@ -277,7 +284,7 @@ def readable_table(data, position: int, size: int, entry: int, failure: errors.K
     of the others, their positions in ``data``.  ``failure``: what ``to_arrow`` met in the entry
     (its CRC's mismatch, when the CRC fails: checked first); such a batch gives its records as
     read, that error first."""
-    schema = _native.to_arrow(b"").schema
+    schema = RECORDS_SCHEMA
     chunk = bytes(memoryview(data)[position:position + size])
     try:
         batch = next(iter(_native.iter_batches(chunk, verify_crc=False)))

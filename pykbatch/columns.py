@@ -62,6 +62,19 @@ TABLE_TIMESTAMP_TYPE = pa.dictionary(pa.int8(), pa.string())
 VIEWS: dict[str, pa.DataType] = {"key": pa.binary_view(), "value": pa.binary_view()}
 """Keys and values as views into the input (``to_arrow(..., views=True)``)."""
 
+TO_ARROW_COLUMNS = ("offset", "timestamp", "key", "value", "headers", "sequence", "batch_index", "batch_position",
+                    "base_offset", "partition_leader_epoch", "producer_id", "producer_epoch", "is_transactional",
+                    "is_control", "timestamp_type")
+RECORDS = pa.schema([(name, dict(RECORD, timestamp_type=TABLE_TIMESTAMP_TYPE)[name]) for name in TO_ARROW_COLUMNS])
+"""``to_arrow``'s table: every record field (``RECORD``), ``timestamp_type`` dictionary-encoded."""
+RECORDS_VIEWS = pa.schema([(f.name, VIEWS.get(f.name, f.type)) for f in RECORDS])
+"""The same with keys and values as views (``to_arrow(..., zero_copy=True)``)."""
+RECORDS_SPARK_TIME = pa.schema([("timestamp", SPARK_KAFKA["timestamp"]) if f.name == "timestamp" else
+                                ("timestampType", SPARK_KAFKA["timestampType"]) if f.name == "timestamp_type" else f
+                                for f in RECORDS])
+"""``to_arrow(..., spark_time=True)``: ``timestamp`` and ``timestampType`` as Spark's Kafka source's."""
+RECORDS_SPARK_TIME_VIEWS = pa.schema([(f.name, VIEWS.get(f.name, f.type)) for f in RECORDS_SPARK_TIME])
+
 ROW_ID: dict[str, pa.DataType] = {"id": pa.int64()}
 """The input row's id that Spark's ``kbatch_records`` table function carries beside each record."""
 

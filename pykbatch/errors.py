@@ -35,11 +35,18 @@ CONTINUE = "CONTINUE"
 FAIL = "FAIL"
 
 # code -> (Kafka's name, error class) for every code pykbatch can report (csrc/kb_kafka_errors.def).
-CODES: dict[int, tuple[str, str]] = {code: (name, cls) for name, code, cls, _ in _catalogue.kafka_errors()}
+CODES: dict[int, tuple[str, str]] = {code: (name, cls) for name, code, cls, _, _ in _catalogue.kafka_errors()}
 CODE: dict[str, int] = {name: code for code, (name, _) in CODES.items()}
 """Kafka's error code by name: ``CODE["CORRUPT_MESSAGE"] == 2``."""
-EXCEPTIONS: dict[int, str] = {code: exc for _, code, _, exc in _catalogue.kafka_errors() if exc}
+EXCEPTIONS: dict[int, str] = {code: exc for _, code, _, exc, _ in _catalogue.kafka_errors() if exc}
 """The exception Kafka raises for each code (what a Java pipeline would log)."""
+REFRESH, POSSIBLY_PERSISTED = "refresh", "possibly_persisted"
+ERROR_ACTIONS: dict[int, frozenset[str]] = {code: frozenset(actions.split())
+                                            for _, code, _, _, actions in _catalogue.kafka_errors()}
+"""What a client does for each code beside its class (csrc/kb_kafka_errors.def): ``REFRESH`` the
+leader or coordinator before retrying; ``POSSIBLY_PERSISTED``: the records may have landed anyway."""
+if set().union(*ERROR_ACTIONS.values()) - {REFRESH, POSSIBLY_PERSISTED}:
+    raise ImportError("pykbatch: csrc/kb_kafka_errors.def names an action outside refresh, possibly_persisted")
 if not {cls for _, cls in CODES.values()} <= set(ACTIONS):
     raise ImportError("pykbatch: csrc/kb_kafka_errors.def names an error class outside " + ", ".join(ACTIONS))
 

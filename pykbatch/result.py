@@ -106,6 +106,14 @@ class ValidationResult:
     def ok(self) -> bool:
         return self.culprit_count == 0
 
+    def as_dict(self) -> dict:
+        """The result as JSON-ready data: the verdict (KIP-467's code and name), the counts, an
+        incomplete tail, the bytes whose framing was lost and every culprit kept."""
+        return {"ok": self.ok, "entries": self.entries, "records": self.records, "culprit_count": self.culprit_count,
+                "error_code": self.error_code, "error_name": self.error_name,
+                "truncated_tail": self.truncated_tail._asdict() if self.truncated_tail else None,
+                "lost_bytes": self.lost_bytes, "culprits": [c.as_dict() for c in self.culprits]}
+
     @property
     def batches(self) -> int:
         """Entries read as batches (or v0/v1 messages): ``entries`` less the spans whose framing
@@ -137,13 +145,13 @@ class ValidationResult:
         batch_level = next((c for c in failing if not _record_error(c)), None)
         if batch_level is not None:
             return batch_level.code, [], _request_error_message(batch_level, self.config)
-        code = 32 if any(c.code == 32 for c in failing) else 87
+        code = _INVALID_TIMESTAMP if any(c.code == _INVALID_TIMESTAMP for c in failing) else _INVALID_RECORD
         seen, records = set(), []
         for c in failing:
             if c.record_index not in seen:
                 seen.add(c.record_index)
                 records.append((c.record_index, c.message))
-        if code == 32:
+        if code == _INVALID_TIMESTAMP:
             return code, records, "One or more records have been rejected due to invalid timestamp"
         first3 = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in records[:3])
         return code, records, (f"One or more records have been rejected due to {len(records)} record errors in "
@@ -178,6 +186,8 @@ class ValidationResult:
 
 
 _STAGE_RANK = {stage: rank for rank, stage in enumerate(_STAGES)}
+# the two codes of a batch refused record by record (KIP-467): a bad timestamp wins
+_INVALID_TIMESTAMP, _INVALID_RECORD = errors.CODE["INVALID_TIMESTAMP"], errors.CODE["INVALID_RECORD"]
 
 
 def _verdict_key(c: Culprit, config: ValidationConfig) -> tuple[int, int]:

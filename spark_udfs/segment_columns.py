@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pykbatch import validate as kb_validate
-from pykbatch.arrow import append_headers, decode_entries, spark_timestamps
+from pykbatch.arrow import append_headers, decode_entries
 from pykbatch.columns import BATCH, LOCATION, READ, RECORD, SPARK_KAFKA, fields
 from pykbatch.config import ValidationConfig
 
@@ -54,12 +54,12 @@ def entries_batch(data, entries, segment, topic, partition, mode, validate, sche
     bad = _verdicts(chunk, topic, partition) if validate else {}
     verdicts = pa.array([bad.get(e) for e in range(len(entries))], pa.string())  # per entry; null: it passed
     if mode == "records":
-        table, _ = decode_entries(data, entries, verify_crc=False)  # CRCs: validate's business
+        # CRCs: validate's business; Spark's timestamps filled so by the core
+        table, _ = decode_entries(data, entries, verify_crc=False, spark_time=True)
         keep = ranges.record_mask(table)
         if keep is not None:
             table = table.filter(keep)
         cols = {name: table[name].combine_chunks() for name in table.column_names}
-        cols["timestamp"], cols["timestampType"] = spark_timestamps(cols["timestamp"], cols["timestamp_type"])
         errors = verdicts.take(cols["batch_index"]) if validate else None  # each record gets its batch's
     else:
         headers = {f.name: [] for f in BATCH_COLUMNS[4:]}

@@ -98,13 +98,15 @@ class Ranges(NamedTuple):
                     or (self.partitions is not None and partition not in self.partitions))
 
     def record_mask(self, table: pa.Table):
-        """The rows of a records table in range, or None when every row is."""
+        """The rows of a records table in range, or None when every row is (its ``timestamp`` in
+        Spark's microseconds; the range's bounds are epoch milliseconds)."""
         keep = None
-        for column, low, high in (("offset", self.first_offset, self.end_offset),
-                                  ("timestamp", self.first_timestamp, self.end_timestamp)):
+        for column, low, high, scale in (("offset", self.first_offset, self.end_offset, 1),
+                                         ("timestamp", self.first_timestamp, self.end_timestamp, 1000)):
             for bound, op in ((low, pc.greater_equal), (high, pc.less)):
                 if bound is not None:
-                    test = op(table[column], pa.scalar(bound, pa.int64()))
+                    at = min(max(bound * scale, -2**63), 2**63 - 1)  # a bound past the type's range holds all or none
+                    test = op(table[column], pa.scalar(at, table.schema.field(column).type))
                     keep = test if keep is None else pc.and_(keep, test)
         return keep
 

@@ -43,7 +43,7 @@ from pykbatch.retry import retry_io  # noqa: F401  (kafka-segment's remote reads
 
 from . import tiered_source, value_columns
 from .segment_columns import (  # noqa: F401 (tests and the tiered source read them here too)
-    BATCH_COLUMNS, LOG, PATH_COLUMN, RECORD_COLUMNS, VALIDATION_COLUMNS, arrow_schema, entries_batch, spark_timestamps,
+    BATCH_COLUMNS, LOG, PATH_COLUMN, RECORD_COLUMNS, VALIDATION_COLUMNS, arrow_schema, entries_batch,
 )
 from .segment_plan import Ranges, _fsspec, _is_local, _local, narrow, path_not_found, plan_splits, read_mode
 

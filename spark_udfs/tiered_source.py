@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from pykbatch.columns import READ, fields
 from pykbatch.kafka.isolation import READ_UNCOMMITTED, Isolation, check_level
-from pykbatch.log.indexes import AbortedTxn
+from pykbatch.kafka.isolation import AbortedTxn
 from pykbatch.tiered import TieredPartition, TieredTopicStore, open_store
 from pykbatch.tiered.layouts import INDEX, LAYOUTS
 from pykbatch.tiered.partition import Piece

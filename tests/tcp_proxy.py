@@ -25,6 +25,10 @@ class DroppingProxy:
 
     def close(self) -> None:
         self._stop.set()
+        try:  # wakes the accepting thread: a listening socket closed under accept() stays listening
+            self._server.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self._server.close()
 
     def _accept(self) -> None:

@@ -83,7 +83,7 @@ def test_exception_classes_use_catalogue_codes():
 
 
 @pytest.mark.parametrize("rule_id, values", [
-    ("control.key_size", {"need": 4, "found": 1}),
+    ("control.message", {"what": "the LeaderChange value does not read"}),
     ("producer.duplicate", {"seq": 0, "last": 4, "pid": 7, "offset": 10, "tp": "t-0", "first_offset": 0,
                             "last_offset": 4}),
     ("encode.too_large", {}),
@@ -108,7 +108,7 @@ def test_every_columnar_output_selects_from_the_one_schema():
     """to_arrow, the Spark structs, the kafka-segment source and the dump's JSON name fields of
     pykbatch.columns with its types."""
     from pykbatch import arrow, columns
-    from pykbatch.log import dump
+    from pykbatch import dump
     from spark_udfs import segment_source
     table = kb.to_arrow(kb.build_batch([{"key": b"k", "value": b"v", "headers": [("h", b"1")]}]))
     for field in table.schema:
@@ -153,9 +153,19 @@ def test_every_log_file_type_is_dumped_and_fuzzed():
     """A reader added to pykbatch.log.INDEX_TYPES is dispatched by the dump (by its SUFFIX),
     checked by the audit and validate, and reached by the CLI fuzz (tests/test_cli_fuzz.py damages
     every file ``pykbatch.log.checks.kind_of`` names)."""
-    from pykbatch.log import dump
+    from pykbatch import dump
     from pykbatch.log import INDEX_TYPES, OffsetIndex, TimeIndex
     from pykbatch.log.checks import KINDS, _CHECKS
     suffixes = {kind.SUFFIX for kind in INDEX_TYPES}
     assert suffixes <= {OffsetIndex.SUFFIX, TimeIndex.SUFFIX} | set(dump._DUMPERS)
     assert suffixes < set(KINDS) and set(KINDS) - {".log"} == set(_CHECKS)
+
+
+def test_refresh_actions_are_javas_invalid_metadata_errors():
+    """The codes whose action is to ask the metadata again are those Kafka's Java client makes
+    InvalidMetadataException subclasses, as kafka-python (a maintained client) reads them too."""
+    import kafka.errors as kafka_python
+    for code in errors.CODES:
+        expected = bool(getattr(kafka_python.for_code(code), "invalid_metadata", False))
+        assert (errors.REFRESH in errors.ERROR_ACTIONS[code]) == expected, errors.error_name(code)
+    assert errors.POSSIBLY_PERSISTED in errors.ERROR_ACTIONS[errors.CODE["NETWORK_EXCEPTION"]]

@@ -17,7 +17,7 @@ import pykbatch as kb
 from pykbatch.kafka.control import ABORT, COMMIT
 from pykbatch.kafka.isolation import Isolation
 from pykbatch.live.fetched import _read_at_once, _read_carefully, read_fetched, CONSUMER_CHECKS
-from pykbatch.log.indexes import AbortedTxn
+from pykbatch.kafka.isolation import AbortedTxn
 
 SEED = int(os.environ.get("PYKBATCH_CONSUME_SEED", "20261127"))
 CASES = int(os.environ.get("PYKBATCH_CONSUME_CASES", "400"))
@@ -150,3 +150,23 @@ def test_the_walk_fills_sparks_layout(codec):
     assert row["timestamp"].timestamp() == 1.234 and row["timestampType"] == 0 and row["leader_epoch"] == 7
     assert row["headers"] == [{"key": "a", "value": b"1"}, {"key": "b", "value": None}]
     assert (row["topic"], row["partition"], row["offset"], row["key"], row["value"]) == ("orders", 2, 5, b"k", b"v")
+
+
+@pytest.mark.parametrize("magic", [0, 1, 2])
+def test_to_arrow_fills_sparks_timestamps_as_the_column_functions_make_them(magic):
+    """``to_arrow(spark_time=True)`` (the core's fill, what kafka-segment reads) equals to_arrow's
+    milliseconds and type names turned into Spark's columns by ``arrow.spark_timestamps``."""
+    from pykbatch.arrow import spark_timestamps
+    rng = random.Random(SEED + magic)
+    kw = {} if magic == 2 else {"magic": magic}
+    parts = [kb.build_batch([{"key": b"k", "value": b"v", "timestamp": rng.choice((0, 1_700_000_000_123, 2**40))}
+                             for _ in range(rng.randrange(1, 5))], base_offset=10 * i, compression=rng.choice(CODECS[:3]),
+                            timestamp_type=rng.choice(("CreateTime", "LogAppendTime")) if magic else "CreateTime",
+                            max_timestamp=1_700_000_000_999, **kw) for i in range(8)]
+    data = b"".join(parts)
+    plain, spark = kb.to_arrow(data), kb.to_arrow(data, spark_time=True)
+    micros, ids = spark_timestamps(plain.column("timestamp").combine_chunks(), plain.column("timestamp_type").combine_chunks())
+    assert spark.column("timestamp").combine_chunks().equals(micros)
+    assert spark.column("timestampType").combine_chunks().equals(ids)
+    rest = [n for n in plain.column_names if n not in ("timestamp", "timestamp_type")]
+    assert spark.select(rest).equals(plain.select(rest))

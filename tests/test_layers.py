@@ -1,7 +1,9 @@
-"""The layers ARCHITECTURE.md draws, read from the source: the import graph (with ``ast``; the
-compiled module's imports from its .pyx and the .pxi files it includes) has no cycle, the library
-never imports the command layer, Spark imports no command, and no module outside the catalogue
-invents a rule id."""
+"""The layers ARCHITECTURE.md draws, read from the source: the import graph (with ``ast``, imports
+inside functions included; the compiled module's imports from its .pyx and the .pxi files it
+includes) runs downward only -- each module is in a layer (``LAYERS``) and imports nothing of a
+layer above it --, has no cycle between modules nor between folders, the library never imports the
+command layer nor Spark, only the wire seam touches kafka-python, and no module outside the
+catalogue invents a rule id."""
 from __future__ import annotations
 
 import ast
@@ -114,11 +116,118 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+# Lowest first: a module imports modules of its own layer or below.  A module's layer is the one
+# naming its longest prefix.  Inside a layer, folders never import each other both ways.
+LAYERS = (
+    ("the catalogue and the words every layer uses",
+     ("pykbatch._catalogue", "pykbatch._version", "pykbatch.rules", "pykbatch.errors", "pykbatch.config",
+      "pykbatch.result", "pykbatch.codecs", "pykbatch.columns", "pykbatch.retry", "pykbatch.progress",
+      "pykbatch.parallel", "pykbatch.policy")),
+    ("the core bindings", ("pykbatch._native",)),
+    ("functions over the core", ("pykbatch.arrow", "pykbatch.samples")),
+    ("Kafka's formats and value types", ("pykbatch.kafka",)),
+    ("files and stores", ("pykbatch.log", "pykbatch.topics", "pykbatch.tiered", "pykbatch.repair")),
+    ("live clusters, values, dumps", ("pykbatch.live", "pykbatch.values", "pykbatch.dump")),
+    ("the public API and old import paths", ("pykbatch", "pykbatch.audit", "pykbatch.export",
+                                            "pykbatch.producer_state")),
+    ("commands", ("pykbatch.commands", "pykbatch.__main__")),
+    ("Spark", ("spark_udfs",)),
+)
+# the only modules that import kafka-python (the connection layer): the wire seam
+KAFKA_PYTHON_SEAM = frozenset(("pykbatch.live.cluster", "pykbatch.live.frames", "pykbatch.live.protocol"))
+
+
+def layer_of(module: str) -> int:
+    best, rank = -1, None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), i
+    if rank is None:
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS (and to ARCHITECTURE.md)")
+    return rank
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{m} ({LAYERS[layer_of(m)][0]}) imports {d} ({LAYERS[layer_of(d)][0]})"
+                  for m, deps in graph.items() for d in deps if layer_of(d) > layer_of(m))
+
+
+def folder_of(module: str, paths: dict[str, pathlib.Path] | None = None) -> str:
+    """A module's folder: its package for a module in a sub-package, the module itself at the top
+    of pykbatch (each such file is a room of its own)."""
+    parts = module.split(".")
+    if parts[0] == "spark_udfs":
+        return "spark_udfs"
+    return ".".join(parts[:2])
+
+
+def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for m, deps in graph.items():
+        out.setdefault(folder_of(m), set()).update(folder_of(d) for d in deps if folder_of(d) != folder_of(m))
+    for deps in list(out.values()):
+        for d in deps:
+            out.setdefault(d, set())
+    return out
+
+
+def kafka_python_imports(path: pathlib.Path) -> set[str]:
+    """The kafka-python modules a file imports (``kafka`` / ``kafka.*``), inside functions too."""
+    if path.suffix == ".pyx":
+        text = cython_source(path)
+        return set(re.findall(r"^\s*(?:from|import) (kafka(?:\.[\w.]+)?)\b", text, re.M))
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+        found.update(n for n in names if n == "kafka" or n.startswith("kafka."))
+    return found
+
+
 def test_the_graph_sees_the_layers(graph):
-    """The reader finds what it must: the compiled module's imports, the command modules', Spark's."""
-    assert "pykbatch.kafka.control" in graph["pykbatch._native"]
+    """The reader finds what it must: the compiled module's imports, the command modules', Spark's,
+    and imports inside functions."""
+    assert "pykbatch.result" in graph["pykbatch._native"]
     assert "pykbatch.commands.tiered" in graph["pykbatch.commands.main"]
     assert "pykbatch.log" in graph["spark_udfs.segment_source"]
+    assert "pykbatch.live.topic_limits" in graph["pykbatch.live.reader"]  # imported inside a method
+
+
+def test_every_import_runs_downward(graph):
+    assert upward_imports(graph) == []
+
+
+def test_an_upward_import_would_be_found(graph):
+    planted = {m: set(d) for m, d in graph.items()}
+    planted["pykbatch._native"].add("pykbatch.kafka.control")
+    assert upward_imports(planted) == ["pykbatch._native (the core bindings) imports pykbatch.kafka.control "
+                                       "(Kafka's formats and value types)"]
+
+
+def test_no_two_folders_import_each_other(graph):
+    assert cycles(folder_graph(graph)) == []
+
+
+def test_a_folder_cycle_behind_a_lazy_import_would_be_found(graph, tmp_path):
+    fake = tmp_path / "dump.py"
+    fake.write_text("import pykbatch.log\n\ndef show():\n    from pykbatch.tiered import metadata\n")
+    planted = {m: set(d) for m, d in graph.items()}
+    planted["pykbatch.log.fake"] = imports_of(fake, set(graph) | {"pykbatch.tiered.metadata"}) - {"pykbatch.log"}
+    assert planted["pykbatch.log.fake"] == {"pykbatch.tiered.metadata"}  # the import inside the function
+    assert [c for c in cycles(folder_graph(planted)) if "pykbatch.log" in c] == [["pykbatch.log", "pykbatch.tiered"]]
+
+
+def test_only_the_wire_seam_touches_kafka_python():
+    strangers = {f"{name}: {', '.join(sorted(found))}" for name, path in modules().items()
+                 if name not in KAFKA_PYTHON_SEAM and (found := kafka_python_imports(path))}
+    assert strangers == set()
+
+
+def test_a_kafka_python_import_outside_the_seam_would_be_found(tmp_path):
+    fake = tmp_path / "reader.py"
+    fake.write_text("import pykbatch.kafka.control\n\ndef fetch():\n    from kafka.protocol.consumer import FetchRequest\n")
+    assert kafka_python_imports(fake) == {"kafka.protocol.consumer"}  # not pykbatch.kafka
 
 
 def test_the_import_graph_has_no_cycle(graph):

@@ -51,12 +51,39 @@ def test_answers_lost_after_the_append_are_retried_without_duplicates(kafka_brok
                        "retry.backoff.ms": 20}) as producer:
             report = producer.produce_arrow(values_table(n), topic=topic)
             retries = producer.metrics["total-retries"]
+            unsure, duplicated = producer.metrics["possibly-persisted-batches"], producer.metrics["possibly-duplicated-records"]
     finally:
         proxy.close()
     assert proxy.dropped >= 3, "the proxy dropped no answer: the test proves nothing"
     assert retries >= proxy.dropped
+    assert unsure >= 1 and duplicated == 0  # each lost answer's batch is tracked; idempotence keeps one copy
     assert report.counts["delivered"] == n and report.conserved()
     assert_once_in_order(consume_all(kafka_broker.bootstrap, topic, n), n)
+
+
+def test_without_idempotence_every_record_a_lost_answer_may_have_doubled_is_counted(kafka_broker):
+    """The same lost answers with idempotence off: the broker cannot drop the second copy (no
+    sequence), so records may be in the log twice -- the producer counts every record sent again
+    after a request that got no answer (``possibly-duplicated-records``, franz-go's "unsure if
+    produced"): the duplicates the topic holds are never more than that count."""
+    topic = "faults-proxy-unsure"
+    create_topic(kafka_broker.bootstrap, topic, partitions=1)
+    proxy = DroppingProxy(kafka_broker.proxy_port, kafka_broker.proxied_port, drop_every=3)
+    try:
+        n = 20_000
+        with Producer({"bootstrap.servers": kafka_broker.proxy_bootstrap, "linger.ms": 5, "batch.size": 16384,
+                       "retry.backoff.ms": 20, "enable.idempotence": False, "acks": "all",
+                       "max.in.flight.requests.per.connection": 1}) as producer:
+            report = producer.produce_arrow(values_table(n), topic=topic)
+            unsure, doubled = producer.metrics["possibly-persisted-batches"], producer.metrics["possibly-duplicated-records"]
+    finally:
+        proxy.close()
+    assert proxy.dropped >= 1, "the proxy dropped no answer: the test proves nothing"
+    assert unsure >= 1 and doubled >= 1
+    got = consume_all(kafka_broker.bootstrap, topic, n)
+    values = [v for _, _, _, v, _, _ in got]
+    assert set(values) == {b"v%07d" % i for i in range(n)} and report.counts["delivered"] == n
+    assert len(values) - n <= doubled, (len(values) - n, doubled)
 
 
 def test_broker_restart_mid_stream_loses_and_repeats_nothing(kafka_broker):

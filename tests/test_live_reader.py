@@ -313,8 +313,8 @@ def test_fetch_sessions_read_the_same_as_sessionless_fetches(kafka_broker):
             t = reader.read()
             got[sessions] = sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist()))
             if sessions:
-                (handler,) = reader._sessions.values()
-                assert handler.next_metadata.session_id != 0 and handler.next_metadata.epoch > 1  # incremental
+                (session,) = reader._sessions.values()
+                assert session.session_id != 0 and session.epoch > 1  # incremental
     assert got[True] == got[False] == [(p, o) for p, n in ((0, 5), (1, 1), (2, 3)) for o in range(n * BATCH)]
 
 

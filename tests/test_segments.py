@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import pykbatch as kb
-from pykbatch.log.dump import dump_log
+from pykbatch.dump import dump_log
 from tests.conftest import CONFORMANCE, load_json, shared_file, shared_params
 
 MANIFEST = CONFORMANCE / "segments" / "manifest.json"

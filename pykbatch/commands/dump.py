@@ -53,7 +53,7 @@ def add_parser(sub) -> None:
     d.add_argument("--schema-registry-config", metavar="FILE", default=None,
                    help="the registry's client properties (url, basic.auth.user.info, ssl.ca.location, ...), "
                         "key=value lines: secrets stay off the command line")
-    from pykbatch.log.dump import STRUCTURED_DECODERS
+    from pykbatch.dump import STRUCTURED_DECODERS
     for name in STRUCTURED_DECODERS:  # with several, the first in Kafka's order wins, as in its tool
         d.add_argument(f"--{name}-decoder", dest=f"decoder_{name.replace('-', '_')}", action="store_true",
                        help=f"decode {name} records as kafka-dump-log does (implies --print-data-log)")
@@ -96,7 +96,7 @@ def _callable(spec: str):
 def _dump_inputs(specs) -> list[str]:
     """The files of --files (comma lists; a partition directory stands for its files: each
     segment's log, then its indexes and snapshot, in offset order)."""
-    from pykbatch.log.dump import can_dump
+    from pykbatch.dump import can_dump
     from pykbatch.log import base_offset_of
     files = []
     for f in (f for spec in specs for f in spec.split(",") if f):
@@ -109,7 +109,7 @@ def _dump_inputs(specs) -> list[str]:
 
 
 def _dump(args) -> int:
-    from pykbatch.log.dump import STRUCTURED_DECODERS, dump_files, dump_json, dump_kind, parser_for
+    from pykbatch.dump import STRUCTURED_DECODERS, dump_files, dump_json, dump_kind, parser_for
     if args.to:
         files = [f for spec in args.files for f in spec.split(",") if f]
         output_path(args.to[1], "--to")
@@ -165,7 +165,7 @@ def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool 
         reports = [report for _, report in done]
         wrote = f"{sum(r.rows for r in reports)} records of {len(logs)} segment(s) of {files[0]} to {dest.rstrip('/')}/"
     else:
-        from pykbatch.log.dump import dump_kind
+        from pykbatch.dump import dump_kind
         logs = [f for f in files if dump_kind(f) == LOG]
         if len(logs) != 1:
             raise UsageError("--to exports one .log file, or a partition directory")

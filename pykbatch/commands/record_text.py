@@ -9,7 +9,7 @@ import re
 
 from pykbatch._catalogue import TIMESTAMP_TYPES
 from pykbatch.commands.common import UsageError
-from pykbatch.log.dump import json_bytes
+from pykbatch.dump import json_bytes
 
 # DefaultMessageFormatter's properties and their defaults (kafka-console-consumer --property)
 CONSOLE_DEFAULTS = {"print.timestamp": "false", "print.key": "false", "print.value": "true", "print.offset": "false",
@@ -91,7 +91,7 @@ def kcat(fmt: str):
 
 def json_line(r) -> bytes:
     """A record as one JSON object: bytes as UTF-8 text where they are, else base64 (each with
-    an ``*_encoding`` field naming which: ``pykbatch.log.dump.json_bytes``)."""
+    an ``*_encoding`` field naming which: ``pykbatch.dump.json_bytes``)."""
     key, key_enc = json_bytes(r.key)
     value, value_enc = json_bytes(r.value)
     headers = [dict(zip(("key", "value", "value_encoding"), (k, *json_bytes(v)))) for k, v in r.headers]

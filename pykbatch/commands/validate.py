@@ -92,12 +92,7 @@ def validate_file(path: str, config: ValidationConfig, args) -> int:
         audit = _audit(seg.view(), result, config.topic_partition) if producers else None
     args.verdict.found(result.culprit_count + (len(audit.culprits) if audit else 0))
     if getattr(args, "json", False):
-        doc = {"file": path, "ok": result.ok, "entries": result.entries,
-               "records": result.records, "culprit_count": result.culprit_count,
-               "error_code": result.error_code, "error_name": result.error_name,
-               "truncated_tail": result.truncated_tail._asdict() if result.truncated_tail else None,
-               "lost_bytes": result.lost_bytes,
-               "culprits": [c.as_dict() for c in result.culprits]}
+        doc = {"file": path, **result.as_dict()}
         if audit:
             doc["producer_culprits"] = [c.as_dict() for c in audit.culprits]
             doc["open_transactions"] = audit.open_transactions

@@ -16,15 +16,31 @@ aborted transaction of it or one of its markers is read.  Nothing is guessed.
 from __future__ import annotations
 
 import heapq
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
-from pykbatch.kafka.control import ABORT, control_type
-from pykbatch.log.indexes import AbortedTxn, SnapshotEntry
+from pykbatch._catalogue import CONTROL_TYPE_IDS
+from pykbatch._native import control_type
+from pykbatch.kafka.producer_state import SnapshotEntry
 
 KEEP, DROP, HOLD = "keep", "drop", "hold"
+ABORT = CONTROL_TYPE_IDS["ABORT"]
 READ_UNCOMMITTED = "read_uncommitted"
 READ_COMMITTED = "read_committed"
 ISOLATION_LEVELS = (READ_UNCOMMITTED, READ_COMMITTED)
+
+
+class AbortedTxn(NamedTuple):
+    """An aborted transaction: a ``.txnindex`` entry, or one a fetch response lists (its last
+    offset then unknown)."""
+    version: int
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+    def dump_line(self) -> str:
+        return (f"version: {self.version} producerId: {self.producer_id} firstOffset: {self.first_offset} "
+                f"lastOffset: {self.last_offset} lastStableOffset: {self.last_stable_offset}")
 
 
 def check_level(level: str) -> str:

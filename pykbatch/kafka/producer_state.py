@@ -27,6 +27,39 @@ from pykbatch.errors import KafkaDataError
 INT32_MAX = 2**31 - 1
 BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 
+@dataclass(frozen=True)
+class SnapshotEntry:
+    """One producer in a ``.snapshot`` (only its newest batch is kept)."""
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+    coordinator_epoch: int
+    current_txn_first_offset: int  # -1: none
+
+    @property
+    def first_sequence(self) -> int:
+        """lastSequence - offsetDelta, wrapping like Kafka's decrementSequence."""
+        seq = self.last_sequence - self.offset_delta
+        return seq + 2**31 if seq < 0 else seq
+
+    @property
+    def has_batch(self) -> bool:
+        return self.last_offset >= 0
+
+    def dump_line(self) -> str:
+        txn = "OptionalLong.empty" if self.current_txn_first_offset < 0 else \
+            f"OptionalLong[{self.current_txn_first_offset}]"
+        line = (f"producerId: {self.producer_id} producerEpoch: {self.producer_epoch} coordinatorEpoch: "
+                f"{self.coordinator_epoch} currentTxnFirstOffset: {txn} lastTimestamp: {self.timestamp}")
+        if self.has_batch:
+            line += (f" firstSequence: {self.first_sequence} lastSequence: {self.last_sequence} lastOffset: "
+                     f"{self.last_offset} offsetDelta: {self.offset_delta} timestamp: {self.timestamp}")
+        return line
+
+
 class CompletedTxn(NamedTuple):
     """A transaction closed by a marker (what Kafka feeds its transaction index)."""
     producer_id: int

@@ -11,7 +11,7 @@ connection layer (TLS, SASL, API versions), with pykbatch's validator on every f
 from pykbatch.live.cluster import (  # noqa: F401
     AuthenticationError, AuthorizationError, Cluster, ClusterError, TopicPartition, UnknownTopicError,
 )
-from pykbatch.live.dead_letters import DeadLetterTopic, JsonLinesDeadLetters  # noqa: F401
+from pykbatch.live.skip_sinks import DeadLetterTopic, JsonLinesDeadLetters  # noqa: F401
 from pykbatch.live.fetched import Fetched, Skip, read_fetched  # noqa: F401
 from pykbatch.live.ledger import AccountingError, Ledger  # noqa: F401
 from pykbatch.live.reader import (  # noqa: F401

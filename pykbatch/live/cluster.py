@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pykbatch.live import frames, wire_logs
+from pykbatch.live import frames, protocol, wire_logs
 from pykbatch.live.settings import SettingsError, connection_kwargs, redacted
 
 log = logging.getLogger("pykbatch.live")
 
 EARLIEST, LATEST = -2, -1  # ListOffsets' timestamps for the log start and the end (Spark's JSON too)
-FETCH_MAX_VERSION = 12  # Fetch by topic name (13+ by topic id)
 SASL_DROPS = 3  # closes in a row during SASL authentication taken as a refusal (see Cluster._ready)
 UNREACHABLE_S = 3.0  # every bootstrap server refused or unknown for this long: nothing listens there
 _TLS_RECORD_TYPES = (0x15, 0x16)  # a TLS alert or handshake record, read as a response's length
@@ -267,6 +266,26 @@ class Cluster:
         except Exception as exc:  # noqa: BLE001 (this node's turn fails; the others go on)
             return exc
 
+    # -- a producer's network thread drives the connections itself ----------------------------
+    def ready(self, node: int) -> bool:
+        """Whether ``node`` takes a request now, without waiting (connecting starts when not)."""
+        if not self._client.ready(node):
+            return False
+        frames.install(self._client._manager._conns.get(node))
+        return True
+
+    def send_now(self, node: int, request):
+        """``request`` to ``node``, whose connection is ``ready``: a handle (a future)."""
+        return self._client.send(node, request)
+
+    def poll(self, timeout_ms: int) -> None:
+        """Moves every connection's bytes for up to ``timeout_ms`` (answers complete handles)."""
+        self._client.poll(timeout_ms=timeout_ms)
+
+    def wakeup(self) -> None:
+        """Ends a ``poll`` waiting in another thread."""
+        self._client.wakeup()
+
     def collect(self, pending: list, timeout_ms: int | None = None) -> list:
         """The answers to ``send``'s handles, in order: each response, or the ``ClusterError``."""
         timeout_ms = timeout_ms or self.timeout_ms
@@ -291,21 +310,18 @@ class Cluster:
     # -- metadata -----------------------------------------------------------------------------
     @staticmethod
     def _metadata_request(topics: list[str]):
-        from kafka.protocol.metadata import MetadataRequest
-        return MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
-                               allow_auto_topic_creation=False, max_version=12)
+        return protocol.metadata(topics)
 
     def refresh(self, topics: Iterable[str]) -> None:
         """Partitions and leaders of ``topics`` (errors name the topic: unknown, not authorized)."""
-        import kafka.errors as Errors
-        from kafka.errors import for_code
+        Errors = protocol.errors()
         self.connect()
         topics = sorted(set(topics))
         response = self.request(self.any_node(), self._metadata_request(topics))
         self._client._manager.cluster.update_metadata(response)
         for t in response.topics:
             if t.error_code:
-                err = for_code(t.error_code)
+                err = protocol.error_class(t.error_code)
                 if err is Errors.TopicAuthorizationFailedError:
                     raise AuthorizationError(f"not authorized to describe topic {t.name!r}, which reading or writing "
                                              f"it needs ({err.message})", t.error_code)
@@ -321,23 +337,21 @@ class Cluster:
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = -1,
                      configs: Mapping[str, str] | None = None) -> bool:
         """Creates topic ``name`` (CreateTopics; -1: the broker's default); False when it exists."""
-        from kafka.errors import for_code
-        from kafka.protocol.admin import CreateTopicsRequest
-        T = CreateTopicsRequest.CreatableTopic
-        request = CreateTopicsRequest(topics=[T(name=name, num_partitions=partitions, replication_factor=replication_factor,
-                                                assignments=[], configs=[T.CreatableTopicConfig(name=k, value=str(v))
-                                                                         for k, v in (configs or {}).items()])],
-                                      timeout_ms=self.timeout_ms, validate_only=False, min_version=1, max_version=7)
+        request = protocol.create_topic(name, partitions, replication_factor, configs or {}, self.timeout_ms)
         (result,) = self.request(self.any_node(), request).topics
         if result.error_code == 36:  # TOPIC_ALREADY_EXISTS
             return False
         if result.error_code:
-            err = for_code(result.error_code)
+            err = protocol.error_class(result.error_code)
             text = f"could not create topic {name!r}: {err.__name__} {getattr(result, 'error_message', '') or ''}".rstrip()
             if result.error_code in (29, 31):  # TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED
                 raise AuthorizationError(text, result.error_code)
             raise ClusterError(text, result.error_code, retriable=getattr(err, "retriable", False))
         return True
+
+    def known_partitions(self, topic: str) -> list[int] | None:
+        """``topic``'s partitions as the last metadata said, without asking (None: not asked yet)."""
+        return self._partitions.get(topic)
 
     def partitions(self, topic: str) -> list[int]:
         if topic not in self._partitions:
@@ -373,23 +387,16 @@ class Cluster:
                 time.sleep(0.2)
 
     def _list_offsets(self, wanted: Mapping[TopicPartition, int], isolation_level: int) -> dict[TopicPartition, int]:
-        from kafka.protocol.consumer import ListOffsetsRequest
         by_node: dict[int, dict[TopicPartition, int]] = {}
         for tp, ts in wanted.items():
             by_node.setdefault(self.leader(tp).node, {})[tp] = ts
         out: dict[TopicPartition, int] = {}
         unresolved: dict[TopicPartition, int] = {}
-        T = ListOffsetsRequest.ListOffsetsTopic
-        P = T.ListOffsetsPartition
         for node, tps in by_node.items():
             topics: dict[str, list] = {}
             for tp, ts in tps.items():
-                topics.setdefault(tp.topic, []).append(P(partition_index=tp.partition, timestamp=ts,
-                                                         current_leader_epoch=self.leader(tp).epoch))
-            request = ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level,
-                                         topics=[T(name=name, partitions=ps) for name, ps in topics.items()],
-                                         min_version=1, max_version=8)
-            response = self.request(node, request)
+                topics.setdefault(tp.topic, []).append((tp.partition, ts, self.leader(tp).epoch))
+            response = self.request(node, protocol.list_offsets(isolation_level, topics))
             for t in response.topics:
                 for p in t.partitions:
                     tp = TopicPartition(t.name, p.partition_index)
@@ -404,8 +411,7 @@ class Cluster:
         return out
 
     def _raise_partition_error(self, tp: TopicPartition, code: int, what: str):
-        from kafka.errors import for_code
-        err = for_code(code)
+        err = protocol.error_class(code)
         if issubclass(err, _errors().AuthorizationError):
             raise AuthorizationError(f"not authorized to use topic {tp.topic!r} ({err.message})", code)
         if err.invalid_metadata:  # the leader moved or its epoch is not the one we know
@@ -416,20 +422,17 @@ class Cluster:
     def coordinator(self, key: str, kind: str = "group") -> int:
         """The node coordinating a consumer ``group`` or, with ``kind="transaction"``, a
         transactional id (FindCoordinator)."""
-        from kafka.protocol.metadata import FindCoordinatorRequest
         key_type = {"group": 0, "transaction": 1}[kind]
         if (kind, key) in self._coordinators:
             return self._coordinators[(kind, key)]
-        request = FindCoordinatorRequest(key=key, key_type=key_type, coordinator_keys=[key], min_version=1,
-                                         max_version=4)
+        request = protocol.find_coordinator(key, key_type)
         deadline = time.monotonic() + self.timeout_ms / 1000
         while True:  # COORDINATOR_NOT_AVAILABLE while the internal topic is being created: ask again
             response = self.request(self.any_node(), request)
             c = (getattr(response, "coordinators", None) or [response])[0]
             if not c.error_code:
                 break
-            from kafka.errors import for_code
-            err = for_code(c.error_code)
+            err = protocol.error_class(c.error_code)
             if issubclass(err, _errors().AuthorizationError):
                 raise AuthorizationError(f"not authorized to use {kind} {key!r} ({err.message})", c.error_code)
             if not err.retriable or time.monotonic() > deadline:
@@ -450,15 +453,11 @@ class Cluster:
 
     def committed(self, group: str, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The offsets ``group`` committed for ``tps`` (None: nothing committed)."""
-        from kafka.protocol.consumer.group import OffsetFetchRequest
         tps = list(tps)
         topics: dict[str, list[int]] = {}
         for tp in tps:
             topics.setdefault(tp.topic, []).append(tp.partition)
-        T = OffsetFetchRequest.OffsetFetchRequestTopic
-        request = OffsetFetchRequest(group_id=group, topics=[T(name=n, partition_indexes=ps) for n, ps in topics.items()],
-                                     require_stable=True, min_version=1, max_version=7)
-        response = self.request(self.coordinator(group), request)
+        response = self.request(self.coordinator(group), protocol.offset_fetch(group, topics))
         if getattr(response, "error_code", 0):
             raise ClusterError(f"OffsetFetch for group {group!r}: error {response.error_code}", response.error_code)
         out: dict[TopicPartition, int | None] = {tp: None for tp in tps}
@@ -472,18 +471,10 @@ class Cluster:
     def commit(self, group: str, offsets: Mapping[TopicPartition, int], metadata: str = "") -> None:
         """Commits ``offsets`` (the next offset to read, as Kafka's consumers commit) for
         ``group`` as a standalone committer (no membership, generation -1)."""
-        from kafka.protocol.consumer.group import OffsetCommitRequest
-        T = OffsetCommitRequest.OffsetCommitRequestTopic
-        P = T.OffsetCommitRequestPartition
         topics: dict[str, list] = {}
         for tp, offset in offsets.items():
-            topics.setdefault(tp.topic, []).append(P(partition_index=tp.partition, committed_offset=offset,
-                                                     committed_leader_epoch=-1, committed_metadata=metadata))
-        request = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="",
-                                      group_instance_id=None, retention_time_ms=-1,
-                                      topics=[T(name=n, partitions=ps) for n, ps in topics.items()],
-                                      min_version=2, max_version=8)
-        response = self.request(self.coordinator(group), request)
+            topics.setdefault(tp.topic, []).append((tp.partition, offset))
+        response = self.request(self.coordinator(group), protocol.offset_commit(group, topics, metadata))
         for t in response.topics:
             for p in t.partitions:
                 if p.error_code:

@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from pykbatch import _native, errors
 from pykbatch.arrow import decode_entries, spark_timestamps
-from pykbatch.columns import CONSUMED
+from pykbatch.columns import CONSUMED, RECORDS
 from pykbatch.config import ValidationConfig
 from pykbatch.kafka.isolation import DROP, HOLD, Isolation
 from pykbatch.result import Culprit
@@ -152,7 +152,7 @@ def _readable_prefix(data, batch, culprits: list, fetch_from: int):
 
 def _records_table(batch, records) -> pa.Table:
     """``records`` of ``batch`` with ``to_arrow``'s columns (the rare path of a partly broken batch)."""
-    schema = _native.to_arrow(b"").schema
+    schema = RECORDS
     n = len(records)
     cols = {
         "offset": [r.offset for r in records], "timestamp": [r.timestamp for r in records],
@@ -312,7 +312,7 @@ def _read_carefully(data, fetch_offset: int, topic: str, partition: int, isolati
         # response's aborted list decides again those whose transactions go on past it
         isolation.unreadable(2**63 - 1)
 
-    table = pa.concat_tables(pieces) if pieces else _native.to_arrow(b"")
+    table = pa.concat_tables(pieces) if pieces else RECORDS.empty_table()
     if table.num_rows and table.column("offset")[0].as_py() < fetch_offset:
         import pyarrow.compute as pc
         table = table.filter(pc.greater_equal(table.column("offset"), fetch_offset))

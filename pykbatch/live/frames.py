@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+import threading
 import time
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ class Receiver:
         self.frame = None
         self.filled = 0
         self.done: list = []
+        self.writing = threading.Lock()
 
     # -- the transport's side ------------------------------------------------------------------
     def recv(self):
@@ -108,19 +110,20 @@ class Receiver:
         for its event loop, so a request sent before a long piece of work (a consumer's next
         fetch, sent before it reads the last answer) would leave only when the work is done."""
         t = self.transport
-        if data and t._write and not t._closed and not t._write_buffer and not t._writing and t._sock is not None:
-            try:
-                sent = t._sock.send(data)
-            except WOULD_BLOCK:
-                sent = 0
-            except OSError:
-                sent = 0  # the library's own write meets the error and closes the connection
-            if sent:
-                t.last_write = time.monotonic()
-            data = memoryview(data)[sent:]
-            if not data:
-                return
-        self.library_write(data)
+        with self.writing:  # threads sharing the connection: one request's bytes never split by another's
+            if data and t._write and not t._closed and not t._write_buffer and not t._writing and t._sock is not None:
+                try:
+                    sent = t._sock.send(data)
+                except WOULD_BLOCK:
+                    sent = 0
+                except OSError:
+                    sent = 0  # the library's own write meets the error and closes the connection
+                if sent:
+                    t.last_write = time.monotonic()
+                data = memoryview(data)[sent:]
+                if not data:
+                    return
+            self.library_write(data)
 
     # -- the parser's side ---------------------------------------------------------------------
     def receive_bytes(self, data) -> list:

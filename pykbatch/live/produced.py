@@ -105,7 +105,7 @@ class Delivery:
 
 
 @dataclass
-class Culprit:
+class UndeliveredRecord:
     """A record that did not land, with where it was going and why."""
     row: int  # the record's index in its call (the row of an Arrow table)
     topic: str
@@ -121,12 +121,12 @@ class Culprit:
 @dataclass
 class ProduceReport:
     """The outcomes of one call's records, by row: ``outcome`` (index into ``OUTCOMES``),
-    ``partition`` and ``offset`` arrays, and a ``Culprit`` per record not delivered."""
+    ``partition`` and ``offset`` arrays, and a ``UndeliveredRecord`` per record not delivered."""
     records: int
     partition: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
     offset: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
     outcome: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
-    culprits: list[Culprit] = field(default_factory=list)
+    culprits: list[UndeliveredRecord] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _left: int = field(default=0, repr=False)
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -158,7 +158,7 @@ class ProduceReport:
             self._check_pending(np.array([row]))
             self.partition[row] = partition
             self.outcome[row] = OUTCOMES.index(outcome)
-            self.culprits.append(Culprit(row, topic, partition, outcome, error))
+            self.culprits.append(UndeliveredRecord(row, topic, partition, outcome, error))
             self._settled(1)
 
     def _check_pending(self, rows: np.ndarray) -> None:
@@ -203,7 +203,7 @@ class ProduceReport:
         """records == delivered + dropped + dead_lettered + failed (every record has one outcome)."""
         return self.complete and sum(self.counts.values()) == self.records
 
-    def failed(self) -> list[Culprit]:
+    def failed(self) -> list[UndeliveredRecord]:
         return [c for c in self.culprits if c.outcome == FAILED]
 
     def as_arrow(self) -> pa.Table:

@@ -47,7 +47,7 @@ from pykbatch.live.produced import (
     DEAD_LETTERED, DROPPED, FAILED, Delivery, ProduceError, ProduceFailedError, ProduceReport,
 )
 from pykbatch.live.rows import BATCH_OVERHEAD, RECORD_OVERHEAD, ArrowColumns, ArrowRows, Build, ListRows, Pending, Rows
-from pykbatch.live.sender import Batch, Sender
+from pykbatch.live.sender import ProducerBatch, Sender
 from pykbatch.live.topic_limits import TopicLimits, check, describe
 from pykbatch.live.transactions import (
     Coordinator, FatalProducerError, ProducerFencedError, TransactionAbortableError,
@@ -79,7 +79,8 @@ CLASS_NAME = "pykbatch.live.Producer"
 METRICS = ("total-records", "total-record-failures", "total-record-errors", "total-records-skipped", "total-retries",
            "total-errors-logged", "deadletterqueue-produce-requests", "deadletterqueue-produce-failures",
            "records-sent", "batches-sent", "produce-requests", "records-named-by-broker", "records-named-by-preflight",
-           "batch-splits", "metadata-refreshes", "network-errors", "throttle-time-ms", "handler-calls")
+           "batch-splits", "metadata-refreshes", "network-errors", "throttle-time-ms", "handler-calls",
+           "possibly-persisted-batches", "possibly-duplicated-records")
 
 
 def _flag(value) -> bool:
@@ -273,7 +274,7 @@ class Producer:
             raise TypeError("the headers column is list<struct<key: string, value: binary>> (Spark's Kafka column)")
         explicit = _chunk(table, "partition")
         by_topic = self._rows_by_topic(table, topic, n)
-        batches: list[Batch] = []
+        batches: list[ProducerBatch] = []
         for t, rows in by_topic:
             parts = self._partitions(t)
             sizes = _row_sizes(cols, rows)
@@ -343,7 +344,7 @@ class Producer:
             raise ValueError(f"partition {partition} is not one of {topic!r}'s {count}")
         tp = TopicPartition(topic, int(partition))
         size = record.size()
-        sealed: list[Batch] = []
+        sealed: list[ProducerBatch] = []
         with self._lock:
             if tp in self._open and self._open_bytes[tp] + size > self.settings["batch.size"]:
                 sealed = self._seal_open(tp)
@@ -353,7 +354,7 @@ class Producer:
         if sealed:
             self._sender.enqueue(sealed)
 
-    def _seal_open(self, tp: TopicPartition) -> list[Batch]:
+    def _seal_open(self, tp: TopicPartition) -> list[ProducerBatch]:
         records = self._open.pop(tp)
         self._open_since.pop(tp, None)
         self._open_bytes.pop(tp, None)
@@ -364,7 +365,7 @@ class Producer:
     def _seal_lingering(self, force: bool = False) -> None:
         linger = self.settings["linger.ms"] / 1000
         now = time.monotonic()
-        sealed: list[Batch] = []
+        sealed: list[ProducerBatch] = []
         with self._lock:
             for tp, since in list(self._open_since.items()):
                 if force or now - since >= linger:
@@ -372,10 +373,10 @@ class Producer:
         if sealed:
             self._sender.enqueue(sealed)
 
-    def _seal(self, tp: TopicPartition, rows: Rows) -> list[Batch]:
+    def _seal(self, tp: TopicPartition, rows: Rows) -> list[ProducerBatch]:
         """``rows`` as batches for ``tp``, after the pre-flight (its culprits settled here)."""
         limits = self._topic_limits(tp.topic, refresh=tp.topic in self._stale_limits)
-        batch = Batch(tp, rows, time.monotonic())
+        batch = ProducerBatch(tp, rows, time.monotonic())
         if limits is None:
             return [batch]
         pid = self._sender.pid
@@ -409,7 +410,7 @@ class Producer:
                                                    partition=tp.partition, source="preflight"))
                                   for i, c in sorted(named.items())])
         keep = [i for i in range(rows.n) if i not in named]
-        return [Batch(tp, rows.subset(keep), batch.created)] if keep else []
+        return [ProducerBatch(tp, rows.subset(keep), batch.created)] if keep else []
 
     def _topic_limits(self, topic: str, *, refresh: bool = False) -> TopicLimits | None:
         """The topic's limits for the pre-flight (None when it is off); ``refresh`` reads them again
@@ -426,13 +427,13 @@ class Producer:
         return known[0]
 
     def _partitions(self, topic: str) -> list[int]:
-        parts = self.cluster._partitions.get(topic)
+        parts = self.cluster.known_partitions(topic)
         if parts is None:
             parts = self._sender.call(self.cluster.partitions, topic)
         return parts
 
     # -- culprits: the policy -----------------------------------------------------------------
-    def _on_culprits(self, batch: Batch, culprits: list[tuple[int, ProduceError]]) -> None:
+    def _on_culprits(self, batch: ProducerBatch, culprits: list[tuple[int, ProduceError]]) -> None:
         """Each refused record's outcome (network thread or the caller's, for the pre-flight)."""
         tp = batch.tp
         if self.settings["preflight"] and any(e.source == "broker" and e.error_class != kb_errors.RETRIABLE
@@ -502,9 +503,9 @@ class Producer:
             timestamp = int(time.time() * 1000)
         letter = _DeadLetter(rows, i, tp, error, Pending(record["key"], record["value"], tuple(headers), timestamp))
         dlq = TopicPartition(self.dead_letter_topic, 0)
-        self._sender.enqueue([Batch(dlq, letter, time.monotonic(), dead_letter=True)])
+        self._sender.enqueue([ProducerBatch(dlq, letter, time.monotonic(), dead_letter=True)])
 
-    def _log_error(self, batch: Batch, i: int, error: ProduceError) -> None:
+    def _log_error(self, batch: ProducerBatch, i: int, error: ProduceError) -> None:
         """errors.log.enable: KIP-298's error context; record bytes only with include.messages."""
         record = batch.rows.record(i)
         doc: dict[str, Any] = {"record": {"topic": batch.tp.topic, "partition": batch.tp.partition,

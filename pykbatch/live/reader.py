@@ -34,14 +34,15 @@ from pykbatch.columns import CONSUMED
 from pykbatch.errors import CONTINUE, FAIL, KafkaDataError
 from pykbatch.kafka.isolation import READ_COMMITTED, Isolation, check_level
 from pykbatch.live.cluster import (
-    EARLIEST, FETCH_MAX_VERSION, LATEST, AuthorizationError, Cluster, ClusterError, TopicPartition,
+    EARLIEST, LATEST, AuthorizationError, Cluster, ClusterError, TopicPartition,
 )
 from pykbatch.live.fetched import OFFSET_GAP, Damage, Fetched, Skip, gap_skip, read_fetched
+from pykbatch.live import protocol
 from pykbatch.live.ledger import Ledger
 from pykbatch.live.offsets import assigned, ending_positions, starting_positions
 from pykbatch.live.probe import Probe, ProbeResult
 from pykbatch.live.settings import consumer_settings
-from pykbatch.log.indexes import AbortedTxn
+from pykbatch.kafka.isolation import AbortedTxn
 from pykbatch.policy import ErrorPolicy
 from pykbatch.rules import BY_ID
 
@@ -49,11 +50,7 @@ log = logging.getLogger("pykbatch.live")
 SCHEMA = pa.schema(CONSUMED)
 
 
-def _answer(code: int):
-    """The connection layer's error class for a partition's error code (kafka.errors: Kafka's
-    names, ``retriable`` and ``invalid_metadata`` as the Java client has them)."""
-    from kafka.errors import for_code
-    return for_code(code)
+_answer = protocol.error_class  # a partition's error code -> the connection layer's error class
 
 
 class ConsumedRecord(NamedTuple):
@@ -105,35 +102,12 @@ class Poll:
 
 
 def records_of(table: pa.Table) -> list[ConsumedRecord]:
-    """Python objects for a reader's table (timestamps back to epoch ms)."""
-    if not table.num_rows:
-        return []
-    ts = (table.column("timestamp").cast(pa.int64()).to_numpy() // 1000).tolist()
-    cols = [table.column(n).to_pylist() for n in ("topic", "partition", "offset")]
-    return list(map(ConsumedRecord, *cols, ts, table.column("timestampType").to_pylist(),
-                    table.column("key").to_pylist(), table.column("value").to_pylist(),
-                    _header_lists(table.column("headers")), table.column("leader_epoch").to_pylist()))
-
-
-def _header_lists(column) -> list:
-    """Each record's headers as a list of (key, value) pairs; most records have none, and those
-    share one empty tuple instead of a list each."""
-    import pyarrow.compute as pc
-    arr = column.combine_chunks()
-    lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy()
-    if not lengths.any():
-        return [()] * len(arr)
-    flat = arr.flatten()
-    pairs = list(zip(flat.field("key").to_pylist(), flat.field("value").to_pylist()))
-    out, at = [], 0
-    for n in lengths.tolist():
-        out.append(pairs[at:at + n] if n else ())
-        at += n
-    return out
+    """Python objects for a reader's table (timestamps in epoch ms), read by the core in one pass."""
+    return _native.consumer_records(table, ConsumedRecord)
 
 
 @dataclass
-class _Partition:
+class _FetchState:
     tp: TopicPartition
     position: int
     end: int | None
@@ -242,7 +216,7 @@ class Reader:
         self.max_wait_ms, self.fetch_max_bytes, self.max_batch_bytes = max_wait_ms, fetch_max_bytes, max_batch_bytes
         self.metrics = Metrics()
         self.fetch_sessions = fetch_sessions
-        self._sessions: dict = {}  # node -> kafka-python's FetchSessionHandler
+        self._sessions: dict[int, protocol.FetchSession] = {}  # node -> its incremental fetch session
         self.prefetch = prefetch
         self._prefetched: dict[int, tuple[Any, tuple]] = {}  # node -> (its next fetch in flight, what it asks)
         self.skips: list[Skip] = []
@@ -259,7 +233,7 @@ class Reader:
                                        starting_offsets_by_timestamp=starting_offsets_by_timestamp,
                                        group_id=group_id, isolation_level=self._iso_code, reset=reset or "earliest")
         end = ending_positions(self.cluster, tps, ending_offsets, isolation_level=self._iso_code)
-        self._parts = {tp: _Partition(tp, start[tp], None if end is None else end[tp], max_partition_fetch_bytes,
+        self._parts = {tp: _FetchState(tp, start[tp], None if end is None else end[tp], max_partition_fetch_bytes,
                                       ledger=Ledger(tp.topic, tp.partition, start[tp])) for tp in tps}
 
     # -- the public surface ----------------------------------------------------------------------
@@ -302,7 +276,7 @@ class Reader:
             return Poll(SCHEMA.empty_table(), [], self.positions())
         self._rotation += 1  # a different partition first each time: none starves behind a large one
         active = active[self._rotation % len(active):] + active[:self._rotation % len(active)]
-        by_node: dict[int, list[_Partition]] = {}
+        by_node: dict[int, list[_FetchState]] = {}
         for p in active:
             try:
                 by_node.setdefault(self.cluster.leader(p.tp).node, []).append(p)
@@ -379,7 +353,7 @@ class Reader:
         self.close()
 
     # -- fetching ------------------------------------------------------------------------------
-    def _fetch_all(self, nodes: list[int], by_node: dict[int, list[_Partition]], timeout_ms: int) -> list:
+    def _fetch_all(self, nodes: list[int], by_node: dict[int, list[_FetchState]], timeout_ms: int) -> list:
         """Each node's answer for its partitions at their positions: the fetch already in flight
         when it asks exactly that (``_prefetch``), else a new one."""
         pending = {}
@@ -394,7 +368,7 @@ class Reader:
             self.metrics.add("fetch-requests")
         return self.cluster.collect([pending[n] for n in nodes], timeout_ms)
 
-    def _prefetch(self, node: int, parts: list[_Partition], answers: dict) -> None:
+    def _prefetch(self, node: int, parts: list[_FetchState], answers: dict) -> None:
         """Sends ``node``'s next fetch before this answer is read: from where each partition's
         records end, when every one of them moves on and none reaches its end."""
         if not self.prefetch:
@@ -426,63 +400,50 @@ class Reader:
             else:
                 session.handle_response(response)
 
-    def _fetch_partition(self, p: _Partition, offset: int | None = None, max_bytes: int | None = None):
-        from kafka.protocol.consumer import FetchRequest
-        return FetchRequest.FetchTopic.FetchPartition(
-            partition=p.tp.partition, fetch_offset=p.position if offset is None else offset,
-            partition_max_bytes=p.fetch_bytes if max_bytes is None else max_bytes,
-            current_leader_epoch=self.cluster.leader(p.tp).epoch, last_fetched_epoch=-1, log_start_offset=-1)
+    def _fetch_partition(self, p: _FetchState, offset: int | None = None, max_bytes: int | None = None):
+        return protocol.fetch_partition(p.tp.partition, p.position if offset is None else offset,
+                                        p.fetch_bytes if max_bytes is None else max_bytes, self.cluster.leader(p.tp).epoch)
 
-    def _fetch_request(self, parts: list[_Partition], *, offset: int | None = None, max_bytes: int | None = None,
+    def _fetch_request(self, parts: list[_FetchState], *, offset: int | None = None, max_bytes: int | None = None,
                        offsets: dict | None = None):
         """A sessionless FetchRequest (a probe's at ``offset``; ``offsets``: a prefetch's, by partition)."""
-        from kafka.protocol.consumer import FetchRequest
-        T = FetchRequest.FetchTopic
         topics: dict[str, list] = {}
         for p in parts:
             at = offsets.get(p.tp) if offsets else offset
             topics.setdefault(p.tp.topic, []).append(self._fetch_partition(p, at, max_bytes))
-        return FetchRequest(replica_id=-1, max_wait_ms=self.max_wait_ms if offset is None else 0, min_bytes=1,
-                            max_bytes=self.fetch_max_bytes if max_bytes is None else max(max_bytes, 1),
-                            isolation_level=self._iso_code, session_id=0, session_epoch=-1, rack_id="",
-                            topics=[T(topic=name, partitions=ps) for name, ps in topics.items()],
-                            forgotten_topics_data=[], min_version=4, max_version=FETCH_MAX_VERSION)
+        return protocol.fetch(topics, max_wait_ms=self.max_wait_ms if offset is None else 0,
+                              max_bytes=self.fetch_max_bytes if max_bytes is None else max(max_bytes, 1),
+                              isolation_level=self._iso_code)
 
-    def _session_request(self, node: int, parts: list[_Partition], offsets: dict | None = None):
+    def _session_request(self, node: int, parts: list[_FetchState], offsets: dict | None = None):
         """The FetchRequest for ``node``'s partitions: within the node's incremental fetch session
-        (KIP-227, kafka-python's FetchSessionHandler) when ``fetch_sessions``, so partitions whose
-        fetch did not change are not sent again, nor answered when they have nothing new."""
+        (KIP-227) when ``fetch_sessions``, so partitions whose fetch did not change are not sent
+        again, nor answered when they have nothing new."""
         if not self.fetch_sessions:
             return self._fetch_request(parts, offsets=offsets)
-        from collections import OrderedDict
+        session = self._sessions.get(node)
+        if session is None:
+            session = self._sessions[node] = protocol.FetchSession(node)
+        wanted = [(p.tp.topic, p.tp.partition, self._fetch_partition(p, offsets.get(p.tp) if offsets else None))
+                  for p in parts]
+        return session.request(wanted, max_wait_ms=self.max_wait_ms, max_bytes=self.fetch_max_bytes,
+                               isolation_level=self._iso_code)
 
-        from kafka.consumer.fetcher import FetchSessionHandler
-        from kafka.protocol.consumer import FetchRequest
-        from kafka.structs import TopicPartition as Key
-        handler = self._sessions.setdefault(node, FetchSessionHandler(node))
-        wanted = OrderedDict((Key(p.tp.topic, p.tp.partition),
-                              self._fetch_partition(p, offsets.get(p.tp) if offsets else None)) for p in parts)
-        session = handler.build_next(wanted)
-        return FetchRequest(replica_id=-1, max_wait_ms=self.max_wait_ms, min_bytes=1, max_bytes=self.fetch_max_bytes,
-                            isolation_level=self._iso_code, session_id=session.id, session_epoch=session.epoch,
-                            rack_id="", topics=session.to_send, forgotten_topics_data=session.to_forget,
-                            min_version=7, max_version=FETCH_MAX_VERSION)
-
-    def _fetch_one(self, p: _Partition, offset: int, max_bytes: int = 1):
+    def _fetch_one(self, p: _FetchState, offset: int, max_bytes: int = 1):
         """One fetch of ``p`` alone at ``offset`` (a probe's: one entry): its partition data."""
         request = self._fetch_request([p], offset=offset, max_bytes=max_bytes)
         self.metrics.add("probe-requests")
         response = self.cluster.request(self.cluster.leader(p.tp).node, request)
         return response.responses[0].partitions[0]
 
-    def _fetch_solo(self, p: _Partition):
+    def _fetch_solo(self, p: _FetchState):
         """``p`` at its position alone in a request, with its whole fetch size: the answer Kafka
         gives a partition first in a response (at least one entry, KIP-74), so an empty one is
         not the response's size spent on other partitions."""
         self.metrics.add("solo-fetches")
         return self._fetch_one(p, p.position, p.fetch_bytes)
 
-    def _note_limit(self, p: _Partition, data) -> None:
+    def _note_limit(self, p: _FetchState, data) -> None:
         if data.high_watermark >= 0:
             p.high_watermark = data.high_watermark
             lso = getattr(data, "last_stable_offset", -1)
@@ -508,14 +469,14 @@ class Reader:
         self._policies[topic] = (compacted, now)
         return compacted
 
-    def _isolation(self, p: _Partition, data, fetch_offset: int) -> Isolation:
+    def _isolation(self, p: _FetchState, data, fetch_offset: int) -> Isolation:
         aborted = [AbortedTxn(0, t.producer_id, t.first_offset, 2**63 - 1, -1) for t in (data.aborted_transactions or ())]
         lso = data.last_stable_offset if self.level == READ_COMMITTED and data.last_stable_offset >= 0 else None
         return Isolation(self.level, aborted, lso, None, undecided=p.undecided)
 
-    def _handle(self, p: _Partition, data, solo: bool = False) -> tuple[pa.Table | None, list[Skip]]:
+    def _handle(self, p: _FetchState, data, solo: bool = False) -> tuple[pa.Table | None, list[Skip]]:
         """One partition's answer; ``solo``: it was asked alone (``_fetch_solo``)."""
-        import kafka.errors as Errors
+        Errors = protocol.errors()
         self._note_limit(p, data)
         if data.error_code:
             err = _answer(data.error_code)
@@ -539,14 +500,14 @@ class Reader:
             fetched = self._read(p, data, records, True)  # compaction was turned on since it was read
         return self._deliver(p, fetched, data, solo)
 
-    def _read(self, p: _Partition, data, records, compacted: bool) -> Fetched:
+    def _read(self, p: _FetchState, data, records, compacted: bool) -> Fetched:
         iso = self._isolation(p, data, p.position)
         fetched = read_fetched(records, p.position, topic=p.tp.topic, partition=p.tp.partition, isolation=iso,
                                compacted=compacted)
         p.undecided, p.aborted = iso.undecided, iso.aborted
         return fetched
 
-    def _deliver(self, p: _Partition, fetched: Fetched, data, solo: bool = False) -> tuple[pa.Table | None, list[Skip]]:
+    def _deliver(self, p: _FetchState, fetched: Fetched, data, solo: bool = False) -> tuple[pa.Table | None, list[Skip]]:
         start, ledger, skipped = p.position, p.ledger.snapshot(), len(self.skips)
         try:
             return self._deliver_from(p, fetched, data, start, solo)
@@ -556,7 +517,7 @@ class Reader:
             del self.skips[skipped:]
             raise
 
-    def _deliver_from(self, p: _Partition, fetched: Fetched, data, start: int, solo: bool):
+    def _deliver_from(self, p: _FetchState, fetched: Fetched, data, start: int, solo: bool):
         skips = []
         if fetched.lead_gap is not None:
             found, skips = self._passed_over(p, *fetched.lead_gap)
@@ -602,7 +563,7 @@ class Reader:
                 table = pa.concat_tables([table, more]) if table is not None else more
         return table, skips
 
-    def _passed_over(self, p: _Partition, first: int, last: int):
+    def _passed_over(self, p: _FetchState, first: int, last: int):
         """Offsets ``[first, last]`` a fetch at ``first`` passed over (not compacted): sound
         batches the broker serves inside them are read (the answer in hand comes again later);
         the rest is a named skip.  ``(None, skips)``: the answer in hand goes on from ``last + 1``."""
@@ -626,7 +587,7 @@ class Reader:
         p.position = last + 1
         return None, [skip]
 
-    def _output(self, p: _Partition, table: pa.Table) -> pa.Table | None:
+    def _output(self, p: _FetchState, table: pa.Table) -> pa.Table | None:
         """A partition's records, cut at its end."""
         if not table.num_rows:
             return None
@@ -659,13 +620,13 @@ class Reader:
         if policy.log_enable:
             import json
 
-            from pykbatch.live.dead_letters import skip_context
+            from pykbatch.live.skip_sinks import skip_context
             log.error(json.dumps(skip_context(skip, include_bytes=policy.include_messages), default=str))
             self.metrics.add("total-errors-logged")
         else:
             log.warning("%s", skip.line())
         if policy.dead_letter and self.dead_letters is not None:
-            from pykbatch.live.dead_letters import skip_context
+            from pykbatch.live.skip_sinks import skip_context
             try:
                 self.dead_letters(skip, skip_context(skip, include_bytes=False))
                 self.metrics.add("deadletterqueue-produce-requests")
@@ -675,7 +636,7 @@ class Reader:
         else:
             self.metrics.add("total-records-skipped")
 
-    def _out_of_range(self, p: _Partition, data) -> list[Skip]:
+    def _out_of_range(self, p: _FetchState, data) -> list[Skip]:
         tp = p.tp
         if self.fail_on_data_loss:
             raise DataLossError(f"offset {p.position} of {tp} is out of the partition's range (log start "
@@ -700,11 +661,11 @@ class Reader:
         p.position = target
         return skips
 
-    def _back_off(self, p: _Partition, exc: Exception) -> None:
+    def _back_off(self, p: _FetchState, exc: Exception) -> None:
         log.info("%s: %s; fetching again after a metadata refresh", p.tp, exc)
         p.backoff_until = time.monotonic() + 0.1
 
-    def _probe(self, p: _Partition, damage: Damage | None, data, *, rule=None, message=None,
+    def _probe(self, p: _FetchState, damage: Damage | None, data, *, rule=None, message=None,
                message_fields: Mapping | None = None):
         """Finds the first offset after ``p.position`` that the broker serves as a sound entry,
         skips up to it and delivers what that fetch holds."""
@@ -732,7 +693,7 @@ class Reader:
         return table, skips + found
 
 
-def _plan(parts: list[_Partition], offsets: dict | None = None) -> tuple:
+def _plan(parts: list[_FetchState], offsets: dict | None = None) -> tuple:
     """What a fetch asks of its partitions: offsets (``offsets`` or their positions) and sizes."""
     return tuple(sorted((p.tp.topic, p.tp.partition, (offsets or {}).get(p.tp, p.position), p.fetch_bytes)
                         for p in parts))

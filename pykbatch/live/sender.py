@@ -29,7 +29,8 @@ from pykbatch import errors as kb_errors
 from pykbatch.live.cluster import Cluster, ClusterError, TopicPartition
 from pykbatch.live.produced import FAILED, ProduceError
 from pykbatch.live.rows import Build, Rows
-from pykbatch.live.transactions import PRODUCE_MAX_VERSION, ProducerId
+from pykbatch.live import protocol
+from pykbatch.live.transactions import ProducerId
 from pykbatch.rules import rule_of_message
 
 log = logging.getLogger("pykbatch.live.producer")
@@ -40,7 +41,7 @@ SEQUENCE_MAX = 2**31 - 1
 
 
 @dataclass(eq=False)
-class Batch:
+class ProducerBatch:
     tp: TopicPartition
     rows: Rows
     created: float
@@ -52,10 +53,11 @@ class Batch:
     not_before: float = 0.0
     answer: tuple | None = None  # (code, message, record_errors) or (exception,)
     stamp: tuple = (-1, -1, -1)  # the producer id, epoch and sequence ``data`` carries
+    unsure: bool = False  # a request of it failed in a way that may have appended it ("possibly_persisted")
 
 
 @dataclass
-class _Partition:
+class _SendQueue:
     tp: TopicPartition
     queue: collections.deque = field(default_factory=collections.deque)
     in_flight: list = field(default_factory=list)
@@ -75,7 +77,7 @@ class Sender:
     def __init__(self, cluster: Cluster, *, acks: int, compression: str, max_in_flight: int,
                  max_request_size: int, request_timeout_ms: int, delivery_timeout_ms: int, retry_backoff_ms: int,
                  retry_backoff_max_ms: int, idempotent: bool, transactional_id: str | None,
-                 on_culprits: Callable[[Batch, list[tuple[int, ProduceError]]], None],
+                 on_culprits: Callable[[ProducerBatch, list[tuple[int, ProduceError]]], None],
                  on_add_partitions: Callable[[list[TopicPartition]], None] | None, metrics: dict):
         self.cluster = cluster
         self.acks = acks
@@ -92,10 +94,10 @@ class Sender:
         self.on_add_partitions = on_add_partitions
         self.metrics = metrics
         self.pid = ProducerId()
-        self._parts: dict[TopicPartition, _Partition] = {}
+        self._parts: dict[TopicPartition, _SendQueue] = {}
         self._lock = threading.Lock()
         self._tasks: queue.SimpleQueue = queue.SimpleQueue()
-        self._requests: list[tuple[Future | object, list[Batch], int, float]] = []  # (future, batches, node, sent)
+        self._requests: list[tuple[Future | object, list[ProducerBatch], int, float]] = []  # (future, batches, node, sent)
         self._node_not_before: dict[int, float] = {}
         self._closing = False
         self._idle = threading.Condition()
@@ -107,7 +109,7 @@ class Sender:
     def start(self) -> None:
         self._thread.start()
 
-    def enqueue(self, batches: list[Batch]) -> None:
+    def enqueue(self, batches: list[ProducerBatch]) -> None:
         with self._lock:
             for b in batches:
                 self._part(b.tp).queue.append(b)
@@ -145,14 +147,14 @@ class Sender:
 
     def _wake(self) -> None:
         try:
-            self.cluster._client.wakeup()
+            self.cluster.wakeup()
         except Exception:  # noqa: BLE001 (not connected yet: the loop's short poll picks it up)
             pass
 
-    def _part(self, tp: TopicPartition) -> _Partition:
+    def _part(self, tp: TopicPartition) -> _SendQueue:
         p = self._parts.get(tp)
         if p is None:
-            p = self._parts[tp] = _Partition(tp)
+            p = self._parts[tp] = _SendQueue(tp)
         return p
 
     # -- the network thread -------------------------------------------------------------------
@@ -165,7 +167,7 @@ class Sender:
                 if self._closing and not self.pending():
                     break
                 self._send_ready()
-                self.cluster._client.poll(timeout_ms=self._poll_ms())
+                self.cluster.poll(self._poll_ms())
                 self._collect()
                 self._expire()
                 with self._idle:
@@ -198,7 +200,7 @@ class Sender:
 
     def _send_ready(self) -> None:
         now = time.monotonic()
-        by_node: dict[int, list[Batch]] = {}
+        by_node: dict[int, list[ProducerBatch]] = {}
         with self._lock:
             ready = [p for p in self._parts.values() if p.queue and not p.hold and len(p.in_flight) < self._window(p)]
         if not ready:
@@ -229,7 +231,7 @@ class Sender:
                 continue
             if self._node_not_before.get(node, 0) > now:
                 continue
-            if not self.cluster._client.ready(node):  # connecting (again): next turn
+            if not self.cluster.ready(node):  # connecting (again): next turn
                 continue
             with self._lock:
                 b = p.queue.popleft()  # its not_before was checked above; only this thread takes from the left
@@ -237,7 +239,7 @@ class Sender:
             self._prepare(p, b)
             by_node.setdefault(node, []).append(b)
         for node, batches in by_node.items():
-            chunk: list[Batch] = []
+            chunk: list[ProducerBatch] = []
             size = 0
             for b in batches:
                 assert b.data is not None
@@ -249,13 +251,13 @@ class Sender:
             if chunk:
                 self._send(node, chunk)
 
-    def _window(self, p: _Partition) -> int:
+    def _window(self, p: _SendQueue) -> int:
         """Batches of ``p`` allowed in flight."""
         if self.idempotent and p.acked_epoch != self.pid.epoch:
             return 1
         return self.max_in_flight
 
-    def _fail_queued(self, parts: list[_Partition], exc: ClusterError, source: str) -> None:
+    def _fail_queued(self, parts: list[_SendQueue], exc: ClusterError, source: str) -> None:
         """The batches waiting for ``parts`` are refused with ``exc`` (no leader to be had, or the
         transaction coordinator's refusal)."""
         with self._lock:
@@ -266,7 +268,7 @@ class Sender:
             self._fail_batch(b, ProduceError(exc.code if exc.code is not None else -1, str(exc), topic=b.tp.topic,
                                              partition=b.tp.partition, source=source))
 
-    def _prepare(self, p: _Partition, b: Batch) -> None:
+    def _prepare(self, p: _SendQueue, b: ProducerBatch) -> None:
         """Gives ``b`` its sequence (the first time, or anew after an earlier batch shrank) and builds it."""
         if self.idempotent and (b.sequence < 0 or b.epoch != self.pid.epoch):
             b.sequence = p.next_sequence
@@ -280,20 +282,15 @@ class Sender:
         b.stamp = stamp
         b.attempts += 1
 
-    def _send(self, node: int, batches: list[Batch]) -> None:
-        from kafka.protocol.producer import ProduceRequest
-        T = ProduceRequest.TopicProduceData
+    def _send(self, node: int, batches: list[ProducerBatch]) -> None:
         topics: dict[str, list] = {}
         for b in batches:
-            topics.setdefault(b.tp.topic, []).append(T.PartitionProduceData(index=b.tp.partition,
-                                                                            records=bytes(b.data)))
-        request = ProduceRequest(transactional_id=self.transactional_id, acks=self.acks,
-                                 timeout_ms=self.request_timeout_ms,
-                                 topic_data=[T(name=n, partition_data=ps) for n, ps in topics.items()],
-                                 min_version=3, max_version=PRODUCE_MAX_VERSION)
+            topics.setdefault(b.tp.topic, []).append((b.tp.partition, bytes(b.data)))
+        request = protocol.produce(topics, acks=self.acks, timeout_ms=self.request_timeout_ms,
+                                   transactional_id=self.transactional_id)
         self.metrics["produce-requests"] += 1
         try:
-            f = self.cluster._client.send(node, request)
+            f = self.cluster.send_now(node, request)
         except Exception as exc:  # noqa: BLE001 (not connected: the batches go back, unchanged)
             f = exc
         if self.acks == 0:  # no answer comes: the records count as delivered, offsets unknown
@@ -320,13 +317,13 @@ class Sender:
                 self._answered(f.value, batches, node, now)
         self._requests = still
 
-    def _network_failure(self, batches: list[Batch], node: int, exc) -> None:
+    def _network_failure(self, batches: list[ProducerBatch], node: int, exc) -> None:
         log.debug("produce request to node %s failed: %s", node, exc)
         self.metrics["network-errors"] += 1
         for b in batches:
             self._failed_answer(b, (exc,))
 
-    def _answered(self, response, batches: list[Batch], node: int, now: float) -> None:
+    def _answered(self, response, batches: list[ProducerBatch], node: int, now: float) -> None:
         throttle = getattr(response, "throttle_time_ms", 0) or 0
         if throttle:  # KIP-219: the broker answered at once and asks us to wait
             self.metrics["throttle-time-ms"] += throttle
@@ -345,7 +342,7 @@ class Sender:
                 errors = [(e.batch_index, e.batch_index_error_message) for e in (p.record_errors or [])]
                 self._failed_answer(b, (p.error_code, p.error_message, errors))
 
-    def _done(self, b: Batch, base_offset: int, log_append_time: int) -> None:
+    def _done(self, b: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         with self._lock:
             part = self._part(b.tp)
             if b in part.in_flight:
@@ -353,10 +350,15 @@ class Sender:
             part.acked_epoch = b.epoch
         self.metrics["records-sent"] += b.rows.n
         self.metrics["batches-sent"] += 1
+        if b.unsure and not self.idempotent:  # the broker cannot tell a second copy: no sequence to check
+            self.metrics["possibly-duplicated-records"] += b.rows.n
+            log.warning("%s: %d record(s) landed at offset %d after a request that may have landed already "
+                        "(%s): they may be in the log twice (enable.idempotence=true prevents it)", b.tp, b.rows.n,
+                        base_offset, "no answer or a timeout after the append")
         b.rows.delivered(b.tp.topic, b.tp.partition, base_offset, log_append_time)
         self._maybe_resume(part)
 
-    def _failed_answer(self, b: Batch, answer: tuple) -> None:
+    def _failed_answer(self, b: ProducerBatch, answer: tuple) -> None:
         with self._lock:
             part = self._part(b.tp)
             if b in part.in_flight:
@@ -367,14 +369,14 @@ class Sender:
             part.acked_epoch = -2  # after a failure, one batch at a time until one lands (as Kafka's producer)
         self._maybe_resume(part)
 
-    def _maybe_resume(self, part: _Partition) -> None:
+    def _maybe_resume(self, part: _SendQueue) -> None:
         """Once a held partition's batches have all answered: settle or requeue each, in order."""
         with self._lock:
             if not part.hold or part.in_flight:
                 return
             answered = sorted(part.answered, key=lambda b: b.sequence)
             part.answered = []
-        again: list[Batch] = []
+        again: list[ProducerBatch] = []
         shift_at: int | None = None  # sequence from which nothing was appended: later ones move
         for n, b in enumerate(answered):
             kept = self._settle_failed(b, after_failure=n > 0)
@@ -392,23 +394,26 @@ class Sender:
             part.queue.extendleft(reversed(again))
             part.hold = False
 
-    def _settle_failed(self, b: Batch, after_failure: bool) -> list[Batch] | None:
+    def _settle_failed(self, b: ProducerBatch, after_failure: bool) -> list[ProducerBatch] | None:
         """A failed answer's consequence: None to send ``b`` again as it is, else the batches to
         send instead (possibly none), its culprits settled."""
         answer = b.answer
         b.answer = None
         now = time.monotonic()
         if len(answer) == 1:  # the request failed (connection lost, no answer): unknown, so again
-            return self._retry(b, now, ProduceError(C["NETWORK_EXCEPTION"], f"{answer[0]}", topic=b.tp.topic,
-                                                    partition=b.tp.partition, source="client"))
-        code, message, record_errors = answer
-        error = ProduceError(code, message or _default_message(code), topic=b.tp.topic, partition=b.tp.partition)
+            code, message, record_errors, source = C["NETWORK_EXCEPTION"], f"{answer[0]}", [], "client"
+        else:
+            (code, message, record_errors), source = answer, "broker"
+        error = ProduceError(code, message or _default_message(code), topic=b.tp.topic, partition=b.tp.partition,
+                             source=source)
         if code == C["OUT_OF_ORDER_SEQUENCE_NUMBER"] and after_failure:
             return self._retry(b, now, error)  # an earlier batch was not appended: this one follows it
-        cls = kb_errors.classify(code)
-        if cls == kb_errors.RETRIABLE:
-            if code in (C["NOT_LEADER_OR_FOLLOWER"], C["LEADER_NOT_AVAILABLE"], C["UNKNOWN_TOPIC_OR_PARTITION"],
-                        C["FENCED_LEADER_EPOCH"], C["UNKNOWN_LEADER_EPOCH"], C["KAFKA_STORAGE_ERROR"]):
+        actions = kb_errors.ERROR_ACTIONS.get(code, frozenset())
+        if kb_errors.POSSIBLY_PERSISTED in actions and not b.unsure:
+            b.unsure = True  # it may be in the log already: sent again, it may land twice unless idempotent
+            self.metrics["possibly-persisted-batches"] += 1
+        if kb_errors.classify(code) == kb_errors.RETRIABLE:
+            if kb_errors.REFRESH in actions:
                 self.cluster.forget_leader(b.tp)
                 self.metrics["metadata-refreshes"] += 1
             return self._retry(b, now, error)
@@ -425,18 +430,18 @@ class Sender:
             return self._culprits_out(b, named)
         if code == C["MESSAGE_TOO_LARGE"] and b.rows.n > 1:  # split, as Kafka's producer does
             self.metrics["batch-splits"] += 1
-            return [Batch(b.tp, half, b.created, b.dead_letter) for half in b.rows.halves()]
+            return [ProducerBatch(b.tp, half, b.created, b.dead_letter) for half in b.rows.halves()]
         # refused whole: every record gets the broker's error
         self._fail_batch(b, error)
         return []
 
-    def _culprits_out(self, b: Batch, named: dict[int, ProduceError]) -> list[Batch]:
+    def _culprits_out(self, b: ProducerBatch, named: dict[int, ProduceError]) -> list[ProducerBatch]:
         keep = [i for i in range(b.rows.n) if i not in named]
-        rest = [Batch(b.tp, b.rows.subset(keep), b.created, b.dead_letter)] if keep else []
+        rest = [ProducerBatch(b.tp, b.rows.subset(keep), b.created, b.dead_letter)] if keep else []
         self._culprits(b, sorted(named.items()))
         return rest
 
-    def _culprits(self, b: Batch, culprits: list[tuple[int, ProduceError]]) -> None:
+    def _culprits(self, b: ProducerBatch, culprits: list[tuple[int, ProduceError]]) -> None:
         if b.dead_letter:  # a dead letter that cannot land fails its original record
             for i, err in culprits:
                 b.rows.not_delivered(i, b.tp.topic, b.tp.partition, FAILED, err)
@@ -444,7 +449,7 @@ class Sender:
             return
         self.on_culprits(b, culprits)
 
-    def _retry(self, b: Batch, now: float, error: ProduceError) -> list[Batch] | None:
+    def _retry(self, b: ProducerBatch, now: float, error: ProduceError) -> list[ProducerBatch] | None:
         if now - b.created > self.delivery_timeout:
             self._fail_batch(b, ProduceError(C["REQUEST_TIMED_OUT"], f"delivery.timeout.ms passed since the batch was "
                                              f"made, last error: {error}", topic=b.tp.topic, partition=b.tp.partition,
@@ -454,7 +459,7 @@ class Sender:
         b.not_before = now + min(self.backoff * 2 ** max(b.attempts - 1, 0), self.backoff_max)
         return None
 
-    def _fail_batch(self, b: Batch, error: ProduceError) -> None:
+    def _fail_batch(self, b: ProducerBatch, error: ProduceError) -> None:
         """Every record of ``b`` is refused with ``error`` (the policy decides what becomes of each)."""
         self._culprits(b, [(i, error) for i in range(b.rows.n)])
 
@@ -494,5 +499,4 @@ class Sender:
 
 def _default_message(code: int) -> str:
     """Kafka's own words for a code the broker sent without a message (Errors' default message)."""
-    from kafka.errors import for_code
-    return getattr(for_code(code), "description", "") or kb_errors.error_name(code)
+    return getattr(protocol.error_class(code), "description", "") or kb_errors.error_name(code)

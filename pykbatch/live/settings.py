@@ -133,8 +133,8 @@ def connection_kwargs(props: Mapping[str, Any]) -> dict[str, Any]:
             raise SettingsError(f"SASL {mechanism} needs credentials: sasl.username and sasl.password, "
                                 "or sasl.jaas.config")
         if mechanism == "OAUTHBEARER":
-            from kafka.net.sasl.oauth import AbstractTokenProvider
-            if not isinstance(out.get("sasl_oauth_token_provider"), AbstractTokenProvider):
+            from pykbatch.live.protocol import is_oauth_token_provider
+            if not is_oauth_token_provider(out.get("sasl_oauth_token_provider")):
                 raise SettingsError("SASL OAUTHBEARER needs sasl.oauthbearer.token.provider: an instance of "
                                     "kafka.net.sasl.oauth.AbstractTokenProvider (its token() gives the bearer token)")
     elif "sasl.mechanism" in props:

@@ -15,6 +15,7 @@ from pykbatch import _native
 from pykbatch import errors as kb_errors
 from pykbatch._catalogue import CREATE_TIME, TIMESTAMP_TYPES
 from pykbatch.config import LONG_MAX, ValidationConfig
+from pykbatch.live import protocol
 from pykbatch.live.cluster import AuthorizationError, Cluster, ClusterError, UnknownTopicError
 
 # the topic settings that decide what the broker accepts (DescribeConfigs keys)
@@ -65,18 +66,13 @@ def _timestamp_type(value: str | None) -> str:
 
 def describe(cluster: Cluster, topics: list[str]) -> dict[str, TopicLimits]:
     """Each topic's limits, read with DescribeConfigs (errors name the topic)."""
-    from kafka.errors import for_code
-    from kafka.protocol.admin import DescribeConfigsRequest
-    R = DescribeConfigsRequest.DescribeConfigsResource
-    request = DescribeConfigsRequest(resources=[R(resource_type=TOPIC_RESOURCE, resource_name=t,
-                                                  configuration_keys=list(KEYS)) for t in topics],
-                                     include_synonyms=False, include_documentation=False, min_version=1, max_version=4)
+    request = protocol.describe_topic_configs(topics, KEYS, TOPIC_RESOURCE)
     node = cluster.any_node()
     response = cluster.request(node, request)
     out: dict[str, TopicLimits] = {}
     for r in response.results:
         if r.error_code:
-            err = for_code(r.error_code)
+            err = protocol.error_class(r.error_code)
             text = f"DescribeConfigs for topic {r.resource_name!r}: {err.__name__} {r.error_message or ''}".rstrip()
             if r.error_code == kb_errors.CODE["TOPIC_AUTHORIZATION_FAILED"]:
                 raise AuthorizationError(f"not authorized to describe topic {r.resource_name!r} (pre-flight reads its "

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pykbatch import errors as kb_errors
+from pykbatch.live import protocol
 from pykbatch.live.cluster import AuthorizationError, Cluster, ClusterError, TopicPartition
 
-PRODUCE_MAX_VERSION = 11  # v12 (KIP-890 part 2) has the broker add partitions itself: not used
 _FENCED = {kb_errors.CODE["PRODUCER_FENCED"], kb_errors.CODE["INVALID_PRODUCER_EPOCH"]}
 _COORDINATOR_MOVED = {kb_errors.CODE["NOT_COORDINATOR"], kb_errors.CODE["COORDINATOR_NOT_AVAILABLE"]}
 
@@ -99,27 +99,20 @@ class Coordinator:
 
     def init_producer_id(self, current: ProducerId | None = None) -> ProducerId:
         """A producer id and epoch (a new one, or ``current``'s epoch bumped: KIP-360)."""
-        from kafka.protocol.producer import InitProducerIdRequest
         cur = current or ProducerId()
 
         def make():
-            return InitProducerIdRequest(transactional_id=self.transactional_id,
-                                         transaction_timeout_ms=self.transaction_timeout_ms,
-                                         producer_id=cur.id, producer_epoch=cur.epoch, min_version=0, max_version=5)
+            return protocol.init_producer_id(self.transactional_id, self.transaction_timeout_ms, cur.id, cur.epoch)
         r = self._call("InitProducerId", make, lambda r: (r.error_code, None))
         return ProducerId(r.producer_id, r.producer_epoch)
 
     def add_partitions(self, pid: ProducerId, tps: list[TopicPartition]) -> None:
-        from kafka.protocol.producer import AddPartitionsToTxnRequest as R
         topics: dict[str, list[int]] = {}
         for tp in tps:
             topics.setdefault(tp.topic, []).append(tp.partition)
 
         def make():
-            return R(v3_and_below_transactional_id=self.transactional_id, v3_and_below_producer_id=pid.id,
-                     v3_and_below_producer_epoch=pid.epoch,
-                     v3_and_below_topics=[R.AddPartitionsToTxnTopic(name=n, partitions=ps) for n, ps in topics.items()],
-                     min_version=0, max_version=3)
+            return protocol.add_partitions_to_txn(self.transactional_id, pid.id, pid.epoch, topics)
 
         def error_of(r):
             if r.error_code:
@@ -132,27 +125,19 @@ class Coordinator:
         self._call(f"AddPartitionsToTxn {', '.join(map(str, tps))}", make, error_of)
 
     def add_offsets(self, pid: ProducerId, group: str) -> None:
-        from kafka.protocol.producer import AddOffsetsToTxnRequest
         self._call(f"AddOffsetsToTxn for group {group!r}",
-                   lambda: AddOffsetsToTxnRequest(transactional_id=self.transactional_id, producer_id=pid.id,
-                                                  producer_epoch=pid.epoch, group_id=group, min_version=0, max_version=3),
+                   lambda: protocol.add_offsets_to_txn(self.transactional_id, pid.id, pid.epoch, group),
                    lambda r: (r.error_code, None))
 
     def commit_offsets(self, pid: ProducerId, group: str, offsets: Mapping[TopicPartition, int],
                        generation_id: int = -1, member_id: str = "", group_instance_id: str | None = None) -> None:
-        from kafka.protocol.producer import TxnOffsetCommitRequest as R
-        T = R.TxnOffsetCommitRequestTopic
-        P = T.TxnOffsetCommitRequestPartition
         topics: dict[str, list] = {}
         for tp, offset in offsets.items():
-            topics.setdefault(tp.topic, []).append(P(partition_index=tp.partition, committed_offset=offset,
-                                                     committed_leader_epoch=-1, committed_metadata=""))
+            topics.setdefault(tp.topic, []).append((tp.partition, offset))
 
         def make():
-            return R(transactional_id=self.transactional_id, group_id=group, producer_id=pid.id,
-                     producer_epoch=pid.epoch, generation_id=generation_id, member_id=member_id,
-                     group_instance_id=group_instance_id,
-                     topics=[T(name=n, partitions=ps) for n, ps in topics.items()], min_version=0, max_version=4)
+            return protocol.txn_offset_commit(self.transactional_id, group, pid.id, pid.epoch, topics, generation_id,
+                                              member_id, group_instance_id)
 
         def error_of(r):
             codes = [p.error_code for t in r.topics for p in t.partitions if p.error_code]
@@ -161,8 +146,6 @@ class Coordinator:
                    node=lambda: self.cluster.coordinator(group, "group"))
 
     def end(self, pid: ProducerId, commit: bool) -> None:
-        from kafka.protocol.producer import EndTxnRequest
         self._call("EndTxn " + ("commit" if commit else "abort"),
-                   lambda: EndTxnRequest(transactional_id=self.transactional_id, producer_id=pid.id,
-                                         producer_epoch=pid.epoch, committed=commit, min_version=0, max_version=4),
+                   lambda: protocol.end_txn(self.transactional_id, pid.id, pid.epoch, commit),
                    lambda r: (r.error_code, None))

@@ -11,9 +11,8 @@ from typing import Callable
 
 import pyarrow as pa
 
-from pykbatch._native import to_arrow
 from pykbatch.arrow import decode_entries
-from pykbatch.columns import LOCATION, fields
+from pykbatch.columns import LOCATION, RECORDS, fields
 from pykbatch.errors import KafkaDataError
 from pykbatch.log import Segment, entry_windows
 from pykbatch.log.files import STDIN, named_as_log
@@ -135,7 +134,7 @@ def _export(sources: list, dest: str, format: str, window_bytes: int, jobs, segm
                 reports[i].rows += table.num_rows
                 del table
         if writer is None:  # no records: an empty file with the schema
-            schema = to_arrow(b"").schema
+            schema = RECORDS
             writer = _writer(dest, format, schema.append(SEGMENT) if segment_column else schema)
     finally:
         if writer is not None:

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import bisect
 import struct
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from pykbatch._native import crc32c
 from pykbatch.errors import KafkaDataError
+from pykbatch.kafka.isolation import AbortedTxn
+from pykbatch.kafka.producer_state import SnapshotEntry
 from pykbatch.log.files import base_offset_of
 
 
@@ -206,18 +207,6 @@ def _last_offset_at(segment, position: int, max_message_size: int) -> int:
     return first.last_offset if first is not None else -1
 
 
-class AbortedTxn(NamedTuple):
-    version: int
-    producer_id: int
-    first_offset: int
-    last_offset: int
-    last_stable_offset: int
-
-    def dump_line(self) -> str:
-        return (f"version: {self.version} producerId: {self.producer_id} firstOffset: {self.first_offset} "
-                f"lastOffset: {self.last_offset} lastStableOffset: {self.last_stable_offset}")
-
-
 class TxnIndex:
     """``.txnindex``: the transactions aborted in a segment."""
     ENTRY = 34
@@ -258,39 +247,6 @@ class TxnIndex:
             found.append(f"{self.trailing_bytes} bytes at byte {len(self.entries) * self.ENTRY} do not make a whole "
                          f"{self.ENTRY}-byte entry")
         return found
-
-
-@dataclass(frozen=True)
-class SnapshotEntry:
-    """One producer in a ``.snapshot`` (only its newest batch is kept)."""
-    producer_id: int
-    producer_epoch: int
-    last_sequence: int
-    last_offset: int
-    offset_delta: int
-    timestamp: int
-    coordinator_epoch: int
-    current_txn_first_offset: int  # -1: none
-
-    @property
-    def first_sequence(self) -> int:
-        """lastSequence - offsetDelta, wrapping like Kafka's decrementSequence."""
-        seq = self.last_sequence - self.offset_delta
-        return seq + 2**31 if seq < 0 else seq
-
-    @property
-    def has_batch(self) -> bool:
-        return self.last_offset >= 0
-
-    def dump_line(self) -> str:
-        txn = "OptionalLong.empty" if self.current_txn_first_offset < 0 else \
-            f"OptionalLong[{self.current_txn_first_offset}]"
-        line = (f"producerId: {self.producer_id} producerEpoch: {self.producer_epoch} coordinatorEpoch: "
-                f"{self.coordinator_epoch} currentTxnFirstOffset: {txn} lastTimestamp: {self.timestamp}")
-        if self.has_batch:
-            line += (f" firstSequence: {self.first_sequence} lastSequence: {self.last_sequence} lastOffset: "
-                     f"{self.last_offset} offsetDelta: {self.offset_delta} timestamp: {self.timestamp}")
-        return line
 
 
 class ProducerSnapshot:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pykbatch.arrow import decode_entries
-from pykbatch.columns import LOCATION, READ, fields
+from pykbatch.columns import LOCATION, READ, RECORDS, fields
 from pykbatch.kafka.isolation import READ_UNCOMMITTED, Isolation
 from pykbatch.log import entry_windows
 
@@ -28,8 +28,7 @@ LEADING = fields(LOCATION, "topic partition")
 
 
 def schema() -> pa.Schema:
-    from pykbatch import to_arrow
-    return pa.schema(LEADING + list(to_arrow(b"").schema) + [EPOCH])
+    return pa.schema(LEADING + list(RECORDS) + [EPOCH])
 
 
 def lineage_arrays(part: TieredPartition, piece: Piece) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from pykbatch import iter_batches
+from pykbatch._native import iter_batches
 from pykbatch.columns import INTERNAL_RECORD, KAFKA_FIELD_TYPES, fields
 from pykbatch.kafka import definitions, jackson
 from pykbatch.kafka.definitions import MessageFormatError

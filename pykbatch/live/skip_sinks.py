@@ -16,6 +16,7 @@ import threading
 import time
 
 from pykbatch import _native
+from pykbatch.live import protocol
 from pykbatch.live.cluster import Cluster, ClusterError, TopicPartition
 from pykbatch.live.fetched import Skip
 from pykbatch.policy import context_headers
@@ -64,23 +65,17 @@ class DeadLetterTopic:
         self.timeout_ms = timeout_ms
 
     def __call__(self, skip: Skip, context: dict) -> None:
-        from kafka.protocol.producer import ProduceRequest
         headers = context_headers(skip.topic, skip.partition, skip.first_offset, skip.code, skip.message,
                                   stage="VALIDATE") + list(zip(SKIP_HEADERS, (str(skip.last_offset).encode(),
                                                                              skip.rule.encode(), str(skip.held).encode())))
         batch = _native.build_batch([{"key": f"{skip.topic}-{skip.partition}@{skip.first_offset}".encode(),
                                       "value": skip.data, "headers": headers}])
-        T = ProduceRequest.TopicProduceData
-        request = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=self.timeout_ms,
-                                 topic_data=[T(name=self.tp.topic, partition_data=[
-                                     T.PartitionProduceData(index=self.tp.partition, records=batch)])],
-                                 min_version=3, max_version=12)
+        request = protocol.produce({self.tp.topic: [(self.tp.partition, batch)]}, acks=-1, timeout_ms=self.timeout_ms)
         response = self.cluster.request(self.cluster.leader(self.tp).node, request)
         for t in response.responses:
             for p in t.partition_responses:
                 if p.error_code:
-                    from kafka.errors import for_code
-                    raise ClusterError(f"dead-letter topic {self.tp}: {for_code(p.error_code).__name__}"
+                    raise ClusterError(f"dead-letter topic {self.tp}: {protocol.error_class(p.error_code).__name__}"
                                        f"({p.error_code}) {p.error_message or ''}".rstrip(), p.error_code)
 
     def __repr__(self) -> str:

@@ -1,0 +1,224 @@
+"""What pykbatch asks of a broker, built in one place: every request from kafka-python's classes
+(generated from Kafka's JSON message definitions) at the versions of ``VERSIONS``, the one table
+of the Kafka APIs pykbatch speaks -- the lowest version it needs, the highest it knows.  The
+connection layer negotiates within that range with each broker (ApiVersions).
+
+Callers pass plain values and read the responses' fields; with ``pykbatch.live.cluster`` (the
+connections) and ``pykbatch.live.frames`` (where response bytes land) this is the wire seam: no
+other module imports kafka-python (``tests/test_layers.py``).
+"""
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+VERSIONS: dict[str, tuple[int, int]] = {
+    "Produce": (3, 11),          # v3: record batches; v12 (KIP-890 part 2: the broker enlists partitions) not used
+    "Fetch": (4, 12),            # v4: read_committed's aborted transactions; 13+ name topics by id
+    "FetchInSession": (7, 12),   # v7: incremental fetch sessions (KIP-227)
+    "ListOffsets": (1, 8),
+    "Metadata": (0, 12),
+    "CreateTopics": (1, 7),
+    "DescribeConfigs": (1, 4),
+    "FindCoordinator": (1, 4),
+    "OffsetFetch": (1, 7),
+    "OffsetCommit": (2, 8),
+    "InitProducerId": (0, 5),
+    "AddPartitionsToTxn": (0, 3),
+    "AddOffsetsToTxn": (0, 3),
+    "TxnOffsetCommit": (0, 4),
+    "EndTxn": (0, 4),
+}
+
+
+def _versions(api: str) -> dict:
+    low, high = VERSIONS[api]
+    return {"min_version": low, "max_version": high}
+
+
+def error_class(code: int):
+    """The connection layer's exception class for Kafka error ``code`` (Kafka's name, and
+    ``retriable`` / ``invalid_metadata`` as the Java client has them)."""
+    from kafka.errors import for_code
+    return for_code(code)
+
+
+def errors():
+    """kafka-python's error classes (``errors().AuthorizationError`` ...)."""
+    import kafka.errors
+    return kafka.errors
+
+
+# -- metadata and topics ---------------------------------------------------------------------------
+def metadata(topics: Iterable[str]):
+    from kafka.protocol.metadata import MetadataRequest
+    return MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+                           allow_auto_topic_creation=False, **_versions("Metadata"))
+
+
+def create_topic(name: str, partitions: int, replication_factor: int, configs: Mapping[str, str], timeout_ms: int):
+    from kafka.protocol.admin import CreateTopicsRequest
+    T = CreateTopicsRequest.CreatableTopic
+    return CreateTopicsRequest(topics=[T(name=name, num_partitions=partitions, replication_factor=replication_factor,
+                                         assignments=[], configs=[T.CreatableTopicConfig(name=k, value=str(v))
+                                                                  for k, v in configs.items()])],
+                               timeout_ms=timeout_ms, validate_only=False, **_versions("CreateTopics"))
+
+
+def describe_topic_configs(topics: Iterable[str], keys: Iterable[str], resource_type: int):
+    from kafka.protocol.admin import DescribeConfigsRequest
+    R = DescribeConfigsRequest.DescribeConfigsResource
+    return DescribeConfigsRequest(resources=[R(resource_type=resource_type, resource_name=t,
+                                               configuration_keys=list(keys)) for t in topics],
+                                  include_synonyms=False, include_documentation=False, **_versions("DescribeConfigs"))
+
+
+# -- offsets and groups ------------------------------------------------------------------------------
+def list_offsets(isolation_level: int, wanted: Mapping[str, list[tuple[int, int, int]]]):
+    """``wanted``: topic -> [(partition, timestamp, current leader epoch)]."""
+    from kafka.protocol.consumer import ListOffsetsRequest
+    T = ListOffsetsRequest.ListOffsetsTopic
+    P = T.ListOffsetsPartition
+    return ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level,
+                              topics=[T(name=name, partitions=[P(partition_index=p, timestamp=ts, current_leader_epoch=e)
+                                                               for p, ts, e in ps]) for name, ps in wanted.items()],
+                              **_versions("ListOffsets"))
+
+
+def find_coordinator(key: str, key_type: int):
+    from kafka.protocol.metadata import FindCoordinatorRequest
+    return FindCoordinatorRequest(key=key, key_type=key_type, coordinator_keys=[key], **_versions("FindCoordinator"))
+
+
+def offset_fetch(group: str, topics: Mapping[str, list[int]]):
+    from kafka.protocol.consumer.group import OffsetFetchRequest
+    T = OffsetFetchRequest.OffsetFetchRequestTopic
+    return OffsetFetchRequest(group_id=group, topics=[T(name=n, partition_indexes=ps) for n, ps in topics.items()],
+                              require_stable=True, **_versions("OffsetFetch"))
+
+
+def offset_commit(group: str, offsets: Mapping[str, list[tuple[int, int]]], metadata: str):
+    """``offsets``: topic -> [(partition, next offset)], as a standalone committer (generation -1)."""
+    from kafka.protocol.consumer.group import OffsetCommitRequest
+    T = OffsetCommitRequest.OffsetCommitRequestTopic
+    P = T.OffsetCommitRequestPartition
+    return OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+                               retention_time_ms=-1,
+                               topics=[T(name=n, partitions=[P(partition_index=p, committed_offset=o,
+                                                               committed_leader_epoch=-1, committed_metadata=metadata)
+                                                             for p, o in ps]) for n, ps in offsets.items()],
+                               **_versions("OffsetCommit"))
+
+
+# -- fetching ----------------------------------------------------------------------------------------
+def fetch_partition(partition: int, offset: int, max_bytes: int, leader_epoch: int):
+    from kafka.protocol.consumer import FetchRequest
+    return FetchRequest.FetchTopic.FetchPartition(partition=partition, fetch_offset=offset,
+                                                   partition_max_bytes=max_bytes, current_leader_epoch=leader_epoch,
+                                                   last_fetched_epoch=-1, log_start_offset=-1)
+
+
+def fetch(partitions: Mapping[str, list], *, max_wait_ms: int, max_bytes: int, isolation_level: int):
+    """A sessionless fetch of ``partitions`` (topic -> ``fetch_partition``s)."""
+    from kafka.protocol.consumer import FetchRequest
+    T = FetchRequest.FetchTopic
+    return FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes,
+                        isolation_level=isolation_level, session_id=0, session_epoch=-1, rack_id="",
+                        topics=[T(topic=name, partitions=ps) for name, ps in partitions.items()],
+                        forgotten_topics_data=[], **_versions("Fetch"))
+
+
+class FetchSession:
+    """A node's incremental fetch session (KIP-227, kafka-python's FetchSessionHandler): which
+    partitions a request need not send again, and the session's answers kept in step."""
+
+    def __init__(self, node: int):
+        from kafka.consumer.fetcher import FetchSessionHandler
+        self.handler = FetchSessionHandler(node)
+
+    def request(self, wanted: Iterable[tuple[str, int, object]], *, max_wait_ms: int, max_bytes: int,
+                isolation_level: int):
+        """The session's next fetch of ``wanted`` ((topic, partition, ``fetch_partition``), in order)."""
+        from collections import OrderedDict
+
+        from kafka.protocol.consumer import FetchRequest
+        from kafka.structs import TopicPartition as Key
+        session = self.handler.build_next(OrderedDict((Key(t, p), fp) for t, p, fp in wanted))
+        return FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes,
+                            isolation_level=isolation_level, session_id=session.id, session_epoch=session.epoch,
+                            rack_id="", topics=session.to_send, forgotten_topics_data=session.to_forget,
+                            **_versions("FetchInSession"))
+
+    @property
+    def session_id(self) -> int:
+        """The broker's id of the session (0 before its first answer)."""
+        return self.handler.next_metadata.session_id
+
+    @property
+    def epoch(self) -> int:
+        """The next request's epoch in the session (it grows by one per answered fetch)."""
+        return self.handler.next_metadata.epoch
+
+    def handle_response(self, response) -> bool:
+        return self.handler.handle_response(response)
+
+    def handle_error(self, exc) -> None:
+        self.handler.handle_error(exc)
+
+
+# -- producing -----------------------------------------------------------------------------------------
+def produce(batches: Mapping[str, list[tuple[int, bytes]]], *, acks: int, timeout_ms: int,
+            transactional_id: str | None = None):
+    """``batches``: topic -> [(partition, records)]."""
+    from kafka.protocol.producer import ProduceRequest
+    T = ProduceRequest.TopicProduceData
+    return ProduceRequest(transactional_id=transactional_id, acks=acks, timeout_ms=timeout_ms,
+                          topic_data=[T(name=n, partition_data=[T.PartitionProduceData(index=p, records=r) for p, r in ps])
+                                      for n, ps in batches.items()], **_versions("Produce"))
+
+
+def init_producer_id(transactional_id: str | None, transaction_timeout_ms: int, producer_id: int, producer_epoch: int):
+    from kafka.protocol.producer import InitProducerIdRequest
+    return InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=transaction_timeout_ms,
+                                 producer_id=producer_id, producer_epoch=producer_epoch, **_versions("InitProducerId"))
+
+
+def add_partitions_to_txn(transactional_id: str, producer_id: int, producer_epoch: int,
+                          topics: Mapping[str, list[int]]):
+    from kafka.protocol.producer import AddPartitionsToTxnRequest as R
+    return R(v3_and_below_transactional_id=transactional_id, v3_and_below_producer_id=producer_id,
+             v3_and_below_producer_epoch=producer_epoch,
+             v3_and_below_topics=[R.AddPartitionsToTxnTopic(name=n, partitions=ps) for n, ps in topics.items()],
+             **_versions("AddPartitionsToTxn"))
+
+
+def add_offsets_to_txn(transactional_id: str, producer_id: int, producer_epoch: int, group: str):
+    from kafka.protocol.producer import AddOffsetsToTxnRequest
+    return AddOffsetsToTxnRequest(transactional_id=transactional_id, producer_id=producer_id,
+                                  producer_epoch=producer_epoch, group_id=group, **_versions("AddOffsetsToTxn"))
+
+
+def txn_offset_commit(transactional_id: str, group: str, producer_id: int, producer_epoch: int,
+                      offsets: Mapping[str, list[tuple[int, int]]], generation_id: int, member_id: str,
+                      group_instance_id: str | None):
+    from kafka.protocol.producer import TxnOffsetCommitRequest as R
+    T = R.TxnOffsetCommitRequestTopic
+    P = T.TxnOffsetCommitRequestPartition
+    return R(transactional_id=transactional_id, group_id=group, producer_id=producer_id,
+             producer_epoch=producer_epoch, generation_id=generation_id, member_id=member_id,
+             group_instance_id=group_instance_id,
+             topics=[T(name=n, partitions=[P(partition_index=p, committed_offset=o, committed_leader_epoch=-1,
+                                             committed_metadata="") for p, o in ps]) for n, ps in offsets.items()],
+             **_versions("TxnOffsetCommit"))
+
+
+def end_txn(transactional_id: str, producer_id: int, producer_epoch: int, commit: bool):
+    from kafka.protocol.producer import EndTxnRequest
+    return EndTxnRequest(transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
+                         committed=commit, **_versions("EndTxn"))
+
+
+# -- security ------------------------------------------------------------------------------------------
+def is_oauth_token_provider(value) -> bool:
+    """Whether ``value`` gives OAUTHBEARER tokens as the connection layer takes them."""
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+    return isinstance(value, AbstractTokenProvider)
