@@ -118,6 +118,8 @@ static void set_bit(uint8_t *bits, int64_t i, int value)
 /* Sets (value 1) or clears (value 0) bits [from, to) of an Arrow bitmap: whole bytes at once. */
 static void set_bits(uint8_t *bits, int64_t from, int64_t to, int value)
 {
+    if (from >= to) /* nothing to set: the bitmap may not exist yet */
+        return;
     for (; from < to && (from & 7); from++)
         set_bit(bits, from, value);
     int64_t whole = (to - from) >> 3;
@@ -131,6 +133,8 @@ static void set_bits(uint8_t *bits, int64_t from, int64_t to, int value)
 static void put_batch(kb_columns *c, int64_t from, int64_t to, const kb_column_batch *b, int64_t base_offset,
                       int32_t epoch, int64_t producer_id, int16_t producer_epoch, int attributes, int timestamp_type)
 {
+    if (from >= to) /* a batch of no records (or none at or after a fetch offset): the arrays may not exist yet */
+        return;
     for (int64_t r = from; r < to; r++)
         c->partition_leader_epoch[r] = epoch;
     if (c->layout & KB_LAYOUT_SPARK_TIME) {
@@ -177,7 +181,7 @@ static void fill_v2(const kb_column_batch *b, kb_columns *c)
         size_t next;
         kb_v2_read_record(buf, p, b->limit, &r, &f, &next);
         int64_t offset = kb_wrap_add64(h->base_offset, r.offset_delta);
-        if (__builtin_expect(offset < b->from_offset, 0)) {
+        if (__builtin_expect(b->skip_before && offset < b->from_offset, 0)) {
             p = r.end;
             continue;
         }
@@ -214,7 +218,7 @@ static void fill_legacy(const kb_column_batch *b, kb_columns *c)
     int64_t first_row = c->row;
     while (kb_legacy_next(b->records, b->limit, &p, &m, &f) == KB_INNER_MSG) {
         int64_t offset = kb_wrap_add64(b->offset_base, m.offset);
-        if (offset < b->from_offset)
+        if (b->skip_before && offset < b->from_offset)
             continue;
         int64_t row = c->row++;
         c->offset[row] = offset;

@@ -116,6 +116,7 @@ static int read_batch(const uint8_t *buf, size_t pos, size_t size, const kb_v2_h
     b.count = h->record_count;
     b.entry = entry;
     b.position = (int64_t)pos;
+    b.skip_before = 1;
     b.from_offset = from;
     b.records = buf;
     b.start = pos + KB_V2_HEADER_SIZE;

@@ -263,6 +263,7 @@ cdef extern from "kb_columns.h" nogil:
         kb_legacy_msg m
         int64_t offset_base
         int64_t first_offset
+        int skip_before
         int64_t from_offset
 
     ctypedef struct kb_columns:

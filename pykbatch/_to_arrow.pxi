@@ -81,7 +81,6 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
                 if st == KB_ENTRY_CORRUPT or st == KB_ENTRY_LOST:
                     _raise_fault(&f, -<Py_ssize_t> row_start[row])
                 memset(&b, 0, sizeof(b))
-                b.from_offset = INT64_MIN
                 b.entry, b.position = entry, e.pos - row_start[row]
                 if e.magic < 2:
                     lb = _legacy_entry(v, &e, verify_crc, entry, dec)

@@ -485,3 +485,22 @@ def test_the_consume_command_keeps_its_verdict_wherever_the_reader_leaves(damage
     got = statuses_when_the_reader_leaves(["consume", "--bootstrap-server", broker.bootstrap, "--topic", TOPIC,
                                            "--out", str(tmp_path / "r.parquet")], lambda line: "skipped" in line)
     assert got and set(got.values()) == {1}, got
+
+
+def test_the_wire_seam_receives_frames_into_their_own_buffers(kafka_broker):
+    """With the pinned kafka-python the receiver of live/frames.py is on the reader's connections
+    (a library change that turns it off fails here, not as a silent slowdown), and a read through
+    it, with the next fetch in flight, gives every record once."""
+    from pykbatch.live import frames
+    from tests.live_damage import create_topic, produce_batches
+    assert frames.ACCELERATED
+    topic = "live-frames"
+    create_topic(kafka_broker.bootstrap, topic)
+    produce_batches(kafka_broker.bootstrap, topic, 20)
+    with Reader({"bootstrap.servers": kafka_broker.bootstrap}, subscribe=topic, starting_offsets="earliest",
+                ending_offsets="latest", max_partition_fetch_bytes=3000) as reader:
+        offsets = reader.read().column("offset").to_pylist()
+        connections = list(reader.cluster._client._manager._conns.values())
+        assert reader.metrics.as_dict()["prefetches"] > 0
+    assert offsets == list(range(20 * BATCH))
+    assert any(getattr(c, frames.MARK, None) is not None for c in connections)

@@ -3,6 +3,7 @@ read_committed's holds, and the connection settings (names, security, secrets). 
 on a real broker's damaged log: tests/test_live_reader.py."""
 from __future__ import annotations
 
+import os
 import random
 import struct
 
@@ -299,3 +300,30 @@ def test_a_long_produce_reports_its_progress_while_it_waits():
     assert Producer._finish(stub, report, 10, seen.append) is report
     worker.join()
     assert seen and seen == sorted(seen) and 0 < seen[-1] <= 6 and report.settled == 6
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_frames_cut_anywhere_arrive_whole_and_in_order(seed):
+    """The wire seam's receiver (live/frames.py) reassembles response frames from chunks cut at
+    random places -- inside a size, between frames, several frames in one chunk, empty frames --
+    and hands each to the parser whole, in order, its body readable as a view."""
+    from pykbatch.live import frames
+
+    class Parser:
+        def _validate_frame_size(self, n):
+            assert 0 <= n < 1 << 20
+
+        def _process_response(self, frame):
+            head = frame.read(4)
+            return bytes(head) + bytes(frame.read())
+
+    rng = random.Random(seed)
+    bodies = [os.urandom(rng.choice((0, 1, 5, 300, 70_000))) for _ in range(rng.randrange(1, 8))]
+    wire = b"".join(len(b).to_bytes(4, "big") + b for b in bodies)
+    receiver = frames.Receiver(transport=None, parser=Parser())
+    got, at = [], 0
+    while at < len(wire):
+        step = rng.choice((1, 2, 3, 7, 4096, 65_536, 200_000))
+        got += receiver.receive_bytes(wire[at:at + step])
+        at += step
+    assert got == bodies

@@ -9,6 +9,7 @@
 
 #include "../kb_avro.h"
 #include "../kb_columns.h"
+#include "../kb_consume.h"
 #include "../kb_crc32.h"
 #include "../kb_crc32c.h"
 #include "../kb_encode.h"
@@ -196,6 +197,46 @@ static void fuzz_avro(const uint8_t *buf, size_t size)
             abort();
 }
 
+/* A consumer's walk over the bytes as a fetch response, under both isolation levels, from a fetch
+ * offset taken from the input: nothing read out of bounds, and when it settles the response its
+ * spans run from the fetch offset to the next offset without a gap or an overlap and its rows
+ * are at or after the fetch offset. */
+static void walk_consume(const uint8_t *buf, size_t size)
+{
+    int64_t fetch = size >= 8 ? (int64_t)(buf[size - 1] % 16) : 0;
+    int64_t aborted[4] = {0, 7, 3, 8}; /* (first offset, producer id) pairs */
+    for (int committed = 0; committed < 2; committed++) {
+        kb_consume_opts o = {.fetch_offset = fetch, .committed = committed, .last_stable_offset = committed ? 40 : -1,
+                             .compacted = committed, .aborted = aborted, .aborted_count = committed ? 2 : 0,
+                             .decompress = toy_decompress};
+        kb_span spans[64];
+        kb_consume_result r = {.spans = spans, .span_cap = 64};
+        kb_column_store s = {0};
+        s.c.layout = KB_LAYOUT_SPARK_TIME | (committed ? KB_LAYOUT_SPARK_ONLY : 0);
+        kb_consume_status st = kb_consume(buf, size, &o, &s, &r);
+        if (st == KB_CONSUME_DONE) {
+            int64_t at = fetch;
+            for (size_t i = 0; i < r.span_count; i++) {
+                if (spans[i].first != at || spans[i].last < spans[i].first)
+                    abort();
+                at = spans[i].last + 1;
+            }
+            if (r.span_count && at != r.next_offset)
+                abort();
+            for (int64_t i = 0; i < s.c.row; i++)
+                if (s.c.offset[i] < fetch)
+                    abort();
+            if (kb_column_store_trim(&s) != 0)
+                abort();
+        } else if (st == KB_CONSUME_CAREFUL && r.careful_at > size) {
+            abort();
+        }
+        kb_column_store_free(&s);
+        free(toy_out);
+        toy_out = NULL;
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* a private copy of exactly `size` bytes, so any over-read is caught */
@@ -223,6 +264,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (kb_crc32c(0, buf, size) != kb_crc32c_sw(0, buf, size) || kb_crc32(0, buf, size) != kb_crc32_sw(0, buf, size))
         abort();
     walk_columns(buf, size);
+    walk_consume(buf, size);
     fuzz_avro(buf, size);
     free(buf);
     return 0;

@@ -135,7 +135,9 @@ class Receiver:
 
 def install(conn) -> bool:
     """Gives ``conn`` (a kafka-python connection) the receiver; False when it cannot have it
-    (not connected yet, inside a frame, or a library that does not look as expected)."""
+    (not connected yet, inside a frame, or a library that does not look as expected).  Called by
+    the thread that drives the connection (a Cluster is used by one thread at a time: the
+    producer runs its cluster calls on its sender thread), so no frame is half read meanwhile."""
     if conn is None or getattr(conn, MARK, None) is not None:
         return conn is not None
     transport, parser = getattr(conn, "transport", None), getattr(conn, "parser", None)
