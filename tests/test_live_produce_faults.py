@@ -46,7 +46,7 @@ def test_answers_lost_after_the_append_are_retried_without_duplicates(kafka_brok
     create_topic(kafka_broker.bootstrap, topic, partitions=2)
     proxy = DroppingProxy(kafka_broker.proxy_port, kafka_broker.proxied_port, drop_every=3)
     try:
-        n = 12_000
+        n = 36_000  # enough requests for several lost answers however the batches fall
         with Producer({"bootstrap.servers": kafka_broker.proxy_bootstrap, "linger.ms": 5, "batch.size": 16384,
                        "retry.backoff.ms": 20}) as producer:
             report = producer.produce_arrow(values_table(n), topic=topic)
