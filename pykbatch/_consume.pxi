@@ -25,7 +25,8 @@ def consume(buf, int64_t fetch_offset, *, str topic="t", int partition=0, bint c
     cdef kb_consume_status st
     pairs = np.array(sorted(aborted), dtype=np.int64).reshape(-1) if aborted else np.zeros(2, np.int64)
     cdef const int64_t[::1] pair_view = pairs
-    spans = np.zeros((max(16, v.length // 64 + 2), 3), np.int64)  # a batch is at least 61 bytes
+    # kb_span's layout (the int kind padded to 8 bytes); a batch is at least 61 bytes; only r.span_count are read
+    spans = np.empty(max(16, v.length // 64 + 2), np.dtype([("first", np.int64), ("last", np.int64), ("kind", np.int32), ("pad", np.int32)]))
     memset(&o, 0, sizeof(o))
     memset(&r, 0, sizeof(r))
     o.fetch_offset = fetch_offset
@@ -38,6 +39,8 @@ def consume(buf, int64_t fetch_offset, *, str topic="t", int partition=0, bint c
     o.ctx = <void *> dec
     r.spans = <kb_span *> <uintptr_t> spans.ctypes.data
     r.span_cap = spans.shape[0]
+    if spans.itemsize != sizeof(kb_span):
+        raise SystemError("pykbatch: kb_span does not have the layout _consume.pxi reads")
     store.s.c.layout = KB_LAYOUT_SPARK_TIME | KB_LAYOUT_SPARK_ONLY
     with nogil:
         st = kb_consume(v.ptr, v.length, &o, &store.s, &r)
@@ -50,7 +53,7 @@ def consume(buf, int64_t fetch_offset, *, str topic="t", int partition=0, bint c
                             "fetch less at once")
     if kb_column_store_trim(&store.s) != 0:
         raise MemoryError("pykbatch: no memory for the decoded columns")
-    out_spans = [(int(a), int(b), _SPAN_KINDS[k]) for a, b, k in spans[:r.span_count]]
+    out_spans = [(int(a), int(b), _SPAN_KINDS[k]) for a, b, k, _ in spans[:r.span_count].tolist()]
     tail = None if r.tail == <size_t> -1 else r.tail
     return (_consumer_table(store, topic, partition), r.next_offset, out_spans, r.entries, tail,
             frozenset(r.aborted[i] for i in range(r.aborted_count)))
