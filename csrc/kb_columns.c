@@ -16,10 +16,27 @@ static void count_row(kb_column_sizes *z, int32_t key_len, int32_t value_len)
         z->value_bytes += value_len;
 }
 
+/* Room in `*p` (elements of `elem` bytes, `*cap` of them) for index `i`. */
+static int scratch_room(void *p, int64_t *cap, int64_t i, size_t elem)
+{
+    if (i < *cap)
+        return 0;
+    int64_t n = *cap ? *cap * 2 : 256;
+    while (n <= i)
+        n *= 2;
+    void *grown = realloc(*(void **)p, (size_t)n * elem);
+    if (!grown)
+        return -1;
+    *(void **)p = grown;
+    *cap = n;
+    return 0;
+}
+
 int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_reader reader,
-                       kb_column_sizes *z, kb_fault *f, int32_t *record_index)
+                       kb_column_sizes *z, kb_fault *f, int32_t *record_index, kb_column_scratch *keep)
 {
     size_t p = start;
+    int64_t header = 0;
     for (int32_t i = 0;; i++) {
         kb_record r;
         size_t next;
@@ -31,6 +48,13 @@ int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t c
             return -1;
         count_row(z, r.key_len, r.value_len);
         z->headers += r.header_count;
+        if (keep) {
+            if (scratch_room(&keep->records, &keep->records_cap, i, sizeof *keep->records) ||
+                scratch_room(&keep->headers, &keep->headers_cap, header + r.header_count, sizeof *keep->headers))
+                return KB_COLUMNS_NO_MEMORY;
+            keep->records[i] = (kb_record_at){r.timestamp_delta, r.key, r.value, r.headers,
+                                              r.offset_delta, r.key_len, r.value_len, r.header_count};
+        }
         size_t h = r.headers;
         for (int32_t k = 0; k < r.header_count; k++) {
             size_t kp, vp;
@@ -39,6 +63,8 @@ int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t c
             z->header_key_bytes += kl;
             if (vl > 0)
                 z->header_value_bytes += vl;
+            if (keep)
+                keep->headers[header++] = (kb_header_at){kp, vp, kl, vl};
         }
         p = r.end;
     }
@@ -169,41 +195,34 @@ static inline int64_t column_timestamp(const kb_columns *c, int64_t millis)
     return c->layout & KB_LAYOUT_SPARK_TIME ? (int64_t)((uint64_t)millis * 1000u) : millis;
 }
 
-static void fill_v2(const kb_column_batch *b, kb_columns *c)
+/* A measured v2 batch: its records as the measuring walk left them in `at`. */
+static void fill_v2(const kb_column_batch *b, kb_columns *c, const kb_column_scratch *at)
 {
     const uint8_t *buf = b->records;
     const kb_v2_header *h = &b->h;
     int64_t first_row = c->row;
-    size_t p = b->start;
+    const kb_header_at *hat = at->headers;
     for (int32_t i = 0; i < b->count; i++) {
-        kb_record r;
-        kb_fault f;
-        size_t next;
-        kb_v2_read_record(buf, p, b->limit, &r, &f, &next);
-        int64_t offset = kb_wrap_add64(h->base_offset, r.offset_delta);
+        const kb_record_at *r = &at->records[i];
+        int64_t offset = kb_wrap_add64(h->base_offset, r->offset_delta);
         if (__builtin_expect(b->skip_before && offset < b->from_offset, 0)) {
-            p = r.end;
+            hat += r->header_count;
             continue;
         }
         int64_t row = c->row++;
         c->offset[row] = offset;
-        c->timestamp[row] = column_timestamp(c, kb_v2_record_timestamp(h, r.timestamp_delta));
+        c->timestamp[row] = column_timestamp(c, kb_v2_record_timestamp(h, r->timestamp_delta));
         if (c->sequence)
-            c->sequence[row] = kb_increment_sequence(h->base_sequence, r.offset_delta);
-        put_key_value(c, row, b->buffer, buf, r.key, r.key_len, r.value, r.value_len);
-        size_t hp = r.headers;
-        for (int32_t k = 0; k < r.header_count; k++) {
-            size_t kp, vp;
-            int32_t kl, vl;
-            hp = kb_v2_read_header_kv(buf, hp, r.end, &kp, &kl, &vp, &vl);
+            c->sequence[row] = kb_increment_sequence(h->base_sequence, r->offset_delta);
+        put_key_value(c, row, b->buffer, buf, r->key, r->key_len, r->value, r->value_len);
+        for (int32_t k = 0; k < r->header_count; k++, hat++) {
             int64_t hrow = c->header_row++;
-            c->hkey_offsets[hrow + 1] = c->hkey_offsets[hrow] + kl;
-            if (kl > 0)
-                memcpy(c->hkey_data + c->hkey_offsets[hrow], buf + kp, (size_t)kl);
-            put_binary(c->hvalue_offsets, c->hvalue_data, c->hvalue_valid, hrow, buf + vp, vl);
+            c->hkey_offsets[hrow + 1] = c->hkey_offsets[hrow] + hat->key_len;
+            if (hat->key_len > 0)
+                memcpy(c->hkey_data + c->hkey_offsets[hrow], buf + hat->key, (size_t)hat->key_len);
+            put_binary(c->hvalue_offsets, c->hvalue_data, c->hvalue_valid, hrow, buf + hat->value, hat->value_len);
         }
         c->header_offsets[row + 1] = (int32_t)c->header_row;
-        p = r.end;
     }
     put_batch(c, first_row, c->row, b, h->base_offset, h->partition_leader_epoch, h->producer_id,
               h->producer_epoch, h->attributes, kb_timestamp_type(2, h->attributes));
@@ -231,12 +250,12 @@ static void fill_legacy(const kb_column_batch *b, kb_columns *c)
     put_batch(c, first_row, c->row, b, b->first_offset, -1, -1, -1, 0, kb_timestamp_type(b->m.magic, b->m.attributes));
 }
 
-static void fill(const kb_column_batch *b, kb_columns *c)
+static void fill(const kb_column_batch *b, kb_column_store *s)
 {
     if (b->magic < 2)
-        fill_legacy(b, c);
+        fill_legacy(b, &s->c);
     else
-        fill_v2(b, c);
+        fill_v2(b, &s->c, &s->scratch);
 }
 
 void kb_columns_rewind(kb_columns *c, int64_t row, int64_t header_row)
@@ -373,10 +392,12 @@ int kb_columns_add(kb_column_store *s, const kb_column_batch *b, int64_t expect,
     if (b->magic < 2) {
         if (kb_legacy_columns_measure(b->records, b->start, b->limit, &z, f, record_index) != 0)
             return -1;
-    } else if (b->count && kb_columns_measure(b->records, b->start, b->limit, b->count,
-                                              kb_v2_consumer_reader(b->h.attributes & KB_ATTR_CODEC_MASK), &z, f,
-                                              record_index) != 0) {
-        return -1;
+    } else if (b->count) {
+        int rc = kb_columns_measure(b->records, b->start, b->limit, b->count,
+                                    kb_v2_consumer_reader(b->h.attributes & KB_ATTR_CODEC_MASK), &z, f, record_index,
+                                    &s->scratch);
+        if (rc != 0)
+            return rc;
     }
     if (expect < 1)
         expect = 1;
@@ -392,7 +413,7 @@ int kb_columns_add(kb_column_store *s, const kb_column_batch *b, int64_t expect,
     int rc = reserve(s, &z, expect);
     if (rc != 0)
         return rc;
-    fill(b, &s->c);
+    fill(b, s);
     return 0;
 }
 
@@ -434,5 +455,7 @@ void kb_column_store_free(kb_column_store *s)
                    c->hvalue_offsets, c->hvalue_data, c->hvalue_valid};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         free(all[i]);
+    free(s->scratch.records);
+    free(s->scratch.headers);
     memset(s, 0, sizeof *s);
 }

@@ -86,10 +86,31 @@ typedef struct {
 #define KB_LAYOUT_SPARK_TIME 1
 #define KB_LAYOUT_SPARK_ONLY 2
 
-/* Adds the sizes of the `count` records in buf[start, limit) to *z.
- * Returns 0, or -1 with the first fault and its record index. */
+/* What the measuring walk read of one record and of one header: the fill copies from there
+ * instead of reading every varint a second time. */
+typedef struct {
+    int64_t timestamp_delta;
+    size_t key, value, headers;
+    int32_t offset_delta, key_len, value_len, header_count;
+} kb_record_at;
+
+typedef struct {
+    size_t key, value;
+    int32_t key_len, value_len;
+} kb_header_at;
+
+/* The batch being added's records and headers as measured (grown as needed, reused). */
+typedef struct {
+    kb_record_at *records;
+    kb_header_at *headers;
+    int64_t records_cap, headers_cap;
+} kb_column_scratch;
+
+/* Adds the sizes of the `count` records in buf[start, limit) to *z, and (`keep` not NULL) what
+ * it read of each record to *keep.  Returns 0, -1 with the first fault and its record index, or
+ * KB_COLUMNS_NO_MEMORY. */
 int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_reader reader,
-                       kb_column_sizes *z, kb_fault *f, int32_t *record_index);
+                       kb_column_sizes *z, kb_fault *f, int32_t *record_index, kb_column_scratch *keep);
 
 /* The same for magic 0/1: the messages of buf[start, limit), an inner message set or one
  * uncompressed entry (a truncated tail is dropped, as Kafka does). */
@@ -103,6 +124,7 @@ void kb_columns_rewind(kb_columns *c, int64_t row, int64_t header_row);
 /* The columns of one decode in buffers of their own (malloc), with their capacities. */
 typedef struct {
     kb_columns c;
+    kb_column_scratch scratch;
     int views;                     /* keys and values as binary views */
     int64_t rows_cap, headers_cap; /* rows / headers the arrays have room for */
     int64_t key_cap, value_cap, hkey_cap, hvalue_cap; /* data bytes */

@@ -133,7 +133,7 @@ static int read_batch(const uint8_t *buf, size_t pos, size_t size, const kb_v2_h
         kb_column_sizes z;
         memset(&z, 0, sizeof z);
         return b.count && kb_columns_measure(b.records, b.start, b.limit, b.count, kb_v2_consumer_reader(codec), &z,
-                                             &f, &index) != 0;
+                                             &f, &index, NULL) != 0;
     }
     int rc = kb_columns_add(s, &b, *expect, &f, &index);
     *expect = 1;

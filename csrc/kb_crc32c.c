@@ -68,7 +68,10 @@ void kb_crc32c_init(void)
     uint32_t (*chosen)(uint32_t, const uint8_t *, size_t) = sw_kernel;
     const char *name = "software";
     if (!kb_crc_force_software()) {
-        if (kb_crc32c_x86_available()) {
+        if (kb_crc32c_avx512_available()) {
+            chosen = kb_crc32c_avx512;
+            name = "avx512+vpclmulqdq";
+        } else if (kb_crc32c_x86_available()) {
             chosen = kb_crc32c_x86;
             name = "sse4.2+pclmul";
         } else if (kb_crc32c_arm_available()) {

@@ -1,7 +1,8 @@
 /* CRC-32C (Castagnoli), the checksum of v2 record batches.
  *
  * The implementation is chosen once, at the first call of kb_crc32c_init():
- * SSE4.2 with three interleaved streams combined by PCLMUL on x86-64, the
+ * on x86-64 folding with 512-bit carry-less multiplies (AVX-512 VPCLMULQDQ) for
+ * long buffers, else SSE4.2 with three interleaved streams combined by PCLMUL; the
  * ARMv8 CRC instructions on aarch64, or a portable slicing-by-8 table.
  * Setting the environment variable PYKBATCH_CRC32C_SW to a non-empty value
  * other than "0" forces the table so tests can cover every path.
@@ -23,7 +24,7 @@ uint32_t kb_crc32c(uint32_t crc, const uint8_t *data, size_t n);
 /* The portable implementation, always available (tests compare against it). */
 uint32_t kb_crc32c_sw(uint32_t crc, const uint8_t *data, size_t n);
 
-/* "sse4.2+pclmul", "armv8-crc" or "software". */
+/* "avx512+vpclmulqdq", "sse4.2+pclmul", "armv8-crc" or "software". */
 const char *kb_crc32c_impl(void);
 
 /* Internal: multiply a raw CRC state by x^(8*nbytes) mod P (used to combine
@@ -44,6 +45,8 @@ int kb_crc_force_software(void);
  * 0 from its probe when the CPU lacks the instructions. */
 int kb_crc32c_x86_available(void);
 uint32_t kb_crc32c_x86(uint32_t state, const uint8_t *p, size_t n);
+int kb_crc32c_avx512_available(void); /* also sets up kb_crc32c_x86, which it uses */
+uint32_t kb_crc32c_avx512(uint32_t state, const uint8_t *p, size_t n);
 int kb_crc32c_arm_available(void);
 uint32_t kb_crc32c_arm(uint32_t state, const uint8_t *p, size_t n);
 

@@ -300,8 +300,7 @@ cdef extern from "kb_columns.h" nogil:
 
     enum: KB_LAYOUT_SPARK_TIME
     enum: KB_LAYOUT_SPARK_ONLY
-    int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t count, kb_reader reader,
-                           kb_column_sizes *z, kb_fault *f, int32_t *record_index)
+
     int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb_column_sizes *z,
                                   kb_fault *f, int32_t *record_index)
     void kb_columns_rewind(kb_columns *c, int64_t row, int64_t header_row)

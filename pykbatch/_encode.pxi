@@ -70,20 +70,37 @@ cdef bytes _encode(dict header, list records):
 cdef bytes _assemble(const kb_v2_header *h, const kb_record_in *recs, size_t n):
     """A whole v2 batch from its header and records, compressed with the codec that the
     header's attributes name."""
+    return _assemble_as(h, recs, n, False)
+
+
+cdef object _assemble_as(const kb_v2_header *h, const kb_record_in *recs, size_t n, bint mutable):
+    """``_assemble``'s batch as bytes, or (``mutable``) as a bytearray: a producer stamps its
+    sequence into its batches in place, and building them there saves a copy of each."""
     cdef int codec = h.attributes & KB_ATTR_CODEC_MASK
     cdef int64_t size = kb_v2_records_size(recs, n)
+    cdef char *at
     if size < 0 or size + KB_V2_HEADER_SIZE - KB_LOG_OVERHEAD > INT32_MAX:
         raise _errors.rule_error("encode.too_large")
     if codec == KB_CODEC_NONE:
-        out = PyBytes_FromStringAndSize(NULL, size + KB_V2_HEADER_SIZE)
-        kb_v2_write_records(recs, n, <uint8_t *> PyBytes_AS_STRING(out) + KB_V2_HEADER_SIZE)
+        out = _new_buffer(size + KB_V2_HEADER_SIZE, mutable, &at)
+        kb_v2_write_records(recs, n, <uint8_t *> at + KB_V2_HEADER_SIZE)
     else:
         records = PyBytes_FromStringAndSize(NULL, size)
         kb_v2_write_records(recs, n, <uint8_t *> PyBytes_AS_STRING(records))
         payload = _codecs.compress(codec, records, 2)
-        out = PyBytes_FromStringAndSize(NULL, len(payload) + KB_V2_HEADER_SIZE)
-        memcpy(PyBytes_AS_STRING(out) + KB_V2_HEADER_SIZE, PyBytes_AS_STRING(payload), len(payload))
-    kb_v2_write_header(h, <uint8_t *> PyBytes_AS_STRING(out), len(out))
+        out = _new_buffer(len(payload) + KB_V2_HEADER_SIZE, mutable, &at)
+        memcpy(at + KB_V2_HEADER_SIZE, PyBytes_AS_STRING(payload), len(payload))
+    kb_v2_write_header(h, <uint8_t *> at, len(out))
+    return out
+
+
+cdef object _new_buffer(Py_ssize_t size, bint mutable, char **at):
+    if mutable:
+        out = PyByteArray_FromStringAndSize(NULL, size)
+        at[0] = PyByteArray_AS_STRING(out)
+    else:
+        out = PyBytes_FromStringAndSize(NULL, size)
+        at[0] = PyBytes_AS_STRING(out)
     return out
 
 

@@ -5,6 +5,7 @@ C results are turned into Python objects here and nowhere else; faults
 become exceptions only through ``_raise_fault``.
 """
 cimport cython
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.list cimport PyList_GET_ITEM
 from cpython.object cimport PyObject

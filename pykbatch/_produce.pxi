@@ -108,80 +108,127 @@ def build_batch_arrow(keys, values, rows, *, timestamps=None, headers=None, str 
     (or None), ``values``, ``timestamps`` (int64 ms per row, or None: ``now_ms``) and ``headers``
     (list<struct<key: string, value: binary>>, Spark's Kafka column, or None).  The records are
     read in place from the Arrow buffers."""
-    import numpy as np
-    import pyarrow as pa
-    if compression not in _COMPRESSION_IDS:
-        raise ValueError(f"unknown compression {compression!r}; expected one of {COMPRESSION_NAMES}")
-    cdef const int64_t[::1] idx = np.ascontiguousarray(rows, dtype=np.int64)
-    cdef Py_ssize_t n = idx.shape[0], i, k, total_headers = 0
-    if n == 0:
-        raise ValueError("a batch has at least one record")
-    cdef _Binary v = _Binary(values)
-    cdef _Binary kcol = _Binary(keys) if keys is not None else None
+    return ArrowBatcher(keys, values, timestamps=timestamps, headers=headers, now_ms=now_ms).build(
+        rows, compression, producer_id, producer_epoch, base_sequence, is_transactional)
+
+
+cdef class ArrowBatcher:
+    """Arrow columns as a producer reads them (``build_batch_arrow``'s), looked at once: then
+    each batch of any of their rows is built without asking pyarrow anything again (a 16 KiB
+    batch, Kafka's default ``batch.size``, costs a few microseconds, not the columns' set-up)."""
+    cdef _Binary v, kcol, hk, hv
+    cdef object ts_arr, hoff_arr
     cdef const int64_t[::1] ts
-    cdef bint have_ts = timestamps is not None
-    if have_ts:
-        ts = np.ascontiguousarray(timestamps, dtype=np.int64)
-    if now_ms < 0:
-        now_ms = int(time.time() * 1000)
-    # headers: per row, the range [hstart, hend) of the flattened key/value columns
     cdef const int32_t[::1] hoff
-    cdef _Binary hk = None, hv = None
-    if headers is not None:
-        hoff = np.ascontiguousarray(headers.offsets.to_numpy(zero_copy_only=False), dtype=np.int32)
-        kv = headers.values
-        if isinstance(kv, pa.StructArray):
-            flat = kv.flatten()
-            hk, hv = _Binary(flat[kv.type.get_field_index("key")]), _Binary(flat[kv.type.get_field_index("value")])
-        for i in range(n):
-            total_headers += hoff[idx[i] + 1] - hoff[idx[i]]
-    cdef kb_record_in *recs = <kb_record_in *> calloc(n, sizeof(kb_record_in))
-    cdef kb_header_in *hdrs = <kb_header_in *> calloc(max(total_headers, 1), sizeof(kb_header_in))
-    cdef kb_header_in *hnext = hdrs
-    cdef int64_t row, first_ts = 0, max_ts = -1, t, h0, h1
-    cdef kb_v2_header h
-    try:
-        if recs == NULL or hdrs == NULL:
-            raise MemoryError()
-        for i in range(n):
-            row = idx[i]
-            t = ts[row] if have_ts else now_ms
-            if t < 0:
-                raise ValueError(f"row {row}: invalid negative timestamp {t}")
-            if i == 0:
-                first_ts = t
-            if t > max_ts:
-                max_ts = t
-            recs[i].timestamp_delta = t - first_ts
-            recs[i].offset_delta = <int32_t> i
-            recs[i].key_len = kcol.get(row, &recs[i].key) if kcol is not None else -1
-            recs[i].value_len = v.get(row, &recs[i].value)
-            if hk is not None:
-                h0, h1 = hoff[row], hoff[row + 1]
-                recs[i].headers = hnext
-                recs[i].header_count = <int32_t> (h1 - h0)
-                for k in range(h1 - h0):
-                    hnext[k].key_len = hk.get(h0 + k, &hnext[k].key)
-                    if hnext[k].key_len < 0:
-                        raise ValueError(f"row {row}: header keys cannot be null")
-                    hnext[k].value_len = hv.get(h0 + k, &hnext[k].value)
-                hnext += h1 - h0
-        memset(&h, 0, sizeof(h))
-        h.base_offset = 0
-        h.partition_leader_epoch = -1
-        h.magic = 2
-        h.attributes = _COMPRESSION_IDS[compression] | (KB_ATTR_TRANSACTIONAL if is_transactional else 0)
-        h.last_offset_delta = <int32_t> (n - 1)
-        h.base_timestamp = first_ts
-        h.max_timestamp = max_ts
-        h.producer_id = producer_id
-        h.producer_epoch = producer_epoch
-        h.base_sequence = base_sequence
-        h.record_count = <int32_t> n
-        return _assemble(&h, recs, n)
-    finally:
-        free(recs)
-        free(hdrs)
+    cdef bint have_ts
+    cdef readonly int64_t now_ms
+
+    def __cinit__(self, keys, values, *, timestamps=None, headers=None, int64_t now_ms=-1):
+        import numpy as np
+        import pyarrow as pa
+        self.v = _Binary(values)
+        self.kcol = _Binary(keys) if keys is not None else None
+        self.have_ts = timestamps is not None
+        if self.have_ts:
+            self.ts_arr = np.ascontiguousarray(timestamps, dtype=np.int64)
+            self.ts = self.ts_arr
+        self.now_ms = now_ms if now_ms >= 0 else int(time.time() * 1000)
+        if headers is not None:
+            # per row, the range [hoff[row], hoff[row + 1]) of the flattened key/value columns
+            self.hoff_arr = np.ascontiguousarray(headers.offsets.to_numpy(zero_copy_only=False), dtype=np.int32)
+            self.hoff = self.hoff_arr
+            kv = headers.values
+            if isinstance(kv, pa.StructArray):
+                flat = kv.flatten()
+                self.hk = _Binary(flat[kv.type.get_field_index("key")])
+                self.hv = _Binary(flat[kv.type.get_field_index("value")])
+
+    def build(self, rows, str compression="none", int64_t producer_id=-1, int16_t producer_epoch=-1,
+              int32_t base_sequence=-1, bint is_transactional=False) -> bytes:
+        """One v2 batch of ``rows`` (int64 row numbers, in order)."""
+        import numpy as np
+        if compression not in _COMPRESSION_IDS:
+            raise ValueError(f"unknown compression {compression!r}; expected one of {COMPRESSION_NAMES}")
+        cdef const int64_t[::1] idx = np.ascontiguousarray(rows, dtype=np.int64)
+        if idx.shape[0] == 0:
+            raise ValueError("a batch has at least one record")
+        return self._batch(&idx[0], idx.shape[0], _COMPRESSION_IDS[compression], producer_id, producer_epoch,
+                           base_sequence, is_transactional, False)
+
+    def build_many(self, rows, ends, str compression="none", int64_t producer_id=-1, int16_t producer_epoch=-1,
+                   int32_t base_sequence=-1, bint is_transactional=False) -> list:
+        """The batches rows[0:ends[0]], rows[ends[0]:ends[1]], ..., each a bytearray (a sender
+        stamps its sequence in place) carrying ``base_sequence`` for now."""
+        import numpy as np
+        if compression not in _COMPRESSION_IDS:
+            raise ValueError(f"unknown compression {compression!r}; expected one of {COMPRESSION_NAMES}")
+        cdef const int64_t[::1] idx = np.ascontiguousarray(rows, dtype=np.int64)
+        cdef const int64_t[::1] stop = np.ascontiguousarray(ends, dtype=np.int64)
+        cdef int codec = _COMPRESSION_IDS[compression]
+        cdef Py_ssize_t b, first = 0
+        out = []
+        for b in range(stop.shape[0]):
+            if stop[b] <= first or stop[b] > idx.shape[0]:
+                raise ValueError(f"batch {b}: rows end at {stop[b]}, after {first} and within {idx.shape[0]}")
+            out.append(self._batch(&idx[first], stop[b] - first, codec, producer_id, producer_epoch, base_sequence,
+                                   is_transactional, True))
+            first = stop[b]
+        return out
+
+    cdef object _batch(self, const int64_t *idx, Py_ssize_t n, int codec, int64_t producer_id,
+                       int16_t producer_epoch, int32_t base_sequence, bint is_transactional, bint mutable):
+        cdef Py_ssize_t i, k, total_headers = 0
+        cdef bint with_headers = self.hk is not None
+        if with_headers:
+            for i in range(n):
+                total_headers += self.hoff[idx[i] + 1] - self.hoff[idx[i]]
+        cdef kb_record_in *recs = <kb_record_in *> calloc(n, sizeof(kb_record_in))
+        cdef kb_header_in *hdrs = <kb_header_in *> calloc(max(total_headers, 1), sizeof(kb_header_in))
+        cdef kb_header_in *hnext = hdrs
+        cdef int64_t row, first_ts = 0, max_ts = -1, t, h0, h1
+        cdef kb_v2_header h
+        try:
+            if recs == NULL or hdrs == NULL:
+                raise MemoryError()
+            for i in range(n):
+                row = idx[i]
+                t = self.ts[row] if self.have_ts else self.now_ms
+                if t < 0:
+                    raise ValueError(f"row {row}: invalid negative timestamp {t}")
+                if i == 0:
+                    first_ts = t
+                if t > max_ts:
+                    max_ts = t
+                recs[i].timestamp_delta = t - first_ts
+                recs[i].offset_delta = <int32_t> i
+                recs[i].key_len = self.kcol.get(row, &recs[i].key) if self.kcol is not None else -1
+                recs[i].value_len = self.v.get(row, &recs[i].value)
+                if with_headers:
+                    h0, h1 = self.hoff[row], self.hoff[row + 1]
+                    recs[i].headers = hnext
+                    recs[i].header_count = <int32_t> (h1 - h0)
+                    for k in range(h1 - h0):
+                        hnext[k].key_len = self.hk.get(h0 + k, &hnext[k].key)
+                        if hnext[k].key_len < 0:
+                            raise ValueError(f"row {row}: header keys cannot be null")
+                        hnext[k].value_len = self.hv.get(h0 + k, &hnext[k].value)
+                    hnext += h1 - h0
+            memset(&h, 0, sizeof(h))
+            h.base_offset = 0
+            h.partition_leader_epoch = -1
+            h.magic = 2
+            h.attributes = codec | (KB_ATTR_TRANSACTIONAL if is_transactional else 0)
+            h.last_offset_delta = <int32_t> (n - 1)
+            h.base_timestamp = first_ts
+            h.max_timestamp = max_ts
+            h.producer_id = producer_id
+            h.producer_epoch = producer_epoch
+            h.base_sequence = base_sequence
+            h.record_count = <int32_t> n
+            return _assemble_as(&h, recs, n, mutable)
+        finally:
+            free(recs)
+            free(hdrs)
 
 
 def restamp_v2(bytearray batch, *, int64_t producer_id, int16_t producer_epoch, int32_t base_sequence):
@@ -190,3 +237,25 @@ def restamp_v2(bytearray batch, *, int64_t producer_id, int16_t producer_epoch, 
     if len(batch) < KB_V2_HEADER_SIZE or batch[16] != 2:
         raise ValueError("restamp_v2 takes one whole v2 batch")
     kb_v2_restamp(<uint8_t *> <char *> batch, len(batch), producer_id, producer_epoch, base_sequence)
+
+
+def settle_delivered(int8_t[::1] outcome, int32_t[::1] partitions, int64_t[::1] offsets, const int64_t[::1] rows,
+                     int32_t partition, int64_t base_offset, int8_t delivered, int8_t pending) -> int:
+    """A report's bookkeeping for ``rows`` landed on ``partition`` at consecutive offsets from
+    ``base_offset`` (-1: unknown, acks=0): -1 once written, else the position in ``rows`` of
+    one settled already, with nothing written (a batch settled per record in numpy cost more
+    than building it)."""
+    cdef Py_ssize_t i, n = rows.shape[0], size = outcome.shape[0]
+    cdef int64_t row
+    for i in range(n):
+        row = rows[i]
+        if row < 0 or row >= size:
+            raise IndexError(f"row {row} is not one of the report's {size}")
+        if outcome[row] != pending:
+            return i
+    for i in range(n):
+        row = rows[i]
+        outcome[row] = delivered
+        partitions[row] = partition
+        offsets[row] = base_offset + i if base_offset >= 0 else -1
+    return -1

@@ -265,6 +265,28 @@ def _validate_rows(_View v, starts, ends, valid, config):
     return records, tails, bad
 
 
+def validate_each(batches, config=None):
+    """``validate`` of each buffer of ``batches`` (a producer's batches, each its own append)
+    with one set-up: {index: ValidationResult} for those with culprits; the sound ones make no
+    Python object (how a producer pre-flights many small batches at once)."""
+    config = config if config is not None else _DEFAULT_CONFIG
+    cdef _Validator checker = None
+    cdef _View v
+    bad = {}
+    for i, batch in enumerate(batches):
+        v = _view(batch)
+        if checker is None:
+            checker = _Validator(config, v)
+        checker.decompressor.v = v
+        checker.run(v.ptr, v.length)
+        result = checker.result() if checker.s.culprits else None
+        if checker.rebuilt(v.ptr, v.length):
+            result = _check_rebuilt_size(result if result is not None else checker.result(), v.mv, config)
+        if result is not None and result.culprit_count:
+            bad[i] = result
+    return bad
+
+
 cdef list _culprits(const kb_culprit *out, size_t n, str tp, list codec_messages):
     cdef list result = []
     cdef size_t i

@@ -61,7 +61,9 @@ def host_kernels() -> tuple:
     if platform.machine() != "x86_64":
         return ()
     flags = set(Path("/proc/cpuinfo").read_text().split("flags")[1].split("\n")[0].split())
-    return ("sse4.2+pclmul" if {"sse4_2", "pclmulqdq"} <= flags else "software",)
+    if not {"sse4_2", "pclmulqdq"} <= flags:
+        return ("software",)
+    return ("avx512+vpclmulqdq" if {"avx512f", "vpclmulqdq"} <= flags else "sse4.2+pclmul",)
 
 
 @pytest.mark.parametrize("python", ["%d.%d" % sys.version_info[:2], "3.9", "3.13"])

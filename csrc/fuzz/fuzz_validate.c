@@ -84,7 +84,7 @@ static void walk_columns(const uint8_t *buf, size_t len)
         size_t start = e.pos + KB_V2_HEADER_SIZE, limit = e.pos + e.size;
         kb_column_sizes z = {0};
         int32_t rec;
-        if (kb_columns_measure(buf, start, limit, h.record_count, KB_READER_IN_PLACE, &z, &f, &rec) != 0)
+        if (kb_columns_measure(buf, start, limit, h.record_count, KB_READER_IN_PLACE, &z, &f, &rec, NULL) != 0)
             continue;
         int64_t n = z.records, nh = z.headers;
         kb_column_store cs = {0};

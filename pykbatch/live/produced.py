@@ -14,11 +14,13 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
+from pykbatch import _native
 from pykbatch import errors as kb_errors
 
 DELIVERED, DROPPED, DEAD_LETTERED, FAILED = "delivered", "dropped", "dead_lettered", "failed"
 OUTCOMES = (DELIVERED, DROPPED, DEAD_LETTERED, FAILED)
 _PENDING = -1  # an outcome not known yet (index into OUTCOMES otherwise)
+_DELIVERED = OUTCOMES.index(DELIVERED)
 
 
 class ProduceError(Exception):
@@ -144,13 +146,17 @@ class ProduceReport:
         """``rows`` landed on ``partition`` at consecutive offsets from ``base_offset`` (-1: not
         known, acks=0), or at ``offsets``."""
         with self._lock:
-            self._check_pending(rows)
-            self.partition[rows] = partition
-            if offsets is not None:
-                self.offset[rows] = offsets
+            if offsets is None:  # a batch's rows, in the core
+                twice = _native.settle_delivered(self.outcome, self.partition, self.offset,
+                                                 np.ascontiguousarray(rows, dtype=np.int64), partition, base_offset,
+                                                 _DELIVERED, _PENDING)
+                if twice >= 0:
+                    raise AssertionError(f"rows {[int(rows[twice])]} settled twice")
             else:
-                self.offset[rows] = base_offset + np.arange(len(rows), dtype=np.int64) if base_offset >= 0 else -1
-            self.outcome[rows] = OUTCOMES.index(DELIVERED)
+                self._check_pending(rows)
+                self.partition[rows] = partition
+                self.offset[rows] = offsets
+                self.outcome[rows] = _DELIVERED
             self._settled(len(rows))
 
     def not_delivered(self, row: int, topic: str, partition: int, outcome: str, error: ProduceError) -> None:

@@ -48,7 +48,7 @@ from pykbatch.live.produced import (
 )
 from pykbatch.live.rows import BATCH_OVERHEAD, RECORD_OVERHEAD, ArrowColumns, ArrowRows, Build, ListRows, Pending, Rows
 from pykbatch.live.sender import ProducerBatch, Sender
-from pykbatch.live.topic_limits import TopicLimits, check, describe
+from pykbatch.live.topic_limits import TopicLimits, check, check_each, describe
 from pykbatch.live.transactions import (
     Coordinator, FatalProducerError, ProducerFencedError, TransactionAbortableError,
 )
@@ -285,8 +285,8 @@ class Producer:
             for part_rows, part_sizes, part in zip(np.split(rows[order], bounds), np.split(sizes[order], bounds),
                                                    chosen_sorted[np.r_[0, bounds]] if len(rows) else []):
                 tp = TopicPartition(t, int(part))
-                for start, end in _batch_bounds(part_sizes, self.settings["batch.size"]):
-                    batches.extend(self._seal(tp, ArrowRows(cols, part_rows[start:end], report)))
+                batches.extend(self._seal_many(tp, cols, part_rows,
+                                               _batch_bounds(part_sizes, self.settings["batch.size"]), report))
         self._sender.enqueue(batches)
         if not wait:
             return report
@@ -372,6 +372,31 @@ class Producer:
                     sealed.extend(self._seal_open(tp))
         if sealed:
             self._sender.enqueue(sealed)
+
+    def _seal_many(self, tp: TopicPartition, cols: ArrowColumns, rows: np.ndarray, bounds: list[tuple[int, int]],
+                   report: ProduceReport) -> list[ProducerBatch]:
+        """Rows ``rows`` of ``cols`` as batches (``bounds``: each one's [start, end) in ``rows``,
+        consecutive), built and pre-flighted together in the core; a batch with a culprit goes
+        through ``_seal`` on its own, which settles it as it settles any batch."""
+        limits = self._topic_limits(tp.topic, refresh=tp.topic in self._stale_limits)
+        if limits is None or len(bounds) == 1:
+            return [b for start, end in bounds for b in self._seal(tp, ArrowRows(cols, rows[start:end], report))]
+        pid = self._sender.pid
+        idempotent = self.settings["enable.idempotence"]
+        stamp = (pid.id, pid.epoch, 0) if idempotent else (-1, -1, -1)
+        datas = cols.batcher().build_many(rows, [end for _, end in bounds], self.settings["compression.type"],
+                                          stamp[0], stamp[1], stamp[2], self.transactional_id is not None)
+        bad = check_each(datas, limits.config(tp.partition))
+        now = time.monotonic()
+        out: list[ProducerBatch] = []
+        for i, (start, end) in enumerate(bounds):
+            part = ArrowRows(cols, rows[start:end], report)
+            if i in bad:
+                out.extend(self._seal(tp, part))
+                continue
+            batch = ProducerBatch(tp, part, now, data=datas[i], stamp=stamp)
+            out.append(batch)
+        return out
 
     def _seal(self, tp: TopicPartition, rows: Rows) -> list[ProducerBatch]:
         """``rows`` as batches for ``tp``, after the pre-flight (its culprits settled here)."""

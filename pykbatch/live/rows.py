@@ -66,11 +66,8 @@ class ArrowRows(Rows):
         self.n = len(rows)
 
     def build(self, b: Build) -> bytes:
-        c = self.columns
-        return _native.build_batch_arrow(c.keys, c.values, self.rows, timestamps=c.timestamps, headers=c.headers,
-                                         compression=b.compression, producer_id=b.producer_id,
-                                         producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
-                                         is_transactional=b.transactional, now_ms=c.now_ms)
+        return self.columns.batcher().build(self.rows, b.compression, b.producer_id, b.producer_epoch,
+                                            b.base_sequence, b.transactional)
 
     def subset(self, keep: list[int]) -> ArrowRows:
         return ArrowRows(self.columns, self.rows[np.asarray(keep, dtype=np.int64)], self.report)
@@ -104,6 +101,14 @@ class ArrowColumns:
     headers: object = None
     timestamps: np.ndarray | None = None
     now_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    _batcher: object = field(default=None, repr=False)
+
+    def batcher(self) -> _native.ArrowBatcher:
+        """The columns read once, for building any rows' batches."""
+        if self._batcher is None:
+            self._batcher = _native.ArrowBatcher(self.keys, self.values, timestamps=self.timestamps,
+                                                 headers=self.headers, now_ms=self.now_ms)
+        return self._batcher
 
 
 @dataclass

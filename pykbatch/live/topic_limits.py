@@ -88,3 +88,8 @@ def check(batch: bytes, config: ValidationConfig) -> list:
     """The culprits the topic's leader would name in ``batch`` (validator culprits: a
     ``record_index`` for record-level ones, None when the batch as a whole is refused)."""
     return list(_native.validate(batch, config).culprits)
+
+
+def check_each(batches: list, config: ValidationConfig) -> set[int]:
+    """Which of ``batches`` (each its own append) have a culprit: one core set-up for them all."""
+    return set(_native.validate_each(batches, config))
