@@ -278,6 +278,26 @@ class Cluster:
         """``request`` to ``node``, whose connection is ``ready``: a handle (a future)."""
         return self._client.send(node, request)
 
+    def send_produce(self, node: int, batches: Mapping[str, list], *, acks: int, timeout_ms: int,
+                     transactional_id: str | None = None):
+        """A Produce request to ``node``, whose connection is ``ready``: written by pykbatch on the
+        library's connection when it can be (``frames.writable``; the answer read by
+        ``protocol.read_produce_answer``), else the library's own request; a handle either way."""
+        conn = self._client._manager._conns.get(node)
+        receiver = frames.writable(conn) if acks != 0 else None
+        if receiver is None:
+            return self.send_now(node, protocol.produce(batches, acks=acks, timeout_ms=timeout_ms,
+                                                       transactional_id=transactional_id))
+        version = receiver.versions.get("Produce")
+        if version is None:
+            version = receiver.versions["Produce"] = protocol.produce_version(conn)
+        correlation_id = conn.parser._next_correlation_id()
+        answer = frames.Answer(conn, lambda frame: protocol.read_produce_answer(frame, version)[1])
+        receiver.expect(correlation_id, answer)
+        receiver.write(protocol.produce_frame(version, correlation_id, conn.parser._client_id, batches, acks=acks,
+                                              timeout_ms=timeout_ms, transactional_id=transactional_id))
+        return answer
+
     def poll(self, timeout_ms: int) -> None:
         """Moves every connection's bytes for up to ``timeout_ms`` (answers complete handles)."""
         self._client.poll(timeout_ms=timeout_ms)

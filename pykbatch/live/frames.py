@@ -54,6 +54,8 @@ class Receiver:
         self.filled = 0
         self.done: list = []
         self.writing = threading.Lock()
+        self.expected: dict[int, Answer] = {}  # correlation id -> a request pykbatch wrote itself
+        self.versions: dict[str, int] = {}     # API versions agreed on this connection, by name
 
     # -- the transport's side ------------------------------------------------------------------
     def recv(self):
@@ -125,12 +127,70 @@ class Receiver:
                     return
             self.library_write(data)
 
+    def expect(self, correlation_id: int, answer: Answer) -> None:
+        """The response to ``correlation_id`` (a request written with ``write``, its id taken from
+        the parser's own sequence) goes to ``answer``, not to the library's parser."""
+        self.expected[correlation_id] = answer
+
     # -- the parser's side ---------------------------------------------------------------------
     def receive_bytes(self, data) -> list:
         if data:
             self._take(memoryview(data))
         done, self.done = self.done, []
-        return [self.parser._process_response(frame) for frame in done]
+        out = []
+        for frame in done:
+            answer = self.expected.pop(int.from_bytes(frame[:4], "big", signed=True), None) if self.expected else None
+            if answer is not None:
+                answer.frame = frame
+            else:
+                out.append(self.parser._process_response(frame))
+        return out
+
+
+class Answer:
+    """The response to a request pykbatch wrote on a library connection, read as the library's
+    futures are (``is_done``, ``failed()``, ``value``, ``exception``): ``read`` decodes the frame
+    (a ValueError when it does not decode); a connection that closed first fails it."""
+    __slots__ = ("conn", "read", "frame", "_value", "_error")
+
+    def __init__(self, conn, read):
+        self.conn, self.read = conn, read
+        self.frame = self._value = self._error = None
+
+    @property
+    def is_done(self) -> bool:
+        if self.frame is None and self._error is None and self.conn.closed:
+            import kafka.errors as Errors
+            self._error = Errors.KafkaConnectionError("the connection closed before the answer came")
+        return self.frame is not None or self._error is not None
+
+    def failed(self) -> bool:
+        if self.frame is not None and self._value is None and self._error is None:
+            try:
+                self._value = self.read(memoryview(self.frame))
+            except ValueError as exc:
+                self._error = exc
+        return self._error is not None
+
+    @property
+    def value(self):
+        return None if self.failed() else self._value
+
+    @property
+    def exception(self):
+        return self._error if self.failed() else None
+
+
+def writable(conn) -> Receiver | None:
+    """``conn``'s receiver when pykbatch may write a request of its own on it now: connected, not
+    (re-)authenticating, not paused (a throttle); else None (the library's path serves)."""
+    receiver = getattr(conn, MARK, None) if conn is not None else None
+    if receiver is None or not conn.connected or conn.initializing or getattr(conn, "paused", True):
+        return None
+    reauth = getattr(conn, "_reauth", None)
+    if reauth is None or reauth.is_reauthenticating:
+        return None
+    return receiver
 
 
 def install(conn) -> bool:

@@ -285,12 +285,11 @@ class Sender:
     def _send(self, node: int, batches: list[ProducerBatch]) -> None:
         topics: dict[str, list] = {}
         for b in batches:
-            topics.setdefault(b.tp.topic, []).append((b.tp.partition, bytes(b.data)))
-        request = protocol.produce(topics, acks=self.acks, timeout_ms=self.request_timeout_ms,
-                                   transactional_id=self.transactional_id)
+            topics.setdefault(b.tp.topic, []).append((b.tp.partition, b.data))
         self.metrics["produce-requests"] += 1
         try:
-            f = self.cluster.send_now(node, request)
+            f = self.cluster.send_produce(node, topics, acks=self.acks, timeout_ms=self.request_timeout_ms,
+                                          transactional_id=self.transactional_id)
         except Exception as exc:  # noqa: BLE001 (not connected: the batches go back, unchanged)
             f = exc
         if self.acks == 0:  # no answer comes: the records count as delivered, offsets unknown
