@@ -23,6 +23,7 @@ log = logging.getLogger("pykbatch.live")
 EARLIEST, LATEST = -2, -1  # ListOffsets' timestamps for the log start and the end (Spark's JSON too)
 SASL_DROPS = 3  # closes in a row during SASL authentication taken as a refusal (see Cluster._ready)
 UNREACHABLE_S = 3.0  # every bootstrap server refused or unknown for this long: nothing listens there
+LIBRARY_EVERY_S = 0.05  # the library's own loop runs at least this often while pykbatch reads for it (pump)
 _TLS_RECORD_TYPES = (0x15, 0x16)  # a TLS alert or handshake record, read as a response's length
 
 
@@ -137,6 +138,7 @@ class Cluster:
         self._kwargs.setdefault("request_timeout_ms", timeout_ms)
         self._kwargs["receive_message_max_bytes"] = receive_max_bytes
         self._client = KafkaNetClient(**self._kwargs)
+        self._library_due = 0.0  # when the library's loop must run next (pump)
         self._leaders: dict[TopicPartition, Leader] = {}
         self._partitions: dict[str, list[int]] = {}
         self._coordinators: dict[tuple[str, str], int] = {}
@@ -297,6 +299,23 @@ class Cluster:
         receiver.write(protocol.produce_frame(version, correlation_id, conn.parser._client_id, batches, acks=acks,
                                               timeout_ms=timeout_ms, transactional_id=transactional_id))
         return answer
+
+    def pump(self, timeout_ms: int) -> None:
+        """``poll`` for a producer's thread: while only pykbatch's own requests are in flight
+        (``send_produce``), their answers are read straight off the sockets (``frames.pump``);
+        the library's loop -- a task, a timer and a selector registration per answer -- runs
+        when it has work of its own (``frames.library_busy``), and at least every LIBRARY_EVERY_S."""
+        client = self._client
+        now = time.monotonic()
+        if now < self._library_due and frames.can_pump(client):
+            conns = [c for c in client._manager._conns.values() if getattr(getattr(c, frames.MARK, None), "expected", None)]
+            if conns and not frames.library_busy(client):
+                with client._lock:
+                    if frames.pump(conns, client._net._wakeup_r, timeout_ms / 1000):
+                        return
+                timeout_ms = 0  # the library's turn now (its wakeup, or a socket gone)
+        self._library_due = now + LIBRARY_EVERY_S
+        self.poll(timeout_ms)
 
     def poll(self, timeout_ms: int) -> None:
         """Moves every connection's bytes for up to ``timeout_ms`` (answers complete handles)."""

@@ -15,6 +15,7 @@ written against (``ACCELERATED`` says whether it was); otherwise the library's o
 from __future__ import annotations
 
 import logging
+import select
 import ssl
 import threading
 import time
@@ -179,6 +180,59 @@ class Answer:
     @property
     def exception(self):
         return self._error if self.failed() else None
+
+
+def can_pump(client) -> bool:
+    """Whether ``pump`` may stand in for the library's loop on ``client``'s connections (the
+    parts of kafka-python 3.0.12 it reads are there)."""
+    net = getattr(client, "_net", None)
+    return (ACCELERATED and net is not None and all(hasattr(net, a) for a in ("_wakeup_r", "_ready", "_scheduled"))
+            and hasattr(client, "_lock") and hasattr(getattr(client, "_manager", None), "_conns"))
+
+
+def library_busy(client) -> bool:
+    """Whether the library's loop has work of its own: a task ready or a timer due (a request of
+    its own timing out, a re-authentication), a request of its own in flight, a connection being
+    made, or bytes it holds to write."""
+    net = client._net
+    if net._ready or (net._scheduled and net._scheduled[0][0] <= time.monotonic()):
+        return True
+    for conn in client._manager._conns.values():
+        transport = getattr(conn, "transport", None)
+        if (getattr(conn, "in_flight_requests", None) or getattr(conn, "initializing", True) or transport is None
+                or getattr(transport, "_write_buffer", True) or getattr(transport, "_writing", True)):
+            return True
+    return False
+
+
+def pump(conns: list, wakeup, timeout: float) -> bool:
+    """Waits up to ``timeout`` seconds for ``conns``' sockets (connections with answers pykbatch
+    expects), reads what they have into frames, and hands the frames on as the library's read
+    loop would (``data_received``: pykbatch's answers to their ``Answer``, the library's to its
+    futures); a socket that failed is aborted as that loop aborts it.  False, having read
+    nothing, when the library's loop must run instead (its wakeup was signalled, a socket is
+    gone)."""
+    socks = {}
+    for conn in conns:
+        sock = getattr(conn.transport, "_sock", None)
+        if sock is None:
+            return False
+        socks[sock] = conn
+    try:
+        readable, _, _ = select.select([*socks, wakeup], [], [], max(timeout, 0))
+    except (OSError, ValueError):  # a socket closed meanwhile
+        return False
+    if wakeup in readable:
+        return False
+    for sock in readable:
+        conn = socks[sock]
+        receiver = getattr(conn, MARK)
+        _, error = receiver.recv()
+        if receiver.done:
+            conn.data_received(b"")
+        if error is not None:
+            conn.transport.abort(error)
+    return True
 
 
 def writable(conn) -> Receiver | None:

@@ -167,7 +167,7 @@ class Sender:
                 if self._closing and not self.pending():
                     break
                 self._send_ready()
-                self.cluster.poll(self._poll_ms())
+                self.cluster.pump(self._poll_ms())
                 self._collect()
                 self._expire()
                 with self._idle:
