@@ -12,6 +12,8 @@ from __future__ import annotations
 import struct
 from typing import Any, Iterable, Mapping
 
+from pykbatch.kafka.definitions import uvarint_bytes
+
 VERSIONS: dict[str, tuple[int, int]] = {
     "Produce": (3, 11),          # v3: record batches; v12 (KIP-890 part 2: the broker enlists partitions) not used
     "Fetch": (4, 12),            # v4: read_committed's aborted transactions; 13+ name topics by id
@@ -189,14 +191,7 @@ _SMALL_VARINTS = [bytes((n,)) for n in range(128)]
 
 
 def _uvarint(n: int) -> bytes:
-    if 0 <= n < 128:
-        return _SMALL_VARINTS[n]
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    return _SMALL_VARINTS[n] if 0 <= n < 128 else uvarint_bytes(n)
 
 
 def _string(text: str | None, flexible: bool) -> bytes:
