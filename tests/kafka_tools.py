@@ -87,6 +87,7 @@ def wait_for_port(process: subprocess.Popen, port: int, timeout: float) -> bool:
 # The secured listeners' principals (made at format time / in the JAAS lines below)
 PLAIN_USER, PLAIN_PASSWORD = "alice", "alice-secret"
 SCRAM_USER, SCRAM_PASSWORD = "bob", "bob-secret"
+REAUTH_MS = 4000  # SCRAM-SHA-512's session lifetime on the SASL_SSL listener
 DENIED_TOPIC = "secured-denied"  # readable by admin only: alice and bob are not authorized
 
 
@@ -146,6 +147,9 @@ class Broker:
             "ssl.keystore.type=PEM", f"ssl.keystore.location={self.certs.broker}",
             "ssl.truststore.type=PEM", f"ssl.truststore.location={self.certs.ca}",
             "listener.name.mtls.ssl.client.auth=required",
+            # SCRAM-SHA-512 sessions expire every few seconds (KIP-368): clients must re-authenticate
+            # on a live connection (tests/test_live_produce_security.py)
+            f"listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms={REAUTH_MS}",
             "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users=User:ANONYMOUS;User:admin",
             "allow.everyone.if.no.acl.found=true",

@@ -36,6 +36,37 @@ def test_produces_over_sasl_ssl(broker, mechanism, user, password):
     assert [v for *_, v, _, _ in consume_all(broker.bootstrap, topic, 100)] == [b"secret-%d" % i for i in range(100)]
 
 
+def test_a_producer_outlives_its_sasl_sessions(broker, caplog, monkeypatch):
+    """KIP-368: the listener ends SCRAM-SHA-512 sessions every REAUTH_MS.  A producer sending
+    16 KiB batches for over two lifetimes -- its answers read off the socket by pykbatch while
+    only its own Produce requests are in flight (Cluster.pump) -- lets the connection layer
+    re-authenticate on the same connection: every record lands once, no request fails, no
+    reconnection."""
+    import logging
+
+    import pyarrow as pa
+    monkeypatch.setenv("PYKBATCH_LOG_WIRE", "1")  # the connection layer's DEBUG lines say who authenticated
+    caplog.set_level(logging.DEBUG, logger="kafka.net.connection")
+    topic = "secured-produce-reauth"
+    create_topic(broker.bootstrap, topic, partitions=3)
+    props = sasl(broker, "SCRAM-SHA-512", SCRAM_USER, SCRAM_PASSWORD, **{"batch.size": 16384, "linger.ms": 5})
+    sent = 0
+    with Producer(props) as producer:
+        until = time.monotonic() + 2.5 * kafka_tools.REAUTH_MS / 1000
+        while time.monotonic() < until:
+            rows = pa.table({"key": [b"%08d" % (sent + i) for i in range(5000)], "value": [b"v" * 100] * 5000})
+            assert producer.produce_arrow(rows, topic=topic).counts["delivered"] == 5000
+            sent += 5000
+            time.sleep(0.2)
+        metrics = producer.metrics_dict()
+    assert metrics["network-errors"] == 0 and metrics["total-retries"] == 0, metrics
+    auths = [line for line in caplog.text.splitlines()  # as written when logged: the connection's state then
+             if "Authenticated as bob via SASL / SCRAM-SHA-512" in line and "node_id=1 " in line]
+    assert sum("(connected)" in a for a in auths) >= 2, auths  # re-authentications on the live connection
+    assert len({a.split("<-")[1].split("]")[0] for a in auths}) == 1, auths  # one client port: never reconnected
+    assert len(consume_all(broker.bootstrap, topic, sent)) == sent
+
+
 def test_produces_with_a_client_certificate(broker):
     topic = "secured-produce-mtls"
     create_topic(broker.bootstrap, topic)
