@@ -67,6 +67,13 @@ cdef bytes _encode(dict header, list records):
         free(recs)
 
 
+cdef int _codec_id(str compression) except -1:
+    """The attributes' codec bits of a compression name a caller gave (ValueError when unknown)."""
+    if compression not in _COMPRESSION_IDS:
+        raise ValueError(f"unknown compression {compression!r}; expected one of {COMPRESSION_NAMES}")
+    return _COMPRESSION_IDS[compression]
+
+
 cdef bytes _assemble(const kb_v2_header *h, const kb_record_in *recs, size_t n):
     """A whole v2 batch from its header and records, compressed with the codec that the
     header's attributes name."""
@@ -142,8 +149,7 @@ def build_batch(records, *, int64_t base_offset=0, int32_t partition_leader_epoc
     uncompressed, else one wrapper message (offset = the last record's) around the inner set
     (v1: relative inner offsets); no headers, producer fields, transactions or zstd, as Kafka.
     """
-    if compression not in _COMPRESSION_IDS:
-        raise ValueError(f"unknown compression {compression!r}; expected one of {COMPRESSION_NAMES}")
+    _codec_id(compression)
     if magic not in (0, 1, 2):
         raise ValueError(f"Invalid magic value {magic}")
     if magic < 2:

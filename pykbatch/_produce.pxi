@@ -147,24 +147,21 @@ cdef class ArrowBatcher:
               int32_t base_sequence=-1, bint is_transactional=False) -> bytes:
         """One v2 batch of ``rows`` (int64 row numbers, in order)."""
         import numpy as np
-        if compression not in _COMPRESSION_IDS:
-            raise ValueError(f"unknown compression {compression!r}; expected one of {COMPRESSION_NAMES}")
+        cdef int codec = _codec_id(compression)
         cdef const int64_t[::1] idx = np.ascontiguousarray(rows, dtype=np.int64)
         if idx.shape[0] == 0:
             raise ValueError("a batch has at least one record")
-        return self._batch(&idx[0], idx.shape[0], _COMPRESSION_IDS[compression], producer_id, producer_epoch,
-                           base_sequence, is_transactional, False)
+        return self._batch(&idx[0], idx.shape[0], codec, producer_id, producer_epoch, base_sequence,
+                           is_transactional, False)
 
     def build_many(self, rows, ends, str compression="none", int64_t producer_id=-1, int16_t producer_epoch=-1,
                    int32_t base_sequence=-1, bint is_transactional=False) -> list:
         """The batches rows[0:ends[0]], rows[ends[0]:ends[1]], ..., each a bytearray (a sender
         stamps its sequence in place) carrying ``base_sequence`` for now."""
         import numpy as np
-        if compression not in _COMPRESSION_IDS:
-            raise ValueError(f"unknown compression {compression!r}; expected one of {COMPRESSION_NAMES}")
+        cdef int codec = _codec_id(compression)
         cdef const int64_t[::1] idx = np.ascontiguousarray(rows, dtype=np.int64)
         cdef const int64_t[::1] stop = np.ascontiguousarray(ends, dtype=np.int64)
-        cdef int codec = _COMPRESSION_IDS[compression]
         cdef Py_ssize_t b, first = 0
         out = []
         for b in range(stop.shape[0]):

@@ -151,6 +151,16 @@ cdef class _Validator:
         entries always, any entry when the topic stores another codec or record version."""
         return self.may_rebuild and length > 16 and (self.always_rebuilt or ptr[16] != 2)
 
+    cdef object culprits_of(self, _View v, size_t start, size_t length):
+        """Validates v[start:start + length]: its ValidationResult when it has culprits, else None
+        with no Python object made (self.s holds the summary either way)."""
+        self.run(v.ptr + start, length)
+        result = self.result() if self.s.culprits else None
+        if self.rebuilt(v.ptr + start, length):
+            result = _check_rebuilt_size(result if result is not None else self.result(), v.mv[start:start + length],
+                                         self.config)
+        return result if result is not None and result.culprit_count else None
+
     cdef object result(self):
         s = &self.s
         culprits = _culprits(self.out, min(<size_t> s.culprits, self.cap), self.config.topic_partition,
@@ -253,14 +263,10 @@ def _validate_rows(_View v, starts, ends, valid, config):
     for row in range(n):
         if valid is not None and not valid[row]:
             continue
-        checker.run(v.ptr + row_start[row], <size_t> (row_end[row] - row_start[row]))
+        result = checker.culprits_of(v, row_start[row], <size_t> (row_end[row] - row_start[row]))
         rec_view[row] = checker.s.records
         tail_view[row] = checker.s.tail_pos
-        result = checker.result() if checker.s.culprits else None
-        if checker.rebuilt(v.ptr + row_start[row], <size_t> (row_end[row] - row_start[row])):
-            result = _check_rebuilt_size(result if result is not None else checker.result(),
-                                         v.mv[row_start[row]:row_end[row]], config)
-        if result is not None and result.culprit_count:
+        if result is not None:
             bad[row] = result
     return records, tails, bad
 
@@ -278,11 +284,8 @@ def validate_each(batches, config=None):
         if checker is None:
             checker = _Validator(config, v)
         checker.decompressor.v = v
-        checker.run(v.ptr, v.length)
-        result = checker.result() if checker.s.culprits else None
-        if checker.rebuilt(v.ptr, v.length):
-            result = _check_rebuilt_size(result if result is not None else checker.result(), v.mv, config)
-        if result is not None and result.culprit_count:
+        result = checker.culprits_of(v, 0, v.length)
+        if result is not None:
             bad[i] = result
     return bad
 

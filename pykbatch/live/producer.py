@@ -379,7 +379,7 @@ class Producer:
         consecutive), built and pre-flighted together in the core; a batch with a culprit goes
         through ``_seal`` on its own, which settles it as it settles any batch."""
         limits = self._topic_limits(tp.topic, refresh=tp.topic in self._stale_limits)
-        if limits is None or len(bounds) == 1:
+        if limits is None:
             return [b for start, end in bounds for b in self._seal(tp, ArrowRows(cols, rows[start:end], report))]
         pid = self._sender.pid
         idempotent = self.settings["enable.idempotence"]
