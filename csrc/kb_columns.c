@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_copy.h"
 #include "kb_legacy.h"
 #include "kb_wire.h"
 
@@ -70,13 +71,15 @@ int kb_columns_measure(const uint8_t *buf, size_t start, size_t limit, int32_t c
     }
 }
 
-/* Appends bytes (n < 0: null) to an Arrow binary column at `row`. */
+/* Appends bytes (n < 0: null) to an Arrow binary column at `row` (`stream`: around the cache). */
 static void put_binary(int32_t *offsets, uint8_t *data, uint8_t *valid, int64_t row, const uint8_t *src,
-                       int32_t n)
+                       int32_t n, int stream)
 {
     int32_t end = offsets[row];
     if (n >= 0) {
-        if (n > 0) /* an empty column's data may not be allocated */
+        if (n > 0 && stream)
+            kb_copy_streaming(data + end, src, (size_t)n);
+        else if (n > 0) /* an empty column's data may not be allocated */
             memcpy(data + end, src, (size_t)n);
         end += n;
         valid[row >> 3] |= (uint8_t)(1u << (row & 7));
@@ -107,16 +110,16 @@ static void put_view(uint8_t *views, uint8_t *valid, int64_t row, const uint8_t 
 
 /* A record's key and value, copied or as views, at `row`. */
 static void put_key_value(kb_columns *c, int64_t row, int32_t buffer, const uint8_t *buf, size_t key,
-                          int32_t key_len, size_t value, int32_t value_len)
+                          int32_t key_len, size_t value, int32_t value_len, int stream)
 {
     if (c->key_views)
         put_view(c->key_views, c->key_valid, row, buf, key, key_len, buffer);
     else
-        put_binary(c->key_offsets, c->key_data, c->key_valid, row, buf + key, key_len);
+        put_binary(c->key_offsets, c->key_data, c->key_valid, row, buf + key, key_len, stream);
     if (c->value_views)
         put_view(c->value_views, c->value_valid, row, buf, value, value_len, buffer);
     else
-        put_binary(c->value_offsets, c->value_data, c->value_valid, row, buf + value, value_len);
+        put_binary(c->value_offsets, c->value_data, c->value_valid, row, buf + value, value_len, stream);
 }
 
 int kb_legacy_columns_measure(const uint8_t *buf, size_t start, size_t limit, kb_column_sizes *z, kb_fault *f,
@@ -196,7 +199,7 @@ static inline int64_t column_timestamp(const kb_columns *c, int64_t millis)
 }
 
 /* A measured v2 batch: its records as the measuring walk left them in `at`. */
-static void fill_v2(const kb_column_batch *b, kb_columns *c, const kb_column_scratch *at)
+static void fill_v2(const kb_column_batch *b, kb_columns *c, const kb_column_scratch *at, int stream)
 {
     const uint8_t *buf = b->records;
     const kb_v2_header *h = &b->h;
@@ -214,13 +217,14 @@ static void fill_v2(const kb_column_batch *b, kb_columns *c, const kb_column_scr
         c->timestamp[row] = column_timestamp(c, kb_v2_record_timestamp(h, r->timestamp_delta));
         if (c->sequence)
             c->sequence[row] = kb_increment_sequence(h->base_sequence, r->offset_delta);
-        put_key_value(c, row, b->buffer, buf, r->key, r->key_len, r->value, r->value_len);
+        put_key_value(c, row, b->buffer, buf, r->key, r->key_len, r->value, r->value_len, stream);
         for (int32_t k = 0; k < r->header_count; k++, hat++) {
             int64_t hrow = c->header_row++;
             c->hkey_offsets[hrow + 1] = c->hkey_offsets[hrow] + hat->key_len;
             if (hat->key_len > 0)
                 memcpy(c->hkey_data + c->hkey_offsets[hrow], buf + hat->key, (size_t)hat->key_len);
-            put_binary(c->hvalue_offsets, c->hvalue_data, c->hvalue_valid, hrow, buf + hat->value, hat->value_len);
+            put_binary(c->hvalue_offsets, c->hvalue_data, c->hvalue_valid, hrow, buf + hat->value, hat->value_len,
+                       stream);
         }
         c->header_offsets[row + 1] = (int32_t)c->header_row;
     }
@@ -229,7 +233,7 @@ static void fill_v2(const kb_column_batch *b, kb_columns *c, const kb_column_scr
 }
 
 /* v0/v1 messages carry Kafka's "none" values in the v2 fields (no epoch, producer, flags). */
-static void fill_legacy(const kb_column_batch *b, kb_columns *c)
+static void fill_legacy(const kb_column_batch *b, kb_columns *c, int stream)
 {
     size_t p = b->start;
     kb_legacy_msg m;
@@ -244,7 +248,7 @@ static void fill_legacy(const kb_column_batch *b, kb_columns *c)
         c->timestamp[row] = column_timestamp(c, kb_legacy_timestamp(&b->m, &m));
         if (c->sequence)
             c->sequence[row] = -1;
-        put_key_value(c, row, b->buffer, b->records, m.key, m.key_len, m.value, m.value_len);
+        put_key_value(c, row, b->buffer, b->records, m.key, m.key_len, m.value, m.value_len, stream);
         c->header_offsets[row + 1] = (int32_t)c->header_row;
     }
     put_batch(c, first_row, c->row, b, b->first_offset, -1, -1, -1, 0, kb_timestamp_type(b->m.magic, b->m.attributes));
@@ -252,10 +256,14 @@ static void fill_legacy(const kb_column_batch *b, kb_columns *c)
 
 static void fill(const kb_column_batch *b, kb_column_store *s)
 {
+    /* columns larger than the cache are written around it (kb_copy.h) */
+    int stream = s->key_cap + s->value_cap + s->hkey_cap + s->hvalue_cap >= KB_STREAM_MIN_COLUMN;
     if (b->magic < 2)
-        fill_legacy(b, &s->c);
+        fill_legacy(b, &s->c, stream);
     else
-        fill_v2(b, &s->c, &s->scratch);
+        fill_v2(b, &s->c, &s->scratch, stream);
+    if (stream)
+        kb_copy_streaming_done();
 }
 
 void kb_columns_rewind(kb_columns *c, int64_t row, int64_t header_row)

@@ -148,3 +148,44 @@ def test_columns_grow_from_a_small_first_batch_and_failed_rows_leave_nothing():
         t = kb.to_arrow(small + big + good_tail, zero_copy=zero_copy)
         t.validate(full=True)
         assert t.num_rows == 306 and t.column("offset").to_pylist() == [0] + list(range(1, 301)) + list(range(306, 311))
+
+
+@pytest.mark.parametrize("magic", [1, 2])
+def test_to_arrow_copies_large_columns_exactly(magic):
+    """Columns of several MiB are written around the cache (csrc/kb_copy.h: from 2 MiB, values
+    from 512 bytes): keys, values and header values of drawn sizes either side of those bounds, at
+    every alignment, come out byte for byte as the record reader reads them."""
+    seed = 20261127 + magic
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    sizes = [0, 1, 15, 16, 17, 63, 64, 65, 500, 511, 512, 513, 527, 1023, 1024, 4096, 10_000]
+    payload = bytes(rng.getrandbits(8) for _ in range(1 << 16))
+
+    def blob():
+        if rng.random() < 0.08:
+            return None
+        n = rng.choice(sizes) if rng.random() < 0.6 else rng.randrange(20_000)
+        at = rng.randrange(len(payload) - n)
+        return payload[at:at + n]
+
+    batches, offset, total = [], 0, 0
+    while total < 6 << 20:
+        records = []
+        for _ in range(rng.randint(1, 30)):
+            r = {"key": blob(), "value": blob(), "timestamp": 1_700_000_000_000}
+            if magic == 2:
+                r["headers"] = [("h%d" % k, blob()) for k in range(rng.randint(0, 2))]
+            records.append(r)
+        data = kb.build_batch(records, base_offset=offset, magic=magic)
+        batches.append(data)
+        offset += len(records)
+        total += len(data)
+    data = b"".join(batches)
+    table = kb.to_arrow(data)
+    table.validate(full=True)
+    want = [(r.key, r.value, [(k, v) for k, v in r.headers]) for b in kb.iter_batches(data) for r in b]
+    headers = table.column("headers").to_pylist()
+    got = list(zip(table.column("key").to_pylist(), table.column("value").to_pylist(),
+                   ([(h["key"], h["value"]) for h in hs] for hs in headers)))
+    assert len(got) == len(want) == offset
+    assert got == want
