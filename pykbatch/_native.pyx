@@ -175,6 +175,7 @@ include "_encode.pxi"
 include "_drop_culprits.pxi"
 include "_broker_rebuild.pxi"
 include "_produce.pxi"
+include "_produce_wire.pxi"
 include "_consume.pxi"
 include "_avro.pxi"
 

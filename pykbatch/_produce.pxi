@@ -101,6 +101,28 @@ def partition_keys(keys, int32_t partitions):
     return out
 
 
+def batch_ends(sizes, int64_t limit):
+    """Where each batch of consecutive rows ends (exclusive, as an int64 array): rows are added to a
+    batch while their ``sizes`` (each row's bytes at most) sum to ``limit`` or less; a batch has one
+    row at least, so a row larger than ``limit`` goes alone."""
+    import numpy as np
+    cdef const int64_t[::1] s = np.ascontiguousarray(sizes, dtype=np.int64)
+    out = np.empty(s.shape[0], dtype=np.int64)
+    cdef int64_t[::1] ends = out
+    cdef Py_ssize_t i, n = 0, start = 0
+    cdef int64_t acc = 0
+    for i in range(s.shape[0]):
+        if i > start and acc + s[i] > limit:
+            ends[n] = i
+            n += 1
+            start, acc = i, 0
+        acc += s[i]
+    if s.shape[0]:
+        ends[n] = s.shape[0]
+        n += 1
+    return out[:n]
+
+
 def build_batch_arrow(keys, values, rows, *, timestamps=None, headers=None, str compression="none",
                       int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
                       bint is_transactional=False, int64_t now_ms=-1):

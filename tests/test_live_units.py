@@ -7,11 +7,13 @@ import os
 import random
 import struct
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import pykbatch as kb
+from pykbatch import _native
 from pykbatch.kafka.control import ABORT, COMMIT
 from pykbatch.kafka.isolation import DROP, HOLD, KEEP, Isolation
 from pykbatch.live.fetched import read_fetched
@@ -380,14 +382,15 @@ def test_produce_answers_are_read_as_the_library_encodes_them(version):
         cid = rng.randrange(1 << 31)
         response.with_header(correlation_id=cid)
         data = bytes(response.encode(header=True))
-        got_cid, answer = protocol.read_produce_answer(data, version)
-        assert got_cid == cid and answer.throttle_time_ms == response.throttle_time_ms
-
-        def fields(r):  # what the sender reads of an answer
-            return [(t.name, [(p.index, p.error_code, p.base_offset, p.log_append_time_ms,
-                               [(e.batch_index, e.batch_index_error_message) for e in p.record_errors or ()],
-                               p.error_message) for p in t.partition_responses]) for t in r.responses]
-        assert fields(answer) == fields(response.decode(data[4 + (version >= 9):], version=version))
+        got_cid, throttle, answers = protocol.read_produce_answer(data, version)
+        assert got_cid == cid and throttle == response.throttle_time_ms
+        # field for field as the library decodes the same bytes (its own reading, not ours)
+        theirs = response.decode(data[4 + (version >= 9):], version=version)
+        assert answers == [(t.name, p.index, p.error_code, p.base_offset, p.log_append_time_ms,
+                            [(e.batch_index, e.batch_index_error_message) for e in p.record_errors or ()],
+                            p.error_message if version >= 8 else None)
+                           for t in theirs.responses for p in t.partition_responses]
+        assert protocol.produce_answer_of(theirs)[1:] == (throttle, answers)  # the library's path: the same
         for cut in range(len(data)):
             with pytest.raises(ValueError):
                 protocol.read_produce_answer(data[:cut], version)
@@ -436,3 +439,22 @@ def test_answers_to_pykbatchs_own_requests_never_reach_the_librarys_parser():
     lost = frames.Answer(Conn(), bytes)
     Conn.closed = True
     assert lost.is_done and lost.failed() and "closed" in str(lost.exception)
+
+
+@pytest.mark.parametrize("seed", [20261127, 1, 2])
+def test_batches_are_filled_greedily_to_batch_size(seed):
+    """``batch_ends`` against the formulation by running sums: a batch from row ``start`` ends
+    after the last row whose running sum (from ``start``) is within the limit, and after ``start``
+    itself at least (a row past the limit goes alone) -- on drawn sizes around the limit."""
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    for _ in range(200):
+        limit = rng.choice([1, 100, 16384 - 61, 1000])
+        sizes = np.array([rng.choice([0, 1, limit // 3, limit - 1, limit, limit + 1, rng.randrange(2 * limit + 2)])
+                          for _ in range(rng.randrange(0, 60))], dtype=np.int64)
+        cum, want, start, base = np.cumsum(sizes), [], 0, 0
+        while start < len(sizes):
+            end = max(int(np.searchsorted(cum, base + limit, side="right")), start + 1)
+            want.append(end)
+            base, start = int(cum[end - 1]), end
+        assert _native.batch_ends(sizes, limit).tolist() == want

@@ -13,7 +13,7 @@ import logging
 import time
 from dataclasses import dataclass
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from pykbatch.live import frames, protocol, wire_logs
 from pykbatch.live.settings import SettingsError, connection_kwargs, redacted
@@ -49,8 +49,9 @@ class UnknownTopicError(ClusterError):
     """A topic or partition the cluster does not have."""
 
 
-@dataclass(frozen=True)
-class TopicPartition:
+class TopicPartition(NamedTuple):
+    """A partition of a topic; a tuple, so hashing and comparing it (a producer does so for every
+    batch in every answer) runs in C."""
     topic: str
     partition: int
 
@@ -284,7 +285,8 @@ class Cluster:
                      transactional_id: str | None = None):
         """A Produce request to ``node``, whose connection is ``ready``: written by pykbatch on the
         library's connection when it can be (``frames.writable``; the answer read by
-        ``protocol.read_produce_answer``), else the library's own request; a handle either way."""
+        ``protocol.read_produce_answer``), else the library's own request; a handle either way
+        (its value: ``protocol.read_produce_answer``'s tuple, or the library's ProduceResponse)."""
         conn = self._client._manager._conns.get(node)
         receiver = frames.writable(conn) if acks != 0 else None
         if receiver is None:
@@ -294,7 +296,7 @@ class Cluster:
         if version is None:
             version = receiver.versions["Produce"] = protocol.produce_version(conn)
         correlation_id = conn.parser._next_correlation_id()
-        answer = frames.Answer(conn, lambda frame: protocol.read_produce_answer(frame, version)[1])
+        answer = frames.Answer(conn, lambda frame: protocol.read_produce_answer(frame, version))
         receiver.expect(correlation_id, answer)
         receiver.write(protocol.produce_frame(version, correlation_id, conn.parser._client_id, batches, acks=acks,
                                               timeout_ms=timeout_ms, transactional_id=transactional_id))

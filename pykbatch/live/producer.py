@@ -279,14 +279,15 @@ class Producer:
             parts = self._partitions(t)
             sizes = _row_sizes(cols, rows)
             chosen = self._choose_partitions(t, cols, rows, sizes, len(parts), explicit)
-            order = np.argsort(chosen, kind="stable")
+            # all in [0, count): as 16-bit keys numpy's stable sort is a radix sort (2.5x faster)
+            order = np.argsort(chosen.astype(np.uint16) if len(parts) <= 1 << 16 else chosen, kind="stable")
             chosen_sorted = chosen[order]
             bounds = np.flatnonzero(np.diff(chosen_sorted)) + 1
             for part_rows, part_sizes, part in zip(np.split(rows[order], bounds), np.split(sizes[order], bounds),
                                                    chosen_sorted[np.r_[0, bounds]] if len(rows) else []):
                 tp = TopicPartition(t, int(part))
-                batches.extend(self._seal_many(tp, cols, part_rows,
-                                               _batch_bounds(part_sizes, self.settings["batch.size"]), report))
+                ends = _native.batch_ends(part_sizes, self.settings["batch.size"] - BATCH_OVERHEAD)
+                batches.extend(self._seal_many(tp, cols, part_rows, ends, report))
         self._sender.enqueue(batches)
         if not wait:
             return report
@@ -373,18 +374,19 @@ class Producer:
         if sealed:
             self._sender.enqueue(sealed)
 
-    def _seal_many(self, tp: TopicPartition, cols: ArrowColumns, rows: np.ndarray, bounds: list[tuple[int, int]],
+    def _seal_many(self, tp: TopicPartition, cols: ArrowColumns, rows: np.ndarray, ends: np.ndarray,
                    report: ProduceReport) -> list[ProducerBatch]:
-        """Rows ``rows`` of ``cols`` as batches (``bounds``: each one's [start, end) in ``rows``,
-        consecutive), built and pre-flighted together in the core; a batch with a culprit goes
+        """Rows ``rows`` of ``cols`` as batches (``ends``: where each one ends in ``rows``, the next
+        starting there), built and pre-flighted together in the core; a batch with a culprit goes
         through ``_seal`` on its own, which settles it as it settles any batch."""
+        bounds = list(zip([0, *ends[:-1].tolist()], ends.tolist()))
         limits = self._topic_limits(tp.topic, refresh=tp.topic in self._stale_limits)
         if limits is None:
             return [b for start, end in bounds for b in self._seal(tp, ArrowRows(cols, rows[start:end], report))]
         pid = self._sender.pid
         idempotent = self.settings["enable.idempotence"]
         stamp = (pid.id, pid.epoch, 0) if idempotent else (-1, -1, -1)
-        datas = cols.batcher().build_many(rows, [end for _, end in bounds], self.settings["compression.type"],
+        datas = cols.batcher().build_many(rows, ends, self.settings["compression.type"],
                                           stamp[0], stamp[1], stamp[2], self.transactional_id is not None)
         bad = check_each(datas, limits.config(tp.partition))
         now = time.monotonic()
@@ -764,19 +766,3 @@ def _offsets(arr) -> np.ndarray:
 def _lengths(arr) -> np.ndarray:
     o = _offsets(arr)
     return o[1:] - o[:-1]
-
-
-def _batch_bounds(sizes: np.ndarray, batch_size: int) -> list[tuple[int, int]]:
-    """[start, end) runs of rows whose sizes fill batches of at most ``batch_size`` (one row at least)."""
-    n = len(sizes)
-    out = []
-    start = 0
-    cum = np.cumsum(sizes)
-    base = 0
-    while start < n:
-        end = int(np.searchsorted(cum, base + batch_size - BATCH_OVERHEAD, side="right"))
-        end = max(end, start + 1)
-        out.append((start, end))
-        base = int(cum[end - 1])
-        start = end
-    return out

@@ -9,10 +9,10 @@ other module imports kafka-python (``tests/test_layers.py``).
 """
 from __future__ import annotations
 
-import struct
 from typing import Any, Iterable, Mapping
 
-from pykbatch.kafka.definitions import uvarint_bytes
+from pykbatch import _native
+
 
 VERSIONS: dict[str, tuple[int, int]] = {
     "Produce": (3, 11),          # v3: record batches; v12 (KIP-890 part 2: the broker enlists partitions) not used
@@ -179,82 +179,35 @@ def produce(batches: Mapping[str, list[tuple[int, bytes]]], *, acks: int, timeou
                                       for n, ps in batches.items()], **_versions("Produce"))
 
 
-# Produce written here, not by the library's generic encoder: a producer at Kafka's default
-# batch.size (16 KiB) sends a request per three batches or so, and the library's request objects,
-# encoding, futures and timers cost more than building the batches (~50 us a request against ~9
-# here).  The answer is read by the library's generated decoder (6 us).
-# Versions 3-11 (VERSIONS["Produce"]); 9+ are "flexible" (compact lengths, tagged fields).
-FLEXIBLE_PRODUCE = 9
-
-
-_SMALL_VARINTS = [bytes((n,)) for n in range(128)]
-
-
-def _uvarint(n: int) -> bytes:
-    return _SMALL_VARINTS[n] if 0 <= n < 128 else uvarint_bytes(n)
-
-
-def _string(text: str | None, flexible: bool) -> bytes:
-    if text is None:
-        return b"\x00" if flexible else b"\xff\xff"
-    raw = text.encode()
-    return (_uvarint(len(raw) + 1) if flexible else len(raw).to_bytes(2, "big")) + raw
+# Produce written and its answer read by the core bindings (_produce_wire.pxi), not by the
+# library's generic code: a producer at Kafka's default batch.size (16 KiB) sends a request per
+# three batches or so, and the library's request objects, encoding, futures and timers cost more
+# than building the batches.  Versions 3-11 (VERSIONS["Produce"]).
 
 
 def produce_frame(version: int, correlation_id: int, client_id: str | None,
                   batches: Mapping[str, list[tuple[int, bytes]]], *, acks: int, timeout_ms: int,
-                  transactional_id: str | None = None) -> bytes:
+                  transactional_id: str | None = None) -> bytearray:
     """A whole Produce request, its size first (``batches``: topic -> [(partition, records)])."""
     if not 3 <= version <= VERSIONS["Produce"][1]:
         raise ValueError(f"Produce v{version} is not written here")
-    flexible = version >= FLEXIBLE_PRODUCE
-    tags = b"\x00" if flexible else b""
-    head = [struct.pack(">hhi", 0, version, correlation_id),
-            len(client_id.encode()).to_bytes(2, "big") + client_id.encode() if client_id is not None else b"\xff\xff",
-            tags, _string(transactional_id, flexible), struct.pack(">hi", acks, timeout_ms),
-            _uvarint(len(batches) + 1) if flexible else struct.pack(">i", len(batches))]
-    pieces: list = [b"".join(head)]
-    for topic, parts in batches.items():
-        pieces.append(_string(topic, flexible) + (_uvarint(len(parts) + 1) if flexible else struct.pack(">i", len(parts))))
-        for partition, records in parts:
-            n = len(records)
-            pieces.append(struct.pack(">i", partition) + (_uvarint(n + 1) if flexible else struct.pack(">i", n)))
-            pieces.append(records)
-            if flexible:
-                pieces.append(tags)
-        if flexible:
-            pieces.append(tags)
-    if flexible:
-        pieces.append(tags)
-    size = sum(len(p) for p in pieces)
-    pieces[0] = struct.pack(">i", size) + pieces[0]
-    return b"".join(pieces)
+    return _native.produce_request(version, correlation_id, client_id, transactional_id, acks, timeout_ms, batches)
 
 
-_PRODUCE_ANSWERS: dict[int, Any] = {}  # version -> the library's generated ProduceResponse class
+def read_produce_answer(frame, version: int) -> tuple[int, int, list[tuple]]:
+    """A Produce response frame (without its size): ``(correlation_id, throttle_time_ms,
+    partitions)``, each partition ``(topic, partition, error_code, base_offset,
+    log_append_time_ms, record_errors, error_message)``.  A frame that ends early or does not
+    decode raises ValueError (the request then counts as failed)."""
+    return _native.produce_answer(frame, version)
 
 
-def read_produce_answer(frame, version: int) -> tuple[int, Any]:
-    """A Produce response frame (without its size): its correlation id and the response, decoded
-    by the library's generated decoder.  A frame that ends early or does not decode raises
-    ValueError (the request then counts as failed)."""
-    view = memoryview(frame)
-    if len(view) < 4:
-        raise ValueError(f"a Produce response of {len(view)} bytes has no correlation id")
-    correlation_id = int.from_bytes(view[:4], "big", signed=True)
-    pos = 4
-    if version >= FLEXIBLE_PRODUCE:  # the response header's tagged fields: none are defined
-        if len(view) < 5 or view[4] != 0:
-            raise ValueError("a Produce response header with tagged fields pykbatch does not know")
-        pos = 5
-    decoder = _PRODUCE_ANSWERS.get(version)
-    if decoder is None:
-        from kafka.protocol.producer import ProduceResponse
-        decoder = _PRODUCE_ANSWERS[version] = ProduceResponse[version]
-    try:
-        return correlation_id, decoder.decode(view[pos:])
-    except Exception as exc:  # noqa: BLE001 (IndexError, struct.error, UnicodeDecodeError: all a bad frame)
-        raise ValueError(f"the Produce v{version} response does not decode: {exc!r}") from exc
+def produce_answer_of(response) -> tuple[int, int, list[tuple]]:
+    """The same shape from the library's decoded ProduceResponse (a request the library sent)."""
+    return (-1, getattr(response, "throttle_time_ms", 0) or 0,
+            [(t.name, p.index, p.error_code, p.base_offset, p.log_append_time_ms,
+              [(e.batch_index, e.batch_index_error_message) for e in (getattr(p, "record_errors", None) or ())],
+              getattr(p, "error_message", None)) for t in response.responses for p in t.partition_responses])
 
 
 def produce_version(conn) -> int:

@@ -111,8 +111,11 @@ class Sender:
 
     def enqueue(self, batches: list[ProducerBatch]) -> None:
         with self._lock:
-            for b in batches:
-                self._part(b.tp).queue.append(b)
+            tp = q = None
+            for b in batches:  # a partition's batches come together: one lookup for each run of them
+                if b.tp is not tp:
+                    tp, q = b.tp, self._part(b.tp).queue
+                q.append(b)
         self._wake()
 
     def call(self, fn, *args):
@@ -187,7 +190,7 @@ class Sender:
         return 20 if self._requests else 50
 
     def _run_tasks(self) -> None:
-        while True:
+        while not self._tasks.empty():
             try:
                 f, fn, args = self._tasks.get_nowait()
             except queue.Empty:
@@ -213,6 +216,7 @@ class Sender:
                     return
                 self._fail_queued(ready, exc, source="coordinator")
                 return
+        node_ready: dict[int, bool] = {}  # asked once a turn for each node
         for p in ready:
             if p.queue and p.queue[0].not_before > now:
                 continue
@@ -231,7 +235,10 @@ class Sender:
                 continue
             if self._node_not_before.get(node, 0) > now:
                 continue
-            if not self.cluster.ready(node):  # connecting (again): next turn
+            up = node_ready.get(node)
+            if up is None:
+                up = node_ready[node] = self.cluster.ready(node)
+            if not up:  # connecting (again): next turn
                 continue
             with self._lock:
                 b = p.queue.popleft()  # its not_before was checked above; only this thread takes from the left
@@ -293,8 +300,7 @@ class Sender:
         except Exception as exc:  # noqa: BLE001 (not connected: the batches go back, unchanged)
             f = exc
         if self.acks == 0:  # no answer comes: the records count as delivered, offsets unknown
-            for b in batches:
-                self._done(b, -1, -1)
+            self._landed([(b, -1, -1) for b in batches])
             return
         self._requests.append((f, batches, node, time.monotonic()))
 
@@ -323,39 +329,50 @@ class Sender:
             self._failed_answer(b, (exc,))
 
     def _answered(self, response, batches: list[ProducerBatch], node: int, now: float) -> None:
-        throttle = getattr(response, "throttle_time_ms", 0) or 0
+        if not isinstance(response, tuple):  # a request the library sent and decoded
+            response = protocol.produce_answer_of(response)
+        _, throttle, answers = response
         if throttle:  # KIP-219: the broker answered at once and asks us to wait
             self.metrics["throttle-time-ms"] += throttle
             self._node_not_before[node] = now + throttle / 1000
-        by_tp = {}
-        for t in response.responses:
-            for p in t.partition_responses:
-                by_tp[TopicPartition(t.name, p.index)] = p
+        # a request carries one batch of each partition: the answers by (topic, partition), which
+        # a TopicPartition equals
+        by_tp = {(a[0], a[1]): a for a in answers}
+        landed = []
         for b in batches:
-            p = by_tp.get(b.tp)
-            if p is None:
+            a = by_tp.get(b.tp)
+            if a is None:
                 self._failed_answer(b, (ClusterError(f"no answer for {b.tp} in the produce response"),))
-            elif p.error_code in SUCCESS_CODES:
-                self._done(b, p.base_offset, p.log_append_time_ms)
+                continue
+            _, _, code, base_offset, log_append_time, record_errors, message = a
+            if code in SUCCESS_CODES:
+                landed.append((b, base_offset, log_append_time))
             else:
-                errors = [(e.batch_index, e.batch_index_error_message) for e in (p.record_errors or [])]
-                self._failed_answer(b, (p.error_code, p.error_message, errors))
+                self._failed_answer(b, (code, message, record_errors))
+        if landed:
+            self._landed(landed)
 
-    def _done(self, b: ProducerBatch, base_offset: int, log_append_time: int) -> None:
+    def _landed(self, landed: list[tuple[ProducerBatch, int, int]]) -> None:
+        """Batches appended (each with its base offset and log append time): their records delivered."""
         with self._lock:
-            part = self._part(b.tp)
-            if b in part.in_flight:
-                part.in_flight.remove(b)
-            part.acked_epoch = b.epoch
-        self.metrics["records-sent"] += b.rows.n
-        self.metrics["batches-sent"] += 1
-        if b.unsure and not self.idempotent:  # the broker cannot tell a second copy: no sequence to check
-            self.metrics["possibly-duplicated-records"] += b.rows.n
-            log.warning("%s: %d record(s) landed at offset %d after a request that may have landed already "
-                        "(%s): they may be in the log twice (enable.idempotence=true prevents it)", b.tp, b.rows.n,
-                        base_offset, "no answer or a timeout after the append")
-        b.rows.delivered(b.tp.topic, b.tp.partition, base_offset, log_append_time)
-        self._maybe_resume(part)
+            parts = [self._part(b.tp) for b, _, _ in landed]
+            for part, (b, _, _) in zip(parts, landed):
+                if b in part.in_flight:
+                    part.in_flight.remove(b)
+                part.acked_epoch = b.epoch
+        records = 0
+        for part, (b, base_offset, log_append_time) in zip(parts, landed):
+            records += b.rows.n
+            if b.unsure and not self.idempotent:  # the broker cannot tell a second copy: no sequence to check
+                self.metrics["possibly-duplicated-records"] += b.rows.n
+                log.warning("%s: %d record(s) landed at offset %d after a request that may have landed already "
+                            "(%s): they may be in the log twice (enable.idempotence=true prevents it)", b.tp,
+                            b.rows.n, base_offset, "no answer or a timeout after the append")
+            b.rows.delivered(b.tp.topic, b.tp.partition, base_offset, log_append_time)
+            if part.hold:  # set and cleared on this thread only
+                self._maybe_resume(part)
+        self.metrics["records-sent"] += records
+        self.metrics["batches-sent"] += len(landed)
 
     def _failed_answer(self, b: ProducerBatch, answer: tuple) -> None:
         with self._lock:
