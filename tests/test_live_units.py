@@ -458,3 +458,38 @@ def test_batches_are_filled_greedily_to_batch_size(seed):
             want.append(end)
             base, start = int(cum[end - 1]), end
         assert _native.batch_ends(sizes, limit).tolist() == want
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_records_checked_before_compression_get_the_verdict_of_the_compressed_batch(codec):
+    """The producer's pre-flight checks a batch's records uncompressed, then compresses it and
+    holds its size to the topic's limits: on drawn records (null keys on compacted topics,
+    timestamps either side of the window, sizes either side of max.message.bytes) it refuses
+    exactly the batches the validator refuses in their compressed form, and what it sends is the
+    batch the builder makes compressed, byte for byte."""
+    import time as _time
+    from pykbatch.live.topic_limits import TopicLimits, check, check_before_compression
+    seed = 20261127
+    print(f"seed {seed}")
+    rng = random.Random(seed + len(codec))
+    now = int(_time.time() * 1000)
+    hour = 3_600_000
+    refused = kept = 0
+    for _ in range(120):
+        records = [{"key": None if rng.random() < 0.05 else b"k%d" % i,
+                    "value": bytes(rng.getrandbits(8) for _ in range(rng.choice([0, 10, 300]))) * rng.choice([1, 20]),
+                    "timestamp": now + rng.choice([0, -hour, 2 * hour, -10 * hour]) if rng.random() < 0.1 else now}
+                   for i in range(rng.randint(1, 12))]
+        fields = dict(base_offset=0, producer_id=9, producer_epoch=0, base_sequence=0)
+        compressed = kb.build_batch(records, compression=codec, **fields)
+        limits = TopicLimits("t", compacted=rng.random() < 0.3, before_max_ms=rng.choice([2 * hour, 1 << 62]),
+                             after_max_ms=hour, max_message_bytes=rng.choice([1 << 20, len(compressed),
+                                                                               len(compressed) - 1]))
+        want = bool(check(compressed, limits.config(0)))
+        datas, bad = check_before_compression([kb.build_batch(records, compression="none", **fields)], limits, 0, codec)
+        assert (0 in bad) == want, (records, limits)
+        if not want:
+            assert bytes(datas[0]) == compressed
+        refused += want
+        kept += not want
+    assert refused >= 10 and kept >= 10  # both verdicts drawn

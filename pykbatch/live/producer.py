@@ -35,6 +35,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any, Callable
 
 import numpy as np
@@ -48,7 +49,7 @@ from pykbatch.live.produced import (
 )
 from pykbatch.live.rows import BATCH_OVERHEAD, RECORD_OVERHEAD, ArrowColumns, ArrowRows, Build, ListRows, Pending, Rows
 from pykbatch.live.sender import ProducerBatch, Sender
-from pykbatch.live.topic_limits import TopicLimits, check, check_each, describe
+from pykbatch.live.topic_limits import TopicLimits, check, check_before_compression, describe
 from pykbatch.live.transactions import (
     Coordinator, FatalProducerError, ProducerFencedError, TransactionAbortableError,
 )
@@ -386,9 +387,9 @@ class Producer:
         pid = self._sender.pid
         idempotent = self.settings["enable.idempotence"]
         stamp = (pid.id, pid.epoch, 0) if idempotent else (-1, -1, -1)
-        datas = cols.batcher().build_many(rows, ends, self.settings["compression.type"],
-                                          stamp[0], stamp[1], stamp[2], self.transactional_id is not None)
-        bad = check_each(datas, limits.config(tp.partition))
+        raw = cols.batcher().build_many(rows, ends, "none", stamp[0], stamp[1], stamp[2],
+                                        self.transactional_id is not None)
+        datas, bad = check_before_compression(raw, limits, tp.partition, self.settings["compression.type"])
         now = time.monotonic()
         out: list[ProducerBatch] = []
         for i, (start, end) in enumerate(bounds):
@@ -408,9 +409,16 @@ class Producer:
             return [batch]
         pid = self._sender.pid
         idempotent = self.settings["enable.idempotence"]
-        data = rows.build(Build(self.settings["compression.type"], pid.id if idempotent else -1,
-                                pid.epoch if idempotent else -1, 0 if idempotent else -1,
-                                self.transactional_id is not None))
+        build = Build("none", pid.id if idempotent else -1, pid.epoch if idempotent else -1, 0 if idempotent else -1,
+                      self.transactional_id is not None)
+        datas, bad = check_before_compression([rows.build(build)], limits, tp.partition,
+                                              self.settings["compression.type"])
+        if not bad:  # the usual case: sound records, checked before they were compressed
+            batch.data = bytearray(datas[0])
+            batch.stamp = (pid.id, pid.epoch, 0) if idempotent else (-1, -1, -1)
+            return [batch]
+        # the culprits as the validator names them in the batch as it would be sent
+        data = rows.build(replace(build, compression=self.settings["compression.type"]))
         culprits = check(data, limits.config(tp.partition))
         if culprits and self._limits[tp.topic][1] < time.monotonic() - LIMITS_CONFIRMED_S:
             # a record is dropped only on limits read just before: an operator may have loosened them

@@ -49,13 +49,15 @@ class TopicLimits:
                    compression=configs.get("compression.type") or "producer",
                    segment_bytes=number("segment.bytes", 1 << 30))
 
-    def config(self, partition: int, now_ms: int | None = None) -> ValidationConfig:
-        """The validator's settings for a produce to ``partition`` now."""
+    def config(self, partition: int, now_ms: int | None = None, sizes: bool = True) -> ValidationConfig:
+        """The validator's settings for a produce to ``partition`` now (``sizes=False``: without
+        the size limits, for records checked before they are compressed)."""
         return ValidationConfig(origin="client", strict=False, compacted=self.compacted,
                                 timestamp_type=self.timestamp_type, timestamp_before_max_ms=self.before_max_ms,
                                 timestamp_after_max_ms=self.after_max_ms,
                                 now_ms=int(time.time() * 1000) if now_ms is None else now_ms,
-                                max_message_bytes=self.max_message_bytes, segment_bytes=self.segment_bytes,
+                                max_message_bytes=self.max_message_bytes if sizes else None,
+                                segment_bytes=self.segment_bytes if sizes else None,
                                 target_compression=self.compression, topic_partition=f"{self.topic}-{partition}",
                                 single_append=True, max_culprits=1 << 30)
 
@@ -93,3 +95,20 @@ def check(batch: bytes, config: ValidationConfig) -> list:
 def check_each(batches: list, config: ValidationConfig) -> set[int]:
     """Which of ``batches`` (each its own append) have a culprit: one core set-up for them all."""
     return set(_native.validate_each(batches, config))
+
+
+def check_before_compression(raw: list, limits: TopicLimits, partition: int,
+                             compression: str) -> tuple[list, set[int]]:
+    """Batches built uncompressed (``raw``: one append each), checked, then compressed with
+    ``compression``: ``(batches, bad)``, ``bad`` the indexes of those with a culprit or a
+    compressed size the topic may refuse (the caller checks those whole, as it checks any batch,
+    so their culprits come from the validator).  The records are checked before compression, so
+    no check decompresses them; the size limits apply to the compressed batch, so they wait for
+    it."""
+    if compression == "none":
+        return raw, check_each(raw, limits.config(partition))
+    bad = check_each(raw, limits.config(partition, sizes=False))
+    out = [d if i in bad else _native.compress_v2(d, compression) for i, d in enumerate(raw)]
+    limit = min(limits.max_message_bytes, limits.segment_bytes)
+    bad.update(i for i, d in enumerate(out) if len(d) > limit)
+    return out, bad
