@@ -31,7 +31,8 @@ def extension(name: str, sources: list) -> Extension:
 
 extensions = [
     extension("pykbatch._native", ["pykbatch/_native.pyx"] + sorted(glob.glob("csrc/*.c"))),
-    extension("pykbatch._catalogue", ["pykbatch/_catalogue.pyx", "csrc/kb_rules.c", "csrc/kb_kafka.c"]),
+    extension("pykbatch._catalogue", ["pykbatch/_catalogue.pyx", "csrc/kb_rules.c", "csrc/kb_kafka.c",
+                                              "csrc/kb_render.c"]),
 ]
 
 setup(

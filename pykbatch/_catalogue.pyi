@@ -1,3 +1,5 @@
+from typing import Any
+
 CODEC_NAMES: tuple[str, ...]
 CODEC_IDS: dict[str, int]
 TIMESTAMP_TYPES: tuple[str, str]
@@ -16,3 +18,7 @@ def codec_name(codec: int) -> str: ...
 def control_type_names() -> dict[int, str]: ...
 CONTROL_TYPE_NAMES: dict[int, str]
 CONTROL_TYPE_IDS: dict[str, int]
+TEXT_MESSAGE: int
+TEXT_DETAIL: int
+TEXT_READER: int
+def render_text(rule: int, args: Any, tp: str, which: int) -> str | None: ...

@@ -4,7 +4,8 @@ csrc/kb_rules.def, csrc/kb_kafka.h, csrc/kb_rules.h), for the Python modules tha
 A module of its own, with no Python imports, so that ``pykbatch.errors`` and ``pykbatch.rules``
 can read it while ``pykbatch._native`` (which imports them) is still loading.
 """
-from libc.stdint cimport int16_t
+from libc.stdint cimport int16_t, int64_t
+from libc.stdlib cimport free, malloc
 
 
 cdef extern from "kb_kafka.h":
@@ -40,6 +41,44 @@ cdef extern from "kb_rules.h":
     unsigned KB_BETWEEN
     const kb_rule_info kb_rule_table[]
     const char *const kb_field_names[]
+
+
+cdef extern from "kb_render.h":
+    ctypedef enum kb_text:
+        KB_TEXT_MESSAGE
+        KB_TEXT_DETAIL
+        KB_TEXT_READER
+    long kb_render(int rule, kb_text which, const int64_t *args, const char *tp, char *out, size_t cap)
+
+
+TEXT_MESSAGE, TEXT_DETAIL, TEXT_READER = KB_TEXT_MESSAGE, KB_TEXT_DETAIL, KB_TEXT_READER
+
+
+def render_text(int rule, args, str tp, int which):
+    """The core's text (``TEXT_MESSAGE`` / ``TEXT_DETAIL`` / ``TEXT_READER``) of rule number
+    ``rule`` for a fault's values ``args`` (up to 8; the rest 0) in ``tp``; None when the
+    template names fields only Python fills."""
+    cdef int64_t a[8]
+    cdef int i
+    if len(args) > 8:
+        raise ValueError(f"a fault has 8 values at most, not {len(args)}")
+    for i in range(8):
+        a[i] = args[i] if i < len(args) else 0
+    encoded = tp.encode()
+    cdef char small[512]
+    cdef long n = kb_render(rule, <kb_text> which, a, encoded, small, sizeof(small))
+    if n < 0:
+        return None
+    if n < <long> sizeof(small):
+        return small[:n].decode("utf-8", "replace")
+    cdef char *big = <char *> malloc(n + 1)
+    if big == NULL:
+        raise MemoryError()
+    try:
+        kb_render(rule, <kb_text> which, a, encoded, big, n + 1)
+        return big[:n].decode("utf-8", "replace")
+    finally:
+        free(big)
 
 
 def kafka_errors():

@@ -73,33 +73,17 @@ if _unknown:
 FIELDS = _catalogue.record_fields()
 
 
-def legacy_record(offset, magic, attributes, crc, key_len, value_len, timestamp) -> str:
-    """LegacyRecordBatch.toString, as it appears inside Kafka's validator messages."""
-    codec = attributes & 7
-    name = _catalogue.CODEC_NAMES[codec] if codec < len(_catalogue.CODEC_NAMES) else codec
-    fields = [f"magic={magic}", f"attributes={attributes}", f"compression={name}", f"crc={crc}"]
-    if magic > 0:
-        fields.append(f"{_catalogue.TIMESTAMP_TYPES[(attributes >> 3) & 1]}={timestamp}")
-    fields += [f"key={max(key_len, 0)} bytes", f"value={max(value_len, 0)} bytes"]
-    return f"LegacyRecordBatch(offset={offset}, Record({', '.join(fields)}))"
-
-
-_ARG_NAMES = tuple(f"a{i}" for i in range(8))  # the templates' {a0}..{a7}
-
-
 def render(rule: Rule, args, tp: str, reader: bool = False) -> tuple[str, str]:
-    """Kafka-style message and pykbatch's detail for one fault (args: 3 or 8 values); ``reader``:
-    the message Kafka's client-side reader gives, where it has its own."""
-    values = dict(zip(_ARG_NAMES, args))
-    a0 = args[0]
-    values["field"] = FIELDS[a0] if rule.names_field and 0 <= a0 < len(FIELDS) else ""
-    values["tp"] = tp
-    if rule.record:
-        values["record"] = legacy_record(args[0], args[1], *args[3:8])
-    # DefaultRecord prints null as 0 bytes; the compressed in-place path's partial reader prints -1
-    values["record_class"] = "PartialDefaultRecord" if len(args) > 4 and args[4] else "DefaultRecord"
-    template = rule.reader_template if reader and rule.reader_template else rule.template
-    return template.format_map(values), rule.detail.format_map(values) if rule.detail else ""
+    """Kafka-style message and pykbatch's detail for one fault (args: the core's values, up to 8),
+    filled by the core (csrc/kb_render.c) as every host fills them; ``reader``: the message
+    Kafka's client-side reader gives, where it has its own."""
+    index = INDEX[rule.id]
+    message = _catalogue.render_text(index, args, tp, _catalogue.TEXT_READER if reader else _catalogue.TEXT_MESSAGE)
+    detail = _catalogue.render_text(index, args, tp, _catalogue.TEXT_DETAIL) if rule.detail else ""
+    if message is None or detail is None:
+        raise ValueError(f"rule {rule.id}: its text names fields the core does not fill (a rule checked in Python "
+                         "fills its own: Rule.message)")
+    return message, detail
 
 
 @functools.lru_cache(maxsize=1)

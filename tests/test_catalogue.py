@@ -169,3 +169,58 @@ def test_refresh_actions_are_javas_invalid_metadata_errors():
         expected = bool(getattr(kafka_python.for_code(code), "invalid_metadata", False))
         assert (errors.REFRESH in errors.ERROR_ACTIONS[code]) == expected, errors.error_name(code)
     assert errors.POSSIBLY_PERSISTED in errors.ERROR_ACTIONS[errors.CODE["NETWORK_EXCEPTION"]]
+
+
+_CORE_FIELDS = {f"a{i}" for i in range(8)} | {"tp", "field", "record", "record_class"}
+
+
+def _reference_text(template: str, rule, args, tp: str) -> str:
+    """What a rule's text says, filled by Python's str.format: the reference the core's renderer
+    (csrc/kb_render.c) is held to."""
+    from pykbatch import _catalogue
+    values = {f"a{i}": v for i, v in enumerate(args)}
+    a0 = args[0]
+    values["field"] = FIELDS[a0] if rule.names_field and 0 <= a0 < len(FIELDS) else ""
+    values["tp"] = tp
+    offset, magic, _, attributes, crc, key_len, value_len, timestamp = args
+    codec = attributes & 7
+    fields = [f"magic={magic}", f"attributes={attributes}",
+              f"compression={_catalogue.CODEC_NAMES[codec] if codec < len(_catalogue.CODEC_NAMES) else codec}",
+              f"crc={crc}"]
+    if magic > 0:
+        fields.append(f"{_catalogue.TIMESTAMP_TYPES[(attributes >> 3) & 1]}={timestamp}")
+    fields += [f"key={max(key_len, 0)} bytes", f"value={max(value_len, 0)} bytes"]
+    values["record"] = f"LegacyRecordBatch(offset={offset}, Record({', '.join(fields)}))"
+    values["record_class"] = "PartialDefaultRecord" if args[4] else "DefaultRecord"
+    return template.format_map(values)
+
+
+def test_the_core_fills_every_rule_text_as_python_formats_it():
+    """Every template, detail and reader template whose fields the core fills (the rules the C
+    core finds), on drawn values (negative, 64-bit extremes, field numbers in and out of range,
+    every codec and magic), reads exactly as str.format makes it; the others are refused."""
+    import random
+    from pykbatch.rules import render
+    seed = 20261127
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    filled = 0
+    for rule in RULES:
+        texts = [rule.template, rule.detail, rule.reader_template or rule.template]
+        names = {n for t in texts for n in re.findall(r"\{([^}]*)\}", t or "")}
+        if not names <= _CORE_FIELDS:
+            with pytest.raises(ValueError, match=rule.id):
+                render(rule, [0] * 8, "t-0")
+            continue
+        filled += 1
+        for _ in range(40):
+            args = [rng.choice([0, 1, -1, 2, 7, 12, 13, 2**63 - 1, -2**63, rng.randrange(-2**40, 2**40)])
+                    for _ in range(8)]
+            args[3] = rng.randrange(0, 64)  # attributes: any codec bits, either timestamp type
+            tp = rng.choice(["t-0", "orders-12", "é-3", ""])
+            message, detail = render(rule, args, tp)
+            assert message == _reference_text(rule.template, rule, args, tp), rule.id
+            assert detail == (_reference_text(rule.detail, rule, args, tp) if rule.detail else ""), rule.id
+            reader, _ = render(rule, args, tp, reader=True)
+            assert reader == _reference_text(rule.reader_template or rule.template, rule, args, tp), rule.id
+    assert filled >= 60  # the core's rules, most of the catalogue
