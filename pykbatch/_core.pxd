@@ -9,9 +9,14 @@ cdef extern from "kb_wire.h" nogil:
     int kb_read_varlong(const uint8_t *p, const uint8_t *end, int64_t *out)
     int64_t kb_wrap_add64(int64_t a, int64_t b)
     int32_t kb_increment_sequence(int32_t base, int32_t delta)
+    uint16_t kb_load_be16(const uint8_t *p)
     uint32_t kb_load_be32(const uint8_t *p)
     uint64_t kb_load_be64(const uint8_t *p)
+    void kb_store_be16(uint8_t *p, uint16_t v)
     void kb_store_be32(uint8_t *p, uint32_t v)
+    void kb_store_be64(uint8_t *p, uint64_t v)
+    int kb_sizeof_uvarint(uint32_t v)
+    uint8_t *kb_write_uvarint(uint8_t *p, uint32_t v)
 
 
 cdef extern from "kb_crc32c.h" nogil:

@@ -9,40 +9,20 @@ cdef enum:
     PRODUCE_FLEXIBLE = 9
 
 
-cdef inline Py_ssize_t _uvarint_size(uint64_t n) noexcept:
-    cdef Py_ssize_t k = 1
-    while n >= 0x80:
-        n >>= 7
-        k += 1
-    return k
-
-
-cdef inline uint8_t *_put_uvarint(uint8_t *p, uint64_t n) noexcept:
-    while n >= 0x80:
-        p[0] = <uint8_t> (n | 0x80)
-        p += 1
-        n >>= 7
-    p[0] = <uint8_t> n
-    return p + 1
-
-
-cdef inline uint8_t *_put_be(uint8_t *p, uint64_t v, int width) noexcept:
-    cdef int i
-    for i in range(width):
-        p[i] = <uint8_t> (v >> (8 * (width - 1 - i)))
-    return p + width
-
-
 cdef Py_ssize_t _length_size(Py_ssize_t n, bint flexible, int width):
     """Bytes of a length prefix: compact (n + 1 as a varint) or fixed ``width``."""
-    return _uvarint_size(<uint64_t> (n + 1)) if flexible else width
+    return kb_sizeof_uvarint(<uint32_t> (n + 1)) if flexible else width
 
 
 cdef uint8_t *_put_length(uint8_t *p, Py_ssize_t n, bint flexible, int width):
-    """A length (-1: null) as the version writes it."""
+    """A length (-1: null) as the version writes it: compact, or an int16 / int32."""
     if flexible:
-        return _put_uvarint(p, <uint64_t> (n + 1))
-    return _put_be(p, <uint64_t> <int64_t> n, width)
+        return kb_write_uvarint(p, <uint32_t> (n + 1))
+    if width == 2:
+        kb_store_be16(p, <uint16_t> <int16_t> n)
+    else:
+        kb_store_be32(p, <uint32_t> <int32_t> n)
+    return p + width
 
 
 def produce_request(int version, int32_t correlation_id, client_id, transactional_id, int16_t acks,
@@ -70,26 +50,26 @@ def produce_request(int version, int32_t correlation_id, client_id, transactiona
         raise ValueError(f"a Produce request of {size} bytes is more than a frame holds")
     out = PyByteArray_FromStringAndSize(NULL, size + 4)
     cdef uint8_t *start = <uint8_t *> PyByteArray_AS_STRING(out)
-    cdef uint8_t *p = _put_be(start, <uint64_t> size, 4)
-    p = _put_be(p, 0, 2)  # api key: Produce
-    p = _put_be(p, <uint64_t> version, 2)
-    p = _put_be(p, <uint64_t> <uint32_t> correlation_id, 4)
-    if client is None:  # the header's client id keeps its int16 length in every version
-        p = _put_be(p, <uint64_t> <int64_t> -1, 2)
-    else:
-        p = _put_be(p, <uint64_t> len(client), 2)
+    kb_store_be32(start, <uint32_t> size)
+    kb_store_be16(start + 4, 0)  # api key: Produce
+    kb_store_be16(start + 6, <uint16_t> version)
+    kb_store_be32(start + 8, <uint32_t> correlation_id)
+    # the header's client id keeps its int16 length in every version
+    cdef uint8_t *p = _put_length(start + 12, len(client) if client is not None else -1, False, 2)
+    if client is not None:
         memcpy(p, <const char *> client, len(client))
         p += len(client)
     if flexible:
-        p = _put_uvarint(p, 0)  # the header's tagged fields: none
+        p = kb_write_uvarint(p, 0)  # the header's tagged fields: none
     if tid is None:
         p = _put_length(p, -1, flexible, 2)
     else:
         p = _put_length(p, len(tid), flexible, 2)
         memcpy(p, <const char *> tid, len(tid))
         p += len(tid)
-    p = _put_be(p, <uint64_t> (<int64_t> acks & 0xFFFF), 2)
-    p = _put_be(p, <uint64_t> <uint32_t> timeout_ms, 4)
+    kb_store_be16(p, <uint16_t> acks)
+    kb_store_be32(p + 2, <uint32_t> timeout_ms)
+    p += 6
     p = _put_length(p, len(topics), flexible, 4)
     cdef Py_ssize_t k = 0, n
     cdef bytes encoded
@@ -103,17 +83,18 @@ def produce_request(int version, int32_t correlation_id, client_id, transactiona
             v = views[k]
             k += 1
             n = v.shape[0]
-            p = _put_be(p, <uint64_t> <uint32_t> <int32_t> partition, 4)
+            kb_store_be32(p, <uint32_t> <int32_t> partition)
+            p += 4
             p = _put_length(p, n, flexible, 4)
             if n:
                 memcpy(p, &v[0], n)
             p += n
             if flexible:
-                p = _put_uvarint(p, 0)
+                p = kb_write_uvarint(p, 0)
         if flexible:
-            p = _put_uvarint(p, 0)
+            p = kb_write_uvarint(p, 0)
     if flexible:
-        p = _put_uvarint(p, 0)
+        p = kb_write_uvarint(p, 0)
     assert p - start == size + 4
     return out
 
@@ -139,27 +120,24 @@ cdef class _AnswerReader:
         return at
 
     cdef int64_t be(self, int width) except? -1:
-        cdef Py_ssize_t at = self.need(width)
-        cdef uint64_t v = 0
-        cdef int i
-        for i in range(width):
-            v = (v << 8) | self.buf[at + i]
-        if width < 8 and v >> (8 * width - 1):  # negative: sign-extend
-            v |= ~((<uint64_t> 1 << (8 * width)) - 1)
-        return <int64_t> v
+        """A big-endian signed integer of ``width`` bytes (2, 4 or 8)."""
+        cdef const uint8_t *p = &self.buf[self.need(width)]
+        if width == 2:
+            return <int16_t> kb_load_be16(p)
+        if width == 4:
+            return <int32_t> kb_load_be32(p)
+        return <int64_t> kb_load_be64(p)
 
     cdef uint64_t uvarint(self) except? 0xFFFFFFFFFFFFFFFF:
-        cdef uint64_t v = 0
-        cdef int shift = 0
-        cdef uint8_t b
-        while True:
-            if shift > 28:
-                raise ValueError(f"a varint longer than 5 bytes at byte {self.pos}")
-            b = self.buf[self.need(1)]
-            v |= <uint64_t> (b & 0x7F) << shift
-            if not b & 0x80:
-                return v
-            shift += 7
+        cdef uint32_t v
+        if self.pos >= self.end:
+            raise ValueError(f"the Produce response ends at byte {self.end}, a varint wanted there")
+        cdef const uint8_t *p = &self.buf[self.pos]
+        cdef int n = kb_read_uvarint(p, p + (self.end - self.pos), &v)
+        if n <= 0:
+            raise ValueError(f"a varint that ends early or runs past 5 bytes at byte {self.pos}")
+        self.pos += n
+        return v
 
     cdef Py_ssize_t length(self, int width, bint nullable) except -2:
         """A length prefix: -1 for null (where allowed)."""
