@@ -464,7 +464,8 @@ def test_batches_are_filled_greedily_to_batch_size(seed):
 def test_records_checked_before_compression_get_the_verdict_of_the_compressed_batch(codec):
     """The producer's pre-flight checks a batch's records uncompressed, then compresses it and
     holds its size to the topic's limits: on drawn records (null keys on compacted topics,
-    timestamps either side of the window, sizes either side of max.message.bytes) it refuses
+    timestamps either side of the window, sizes either side of max.message.bytes, topics that keep
+    the producer's codec or re-encode) it refuses
     exactly the batches the validator refuses in their compressed form, and what it sends is the
     batch the builder makes compressed, byte for byte."""
     import time as _time
@@ -482,7 +483,8 @@ def test_records_checked_before_compression_get_the_verdict_of_the_compressed_ba
                    for i in range(rng.randint(1, 12))]
         fields = dict(base_offset=0, producer_id=9, producer_epoch=0, base_sequence=0)
         compressed = kb.build_batch(records, compression=codec, **fields)
-        limits = TopicLimits("t", compacted=rng.random() < 0.3, before_max_ms=rng.choice([2 * hour, 1 << 62]),
+        limits = TopicLimits("t", compression=rng.choice(["producer", codec, "gzip", "uncompressed"]),
+                             compacted=rng.random() < 0.3, before_max_ms=rng.choice([2 * hour, 1 << 62]),
                              after_max_ms=hour, max_message_bytes=rng.choice([1 << 20, len(compressed),
                                                                                len(compressed) - 1]))
         want = bool(check(compressed, limits.config(0)))

@@ -104,9 +104,12 @@ def check_before_compression(raw: list, limits: TopicLimits, partition: int,
     compressed size the topic may refuse (the caller checks those whole, as it checks any batch,
     so their culprits come from the validator).  The records are checked before compression, so
     no check decompresses them; the size limits apply to the compressed batch, so they wait for
-    it."""
-    if compression == "none":
-        return raw, check_each(raw, limits.config(partition))
+    it.  A topic that re-encodes what it is sent (its compression.type neither ``producer`` nor
+    ours) limits the batch it writes, whose size only the validator knows: those batches are
+    compressed first and checked whole, as they are sent."""
+    if compression == "none" or limits.compression not in ("producer", compression):
+        out = raw if compression == "none" else [_native.compress_v2(d, compression) for d in raw]
+        return out, check_each(out, limits.config(partition))
     bad = check_each(raw, limits.config(partition, sizes=False))
     out = [d if i in bad else _native.compress_v2(d, compression) for i, d in enumerate(raw)]
     limit = min(limits.max_message_bytes, limits.segment_bytes)
