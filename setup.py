@@ -6,10 +6,12 @@ Environment switches for development builds:
   PYKBATCH_SANITIZE=1   AddressSanitizer + UndefinedBehaviorSanitizer
 """
 import glob
+import importlib.util
 import os
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 debug = os.environ.get("PYKBATCH_DEBUG") == "1"
 sanitize = os.environ.get("PYKBATCH_SANITIZE") == "1"
@@ -32,10 +34,33 @@ def extension(name: str, sources: list) -> Extension:
 extensions = [
     extension("pykbatch._native", ["pykbatch/_native.pyx"] + sorted(glob.glob("csrc/*.c"))),
     extension("pykbatch._catalogue", ["pykbatch/_catalogue.pyx", "csrc/kb_rules.c", "csrc/kb_kafka.c",
-                                              "csrc/kb_render.c"]),
+                                              "csrc/kb_render.c", "csrc/kb_verdict.c"]),
 ]
 
+
+
+def _jvm_build():
+    """spark_udfs/jvm_build.py, loaded by path: neither package is importable before this build."""
+    spec = importlib.util.spec_from_file_location("_pykbatch_jvm_build", os.path.join("spark_udfs", "jvm_build.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class BuildWithJni(build_ext):
+    """The extensions, then the JNI shim for Spark's JVM (spark_udfs/native/) where a JDK is found."""
+
+    def run(self):
+        super().run()
+        out = os.path.join("spark_udfs" if self.inplace else os.path.join(self.build_lib, "spark_udfs"), "native")
+        version = self.distribution.get_version()
+        _jvm_build().build_library(self.compiler, os.path.abspath("."), out, version,
+                                   extra_args=[a for a in compile_args if a.startswith(("-g", "-fsanitize"))],
+                                   temp_dir=os.path.join(self.build_temp, "jni"))
+
+
 setup(
+    cmdclass={"build_ext": BuildWithJni},
     ext_modules=cythonize(extensions, compiler_directives={"language_level": "3"},
                           include_path=["pykbatch"]),
 )

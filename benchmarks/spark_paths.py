@@ -2,7 +2,7 @@
 (arrow_udf over the column's Arrow buffers) against the same work as a pandas_udf, plus
 Spark's own scan of the column as the floor, in one local session.
 
-    python benchmarks/spark_paths.py [--shape small|A|B|C] [--rows N] [--repeats 5]
+    python benchmarks/spark_paths.py [--shape small|A|B|C] [--rows N] [--repeats 5] [--jvm]
 
 A, B, C: rows of one producer batch of workload A (1,000 records of ~100 B, ~127 KB),
 B (100 records of ~1 KiB with 2 headers, ~110 KB) or C (10 records of ~10 KiB, ~103 KB);
@@ -10,6 +10,9 @@ small: rows of one ~200-byte batch, every 50th row corrupt (per-row costs and cu
 show here). The row-at-a-time cases are measured twice: kafka-python's work, and a UDF that
 does nothing, which is the ceiling any row-at-a-time UDF can reach on this DataFrame. An Arrow
 UDF returning kbatch_validate's struct without validating shows what the result type alone costs.
+--jvm adds the JVM function (the C core called from Spark's JVM: spark_udfs.jvm) and issue 36's
+targets: >= 2x the identity Arrow UDF on small rows, >= 2x the Arrow UDF kbatch_validate on
+100 KB batches.
 """
 import argparse
 import os
@@ -26,6 +29,7 @@ def main():
     ap.add_argument("--rows", type=int, default=None)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--batch-bytes", default="16m", help="spark.sql.execution.arrow.maxBytesPerBatch")
+    ap.add_argument("--jvm", action="store_true", help="also the JVM function (pykbatch's jar)")
     args = ap.parse_args()
     import numpy as np
     import pandas as pd
@@ -33,12 +37,11 @@ def main():
     from pyspark.sql.pandas.types import from_arrow_type
 
     import pykbatch as kb
-    import spark_udfs
     from pykbatch.arrow import VALIDATION, validate_array
-    from sparkbench import local_session, time_cases
+    from sparkbench import jvm_function, local_session, python_function, time_cases
     from workloads import build
 
-    spark = local_session(**{
+    spark = local_session(jvm=True if args.jvm else None, **{
         "spark.sql.execution.arrow.maxRecordsPerBatch": "10000" if args.shape == "small" else "200",
         "spark.sql.execution.arrow.maxBytesPerBatch": args.batch_bytes})
     if args.shape != "small":
@@ -98,13 +101,14 @@ def main():
     kafka_python = udf(kafka_python_rows, "boolean", useArrow=False)
     row_noop = udf(lambda value: value is not None, "boolean", useArrow=False)
 
+    python_validate = python_function("kbatch_validate")
     cases = {
         "identity arrow_udf (same rows)": lambda: df.select(identity("value").alias("v"))
         .selectExpr("count_if(v)").collect(),
         "arrow_udf, result struct, no work": lambda: df.select(same_shape("value").alias("v"))
         .selectExpr("sum(v.records)").collect(),
         "Spark scan: sum(length(value))": lambda: df.selectExpr("sum(length(value))").collect(),
-        "arrow_udf kbatch_validate": lambda: df.select(spark_udfs.kbatch_validate("value").alias("v"))
+        "arrow_udf kbatch_validate": lambda: df.select(python_validate("value").alias("v"))
         .selectExpr("sum(v.records)").collect(),
         "pandas_udf (same work)": lambda: df.select(pandas_validate("value").alias("v"))
         .selectExpr("sum(v.records)").collect(),
@@ -113,6 +117,10 @@ def main():
         "row-at-a-time udf, no work": lambda: df.select(row_noop("value").alias("v"))
         .selectExpr("count_if(v)").collect(),
     }
+    if args.jvm:
+        jvm_validate = jvm_function("kbatch_validate")
+        cases["JVM kbatch_validate"] = lambda: df.select(jvm_validate("value").alias("v")) \
+            .selectExpr("sum(v.records)").collect()
     times = time_cases(cases, args.repeats)
     print(f"{args.shape}: {args.rows} rows of ~{len(one)} bytes = {total_bytes / 1e6:.0f} MB, local[2], "
           f"medians of {args.repeats}")
@@ -128,6 +136,15 @@ def main():
           f"(median); x row-at-a-time kafka-python: {med['row-at-a-time udf, kafka-python'] / ours:.1f} "
           f"(target >= 50); x row-at-a-time no-op udf: {med['row-at-a-time udf, no work'] / ours:.1f} "
           f"(what the row-at-a-time hop alone accounts for)")
+    if args.jvm:
+        jvm = med["JVM kbatch_validate"]
+        vs_identity = [i / j for i, j in zip(times["identity arrow_udf (same rows)"], times["JVM kbatch_validate"])]
+        vs_today = [p / j for p, j in zip(times["arrow_udf kbatch_validate"], times["JVM kbatch_validate"])]
+        want, base = (vs_identity, "identity arrow_udf") if args.shape == "small" else (vs_today, "arrow_udf kbatch_validate")
+        print(f"  JVM kbatch_validate x identity arrow_udf: {med['identity arrow_udf (same rows)'] / jvm:.2f}, "
+              f"x arrow_udf kbatch_validate (today): {ours / jvm:.2f} (medians)")
+        print(f"  JVM / {base}, each run: {' '.join(f'{r:.2f}' for r in want)} (issue 36 target >= 2 on the median) "
+              f"{'met' if statistics.median(want) >= 2 else 'NOT MET'}")
     spark.stop()
     body_ratio(values, kafka_python_rows, args.repeats)
 

@@ -4,7 +4,7 @@ csrc/kb_rules.def, csrc/kb_kafka.h, csrc/kb_rules.h), for the Python modules tha
 A module of its own, with no Python imports, so that ``pykbatch.errors`` and ``pykbatch.rules``
 can read it while ``pykbatch._native`` (which imports them) is still loading.
 """
-from libc.stdint cimport int16_t, int64_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t
 from libc.stdlib cimport free, malloc
 
 
@@ -49,6 +49,76 @@ cdef extern from "kb_render.h":
         KB_TEXT_DETAIL
         KB_TEXT_READER
     long kb_render(int rule, kb_text which, const int64_t *args, const char *tp, char *out, size_t cap)
+
+
+cdef extern from "kb_verdict.h":
+    ctypedef struct kb_culprit:
+        int32_t entry
+        int32_t record_index
+        int16_t code
+        uint16_t rule
+    ctypedef struct kb_verdict:
+        int16_t code
+        int32_t verdict
+        int batch_level
+        int request_message
+        size_t records
+    int KB_STAGE_COUNT
+    const char *const kb_stage_names[]
+    void kb_verdict_of(const kb_culprit *c, size_t n, int origin, int produce_version, kb_verdict *v,
+                       int32_t *record_culprits)
+    long kb_render_record_errors(int16_t code, size_t records, const int32_t *indexes, const char *const *messages,
+                                 char *out, size_t cap)
+
+
+def stages():
+    """The stages of a partition leader's checks, in the order it runs them."""
+    return tuple(kb_stage_names[i].decode() for i in range(KB_STAGE_COUNT))
+
+
+def verdict(culprits, bint client, int produce_version):
+    """KIP-467's verdict on ``culprits`` ((rule number, entry, record index or -1, code) each, in
+    buffer order): (error code, the index of the culprit the answer comes from or -1, batch-level,
+    whether error_message is that culprit's message, the indexes of each error record's first
+    culprit)."""
+    cdef size_t n = len(culprits), i
+    cdef kb_verdict v
+    cdef kb_culprit *c = <kb_culprit *> malloc(max(n, 1) * sizeof(kb_culprit))
+    cdef int32_t *records = <int32_t *> malloc(max(n, 1) * sizeof(int32_t))
+    try:
+        if c == NULL or records == NULL:
+            raise MemoryError()
+        for i in range(n):
+            c[i].rule, c[i].entry, c[i].record_index, c[i].code = culprits[i]
+        kb_verdict_of(c, n, 0 if client else 1, produce_version, &v, records)
+        return (v.code, v.verdict, bool(v.batch_level), bool(v.request_message),
+                [records[i] for i in range(v.records)] if not v.batch_level else [])
+    finally:
+        free(c)
+        free(records)
+
+
+def record_errors_message(int code, records):
+    """KIP-467's error_message of a batch refused record by record: ``records`` is its
+    (batch index, message) list (all of them; the first three are shown)."""
+    cdef int32_t indexes[3]
+    cdef const char *messages[3]
+    encoded = [m.encode() for _, m in records[:3]]
+    for i in range(len(encoded)):
+        indexes[i] = records[i][0]
+        messages[i] = encoded[i]
+    cdef char small[1024]
+    cdef long n = kb_render_record_errors(code, len(records), indexes, messages, small, sizeof(small))
+    if n < <long> sizeof(small):
+        return small[:n].decode("utf-8", "replace")
+    cdef char *big = <char *> malloc(n + 1)
+    if big == NULL:
+        raise MemoryError()
+    try:
+        kb_render_record_errors(code, len(records), indexes, messages, big, n + 1)
+        return big[:n].decode("utf-8", "replace")
+    finally:
+        free(big)
 
 
 TEXT_MESSAGE, TEXT_DETAIL, TEXT_READER = KB_TEXT_MESSAGE, KB_TEXT_DETAIL, KB_TEXT_READER

@@ -9,7 +9,8 @@ from typing import Iterable, NamedTuple
 from pykbatch import errors
 from pykbatch.config import ValidationConfig
 from pykbatch.rules import BY_ID as _RULES_BY_ID
-from pykbatch.rules import STAGES as _STAGES
+from pykbatch import _catalogue
+from pykbatch.rules import INDEX as _RULE_INDEX
 
 # Kafka's broker validation metrics (KIP-467) and the rules that feed each.
 BROKER_METRICS = {
@@ -120,42 +121,32 @@ class ValidationResult:
         was lost, or whose magic is unknown (the culprits of the "framing" stage)."""
         return self.entries - sum(n for rule, n in self.counters.items() if _RULES_BY_ID[rule].stage == "framing")
 
-    def _verdict_culprits(self) -> list:
-        """The culprits Kafka's answer comes from: those of the earliest (stage, entry), the
-        order in which a partition leader runs its checks (pykbatch.rules.STAGES)."""
-        if len(self.culprits) < 2:
-            return list(self.culprits)
-        keys = [_verdict_key(c, self.config) for c in self.culprits]
-        first = min(keys)
-        return [c for c, key in zip(self.culprits, keys) if key == first]
+    def _verdict(self) -> tuple:
+        """The core's KIP-467 verdict (csrc/kb_verdict.c): the culprits of the earliest (stage,
+        entry), in the order a partition leader runs its checks (pykbatch.rules.STAGES)."""
+        if not self.culprits:
+            return 0, -1, False, False, []
+        return _catalogue.verdict([(_RULE_INDEX[c.rule], c.entry, -1 if c.record_index is None else c.record_index,
+                                    c.code) for c in self.culprits],
+                                  self.config.origin == "client", self.config.produce_version or 0)
 
     @property
     def verdict(self) -> Culprit | None:
         """The culprit Kafka's answer comes from: the first batch-level one of the failing batch,
         else its first record error (None when the input is clean)."""
-        failing = self._verdict_culprits()
-        return next((c for c in failing if not _record_error(c)), failing[0] if failing else None)
+        at = self._verdict()[1]
+        return self.culprits[at] if at >= 0 else None
 
     def kip467(self) -> tuple[int, list[tuple[int, str]], str | None]:
         """``(error_code, error_records, error_message)`` in one pass over the culprits: what a
         ProduceResponse partition carries (the properties below, each on its own)."""
-        failing = self._verdict_culprits()
-        if not failing:
+        code, at, batch_level, request_message, firsts = self._verdict()
+        if batch_level:
+            return code, [], self.culprits[at].message if request_message else None
+        if not code:
             return 0, [], None
-        batch_level = next((c for c in failing if not _record_error(c)), None)
-        if batch_level is not None:
-            return batch_level.code, [], _request_error_message(batch_level, self.config)
-        code = _INVALID_TIMESTAMP if any(c.code == _INVALID_TIMESTAMP for c in failing) else _INVALID_RECORD
-        seen, records = set(), []
-        for c in failing:
-            if c.record_index not in seen:
-                seen.add(c.record_index)
-                records.append((c.record_index, c.message))
-        if code == _INVALID_TIMESTAMP:
-            return code, records, "One or more records have been rejected due to invalid timestamp"
-        first3 = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in records[:3])
-        return code, records, (f"One or more records have been rejected due to {len(records)} record errors in "
-                               f"total, and only showing the first three errors at most: [{first3}]")
+        records = [(self.culprits[i].record_index, self.culprits[i].message) for i in firsts]
+        return code, records, _catalogue.record_errors_message(code, records)
 
     @property
     def error_code(self) -> int:
@@ -183,34 +174,6 @@ class ValidationResult:
         first = self.verdict
         if self.culprits and first is not None:
             raise errors.error_for(first.code, first.message, first.position, first.rule, self.culprits)
-
-
-_STAGE_RANK = {stage: rank for rank, stage in enumerate(_STAGES)}
-# the two codes of a batch refused record by record (KIP-467): a bad timestamp wins
-_INVALID_TIMESTAMP, _INVALID_RECORD = errors.CODE["INVALID_TIMESTAMP"], errors.CODE["INVALID_RECORD"]
-
-
-def _verdict_key(c: Culprit, config: ValidationConfig) -> tuple[int, int]:
-    stage = _RULES_BY_ID[c.rule].stage
-    if stage == "framing":  # found while iterating: by ProduceRequest.validateRecords, which reads
-        # the first two entries, or else by analyzeAndValidateRecords with its size and CRC checks
-        stage = "request" if config.produce_version and c.entry <= 1 else "append"
-    return _STAGE_RANK[stage], c.entry
-
-
-def _request_error_message(c: Culprit, config: ValidationConfig) -> str | None:
-    """KIP-467's ``error_message`` for a batch-level verdict.  Kafka sends one only for a fault
-    that escapes its produce handler as an error of the whole request: the framing of the first
-    entry, which KafkaApis.handleProduceRequest reads before any check (RequestUtils.
-    hasTransactionalRecords), comes back through ProduceRequest.getErrorResponse with the
-    exception's message.  The same fault further on is found by the checks, which send none."""
-    if config.origin == "client" and c.entry == 0 and _RULES_BY_ID[c.rule].stage == "framing":
-        return c.message
-    return None
-
-
-def _record_error(c: Culprit) -> bool:
-    return c.record_index is not None and _RULES_BY_ID[c.rule].record_error
 
 
 class LostSpan(NamedTuple):

@@ -58,7 +58,7 @@ class Rule:
 # A rule of stage "framing" is found while iterating entries: "request" or "append", by entry.
 # "handler": ReplicaManager.handleProduceAppend, between the request's checks and the log's append;
 # "rebuild": LogValidator re-encoding a batch after every record of it passed.
-STAGES = ("request", "handler", "append", "validator", "batch", "rebuild", "after")
+STAGES = _catalogue.stages()
 
 RULES: tuple[Rule, ...] = tuple(Rule(*fields) for fields in _catalogue.rules())
 BY_ID = {rule.id: rule for rule in RULES}

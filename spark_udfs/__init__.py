@@ -14,11 +14,15 @@ from spark_udfs.functions import *  # noqa: F401,F403 (every Spark function, by 
 from spark_udfs import value_functions as _value_functions
 from spark_udfs.value_functions import *  # noqa: F401,F403 (values as their schemas say)
 
-__all__ = list(_functions.__all__) + list(_value_functions.__all__) + ["split_dead_letters", "ErrorPolicy"]
+__all__ = list(_functions.__all__) + list(_value_functions.__all__) + ["split_dead_letters", "ErrorPolicy",
+                                                                       "configure_spark_with_pykbatch"]
 
 
 def __getattr__(name):  # the dead-letter API without importing pyspark at package import
     if name in ("split_dead_letters", "ErrorPolicy"):
         from spark_udfs import dead_letters
         return getattr(dead_letters, name)
+    if name == "configure_spark_with_pykbatch":  # the JVM path's session helper (spark_udfs.jvm)
+        from spark_udfs.jvm import configure_spark_with_pykbatch
+        return configure_spark_with_pykbatch
     raise AttributeError(name)

@@ -141,9 +141,11 @@ def kbatch_validate(col: "ColumnOrName", config: "Config" = None) -> "Column":
     position: bigint, entry_position: bigint, message: string, detail: string, kafka: boolean>>,
     culprit_count: bigint, records: bigint, truncated_tail_position: bigint>``.
     """
-    udf = _udfs()["kbatch_validate"]
     cfg = _config_column(config)
-    return udf(_column(col)) if cfg is None else udf(_column(col), cfg)
+    args = [_column(col)] + ([] if cfg is None else [cfg])
+    if _on_jvm():
+        return _call("kbatch_validate", *args)
+    return _udfs()["kbatch_validate"](*args)
 
 
 def kbatch_decode(col: "ColumnOrName") -> "Column":
@@ -230,11 +232,23 @@ def _records_udtf():
     return KbatchRecords
 
 
-def register(spark: "SparkSession") -> None:
+# the session setting that says which functions register() gave it: "jvm" or "python"
+PATH_SETTING = "spark.pykbatch.functions"
+
+
+def register(spark: "SparkSession", jvm: Optional[bool] = None) -> str:
     """Make the kbatch_* functions callable from SQL (``kbatch_records(TABLE(SELECT id, value
     FROM t))`` for one row per record) and the data sources readable: ``kafka-segment``
     (``spark.read.format("kafka-segment").load(path)``, see ``spark_udfs.segment_source``) and
-    ``kafka-kbatch`` (a live cluster, Spark's Kafka source's options; ``spark_udfs.live_source``)."""
+    ``kafka-kbatch`` (a live cluster, Spark's Kafka source's options; ``spark_udfs.live_source``).
+
+    ``jvm``: None (default) uses the JVM functions (the C core called from Spark's JVM, no Python
+    worker; ``spark_udfs.jvm``) for those that have one when pykbatch's jar is on the session's
+    classpath (``spark_udfs.jvm.configure_spark_with_pykbatch``), the Python functions otherwise;
+    True requires them (raises saying why not); False registers the Python functions only.
+    Returns the path taken, "jvm" or "python" (also the session setting ``spark.pykbatch.functions``,
+    which the DataFrame functions read)."""
+    from spark_udfs import jvm as jvm_path
     from spark_udfs import live_source
     from spark_udfs.segment_source import data_source_class
     for name, udf in _udfs().items():
@@ -242,3 +256,28 @@ def register(spark: "SparkSession") -> None:
     spark.udtf.register("kbatch_records", _records_udtf())
     spark.dataSource.register(data_source_class())
     spark.dataSource.register(live_source.data_source_class())
+    path = "python"
+    if jvm is not False:
+        if jvm_path.loaded(spark):
+            jvm_path.register(spark)
+            path = "jvm"
+        elif jvm:
+            raise jvm_path.JvmPathUnavailable(
+                (jvm_path.unavailable_reason() or "pykbatch's jar is not on this session's classpath")
+                + " (build the session with spark_udfs.jvm.configure_spark_with_pykbatch(builder))")
+    spark.conf.set(PATH_SETTING, path)
+    return path
+
+
+def _on_jvm() -> bool:
+    """Whether the active session's kbatch_* functions are the JVM's (register said so)."""
+    from pyspark.sql import SparkSession
+    session = SparkSession.getActiveSession()
+    return session is not None and session.conf.get(PATH_SETTING, "python") == "jvm"
+
+
+def _call(name: str, *cols) -> "Column":
+    """``name`` on the JVM path: the temporary function register() made, which Spark resolves to
+    the catalog's (no Python worker); its column is named as the Python function's."""
+    from pyspark.sql.functions import call_function
+    return call_function(name, *cols)

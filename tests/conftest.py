@@ -179,6 +179,24 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(params=["python", "jvm"])
+def spark_path(request, spark):
+    """The test once with the Python functions and once with the JVM's (the C core called from
+    Spark's JVM, spark_udfs.jvm); the session's default path is put back after it.  The JVM run
+    skips, saying why, where pykbatch's jar cannot be had (no JDK); on CI it must run."""
+    from spark_udfs.functions import register
+    if request.param == "jvm":
+        from spark_udfs import jvm
+        reason = jvm.unavailable_reason() or (None if jvm.loaded(spark) else "the jar is not on the session's classpath")
+        if reason:
+            if os.environ.get("CI"):
+                pytest.fail(f"the JVM path must run on CI: {reason}")
+            pytest.skip(f"JVM path unavailable: {reason}")
+    register(spark, jvm=request.param == "jvm")
+    yield request.param
+    register(spark)
+
+
 @lru_cache(maxsize=None)
 def wheel_builder():
     """.ci/build_wheels.py as a module (its ``interpreter(X.Y)`` finds a CPython on this machine)."""

@@ -1,5 +1,6 @@
 """The catalogue (csrc/kb_rules.def, csrc/kb_kafka_errors.def) is the one list of rules and Kafka
 error codes: every rule id the code uses is in it, and C and Python read the same entries."""
+import os
 import pathlib
 import re
 
@@ -8,7 +9,7 @@ import pytest
 import pykbatch as kb
 from pykbatch import _catalogue, _native, errors
 from pykbatch.config import ValidationConfig
-from pykbatch.result import Culprit, _verdict_key
+from pykbatch.result import Culprit, ValidationResult
 from pykbatch.rules import BY_ID, FIELDS, RULES, STAGES
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -63,13 +64,57 @@ def test_c_and_python_read_the_same_codes():
     assert kb.native_info()["rules"] == len(RULES)
 
 
-def test_every_rule_places_a_verdict():
-    """_verdict_key reads every rule's stage: no culprit of any rule can raise KeyError there."""
-    config = ValidationConfig(produce_version=9)
-    for rule in RULES:
-        c = Culprit(1, None, None, rule.code, rule.id, 0, None, 0, "m", None, rule.kafka)
-        stage, entry = _verdict_key(c, config)
-        assert entry == 1 and 0 <= stage < len(STAGES)
+def _reference_kip467(culprits, config):
+    """KIP-467's answer as the partition leader reaches it, written out plainly: the culprits of the
+    earliest (stage, entry) -- a framing fault at "request" for the first two entries of a
+    ProduceRequest, else at "append" -- give the code; a batch-level one wins; else each record
+    once with its first message."""
+    rank = {s: i for i, s in enumerate(STAGES)}
+
+    def key(c):
+        stage = BY_ID[c.rule].stage
+        if stage == "framing":
+            stage = "request" if config.produce_version and c.entry <= 1 else "append"
+        return rank[stage], c.entry
+
+    if not culprits:
+        return 0, [], None
+    first = min(map(key, culprits))
+    failing = [c for c in culprits if key(c) == first]
+    for c in failing:
+        if c.record_index is None or not BY_ID[c.rule].record_error:
+            framing = BY_ID[c.rule].stage == "framing"
+            return c.code, [], c.message if config.origin == "client" and c.entry == 0 and framing else None
+    code = 32 if any(c.code == 32 for c in failing) else 87
+    records, seen = [], set()
+    for c in failing:
+        if c.record_index not in seen:
+            seen.add(c.record_index)
+            records.append((c.record_index, c.message))
+    if code == 32:
+        return code, records, "One or more records have been rejected due to invalid timestamp"
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in records[:3])
+    return code, records, (f"One or more records have been rejected due to {len(records)} record errors in total, "
+                           f"and only showing the first three errors at most: [{shown}]")
+
+
+def test_the_cores_verdict_is_kafkas_on_drawn_culprits():
+    """csrc/kb_verdict.c against the plain reading above: culprits of every rule drawn at random
+    entries, records (out of order too) and origins."""
+    import random
+    seed = int(os.environ.get("PYKBATCH_VERDICT_SEED", "20261127"))
+    rng = random.Random(seed)
+    for trial in range(3000):
+        config = ValidationConfig(origin=rng.choice(["client", "log"]),
+                                  produce_version=rng.choice([None, None, 3, 9]))
+        culprits = []
+        for _ in range(rng.choice([0, 1, 2, 3, 5, 12])):
+            rule = rng.choice(RULES[1:])
+            record = rng.choice([None, 0, 1, 2, 3, 7]) if rng.random() < 0.8 else None
+            culprits.append(Culprit(rng.choice([0, 0, 1, 2]), record, None, rule.code, rule.id, 0, None, 0,
+                                    f"m{rng.randrange(100)}", None, rule.kafka))
+        result = ValidationResult(culprits, len(culprits), 3, 0, 0, None, None, 0, config)
+        assert result.kip467() == _reference_kip467(culprits, config), (seed, trial)
 
 
 def test_exception_classes_use_catalogue_codes():

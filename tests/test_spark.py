@@ -44,7 +44,7 @@ def as_python(value):
     return value
 
 
-def test_validate_equals_direct_call(frame):
+def test_validate_equals_direct_call(frame, spark_path):
     import pyarrow as pa
     from spark_udfs import kbatch_validate
     df, rows = frame
@@ -57,7 +57,7 @@ def test_validate_equals_direct_call(frame):
     assert [c["rule"] for c in want[4]["culprits"]] == [c.rule for c in direct.culprits]
 
 
-def test_validate_config_from_sql_and_dataframe(frame, spark):
+def test_validate_config_from_sql_and_dataframe(frame, spark, spark_path):
     import pyarrow as pa
     from spark_udfs import kbatch_validate
     df, rows = frame
@@ -385,7 +385,7 @@ def test_transient_reads_are_retried_but_data_errors_are_not():
         retry_io(down, attempts=4, sleep=lambda s: None)
 
 
-def test_every_udf_equals_the_core_on_the_conformance_corpus(spark):
+def test_every_udf_equals_the_core_on_the_conformance_corpus(spark, spark_path):
     """The peer corpus's vectors (valid and hostile, every magic and codec) and Kafka's own batch
     vectors through every UDF, against the column functions on the same bytes."""
     import pyarrow as pa
@@ -406,6 +406,10 @@ def test_every_udf_equals_the_core_on_the_conformance_corpus(spark):
     want = {"v": validate_array(arr, log).to_pylist(), "d": decode_array(arr).to_pylist(),
             "c": crc32c_array(arr).to_pylist(), "b": batch_info_array(arr).to_pylist(),
             "r": repair_array(arr, log).to_pylist()}
+    if spark_path == "jvm":  # a damaged compressed payload: the codec library's words and position set aside
+        from tests.test_spark_jvm import comparable
+        want["v"] = [comparable(v) for v in want["v"]]
+        got = [dict(r.asDict(), v=comparable(as_python(r["v"]))) for r in got]
     for field, expected in want.items():
         assert [as_python(r[field]) for r in got] == expected, field
     with_corpus = (CONFORMANCE / "vectors.json").exists()  # Kafka's 159 alone on a user's clone

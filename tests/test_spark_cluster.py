@@ -25,11 +25,14 @@ SCRIPT = textwrap.dedent('''
             data[18] ^= 1
         rows.append((i, bytes(data)))
     df = spark.createDataFrame(rows, "id int, value binary").repartition(4)
-    ok = df.select(spark_udfs.kbatch_validate("value").alias("v")).selectExpr("count_if(v.ok)").first()[0]
-    good, dead = split_dead_letters(df, "value", ErrorPolicy(tolerance="all"))
-    records = spark_udfs.explode_records(good, "value").count()
-    pids = set(df.rdd.map(lambda r: os.getpid()).collect())
-    print("RESULT", executors, ok, dead.count(), records, os.getpid() not in pids)
+    paths = ["python"] + (["jvm"] if spark.conf.get("spark.pykbatch.functions") == "jvm" else [])
+    for path in paths:  # the JVM path: pykbatch's jar shipped to the executors by spark.jars
+        spark_udfs.register(spark, jvm=path == "jvm")
+        ok = df.select(spark_udfs.kbatch_validate("value").alias("v")).selectExpr("count_if(v.ok)").first()[0]
+        good, dead = split_dead_letters(df, "value", ErrorPolicy(tolerance="all"))
+        records = spark_udfs.explode_records(good, "value").count()
+        pids = set(df.rdd.map(lambda r: os.getpid()).collect())
+        print("RESULT", path, executors, ok, dead.count(), records, os.getpid() not in pids)
     spark.stop()
 ''')
 
@@ -41,7 +44,10 @@ def test_local_cluster_executors_run_pykbatch(tmp_path):
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=600, env=env,
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    result = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
+    result = {line.split()[1]: line.split()[2:] for line in proc.stdout.splitlines() if line.startswith("RESULT")}
     assert result, proc.stderr[-3000:]
-    executors, ok, dead, records, off_driver = result[0].split()[1:]
-    assert (int(executors), int(ok), int(dead), int(records), off_driver) == (2, 196, 4, 588, "True")
+    from spark_udfs import jvm
+    if jvm.unavailable_reason() is None:
+        assert set(result) == {"python", "jvm"}, proc.stderr[-3000:]
+    for path, (executors, ok, dead, records, off_driver) in result.items():
+        assert (int(executors), int(ok), int(dead), int(records), off_driver) == (2, 196, 4, 588, "True"), path

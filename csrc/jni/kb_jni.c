@@ -1,0 +1,451 @@
+/* The C core for a JVM host (Spark's executors): io.pykbatch.spark.Native's methods.  The only
+ * file that includes jni.h; everything it does is the core's (validation, the verdict, the texts),
+ * and what the core leaves to its host -- codecs -- is called back in Java (Decompressor.run).
+ *
+ * A handle (jlong) owns one set of options, a culprit buffer grown up to the options' cap and a
+ * decompression scratch; a handle is used by one thread at a time (Java keeps one per thread). */
+#include <jni.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb_kafka.h"
+#include "kb_render.h"
+#include "kb_rules.h"
+#include "kb_v2.h"
+#include "kb_validate.h"
+#include "kb_verdict.h"
+
+#ifndef KB_JNI_VERSION
+#define KB_JNI_VERSION "unknown"
+#endif
+
+/* options[] from Java (Options.java writes them in this order) */
+enum {
+    OPT_ORIGIN, OPT_VERIFY_CRC, OPT_STRICT, OPT_COMPACTED, OPT_LOG_APPEND_TIME, OPT_NOW_MS, OPT_BEFORE_MAX_MS,
+    OPT_AFTER_MAX_MS, OPT_MAX_BATCH_BYTES, OPT_MAX_APPEND_BYTES, OPT_TARGET_MAGIC, OPT_TARGET_CODEC,
+    OPT_SINGLE_APPEND, OPT_PRODUCE_VERSION, OPT_MAX_CULPRITS, OPT_MAX_DECOMPRESSED, OPT_COUNT
+};
+/* summary[] to Java */
+enum {
+    SUM_ENTRIES, SUM_RECORDS, SUM_CULPRITS, SUM_VALID_BYTES, SUM_UNWALKED, SUM_TAIL_POS, SUM_TAIL_ENTRY, SUM_STOPPED,
+    SUM_STOPPED_AT, SUM_LOST_BYTES, SUM_KEPT, SUM_COUNT
+};
+/* one culprit to Java: C_WIDTH (16) longs; Validator.java reads the same layout */
+enum { C_POS, C_INNER_POS, C_ENTRY_POS, C_ARGS, C_RELATIVE_OFFSET = C_ARGS + 8, C_ENTRY, C_RECORD_INDEX, C_CODE, C_RULE,
+       C_WIDTH };
+
+typedef struct {
+    kb_validate_opts opts;
+    kb_culprit *out;
+    size_t cap, max_cap;
+    kb_summary s;
+    /* decompression: Java's Decompressor, called with the input as a direct buffer */
+    JNIEnv *env;
+    jobject decompressor;      /* global ref */
+    uint8_t *input;            /* a copy of the row being validated (Java is called while it is read) */
+    size_t input_cap;
+    uint8_t *scratch;          /* max_decompressed bytes, allocated at the first compressed batch */
+    jobject scratch_buffer;    /* global ref: a direct ByteBuffer over scratch */
+    size_t scratch_cap;
+} kb_jvm_validator;
+
+static jmethodID run_method;
+static jfieldID rule_field, offset_field, message_index_field, produced_field;
+
+static int rule_of(const char *id)
+{
+    for (int k = 0; k < KB_RULE_COUNT; k++)
+        if (strcmp(kb_rule_table[k].id, id) == 0)
+            return k;
+    return KB_RULE_NONE;
+}
+
+/* kb_validate's decompress hook: Decompressor.run(codec, magic, src, scratch) returns the bytes
+ * written, or -1 with its fields naming the rule, the offset in src, the message (by index) and
+ * the bytes produced before the damage. */
+static int decompress(void *ctx, int codec, int magic, const uint8_t *src, size_t n, const uint8_t **out,
+                      size_t *out_len, struct kb_fault_s *f)
+{
+    kb_jvm_validator *v = ctx;
+    JNIEnv *env = v->env;
+    *out_len = 0;
+    *out = src;
+    if (v->scratch == NULL) {
+        v->scratch = malloc(v->scratch_cap ? v->scratch_cap : 1);
+        jobject local = v->scratch ? (*env)->NewDirectByteBuffer(env, v->scratch, (jlong)v->scratch_cap) : NULL;
+        v->scratch_buffer = local ? (*env)->NewGlobalRef(env, local) : NULL;
+        if (local)
+            (*env)->DeleteLocalRef(env, local);
+        if (v->scratch_buffer == NULL) {
+            free(v->scratch);
+            v->scratch = NULL;
+            (*env)->ExceptionClear(env);
+            f->rule = (kb_rule)rule_of("batch.decompressed_too_large");
+            f->pos = 0;
+            memset(f->args, 0, sizeof f->args);
+            f->args[0] = -1;  /* no message of the codec's: Java says the scratch could not be had */
+            return -1;
+        }
+    }
+    jobject in = (*env)->NewDirectByteBuffer(env, (void *)src, (jlong)n);
+    jint written = in ? (*env)->CallIntMethod(env, v->decompressor, run_method, codec, magic, in, v->scratch_buffer)
+                      : -2;
+    if (in)
+        (*env)->DeleteLocalRef(env, in);
+    if ((*env)->ExceptionCheck(env)) {  /* Decompressor.run catches its codecs' throwables; this is a VM error */
+        (*env)->ExceptionClear(env);
+        written = -2;
+    }
+    if (written >= 0) {
+        *out = written ? v->scratch : src;
+        *out_len = (size_t)written;
+        return 0;
+    }
+    memset(f->args, 0, sizeof f->args);
+    if (written == -2) {
+        f->rule = (kb_rule)rule_of("batch.decompression_failed");
+        f->pos = 0;
+        f->args[0] = -1;
+        return -1;
+    }
+    jstring rule = (*env)->GetObjectField(env, v->decompressor, rule_field);
+    const char *id = rule ? (*env)->GetStringUTFChars(env, rule, NULL) : NULL;
+    f->rule = (kb_rule)(id ? rule_of(id) : rule_of("batch.decompression_failed"));
+    if (id)
+        (*env)->ReleaseStringUTFChars(env, rule, id);
+    if (rule)
+        (*env)->DeleteLocalRef(env, rule);
+    f->pos = (*env)->GetLongField(env, v->decompressor, offset_field);
+    f->args[0] = (*env)->GetIntField(env, v->decompressor, message_index_field);
+    jint produced = (*env)->GetIntField(env, v->decompressor, produced_field);
+    if (produced > 0 && (size_t)produced <= v->scratch_cap) {
+        *out = v->scratch;
+        *out_len = (size_t)produced;
+    }
+    return -1;
+}
+
+JNIEXPORT jstring JNICALL Java_io_pykbatch_spark_Native_version(JNIEnv *env, jclass cls)
+{
+    (void)cls;
+    return (*env)->NewStringUTF(env, KB_JNI_VERSION);
+}
+
+JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_open(JNIEnv *env, jclass cls, jlongArray options,
+                                                          jobject decompressor)
+{
+    (void)cls;
+    jlong o[OPT_COUNT];
+    if ((*env)->GetArrayLength(env, options) != OPT_COUNT)
+        return 0;
+    (*env)->GetLongArrayRegion(env, options, 0, OPT_COUNT, o);
+    if (run_method == NULL) {
+        jclass dc = (*env)->GetObjectClass(env, decompressor);
+        run_method = (*env)->GetMethodID(env, dc, "run", "(IILjava/nio/ByteBuffer;Ljava/nio/ByteBuffer;)I");
+        rule_field = (*env)->GetFieldID(env, dc, "rule", "Ljava/lang/String;");
+        offset_field = (*env)->GetFieldID(env, dc, "offset", "J");
+        message_index_field = (*env)->GetFieldID(env, dc, "messageIndex", "I");
+        produced_field = (*env)->GetFieldID(env, dc, "produced", "I");
+        if (!run_method || !rule_field || !offset_field || !message_index_field || !produced_field)
+            return 0;  /* NoSuchMethodError/NoSuchFieldError pending: Java sees it */
+    }
+    kb_jvm_validator *v = calloc(1, sizeof *v);
+    if (v == NULL)
+        return 0;
+    v->opts.origin = o[OPT_ORIGIN] ? KB_ORIGIN_LOG : KB_ORIGIN_CLIENT;
+    v->opts.verify_crc = (int)o[OPT_VERIFY_CRC];
+    v->opts.strict = (int)o[OPT_STRICT];
+    v->opts.compacted = (int)o[OPT_COMPACTED];
+    v->opts.topic_log_append_time = (int)o[OPT_LOG_APPEND_TIME];
+    v->opts.now_ms = o[OPT_NOW_MS];
+    v->opts.before_max_ms = o[OPT_BEFORE_MAX_MS];
+    v->opts.after_max_ms = o[OPT_AFTER_MAX_MS];
+    v->opts.max_batch_bytes = o[OPT_MAX_BATCH_BYTES];
+    v->opts.max_append_bytes = o[OPT_MAX_APPEND_BYTES];
+    v->opts.target_magic = (int)o[OPT_TARGET_MAGIC];
+    v->opts.target_codec = (int)o[OPT_TARGET_CODEC];
+    v->opts.single_append = (int)o[OPT_SINGLE_APPEND];
+    v->opts.produce_version = (int)o[OPT_PRODUCE_VERSION];
+    v->opts.decompress = decompress;
+    v->opts.decompress_ctx = v;
+    v->max_cap = o[OPT_MAX_CULPRITS] < 0 ? 0 : (size_t)o[OPT_MAX_CULPRITS];
+    v->cap = v->max_cap < 64 ? v->max_cap : 64;
+    v->scratch_cap = o[OPT_MAX_DECOMPRESSED] < 0 ? 0 : (size_t)o[OPT_MAX_DECOMPRESSED];
+    v->out = malloc((v->cap ? v->cap : 1) * sizeof *v->out);
+    v->decompressor = (*env)->NewGlobalRef(env, decompressor);
+    if (v->out == NULL || v->decompressor == NULL) {
+        free(v->out);
+        free(v);
+        return 0;
+    }
+    return (jlong)(intptr_t)v;
+}
+
+JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_close(JNIEnv *env, jclass cls, jlong handle)
+{
+    (void)cls;
+    kb_jvm_validator *v = (kb_jvm_validator *)(intptr_t)handle;
+    if (v == NULL)
+        return;
+    if (v->decompressor)
+        (*env)->DeleteGlobalRef(env, v->decompressor);
+    if (v->scratch_buffer)
+        (*env)->DeleteGlobalRef(env, v->scratch_buffer);
+    free(v->scratch);
+    free(v->input);
+    free(v->out);
+    free(v);
+}
+
+/* kb_validate, the culprit buffer grown (up to the cap) until every kept culprit fits. */
+static int run(kb_jvm_validator *v, const uint8_t *buf, size_t len)
+{
+    for (;;) {
+        kb_validate(buf, len, &v->opts, v->out, v->cap, &v->s);
+        if ((size_t)v->s.culprits <= v->cap || v->cap >= v->max_cap)
+            return 0;
+        size_t cap = (size_t)v->s.culprits < v->max_cap ? (size_t)v->s.culprits : v->max_cap;
+        kb_culprit *grown = malloc(cap * sizeof *grown);
+        if (grown == NULL)
+            return -1;
+        free(v->out);
+        v->out = grown;
+        v->cap = cap;
+    }
+}
+
+/* Validates buf[off, off + len) at the leader's clock now_ms; writes the summary (SUM_*) to summary[]; returns 0, or -1 with
+ * an OutOfMemoryError / IndexOutOfBoundsException pending. */
+JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_validate(JNIEnv *env, jclass cls, jlong handle, jbyteArray buf,
+                                                             jint off, jint len, jlongArray summary,
+                                                             jlong now_ms)
+{
+    (void)cls;
+    kb_jvm_validator *v = (kb_jvm_validator *)(intptr_t)handle;
+    jsize total = (*env)->GetArrayLength(env, buf);
+    if (off < 0 || len < 0 || off > total - len || (*env)->GetArrayLength(env, summary) < SUM_COUNT) {
+        jclass oob = (*env)->FindClass(env, "java/lang/IndexOutOfBoundsException");
+        if (oob)
+            (*env)->ThrowNew(env, oob, "kbatch: row bounds outside its array");
+        return -1;
+    }
+    /* Pass 1 in place (the array pinned: no Java may run meanwhile, so compressed batches are left
+     * unwalked); only an input with compressed batches is copied out and walked again with the
+     * codecs. */
+    int rc;
+    v->opts.now_ms = now_ms;
+    void *pinned = (*env)->GetPrimitiveArrayCritical(env, buf, NULL);
+    if (pinned == NULL)
+        return -1;
+    kb_decompress_fn codecs = v->opts.decompress;
+    v->opts.decompress = NULL;
+    rc = run(v, (const uint8_t *)pinned + off, (size_t)len);
+    v->opts.decompress = codecs;
+    (*env)->ReleasePrimitiveArrayCritical(env, buf, pinned, JNI_ABORT);
+    if (rc == 0 && v->s.unwalked > 0) {
+        if ((size_t)len > v->input_cap) {
+            uint8_t *grown = realloc(v->input, (size_t)len);
+            if (grown == NULL)
+                rc = -1;
+            else {
+                v->input = grown;
+                v->input_cap = (size_t)len;
+            }
+        }
+        if (rc == 0) {
+            (*env)->GetByteArrayRegion(env, buf, off, len, (jbyte *)v->input);
+            v->env = env;
+            rc = run(v, v->input, (size_t)len);
+            v->env = NULL;
+        }
+    }
+    if (rc != 0) {
+        jclass oom = (*env)->FindClass(env, "java/lang/OutOfMemoryError");
+        if (oom)
+            (*env)->ThrowNew(env, oom, "kbatch: no memory for the culprits of a row");
+        return -1;
+    }
+    const kb_summary *s = &v->s;
+    jlong out[SUM_COUNT] = {
+        [SUM_ENTRIES] = s->entries, [SUM_RECORDS] = s->records, [SUM_CULPRITS] = s->culprits,
+        [SUM_VALID_BYTES] = s->valid_bytes, [SUM_UNWALKED] = s->unwalked, [SUM_TAIL_POS] = s->tail_pos,
+        [SUM_TAIL_ENTRY] = s->tail_entry, [SUM_STOPPED] = s->stopped, [SUM_STOPPED_AT] = s->stopped_at,
+        [SUM_LOST_BYTES] = s->lost_bytes,
+        [SUM_KEPT] = (jlong)((size_t)s->culprits < v->cap ? (size_t)s->culprits : v->cap),
+    };
+    (*env)->SetLongArrayRegion(env, summary, 0, SUM_COUNT, out);
+    return 0;
+}
+
+/* The kept culprits of the last validate, C_WIDTH longs each, into out[] (room for them). */
+JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_culprits(JNIEnv *env, jclass cls, jlong handle, jlongArray out)
+{
+    (void)cls;
+    kb_jvm_validator *v = (kb_jvm_validator *)(intptr_t)handle;
+    size_t kept = (size_t)v->s.culprits < v->cap ? (size_t)v->s.culprits : v->cap;
+    jsize room = (*env)->GetArrayLength(env, out) / C_WIDTH;
+    if ((size_t)room < kept)
+        kept = (size_t)room;
+    jlong row[C_WIDTH];
+    for (size_t i = 0; i < kept; i++) {
+        const kb_culprit *c = &v->out[i];
+        row[C_POS] = c->pos;
+        row[C_INNER_POS] = c->inner_pos;
+        row[C_ENTRY_POS] = c->entry_pos;
+        for (int k = 0; k < 8; k++)
+            row[C_ARGS + k] = c->args[k];
+        row[C_RELATIVE_OFFSET] = c->relative_offset;
+        row[C_ENTRY] = c->entry;
+        row[C_RECORD_INDEX] = c->record_index;
+        row[C_CODE] = c->code;
+        row[C_RULE] = c->rule;
+        (*env)->SetLongArrayRegion(env, out, (jsize)(i * C_WIDTH), C_WIDTH, row);
+    }
+}
+
+/* KIP-467's verdict on the last validate's kept culprits: out[0..4] = code, verdict culprit,
+ * batch-level, request message, records; out[5..] the error records' first culprits (room: kept). */
+JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_verdict(JNIEnv *env, jclass cls, jlong handle, jintArray out)
+{
+    (void)cls;
+    kb_jvm_validator *v = (kb_jvm_validator *)(intptr_t)handle;
+    size_t kept = (size_t)v->s.culprits < v->cap ? (size_t)v->s.culprits : v->cap;
+    if ((size_t)(*env)->GetArrayLength(env, out) < 5 + kept)
+        return;
+    int32_t *firsts = malloc((kept ? kept : 1) * sizeof *firsts);
+    if (firsts == NULL)
+        return;
+    kb_verdict verdict;
+    kb_verdict_of(v->out, kept, v->opts.origin, v->opts.produce_version, &verdict, firsts);
+    jint head[5] = {verdict.code, verdict.verdict, verdict.batch_level, verdict.request_message,
+                    (jint)(verdict.batch_level ? 0 : verdict.records)};
+    (*env)->SetIntArrayRegion(env, out, 0, 5, head);
+    if (!verdict.batch_level && verdict.records)
+        (*env)->SetIntArrayRegion(env, out, 5, (jsize)verdict.records, (const jint *)firsts);
+    free(firsts);
+}
+
+static jbyteArray utf8(JNIEnv *env, const char *text, long n)
+{
+    jbyteArray out = (*env)->NewByteArray(env, (jsize)n);
+    if (out)
+        (*env)->SetByteArrayRegion(env, out, 0, (jsize)n, (const jbyte *)text);
+    return out;
+}
+
+/* A rule's text (kb_text `which`) for the culprit at culprits[at..] (its C_ARGS), UTF-8; null when
+ * the template names fields only Python fills. */
+JNIEXPORT jbyteArray JNICALL Java_io_pykbatch_spark_Native_render(JNIEnv *env, jclass cls, jint rule, jint which,
+                                                                 jlongArray culprits, jint at, jbyteArray tp)
+{
+    (void)cls;
+    if (rule < 0 || rule >= KB_RULE_COUNT || at < 0 || at > (*env)->GetArrayLength(env, culprits) - C_WIDTH)
+        return NULL;
+    int64_t args[8];
+    (*env)->GetLongArrayRegion(env, culprits, at + C_ARGS, 8, (jlong *)args);
+    jsize tp_len = (*env)->GetArrayLength(env, tp);
+    char *name = malloc((size_t)tp_len + 1);
+    if (name == NULL)
+        return NULL;
+    (*env)->GetByteArrayRegion(env, tp, 0, tp_len, (jbyte *)name);
+    name[tp_len] = 0;
+    char small[1024];
+    long n = kb_render((kb_rule)rule, (kb_text)which, args, name, small, sizeof small);
+    jbyteArray out = NULL;
+    if (n >= 0 && (size_t)n < sizeof small) {
+        out = utf8(env, small, n);
+    } else if (n >= 0) {
+        char *big = malloc((size_t)n + 1);
+        if (big) {
+            kb_render((kb_rule)rule, (kb_text)which, args, name, big, (size_t)n + 1);
+            out = utf8(env, big, n);
+            free(big);
+        }
+    }
+    free(name);
+    return out;
+}
+
+/* KIP-467's error_message of a batch refused record by record (kb_render_record_errors). */
+JNIEXPORT jbyteArray JNICALL Java_io_pykbatch_spark_Native_recordErrors(JNIEnv *env, jclass cls, jint code,
+                                                                       jint records, jintArray indexes,
+                                                                       jobjectArray messages)
+{
+    (void)cls;
+    jsize shown = (*env)->GetArrayLength(env, indexes);
+    if (shown > 3 || shown > records || (*env)->GetArrayLength(env, messages) < shown)
+        return NULL;
+    int32_t idx[3];
+    const char *texts[3] = {"", "", ""};
+    char *owned[3] = {NULL, NULL, NULL};
+    (*env)->GetIntArrayRegion(env, indexes, 0, shown, (jint *)idx);
+    jbyteArray out = NULL;
+    for (jsize i = 0; i < shown; i++) {
+        jbyteArray m = (*env)->GetObjectArrayElement(env, messages, i);
+        jsize n = m ? (*env)->GetArrayLength(env, m) : 0;
+        owned[i] = malloc((size_t)n + 1);
+        if (owned[i] == NULL)
+            goto done;
+        if (m)
+            (*env)->GetByteArrayRegion(env, m, 0, n, (jbyte *)owned[i]);
+        owned[i][n] = 0;
+        texts[i] = owned[i];
+        if (m)
+            (*env)->DeleteLocalRef(env, m);
+    }
+    long n = kb_render_record_errors((int16_t)code, (size_t)records, idx, texts, NULL, 0);
+    char *text = malloc((size_t)n + 1);
+    if (text) {
+        kb_render_record_errors((int16_t)code, (size_t)records, idx, texts, text, (size_t)n + 1);
+        out = utf8(env, text, n);
+        free(text);
+    }
+done:
+    for (int i = 0; i < 3; i++)
+        free(owned[i]);
+    return out;
+}
+
+/* The catalogue for Java: every rule's id, Kafka error code and flags; every error code's name. */
+JNIEXPORT jobjectArray JNICALL Java_io_pykbatch_spark_Native_ruleIds(JNIEnv *env, jclass cls)
+{
+    (void)cls;
+    jclass string = (*env)->FindClass(env, "java/lang/String");
+    jobjectArray out = string ? (*env)->NewObjectArray(env, KB_RULE_COUNT, string, NULL) : NULL;
+    for (int k = 0; out && k < KB_RULE_COUNT; k++) {
+        jstring id = (*env)->NewStringUTF(env, kb_rule_table[k].id);
+        (*env)->SetObjectArrayElement(env, out, k, id);
+        (*env)->DeleteLocalRef(env, id);
+    }
+    return out;
+}
+
+JNIEXPORT jintArray JNICALL Java_io_pykbatch_spark_Native_ruleFlags(JNIEnv *env, jclass cls)
+{
+    (void)cls;
+    jint flags[KB_RULE_COUNT];
+    for (int k = 0; k < KB_RULE_COUNT; k++)
+        flags[k] = (jint)kb_rule_table[k].flags;
+    jintArray out = (*env)->NewIntArray(env, KB_RULE_COUNT);
+    if (out)
+        (*env)->SetIntArrayRegion(env, out, 0, KB_RULE_COUNT, flags);
+    return out;
+}
+
+JNIEXPORT jstring JNICALL Java_io_pykbatch_spark_Native_errorName(JNIEnv *env, jclass cls, jint code)
+{
+    (void)cls;
+    const char *unknown = "UNKNOWN_SERVER_ERROR";
+    for (size_t i = 0; i < kb_kafka_error_count; i++) {
+        if (kb_kafka_errors[i].code == code)
+            return (*env)->NewStringUTF(env, kb_kafka_errors[i].name);
+    }
+    return (*env)->NewStringUTF(env, unknown);
+}
+
+JNIEXPORT jstring JNICALL Java_io_pykbatch_spark_Native_codecName(JNIEnv *env, jclass cls, jint codec)
+{
+    (void)cls;
+    return codec >= 0 && codec < KB_CODEC_COUNT ? (*env)->NewStringUTF(env, kb_codec_names[codec]) : NULL;
+}

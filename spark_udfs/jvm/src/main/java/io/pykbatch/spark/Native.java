@@ -1,0 +1,93 @@
+package io.pykbatch.spark;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Properties;
+
+/**
+ * pykbatch's C core in this JVM: the shim library (csrc/jni/kb_jni.c) carried in the jar, loaded
+ * once per JVM, and refused when it was not built with the jar (a stale library beside a newer jar
+ * would read options and culprits in another layout).
+ */
+public final class Native {
+    private Native() {}
+
+    /** The build the jar's classes and resources belong to (written by spark_udfs/jvm_build.py). */
+    public static final Properties BUILD = resource("build.properties");
+
+    static {
+        load();
+    }
+
+    private static Properties resource(String name) {
+        Properties p = new Properties();
+        try (InputStream in = Native.class.getResourceAsStream(name)) {
+            if (in == null) {
+                throw new IllegalStateException("pykbatch's jar lacks " + name + ": rebuild it (spark_udfs.jvm.jar())");
+            }
+            p.load(in);
+        } catch (IOException e) {
+            throw new IllegalStateException("pykbatch: cannot read " + name + " from its jar", e);
+        }
+        return p;
+    }
+
+    private static void load() {
+        String arch = System.getProperty("os.arch");
+        String lib = "native/" + System.getProperty("os.name").toLowerCase().replace(' ', '_') + "-" + arch
+            + "/libpykbatch_jni.so";
+        try (InputStream in = Native.class.getResourceAsStream(lib)) {
+            if (in == null) {
+                throw new UnsatisfiedLinkError("pykbatch's jar carries no native library for " + lib
+                    + ": use the Python functions (spark_udfs.register(spark, jvm=False)) on this platform");
+            }
+            Path tmp = Files.createTempFile("libpykbatch_jni", ".so");
+            try {
+                Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
+                System.load(tmp.toString());
+            } finally {
+                Files.deleteIfExists(tmp);  // the mapping stays; the name is not needed again
+            }
+        } catch (IOException e) {
+            throw new UnsatisfiedLinkError("pykbatch: cannot unpack its native library: " + e);
+        }
+        String want = BUILD.getProperty("version");
+        String got = version();
+        if (!got.equals(want)) {
+            throw new UnsatisfiedLinkError("pykbatch: the native library is build " + got + " but the jar's classes are "
+                + want + ": two pykbatch jars on one classpath? Keep one (spark_udfs.jvm.jar())");
+        }
+    }
+
+    /** Rule ids by the core's rule number; their flags (KB_KAFKA 1, KB_PER_RECORD 2, KB_BETWEEN 4). */
+    public static final String[] RULE_IDS = ruleIds();
+    public static final int[] RULE_FLAGS = ruleFlags();
+    public static final int KAFKA = 1;
+
+    static native String version();
+
+    static native long open(long[] options, Decompressor decompressor);
+
+    static native void close(long handle);
+
+    static native int validate(long handle, byte[] buf, int off, int len, long[] summary, long nowMs);
+
+    static native void culprits(long handle, long[] out);
+
+    static native void verdict(long handle, int[] out);
+
+    static native byte[] render(int rule, int which, long[] culprits, int at, byte[] topicPartition);
+
+    static native byte[] recordErrors(int code, int records, int[] indexes, byte[][] messages);
+
+    static native String[] ruleIds();
+
+    static native int[] ruleFlags();
+
+    static native String errorName(int code);
+
+    static native String codecName(int codec);
+}

@@ -1,0 +1,117 @@
+package io.pykbatch.spark;
+
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.catalyst.util.MapData;
+import org.apache.spark.sql.connector.catalog.functions.BoundFunction;
+import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
+import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
+import org.apache.spark.sql.types.BinaryType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.MapType;
+import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.StructType;
+
+/** kbatch_validate(value [, options map<string,string>]) as the Python function defines it. */
+public final class ValidateFunction implements ScalarFunction<InternalRow> {
+    private static final DataType RESULT = Types.of("kbatch_validate");
+    private static final DataType OPTIONS = DataTypes.createMapType(DataTypes.StringType, DataTypes.StringType);
+    private static final Map<String, String> NO_OPTIONS = new HashMap<>();
+    private final boolean configured;
+    // the last options map seen and its validator: a literal map is the same object on every row
+    private transient MapData lastMap;
+    private transient Validator lastValidator;
+
+    ValidateFunction(boolean configured) {
+        this.configured = configured;
+    }
+
+    static final class Unbound implements UnboundFunction {
+        @Override
+        public BoundFunction bind(StructType input) {
+            int n = input.fields().length;
+            if (n < 1 || n > 2 || !(input.fields()[0].dataType() instanceof BinaryType)
+                || (n == 2 && !(input.fields()[1].dataType() instanceof MapType
+                    && ((MapType) input.fields()[1].dataType()).keyType() instanceof StringType
+                    && ((MapType) input.fields()[1].dataType()).valueType() instanceof StringType))) {
+                throw new UnsupportedOperationException(
+                    "kbatch_validate(value binary [, options map<string,string>]), not (" + input.simpleString() + ")");
+            }
+            return new ValidateFunction(n == 2);
+        }
+
+        @Override
+        public String description() {
+            return "kbatch_validate(value [, options]): every culprit of a binary column of Kafka record batches, "
+                + "with KIP-467's error code, error_records and error_message";
+        }
+
+        @Override
+        public String name() {
+            return "kbatch_validate";
+        }
+    }
+
+    @Override
+    public DataType[] inputTypes() {
+        return configured ? new DataType[] {DataTypes.BinaryType, OPTIONS} : new DataType[] {DataTypes.BinaryType};
+    }
+
+    @Override
+    public DataType resultType() {
+        return RESULT;
+    }
+
+    @Override
+    public boolean isResultNullable() {
+        return true;
+    }
+
+    @Override
+    public String name() {
+        return "kbatch_validate";
+    }
+
+    @Override
+    public String canonicalName() {
+        return "pykbatch.kbatch_validate";
+    }
+
+    /** Called by Spark's generated code for kbatch_validate(value). */
+    public InternalRow invoke(byte[] value) {
+        return value == null ? null : Validator.of(NO_OPTIONS).validate(value, 0, value.length);
+    }
+
+    /** Called by Spark's generated code for kbatch_validate(value, options). */
+    public InternalRow invoke(byte[] value, MapData options) {
+        if (value == null) {
+            return null;
+        }
+        if (options == null) {
+            return invoke(value);
+        }
+        if (options != lastMap) {
+            lastValidator = Validator.of(toJava(options));
+            lastMap = options;
+        }
+        return lastValidator.validate(value, 0, value.length);
+    }
+
+    @Override
+    public InternalRow produceResult(InternalRow input) {
+        byte[] value = input.isNullAt(0) ? null : input.getBinary(0);
+        return configured && !input.isNullAt(1) ? invoke(value, input.getMap(1)) : invoke(value);
+    }
+
+    private static Map<String, String> toJava(MapData map) {
+        ArrayData keys = map.keyArray(), values = map.valueArray();
+        Map<String, String> out = new HashMap<>();
+        for (int i = 0; i < map.numElements(); i++) {
+            out.put(keys.getUTF8String(i).toString(), values.isNullAt(i) ? null : values.getUTF8String(i).toString());
+        }
+        return out;
+    }
+}

@@ -1,0 +1,138 @@
+package io.pykbatch.spark;
+
+import java.lang.ref.Cleaner;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.catalyst.util.GenericArrayData;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * kbatch_validate of one row: the core's walk, verdict and texts as a row of pykbatch's VALIDATION
+ * struct (pykbatch.columns), field for field what the Python function gives.  One validator per
+ * thread and options (a Spark task runs on one thread); its native memory is freed when it is
+ * dropped.
+ */
+final class Validator {
+    private static final Cleaner CLEANER = Cleaner.create();
+    private static final int SUM_ENTRIES = 0, SUM_RECORDS = 1, SUM_CULPRITS = 2, SUM_TAIL_POS = 5, SUM_KEPT = 10;
+    private static final int C_WIDTH = 16, C_POS = 0, C_ENTRY_POS = 2, C_RELATIVE_OFFSET = 11, C_ENTRY = 12,
+        C_RECORD_INDEX = 13, C_CODE = 14, C_RULE = 15;
+    private static final long NO_OFFSET = Long.MIN_VALUE;
+    private static final int TEXT_MESSAGE = 0, TEXT_DETAIL = 1;
+    private static final UTF8String NONE = UTF8String.fromString(Native.errorName(0));
+    private static final ArrayData EMPTY = new GenericArrayData(new Object[0]);
+
+    private final Options options;
+    private final long handle;
+    private final Decompressor codecs = new Decompressor();
+    private final long[] summary = new long[11];
+    private long[] culprits = new long[C_WIDTH * 64];
+    private int[] verdict = new int[5 + 64];
+
+    private Validator(Options options) {
+        this.options = options;
+        long h = Native.open(options.core, codecs);
+        if (h == 0) {
+            throw new OutOfMemoryError("kbatch: no memory for a validator");
+        }
+        handle = h;
+        CLEANER.register(this, () -> Native.close(h));
+    }
+
+    private static final ThreadLocal<Map<Map<String, String>, Validator>> BY_OPTIONS =
+        ThreadLocal.withInitial(() -> new LinkedHashMap<Map<String, String>, Validator>(16, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Map<String, String>, Validator> eldest) {
+                return size() > 8;
+            }
+        });
+
+    /** This thread's validator for `given` options (as a SQL map gives them). */
+    static Validator of(Map<String, String> given) {
+        return BY_OPTIONS.get().computeIfAbsent(given, g -> new Validator(new Options(g)));
+    }
+
+    /** kbatch_validate of row[off, off + len). */
+    InternalRow validate(byte[] row, int off, int len) {
+        if (options.rebuilt(row, off, len)) {
+            throw new UnsupportedOperationException("kbatch_validate on the JVM: the size of the batch a broker "
+                + "rebuilds (v0/v1 messages, or a topic whose compression.type or record version re-encodes, with "
+                + "origin=client and max_message_bytes / segment_bytes set) is checked by the Python function only: "
+                + "set both to null, or register the Python functions (spark_udfs.register(spark, jvm=False))");
+        }
+        if (!options.nowFixed) {
+            options.core[5] = System.currentTimeMillis();
+        }
+        if (Native.validate(handle, row, off, len, summary, options.core[5]) != 0) {
+            throw new IllegalStateException("kbatch: the core refused a row");  // an exception is pending
+        }
+        long records = summary[SUM_RECORDS];
+        Object tail = summary[SUM_TAIL_POS] >= 0 ? (Object) summary[SUM_TAIL_POS] : null;
+        if (summary[SUM_CULPRITS] == 0) {
+            codecs.messages.clear();
+            return new GenericInternalRow(new Object[] {true, 0, NONE, null, EMPTY, EMPTY, 0L, records, tail});
+        }
+        int kept = (int) summary[SUM_KEPT];
+        if (culprits.length < kept * C_WIDTH) {
+            culprits = new long[kept * C_WIDTH];
+            verdict = new int[5 + kept];
+        }
+        Native.culprits(handle, culprits);
+        Native.verdict(handle, verdict);
+        UTF8String[] messages = new UTF8String[kept];
+        Object[] rows = new Object[kept];
+        for (int i = 0; i < kept; i++) {
+            int at = i * C_WIDTH;
+            int rule = (int) culprits[at + C_RULE];
+            String id = Native.RULE_IDS[rule];
+            boolean codec = id.equals("batch.decompression_failed") || id.equals("batch.decompressed_too_large");
+            int messageIndex = (int) culprits[at + 3];
+            messages[i] = codec && messageIndex >= 0 && messageIndex < codecs.messages.size()
+                ? UTF8String.fromString(codecs.messages.get(messageIndex))
+                : text(rule, TEXT_MESSAGE, at);
+            UTF8String detail = text(rule, TEXT_DETAIL, at);
+            long relative = culprits[at + C_RELATIVE_OFFSET];
+            int record = (int) culprits[at + C_RECORD_INDEX];
+            int code = (int) culprits[at + C_CODE];
+            rows[i] = new GenericInternalRow(new Object[] {
+                (int) culprits[at + C_ENTRY], record >= 0 ? (Object) record : null,
+                relative != NO_OFFSET ? (Object) relative : null, code, UTF8String.fromString(Native.errorName(code)),
+                UTF8String.fromString(id), culprits[at + C_POS], culprits[at + C_ENTRY_POS], messages[i],
+                detail == null || detail.numBytes() == 0 ? null : detail,
+                (Native.RULE_FLAGS[rule] & Native.KAFKA) != 0});
+        }
+        codecs.messages.clear();
+        int code = verdict[0];
+        Object message = null;
+        Object[] errorRecords = new Object[0];
+        if (verdict[2] != 0) {  // the batch failed as a whole
+            message = verdict[3] != 0 ? messages[verdict[1]] : null;
+        } else if (code != 0) {
+            int n = verdict[4];
+            errorRecords = new Object[n];
+            int[] shown = new int[Math.min(3, n)];
+            byte[][] shownMessages = new byte[shown.length][];
+            for (int k = 0; k < n; k++) {
+                int c = verdict[5 + k];
+                int index = (int) culprits[c * C_WIDTH + C_RECORD_INDEX];
+                errorRecords[k] = new GenericInternalRow(new Object[] {index, messages[c]});
+                if (k < shown.length) {
+                    shown[k] = index;
+                    shownMessages[k] = messages[c].getBytes();
+                }
+            }
+            message = UTF8String.fromBytes(Native.recordErrors(code, n, shown, shownMessages));
+        }
+        return new GenericInternalRow(new Object[] {
+            false, code, UTF8String.fromString(Native.errorName(code)), message, new GenericArrayData(errorRecords),
+            new GenericArrayData(rows), summary[SUM_CULPRITS], records, tail});
+    }
+
+    private UTF8String text(int rule, int which, int at) {
+        byte[] utf8 = Native.render(rule, which, culprits, at, options.topicPartition);
+        return utf8 == null ? null : UTF8String.fromBytes(utf8);
+    }
+}
