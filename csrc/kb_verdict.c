@@ -91,6 +91,10 @@ void kb_verdict_of(const kb_culprit *c, size_t n, kb_origin origin, int produce_
     }
 }
 
+/* snprintf's arguments for writing at `at` of out[0, cap): nothing (NULL, 0) once the text is cut */
+#define KB_TAIL(out, cap, at) ((size_t)(at) < (cap) ? (out) + (at) : NULL), \
+    ((size_t)(at) < (cap) ? (cap) - (size_t)(at) : 0)
+
 long kb_render_record_errors(int16_t code, size_t records, const int32_t *indexes, const char *const *messages,
                              char *out, size_t cap)
 {
@@ -98,12 +102,9 @@ long kb_render_record_errors(int16_t code, size_t records, const int32_t *indexe
         return snprintf(out, cap, "One or more records have been rejected due to invalid timestamp");
     long n = snprintf(out, cap, "One or more records have been rejected due to %zu record errors in total, and "
                                 "only showing the first three errors at most: [", records);
-    for (size_t i = 0; i < records && i < 3; i++) {
-        size_t at = (size_t)n < cap ? (size_t)n : cap;
-        n += snprintf(out + at, cap - at, "%sRecordError(batchIndex=%d, message='%s')", i ? ", " : "", indexes[i],
+    for (size_t i = 0; i < records && i < 3; i++)
+        n += snprintf(KB_TAIL(out, cap, n), "%sRecordError(batchIndex=%d, message='%s')", i ? ", " : "", indexes[i],
                       messages[i]);
-    }
-    size_t at = (size_t)n < cap ? (size_t)n : cap;
-    n += snprintf(out + at, cap - at, "]");
+    n += snprintf(KB_TAIL(out, cap, n), "]");
     return n;
 }

@@ -13,7 +13,9 @@
 #include "../kb_crc32.h"
 #include "../kb_crc32c.h"
 #include "../kb_encode.h"
+#include "../kb_render.h"
 #include "../kb_validate.h"
+#include "../kb_verdict.h"
 
 #define CAP 64
 
@@ -42,6 +44,60 @@ static int toy_decompress(void *ctx, int codec, int magic, const uint8_t *src, s
     *out = toy_out;
     *out_len = len;
     return 0;
+}
+
+/* A culprit's text into an exactly sized buffer (any write past its length is caught), and cut
+ * short into a small one. */
+static char *render_exact(kb_rule rule, kb_text which, const int64_t *args)
+{
+    char small[8];
+    long n = kb_render(rule, which, args, "t-0", small, sizeof small);
+    if (n < 0)
+        return NULL;
+    char *text = malloc((size_t)n + 1);
+    if (kb_render(rule, which, args, "t-0", text, (size_t)n + 1) != n || text[n] != 0)
+        abort();
+    return text;
+}
+
+/* What the JVM shim does with a validation's culprits (csrc/jni/kb_jni.c): KIP-467's verdict, every
+ * culprit's texts, and the error message of the records refused. */
+static void check_verdict(const kb_culprit *c, size_t n, kb_origin origin, int produce_version)
+{
+    int32_t firsts[CAP];
+    kb_verdict v;
+    kb_verdict_of(c, n, origin, produce_version, &v, firsts);
+    if ((n == 0) != (v.code == 0 && v.verdict < 0) || v.verdict >= (int32_t)n || v.records > n)
+        abort();
+    char *messages[3] = {NULL, NULL, NULL};
+    int32_t indexes[3];
+    size_t shown = 0;
+    for (size_t i = 0; i < n; i++) {
+        free(render_exact((kb_rule)c[i].rule, KB_TEXT_DETAIL, c[i].args));
+        free(render_exact((kb_rule)c[i].rule, KB_TEXT_READER, c[i].args));
+        char *message = render_exact((kb_rule)c[i].rule, KB_TEXT_MESSAGE, c[i].args);
+        for (size_t k = 0; !v.batch_level && k < v.records && k < 3; k++)
+            if (firsts[k] < 0 || firsts[k] >= (int32_t)n)
+                abort();
+            else if ((size_t)firsts[k] == i && shown < 3) {
+                indexes[shown] = c[i].record_index;
+                messages[shown++] = message ? message : calloc(1, 1);
+                message = NULL;
+            }
+        free(message);
+    }
+    if (!v.batch_level && v.code) {
+        const char *texts[3] = {"", "", ""};
+        for (size_t k = 0; k < shown; k++)
+            texts[k] = messages[k];
+        long len = kb_render_record_errors(v.code, shown, indexes, texts, NULL, 0);
+        char *text = malloc((size_t)len + 1);
+        if (kb_render_record_errors(v.code, shown, indexes, texts, text, (size_t)len + 1) != len || text[len])
+            abort();
+        free(text);
+    }
+    for (size_t k = 0; k < shown; k++)
+        free(messages[k]);
 }
 
 /* The columns of one entry taken as a message set: the store's arrays are sized exactly for the
@@ -258,6 +314,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int64_t i = 0; i < s.culprits && i < CAP; i++)
             if (out[i].pos < 0 || out[i].pos > (int64_t)size || out[i].inner_pos < -1)
                 abort();
+        check_verdict(out, s.culprits < CAP ? (size_t)s.culprits : CAP, (kb_origin)origin, o.produce_version);
     }
     free(toy_out);
     toy_out = NULL;

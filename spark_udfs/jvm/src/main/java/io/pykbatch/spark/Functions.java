@@ -22,6 +22,17 @@ public final class Functions {
         return Native.version();
     }
 
+    /** `java -cp pykbatch-spark.jar io.pykbatch.spark.Functions`: which build this jar is, its native
+     * library loaded (exit status 1, with the reason, when it cannot be). */
+    public static void main(String[] args) {
+        try {
+            System.out.println("pykbatch-spark " + version() + " (native library loaded)");
+        } catch (LinkageError e) {
+            System.err.println(e.getMessage());
+            System.exit(1);
+        }
+    }
+
     /** Registers every JVM function's plain name in `session` (a SparkSession); returns their names. */
     public static String[] register(Object session) throws ReflectiveOperationException {
         Native.version();  // load, and refuse a mismatched library, before anything is registered

@@ -1,0 +1,100 @@
+"""The JVM path's native side outside Spark (csrc/jni/kb_jni.c through pykbatch's jar): the library
+refuses a jar of another build, says which build it is, and frees its native memory with the
+validators that own it (resident set flat over 10^6 batches)."""
+import io
+import os
+import shutil
+import subprocess
+import zipfile
+
+import pytest
+
+import pykbatch as kb
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark is the [spark] extra (the jar is compiled against it)")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _java():
+    home = os.environ.get("JAVA_HOME")
+    return os.path.join(home, "bin", "java") if home else shutil.which("java")
+
+
+@pytest.fixture(scope="module")
+def jar():
+    from spark_udfs import jvm
+    reason = jvm.unavailable_reason()
+    if reason or not _java():
+        if os.environ.get("CI"):
+            pytest.fail(f"the JVM path must run on CI: {reason or 'no java'}")
+        pytest.skip(f"JVM path unavailable: {reason or 'no java'}")
+    return jvm.jar()
+
+
+def _classpath(*jars):
+    from spark_udfs.jvm import _spark_jars
+    return os.pathsep.join(list(jars) + [os.path.join(_spark_jars(), "*")])
+
+
+def _run(*args, timeout=600):
+    return subprocess.run([_java(), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_jar_says_which_build_it_is(jar):
+    from spark_udfs.jvm import LIBRARY_VERSION
+    with open(LIBRARY_VERSION) as f:
+        version = f.read().strip()
+    done = _run("-cp", _classpath(jar), "io.pykbatch.spark.Functions")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"pykbatch-spark {version} (native library loaded)"
+
+
+def test_a_library_of_another_build_is_refused(jar, tmp_path):
+    """The classes and the library of two builds on one classpath: refused with a message naming
+    both builds, before any row is read."""
+    doctored = tmp_path / "other.jar"
+    with zipfile.ZipFile(jar) as src, zipfile.ZipFile(doctored, "w") as out:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename.endswith("/build.properties"):
+                data = b"version=0.0.0+another-build\n"
+            out.writestr(item, data)
+    done = _run("-cp", _classpath(str(doctored)), "io.pykbatch.spark.Functions")
+    assert done.returncode == 1
+    assert "but the jar's classes are 0.0.0+another-build" in done.stderr and "Keep one" in done.stderr
+
+
+def test_native_memory_is_freed_with_the_validators(jar, tmp_path):
+    """10^6 batches, small and compressed, sound and damaged, through the JVM function, a new
+    validator every 100 rows (each with a culprit buffer and a decompression scratch): the
+    resident set after the first tenth and at the end stay within a few MiB."""
+    classes = tmp_path / "classes"
+    javac = shutil.which("javac") or os.path.join(os.environ.get("JAVA_HOME", ""), "bin", "javac")
+    built = subprocess.run([javac, "-nowarn", "-cp", _classpath(jar), "-d", str(classes),
+                            os.path.join(HERE, "jvm", "NativeMemoryProbe.java")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    rows = []
+    small = kb.build_batch([{"key": b"k", "value": b"x" * 100, "timestamp": 1}] * 2)
+    bad = bytearray(small)
+    bad[-3] ^= 1
+    big = [{"key": b"k%d" % i, "value": os.urandom(64) * 16, "timestamp": 1} for i in range(100)]
+    for name, codec in (("zstd", "zstd"), ("gzip", "gzip"), ("lz4", "lz4"), ("snappy", "snappy")):
+        rows.append(kb.build_batch(big, compression=codec))
+        damaged = bytearray(rows[-1])
+        damaged[len(damaged) // 2] ^= 0xFF  # the payload: a codec failure (the CRC fails too)
+        rows.append(bytes(damaged))
+    rows += [small, bytes(bad), small[:40], b"\x00" * 7]
+    paths = []
+    for i, data in enumerate(rows):
+        paths.append(tmp_path / f"row{i}.bin")
+        paths[-1].write_bytes(data)
+    done = _run("-Xmx256m", "-cp", _classpath(jar, str(classes)), "NativeMemoryProbe", "1000000", "100",
+                *map(str, paths))
+    assert done.returncode == 0, done.stderr[-3000:]
+    _, warm, end, _, ok = done.stdout.split()
+    sound = [kb.validate(r).ok for r in rows]
+    assert int(ok) == sum(sound[i % len(rows)] for i in range(1000000))
+    growth = int(end) - int(warm)
+    print(f"resident set: {int(warm) >> 20} MiB after 10^5 rows, {int(end) >> 20} MiB after 10^6")
+    assert growth < 48 << 20, f"native memory grew {growth >> 20} MiB over 900,000 rows"
