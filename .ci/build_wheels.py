@@ -89,7 +89,54 @@ def build(python: str, arch: str, out: Path) -> Path:
         subprocess.run([sys.executable, "-m", "auditwheel", "repair", "--plat", "auto", "-w", str(out), wheel],
                        check=True, capture_output=True)
     name = Path(wheel).name.split("-")
-    return next(out.glob(f"{name[0]}-{name[1]}-{name[2]}-*manylinux_2_17_{arch}.whl"))
+    repaired = next(out.glob(f"{name[0]}-{name[1]}-{name[2]}-*manylinux_2_17_{arch}.whl"))
+    add_jar(repaired, arch)
+    return repaired
+
+
+JAVA_ARCH = {"x86_64": "amd64", "aarch64": "aarch64"}  # os.arch, as the jar names its library's directory
+
+
+def add_jar(wheel: Path, arch: str) -> bool:
+    """The Spark layer's jar put into the wheel (spark_udfs/jars/pykbatch-spark.jar), carrying the
+    wheel's own JNI library, so a machine without a JDK gets the JVM path: compiled against this
+    interpreter's pyspark with javac; without either, the wheel is left as it is, with one line said."""
+    import base64
+    import hashlib
+    import zipfile
+    try:
+        import pyspark  # noqa: F401
+        from spark_udfs import jvm
+        jvm._javac()
+    except Exception as exc:  # no pyspark or no JDK here
+        print(f"{wheel.name}: no jar added ({exc})", file=sys.stderr)
+        return False
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        if "spark_udfs/native/libpykbatch_jni.so" not in names:
+            print(f"{wheel.name}: no JNI library built (no JDK headers): no jar added", file=sys.stderr)
+            return False
+        record = next(n for n in names if n.endswith(".dist-info/RECORD"))
+        with tempfile.TemporaryDirectory() as tmp:
+            for member in ("spark_udfs/native/libpykbatch_jni.so", "spark_udfs/native/libpykbatch_jni.version"):
+                zf.extract(member, tmp)
+            jar = os.path.join(tmp, "pykbatch-spark.jar")
+            jvm.build_jar(jar, os.path.join(tmp, "spark_udfs/native/libpykbatch_jni.so"),
+                          os.path.join(tmp, "spark_udfs/native/libpykbatch_jni.version"), f"linux-{JAVA_ARCH[arch]}")
+            data = Path(jar).read_bytes()
+        records = zf.read(record).decode()
+        items = [(i, zf.read(i)) for i in zf.infolist() if i.filename != record]
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    lines = records.rstrip("\n").split("\n")
+    lines.insert(len(lines) - 1, f"spark_udfs/jars/pykbatch-spark.jar,sha256={digest},{len(data)}")
+    staged = wheel.with_suffix(".tmp")
+    with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as out:
+        for info, content in items:
+            out.writestr(info, content)
+        out.writestr("spark_udfs/jars/pykbatch-spark.jar", data)
+        out.writestr(record, "\n".join(lines) + "\n")
+    staged.replace(wheel)
+    return True
 
 
 def main(argv=None) -> int:

@@ -33,7 +33,13 @@ def run(spark, n_batches: int = 20, show: bool = True) -> dict:
             print(f"\n== {title} ==")
             df.show(**kwargs)
 
-    spark_udfs.register(spark)
+    from spark_udfs import jvm
+    from spark_udfs.functions import PATH_SETTING
+    path = spark.conf.get(PATH_SETTING, None) or spark_udfs.register(spark)  # as the session has them, else anew
+    if show:
+        print("\n== pykbatch's Spark functions: " + (
+            "the JVM path (the C core called from Spark's JVM, no Python worker) ==" if path == "jvm" else
+            f"the Python path (Arrow UDFs): {jvm.unavailable_reason() or 'pykbatch jar not on this session'} =="))
     rows = [("orders", 0, i, b) for i, b in enumerate(sample_batches(n_batches))]
     raw = spark.createDataFrame(rows, "topic string, partition int, batch_id int, value binary")
     raw.createOrReplaceTempView("raw_batches")

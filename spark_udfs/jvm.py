@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import glob
 import hashlib
-import io
 import os
 import shutil
 import subprocess
@@ -53,8 +52,9 @@ def _platform_dir() -> str:
     return f"{platform.system().lower()}-{arch}"
 
 
-def _resources() -> dict[str, bytes]:
-    """What the JVM classes read from the jar, written from pykbatch's definitions."""
+def _resources(version_file: str = LIBRARY_VERSION) -> dict[str, bytes]:
+    """What the JVM classes read from the jar, written from pykbatch's definitions (``version_file``:
+    the build id of the library the jar carries)."""
     from pyspark.sql.pandas.types import from_arrow_type
 
     from pykbatch.columns import VALIDATION
@@ -68,7 +68,7 @@ def _resources() -> dict[str, bytes]:
         lines.append(f"default.{f.name}=" + ("null" if value is None else str(value).lower() if isinstance(value, bool)
                                               else str(value)))
     types = {"kbatch_validate": from_arrow_type(VALIDATION).json()}
-    with open(LIBRARY_VERSION) as f:
+    with open(version_file) as f:
         version = f.read().strip()
     return {
         f"{PACKAGE}/build.properties": f"version={version}\n".encode(),
@@ -120,11 +120,19 @@ def jar() -> str:
         digest.update(name.encode() + data)
     target = os.path.join(cache_dir(), f"jvm-{digest.hexdigest()[:20]}", JAR_NAME)
     if not os.path.exists(target):
-        _build(target, sources, resources)
+        _build(target, sources, resources, LIBRARY, _platform_dir())
     return target
 
 
-def _build(target: str, sources: list, resources: dict) -> None:
+def build_jar(target: str, library: str, version_file: str, platform_dir: str) -> None:
+    """A jar at ``target`` carrying ``library`` (a JNI shim of the build ``version_file`` names) for
+    ``platform_dir`` (Java's os.name-os.arch, e.g. "linux-aarch64"): how a wheel gets its prebuilt
+    jar (.ci/build_wheels.py), compiled against the running pyspark."""
+    sources = sorted(glob.glob(os.path.join(SOURCES, PACKAGE, "*.java")))
+    _build(target, sources, _resources(version_file), library, platform_dir)
+
+
+def _build(target: str, sources: list, resources: dict, library: str, platform_dir: str) -> None:
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with tempfile.TemporaryDirectory(dir=os.path.dirname(target)) as tmp:
         classes = os.path.join(tmp, "classes")
@@ -142,7 +150,7 @@ def _build(target: str, sources: list, resources: dict) -> None:
                     z.write(path, os.path.relpath(path, classes))
             for name, data in resources.items():
                 z.writestr(name, data)
-            z.write(LIBRARY, f"{PACKAGE}/native/{_platform_dir()}/libpykbatch_jni.so")
+            z.write(library, f"{PACKAGE}/native/{platform_dir}/libpykbatch_jni.so")
         os.replace(staged, target)  # atomic: another process building the same jar finds a whole one
 
 

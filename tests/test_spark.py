@@ -429,7 +429,7 @@ def test_sql_records_udtf_equals_explode_records(frame, spark):
     assert got == want and len(got) == 11  # the records of the sample rows that decode
 
 
-def test_the_demo_pipeline_keeps_the_good_records_of_damaged_batches(spark):
+def test_the_demo_pipeline_keeps_the_good_records_of_damaged_batches(spark, spark_path):
     """python -m spark_udfs.demo: batches 7 and 11 keep their good records (9 and 8), the
     culprit records and the two batches damaged as a whole are dead-lettered, and every input
     record (by the batch headers' counts) is accounted for."""

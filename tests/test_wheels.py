@@ -3,6 +3,7 @@ built without containers by .ci/build_wheels.py.  Each is checked for the tag it
 and its contents; the host's wheel is installed into a fresh venv and run outside the checkout
 (tests/wheel_smoke.py); the aarch64 wheel's shared objects are checked for their machine and run
 under qemu-user with Debian's arm64 CPython (.ci/arm64_python.sh) where that can be set up."""
+import io
 import json
 import os
 import platform
@@ -47,11 +48,20 @@ def test_the_wheel_claims_manylinux2014_and_holds_the_whole_package(arch, manyli
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         objects = [n for n in names if n.endswith(".so")]
-        assert sorted(n.split(".")[0] for n in objects) == ["pykbatch/_catalogue", "pykbatch/_native"], objects
+        extensions = [n for n in objects if n.startswith("pykbatch/")]
+        assert sorted(n.split(".")[0] for n in extensions) == ["pykbatch/_catalogue", "pykbatch/_native"], objects
         for name in objects:
             head = zf.read(name)[:20]
             assert head[:4] == b"\x7fELF" and struct.unpack_from("<H", head, 18)[0] == ELF_MACHINE[arch], name
+        for name in extensions:
             assert f"-{arch}-linux-gnu.so" in name, name
+        from spark_udfs.jvm_build import jdk_include
+        if jdk_include() is not None:  # the JVM path: its JNI library, and the jar carrying the same bytes
+            assert "spark_udfs/native/libpykbatch_jni.so" in names and "spark_udfs/jars/pykbatch-spark.jar" in names
+            with zipfile.ZipFile(io.BytesIO(zf.read("spark_udfs/jars/pykbatch-spark.jar"))) as jar:
+                java_arch = {"x86_64": "amd64", "aarch64": "aarch64"}[arch]
+                carried = jar.read(f"io/pykbatch/spark/native/linux-{java_arch}/libpykbatch_jni.so")
+            assert carried == zf.read("spark_udfs/native/libpykbatch_jni.so")
     assert PACKAGES <= {n.rsplit("/", 1)[0] for n in names}, sorted({n.rsplit("/", 1)[0] for n in names})
     assert {"pykbatch/py.typed", "pykbatch/_native.pyi", "pykbatch/schemas/dump.schema.json"} <= set(names)
 
@@ -90,6 +100,55 @@ def test_the_hosts_wheel_runs_from_a_fresh_venv(python, manylinux_wheel, tmp_pat
     # the wheel's kernels are the ones this CPU has (a toolchain without CPU-model data once
     # made every wheel fall back to the portable CRCs)
     assert (smoke["crc32c"],) == host_kernels() or not host_kernels(), smoke
+
+
+SPARK_SMOKE = """
+import json, sys
+from spark_udfs import jvm
+from spark_udfs.session import quiet_session
+import pykbatch as kb
+spark = quiet_session("local[2]", "pykbatch-wheel-smoke", jvm=True)
+good = kb.build_batch([{"key": b"k", "value": b"v", "timestamp": 1}] * 3, compression="zstd")
+bad = bytearray(good)
+bad[-2] ^= 1
+df = spark.createDataFrame([(0, good), (1, bytes(bad))], "id int, value binary")
+rows = spark.sql("SELECT id, kbatch_validate(value) AS v FROM {df} ORDER BY id", df=df).collect()
+print("SPARK", json.dumps({"path": spark.conf.get("spark.pykbatch.functions"), "jar": jvm.jar(),
+                           "ok": [r.v.ok for r in rows], "rule": rows[1].v.culprits[0].rule}))
+spark.stop()
+"""
+
+
+def test_the_hosts_wheel_runs_a_spark_job_on_the_jvm_path(manylinux_wheel, tmp_path):
+    """A fresh venv with the wheel and pyspark, and no javac on its PATH: the wheel's own jar (its
+    JNI library inside) serves kbatch_validate in Spark's JVM."""
+    import shutil
+    pyspark = pytest.importorskip("pyspark", reason="the JVM path's smoke test installs the same pyspark")
+    from spark_udfs.jvm_build import jdk_include
+    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
+    if jdk_include() is None or not java:
+        pytest.skip("no JDK here: the wheel carries no jar")
+    wheel = manylinux_wheel(platform.machine())
+    env = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, timeout=300)
+    venv_python = str(env / "bin" / "python")
+    installed = subprocess.run([venv_python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel),
+                                f"pyspark=={pyspark.__version__}", "pandas<3"], capture_output=True, text=True,
+                               timeout=1200)
+    if installed.returncode != 0 and "No matching distribution" in installed.stderr:
+        pytest.skip("pyspark cannot be fetched: " + installed.stderr.strip().splitlines()[-1])
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    bin_dir = tmp_path / "bin"  # java alone on PATH: no javac to build a jar with
+    bin_dir.mkdir()
+    (bin_dir / "java").symlink_to(os.path.realpath(java))
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "JAVA_HOME", "PYKBATCH_SPARK_PATH")}
+    clean.update(PATH=f"{bin_dir}:{env / 'bin'}:/usr/bin:/bin", PYKBATCH_CACHE=str(tmp_path / "cache"))
+    run = subprocess.run([venv_python, "-c", SPARK_SMOKE], capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                         env=clean)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    smoke = json.loads(run.stdout.split("SPARK ", 1)[1])
+    assert smoke["path"] == "jvm" and smoke["jar"].startswith(str(env)), smoke
+    assert smoke["ok"] == [True, False] and smoke["rule"] == "batch.crc_mismatch", smoke
 
 
 def arm64_python() -> list:
