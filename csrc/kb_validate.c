@@ -1,5 +1,8 @@
 #include "kb_validate.h"
 
+#include <stddef.h>
+#include <string.h>
+
 #include "kb_crc32.h"
 #include "kb_legacy.h"
 #include "kb_resync.h"
@@ -591,8 +594,17 @@ static void check_append(ctx_t *c)
 void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out, size_t cap,
                  kb_summary *s)
 {
+    memset(s->rule_counts, 0, sizeof s->rule_counts);
+    kb_validate_again(buf, len, o, out, cap, s);
+}
+
+void kb_validate_again(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out, size_t cap,
+                       kb_summary *s)
+{
     ctx_t c = {o, out, cap, s, 0, 0, -1, -1, 0, 0, 0, 0, 0, 0, 0};
-    *s = (kb_summary){0};
+    if (s->culprits)  /* the last walk counted rules; one without culprits left every count at zero */
+        memset(s->rule_counts, 0, sizeof s->rule_counts);
+    memset(s, 0, offsetof(kb_summary, rule_counts));
     s->tail_pos = -1;
     s->stopped_at = -1;
     size_t pos = 0, reported = 0;

@@ -84,4 +84,10 @@ typedef struct {
 void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out, size_t cap,
                  kb_summary *s);
 
+/* kb_validate for a summary `s` that holds the result of an earlier kb_validate / kb_validate_again
+ * (or is all zeros): the per-rule counts are cleared only when that walk had culprits, which
+ * saves clearing KB_RULE_COUNT counters for each of many small sound inputs (a column's rows). */
+void kb_validate_again(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out, size_t cap,
+                       kb_summary *s);
+
 #endif

@@ -243,6 +243,8 @@ cdef extern from "kb_validate.h" nogil:
 
     void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out,
                      size_t cap, kb_summary *s)
+    void kb_validate_again(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out,
+                     size_t cap, kb_summary *s)
 
 
 cdef extern from "kb_columns.h" nogil:

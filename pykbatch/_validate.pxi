@@ -134,9 +134,9 @@ cdef class _Validator:
         while True:
             if length >= NOGIL_THRESHOLD:
                 with nogil:
-                    kb_validate(ptr, length, &self.opts, self.out, self.cap, &self.s)
+                    kb_validate_again(ptr, length, &self.opts, self.out, self.cap, &self.s)
             else:
-                kb_validate(ptr, length, &self.opts, self.out, self.cap, &self.s)
+                kb_validate_again(ptr, length, &self.opts, self.out, self.cap, &self.s)
             if <size_t> self.s.culprits <= self.cap or self.cap >= self.max_cap:
                 return 0
             self.cap = min(self.max_cap, <size_t> self.s.culprits)

@@ -247,15 +247,24 @@ def register(spark: "SparkSession", jvm: Optional[bool] = None) -> str:
     classpath (``spark_udfs.jvm.configure_spark_with_pykbatch``), the Python functions otherwise;
     True requires them (raises saying why not); False registers the Python functions only.
     Returns the path taken, "jvm" or "python" (also the session setting ``spark.pykbatch.functions``,
-    which the DataFrame functions read)."""
+    which the DataFrame functions read).
+
+    On Spark 3.5 (no Arrow UDFs, no Python data sources) only the JVM functions can be had: they
+    are registered, and the rest is named in one line."""
     from spark_udfs import jvm as jvm_path
-    from spark_udfs import live_source
-    from spark_udfs.segment_source import data_source_class
-    for name, udf in _udfs().items():
-        spark.udf.register(name, udf)
-    spark.udtf.register("kbatch_records", _records_udtf())
-    spark.dataSource.register(data_source_class())
-    spark.dataSource.register(live_source.data_source_class())
+    if python_functions_supported():
+        _register_python(spark)
+    elif jvm is False or not jvm_path.loaded(spark):
+        import pyspark
+        raise RuntimeError(f"pykbatch's Python functions need pyspark >= 4.1 (Arrow UDFs), not "
+                           f"{pyspark.__version__}; on Spark 3.5 build the session with "
+                           "spark_udfs.jvm.configure_spark_with_pykbatch(builder) for the JVM functions")
+    else:
+        import sys
+
+        import pyspark
+        print(f"pykbatch: Spark {pyspark.__version__}: the JVM functions only (the Python functions and data "
+              "sources need pyspark >= 4.1)", file=sys.stderr)
     path = "python"
     if jvm is not False:
         if jvm_path.loaded(spark):
@@ -267,6 +276,26 @@ def register(spark: "SparkSession", jvm: Optional[bool] = None) -> str:
                 + " (build the session with spark_udfs.jvm.configure_spark_with_pykbatch(builder))")
     spark.conf.set(PATH_SETTING, path)
     return path
+
+
+def _pyspark_version() -> tuple:
+    import pyspark
+    return tuple(int(p) for p in pyspark.__version__.split(".")[:2])
+
+
+def python_functions_supported() -> bool:
+    """Whether this pyspark runs pykbatch's Python functions and sources (Arrow UDFs: 4.1+)."""
+    return _pyspark_version() >= (4, 1)
+
+
+def _register_python(spark) -> None:
+    from spark_udfs import live_source
+    from spark_udfs.segment_source import data_source_class
+    for name, udf in _udfs().items():
+        spark.udf.register(name, udf)
+    spark.udtf.register("kbatch_records", _records_udtf())
+    spark.dataSource.register(data_source_class())
+    spark.dataSource.register(live_source.data_source_class())
 
 
 def _on_jvm() -> bool:

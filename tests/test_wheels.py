@@ -112,18 +112,28 @@ good = kb.build_batch([{"key": b"k", "value": b"v", "timestamp": 1}] * 3, compre
 bad = bytearray(good)
 bad[-2] ^= 1
 df = spark.createDataFrame([(0, good), (1, bytes(bad))], "id int, value binary")
-rows = spark.sql("SELECT id, kbatch_validate(value) AS v FROM {df} ORDER BY id", df=df).collect()
+df.createOrReplaceTempView("batches")
+rows = spark.sql("SELECT id, kbatch_validate(value) AS v FROM batches ORDER BY id").collect()
+from spark_udfs import kbatch_validate
+configured = df.orderBy("id").select(kbatch_validate("value", {"origin": "log"}).alias("v")).collect()
 print("SPARK", json.dumps({"path": spark.conf.get("spark.pykbatch.functions"), "jar": jvm.jar(),
-                           "ok": [r.v.ok for r in rows], "rule": rows[1].v.culprits[0].rule}))
+                           "ok": [r.v.ok for r in rows], "rule": rows[1].v.culprits[0].rule,
+                           "spark": spark.version, "configured": [r.v.ok for r in configured]}))
 spark.stop()
 """
 
 
-def test_the_hosts_wheel_runs_a_spark_job_on_the_jvm_path(manylinux_wheel, tmp_path):
+SPARK_35 = "3.5.5"  # Spark 3.5, the LTS line of many managed platforms (Scala 2.12)
+
+
+@pytest.mark.parametrize("spark_version", ["this", SPARK_35])
+def test_the_hosts_wheel_runs_a_spark_job_on_the_jvm_path(spark_version, manylinux_wheel, tmp_path):
     """A fresh venv with the wheel and pyspark, and no javac on its PATH: the wheel's own jar (its
-    JNI library inside) serves kbatch_validate in Spark's JVM."""
+    JNI library inside, compiled against this pyspark) serves kbatch_validate in Spark's JVM -- in
+    this Spark, and in Spark 3.5, where pykbatch's Python functions cannot run."""
     import shutil
     pyspark = pytest.importorskip("pyspark", reason="the JVM path's smoke test installs the same pyspark")
+    version = pyspark.__version__ if spark_version == "this" else spark_version
     from spark_udfs.jvm_build import jdk_include
     java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
     if jdk_include() is None or not java:
@@ -133,7 +143,7 @@ def test_the_hosts_wheel_runs_a_spark_job_on_the_jvm_path(manylinux_wheel, tmp_p
     subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, timeout=300)
     venv_python = str(env / "bin" / "python")
     installed = subprocess.run([venv_python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel),
-                                f"pyspark=={pyspark.__version__}", "pandas<3"], capture_output=True, text=True,
+                                f"pyspark=={version}", "pandas<3"], capture_output=True, text=True,
                                timeout=1200)
     if installed.returncode != 0 and "No matching distribution" in installed.stderr:
         pytest.skip("pyspark cannot be fetched: " + installed.stderr.strip().splitlines()[-1])
@@ -149,6 +159,7 @@ def test_the_hosts_wheel_runs_a_spark_job_on_the_jvm_path(manylinux_wheel, tmp_p
     smoke = json.loads(run.stdout.split("SPARK ", 1)[1])
     assert smoke["path"] == "jvm" and smoke["jar"].startswith(str(env)), smoke
     assert smoke["ok"] == [True, False] and smoke["rule"] == "batch.crc_mismatch", smoke
+    assert smoke["spark"] == version and smoke["configured"] == [True, False], smoke
 
 
 def arm64_python() -> list:

@@ -315,6 +315,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (out[i].pos < 0 || out[i].pos > (int64_t)size || out[i].inner_pos < -1)
                 abort();
         check_verdict(out, s.culprits < CAP ? (size_t)s.culprits : CAP, (kb_origin)origin, o.produce_version);
+        /* kb_validate_again over the summary of whatever ran before: the same summary as a fresh walk */
+        static kb_summary stale[2];
+        kb_culprit again[CAP];
+        kb_validate_again(buf, size, &o, again, CAP, &stale[origin]);
+        if (memcmp(&stale[origin], &s, sizeof s) != 0)
+            abort();
     }
     free(toy_out);
     toy_out = NULL;

@@ -26,7 +26,8 @@ enum {
     OPT_AFTER_MAX_MS, OPT_MAX_BATCH_BYTES, OPT_MAX_APPEND_BYTES, OPT_TARGET_MAGIC, OPT_TARGET_CODEC,
     OPT_SINGLE_APPEND, OPT_PRODUCE_VERSION, OPT_MAX_CULPRITS, OPT_MAX_DECOMPRESSED, OPT_COUNT
 };
-/* summary[] to Java */
+/* the summary to Java, in a direct buffer of SUM_COUNT longs (native order) the handle owns a
+ * reference to: no array copied per row */
 enum {
     SUM_ENTRIES, SUM_RECORDS, SUM_CULPRITS, SUM_VALID_BYTES, SUM_UNWALKED, SUM_TAIL_POS, SUM_TAIL_ENTRY, SUM_STOPPED,
     SUM_STOPPED_AT, SUM_LOST_BYTES, SUM_KEPT, SUM_COUNT
@@ -48,6 +49,8 @@ typedef struct {
     uint8_t *scratch;          /* max_decompressed bytes, allocated at the first compressed batch */
     jobject scratch_buffer;    /* global ref: a direct ByteBuffer over scratch */
     size_t scratch_cap;
+    jobject summary_buffer;    /* global ref */
+    jlong *summary;            /* its address */
 } kb_jvm_validator;
 
 static jmethodID run_method;
@@ -133,11 +136,14 @@ JNIEXPORT jstring JNICALL Java_io_pykbatch_spark_Native_version(JNIEnv *env, jcl
 }
 
 JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_open(JNIEnv *env, jclass cls, jlongArray options,
-                                                          jobject decompressor)
+                                                          jobject decompressor, jobject summary)
 {
     (void)cls;
     jlong o[OPT_COUNT];
     if ((*env)->GetArrayLength(env, options) != OPT_COUNT)
+        return 0;
+    jlong *summary_at = (*env)->GetDirectBufferAddress(env, summary);
+    if (summary_at == NULL || (*env)->GetDirectBufferCapacity(env, summary) < (jlong)(SUM_COUNT * sizeof(jlong)))
         return 0;
     (*env)->GetLongArrayRegion(env, options, 0, OPT_COUNT, o);
     if (run_method == NULL) {
@@ -174,7 +180,13 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_open(JNIEnv *env, jclass c
     v->scratch_cap = o[OPT_MAX_DECOMPRESSED] < 0 ? 0 : (size_t)o[OPT_MAX_DECOMPRESSED];
     v->out = malloc((v->cap ? v->cap : 1) * sizeof *v->out);
     v->decompressor = (*env)->NewGlobalRef(env, decompressor);
-    if (v->out == NULL || v->decompressor == NULL) {
+    v->summary_buffer = (*env)->NewGlobalRef(env, summary);
+    v->summary = summary_at;
+    if (v->out == NULL || v->decompressor == NULL || v->summary_buffer == NULL) {
+        if (v->decompressor)
+            (*env)->DeleteGlobalRef(env, v->decompressor);
+        if (v->summary_buffer)
+            (*env)->DeleteGlobalRef(env, v->summary_buffer);
         free(v->out);
         free(v);
         return 0;
@@ -192,6 +204,8 @@ JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_close(JNIEnv *env, jclass c
         (*env)->DeleteGlobalRef(env, v->decompressor);
     if (v->scratch_buffer)
         (*env)->DeleteGlobalRef(env, v->scratch_buffer);
+    if (v->summary_buffer)
+        (*env)->DeleteGlobalRef(env, v->summary_buffer);
     free(v->scratch);
     free(v->input);
     free(v->out);
@@ -202,7 +216,7 @@ JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_close(JNIEnv *env, jclass c
 static int run(kb_jvm_validator *v, const uint8_t *buf, size_t len)
 {
     for (;;) {
-        kb_validate(buf, len, &v->opts, v->out, v->cap, &v->s);
+        kb_validate_again(buf, len, &v->opts, v->out, v->cap, &v->s);  /* v->s: the last row's */
         if ((size_t)v->s.culprits <= v->cap || v->cap >= v->max_cap)
             return 0;
         size_t cap = (size_t)v->s.culprits < v->max_cap ? (size_t)v->s.culprits : v->max_cap;
@@ -215,16 +229,16 @@ static int run(kb_jvm_validator *v, const uint8_t *buf, size_t len)
     }
 }
 
-/* Validates buf[off, off + len) at the leader's clock now_ms; writes the summary (SUM_*) to summary[]; returns 0, or -1 with
- * an OutOfMemoryError / IndexOutOfBoundsException pending. */
+/* Validates buf[off, off + len) at the leader's clock now_ms; writes the summary (SUM_*) to the
+ * handle's summary buffer; returns 0, or -1 with an OutOfMemoryError / IndexOutOfBoundsException
+ * pending. */
 JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_validate(JNIEnv *env, jclass cls, jlong handle, jbyteArray buf,
-                                                             jint off, jint len, jlongArray summary,
-                                                             jlong now_ms)
+                                                             jint off, jint len, jlong now_ms)
 {
     (void)cls;
     kb_jvm_validator *v = (kb_jvm_validator *)(intptr_t)handle;
     jsize total = (*env)->GetArrayLength(env, buf);
-    if (off < 0 || len < 0 || off > total - len || (*env)->GetArrayLength(env, summary) < SUM_COUNT) {
+    if (off < 0 || len < 0 || off > total - len) {
         jclass oob = (*env)->FindClass(env, "java/lang/IndexOutOfBoundsException");
         if (oob)
             (*env)->ThrowNew(env, oob, "kbatch: row bounds outside its array");
@@ -267,14 +281,18 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_validate(JNIEnv *env, jclas
         return -1;
     }
     const kb_summary *s = &v->s;
-    jlong out[SUM_COUNT] = {
-        [SUM_ENTRIES] = s->entries, [SUM_RECORDS] = s->records, [SUM_CULPRITS] = s->culprits,
-        [SUM_VALID_BYTES] = s->valid_bytes, [SUM_UNWALKED] = s->unwalked, [SUM_TAIL_POS] = s->tail_pos,
-        [SUM_TAIL_ENTRY] = s->tail_entry, [SUM_STOPPED] = s->stopped, [SUM_STOPPED_AT] = s->stopped_at,
-        [SUM_LOST_BYTES] = s->lost_bytes,
-        [SUM_KEPT] = (jlong)((size_t)s->culprits < v->cap ? (size_t)s->culprits : v->cap),
-    };
-    (*env)->SetLongArrayRegion(env, summary, 0, SUM_COUNT, out);
+    jlong *out = v->summary;
+    out[SUM_ENTRIES] = s->entries;
+    out[SUM_RECORDS] = s->records;
+    out[SUM_CULPRITS] = s->culprits;
+    out[SUM_VALID_BYTES] = s->valid_bytes;
+    out[SUM_UNWALKED] = s->unwalked;
+    out[SUM_TAIL_POS] = s->tail_pos;
+    out[SUM_TAIL_ENTRY] = s->tail_entry;
+    out[SUM_STOPPED] = s->stopped;
+    out[SUM_STOPPED_AT] = s->stopped_at;
+    out[SUM_LOST_BYTES] = s->lost_bytes;
+    out[SUM_KEPT] = (jlong)((size_t)s->culprits < v->cap ? (size_t)s->culprits : v->cap);
     return 0;
 }
 

@@ -69,11 +69,11 @@ public final class Native {
 
     static native String version();
 
-    static native long open(long[] options, Decompressor decompressor);
+    static native long open(long[] options, Decompressor decompressor, java.nio.ByteBuffer summary);
 
     static native void close(long handle);
 
-    static native int validate(long handle, byte[] buf, int off, int len, long[] summary, long nowMs);
+    static native int validate(long handle, byte[] buf, int off, int len, long nowMs);
 
     static native void culprits(long handle, long[] out);
 

@@ -21,9 +21,11 @@ public final class ValidateFunction implements ScalarFunction<InternalRow> {
     private static final DataType OPTIONS = DataTypes.createMapType(DataTypes.StringType, DataTypes.StringType);
     private static final Map<String, String> NO_OPTIONS = new HashMap<>();
     private final boolean configured;
-    // the last options map seen and its validator: a literal map is the same object on every row
+    // the last options map seen and its validator, for the thread that asked: a literal map is the
+    // same object on every row, and a task's rows come on one thread
     private transient MapData lastMap;
     private transient Validator lastValidator;
+    private transient Thread owner;
 
     ValidateFunction(boolean configured) {
         this.configured = configured;
@@ -82,7 +84,20 @@ public final class ValidateFunction implements ScalarFunction<InternalRow> {
 
     /** Called by Spark's generated code for kbatch_validate(value). */
     public InternalRow invoke(byte[] value) {
-        return value == null ? null : Validator.of(NO_OPTIONS).validate(value, 0, value.length);
+        return value == null ? null : validator(null).validate(value, 0, value.length);
+    }
+
+    private Validator validator(MapData options) {
+        if (owner != Thread.currentThread() || options != lastMap) {
+            boolean first = owner != Thread.currentThread();
+            lastValidator = Validator.of(options == null ? NO_OPTIONS : toJava(options));
+            lastMap = options;
+            owner = Thread.currentThread();
+            if (first) {
+                lastValidator.refreshClock();
+            }
+        }
+        return lastValidator;
     }
 
     /** Called by Spark's generated code for kbatch_validate(value, options). */
@@ -90,14 +105,7 @@ public final class ValidateFunction implements ScalarFunction<InternalRow> {
         if (value == null) {
             return null;
         }
-        if (options == null) {
-            return invoke(value);
-        }
-        if (options != lastMap) {
-            lastValidator = Validator.of(toJava(options));
-            lastMap = options;
-        }
-        return lastValidator.validate(value, 0, value.length);
+        return validator(options).validate(value, 0, value.length);
     }
 
     @Override
