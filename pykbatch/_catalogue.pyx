@@ -107,18 +107,10 @@ def record_errors_message(int code, records):
     for i in range(len(encoded)):
         indexes[i] = records[i][0]
         messages[i] = encoded[i]
-    cdef char small[1024]
-    cdef long n = kb_render_record_errors(code, len(records), indexes, messages, small, sizeof(small))
-    if n < <long> sizeof(small):
-        return small[:n].decode("utf-8", "replace")
-    cdef char *big = <char *> malloc(n + 1)
-    if big == NULL:
-        raise MemoryError()
-    try:
-        kb_render_record_errors(code, len(records), indexes, messages, big, n + 1)
-        return big[:n].decode("utf-8", "replace")
-    finally:
-        free(big)
+    cdef long n = kb_render_record_errors(code, len(records), indexes, messages, NULL, 0)  # its length
+    text = bytearray(n + 1)
+    kb_render_record_errors(code, len(records), indexes, messages, text, n + 1)
+    return text[:n].decode("utf-8", "replace")
 
 
 TEXT_MESSAGE, TEXT_DETAIL, TEXT_READER = KB_TEXT_MESSAGE, KB_TEXT_DETAIL, KB_TEXT_READER

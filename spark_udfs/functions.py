@@ -71,19 +71,7 @@ def _per_config(values, configs, fn):
     return pa.concat_arrays(parts).take(pa.array(inverse))
 
 
-def _functions():
-    """Every column function of ``pykbatch.arrow`` with its Spark function: name -> (the column
-    function, its Arrow result type, whether it takes a per-row config)."""
-    import pyarrow as pa
-
-    from pykbatch import arrow
-    return {
-        "kbatch_validate": (arrow.validate_array, arrow.VALIDATION, True),
-        "kbatch_decode": (arrow.decode_array, pa.list_(arrow.RECORD), False),
-        "kbatch_crc32c": (arrow.crc32c_array, pa.int64(), False),
-        "kbatch_batch_info": (arrow.batch_info_array, pa.list_(arrow.BATCH_INFO), False),
-        "kbatch_repair": (arrow.repair_array, arrow.REPAIR, True),
-    }
+from spark_udfs.function_table import functions as _functions  # noqa: E402 (the one table of functions)
 
 
 @lru_cache(maxsize=None)
@@ -163,6 +151,8 @@ def kbatch_decode(col: "ColumnOrName") -> "Column":
 
 def kbatch_crc32c(col: "ColumnOrName") -> "Column":
     """CRC-32C of each value. Spark type: ``bigint``."""
+    if _on_jvm():
+        return _call("kbatch_crc32c", _column(col))
     return _udfs()["kbatch_crc32c"](_column(col))
 
 

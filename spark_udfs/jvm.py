@@ -57,7 +57,6 @@ def _resources(version_file: str = LIBRARY_VERSION) -> dict[str, bytes]:
     the build id of the library the jar carries)."""
     from pyspark.sql.pandas.types import from_arrow_type
 
-    from pykbatch.columns import VALIDATION
     from pykbatch._catalogue import LOG_APPEND_TIME
     from pykbatch.config import LONG_MAX, ORIGINS, TIMESTAMP_TYPES, ValidationConfig
     lines = [f"keys={','.join(f.name for f in dataclasses.fields(ValidationConfig))}",
@@ -67,7 +66,9 @@ def _resources(version_file: str = LIBRARY_VERSION) -> dict[str, bytes]:
         value = f.default
         lines.append(f"default.{f.name}=" + ("null" if value is None else str(value).lower() if isinstance(value, bool)
                                               else str(value)))
-    types = {"kbatch_validate": from_arrow_type(VALIDATION).json()}
+    from spark_udfs.function_table import JVM, functions
+    table = functions()
+    types = {name: from_arrow_type(table[name][1]).json() for name in JVM}
     with open(version_file) as f:
         version = f.read().strip()
     return {

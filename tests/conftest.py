@@ -186,15 +186,20 @@ def spark_path(request, spark):
     skips, saying why, where pykbatch's jar cannot be had (no JDK); on CI it must run."""
     from spark_udfs.functions import register
     if request.param == "jvm":
-        from spark_udfs import jvm
-        reason = jvm.unavailable_reason() or (None if jvm.loaded(spark) else "the jar is not on the session's classpath")
-        if reason:
-            if os.environ.get("CI"):
-                pytest.fail(f"the JVM path must run on CI: {reason}")
-            pytest.skip(f"JVM path unavailable: {reason}")
+        require_jvm_path(spark)
     register(spark, jvm=request.param == "jvm")
     yield request.param
     register(spark)
+
+
+def require_jvm_path(spark) -> None:
+    """Skips, saying why, where the session cannot have pykbatch's jar (no JDK); fails on CI."""
+    from spark_udfs import jvm
+    reason = jvm.unavailable_reason() or (None if jvm.loaded(spark) else "the jar is not on the session's classpath")
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"the JVM path must run on CI: {reason}")
+        pytest.skip(f"JVM path unavailable: {reason}")
 
 
 @lru_cache(maxsize=None)

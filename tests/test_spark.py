@@ -86,10 +86,13 @@ def test_decode_equals_direct_call_and_explodes(frame, spark):
     assert sorted((r["id"], r["offset"], bytes(r["value"])) for r in exploded) == sorted(direct)
 
 
-def test_crc32c_udf(frame, spark):
+def test_crc32c_udf(frame, spark, spark_path):
+    from spark_udfs import kbatch_crc32c
     df, rows = frame
-    got = by_id(spark.sql("SELECT id, kbatch_crc32c(value) AS c FROM batches").collect(), "c")
-    assert got == [None if v is None else kb.crc32c(v) for v in rows]
+    want = [None if v is None else kb.crc32c(v) for v in rows]
+    assert by_id(spark.sql("SELECT id, kbatch_crc32c(value) AS c FROM batches").collect(), "c") == want
+    assert by_id(df.select("id", kbatch_crc32c("value").alias("c")).collect(), "c") == want
+    assert want[0] > 2**31  # bigint, not a sign-flipped int
 
 
 def test_batch_info_equals_direct_call(frame, spark):

@@ -11,6 +11,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark", reason="pyspark is the [spark] extra")
 
 import pykbatch as kb  # noqa: E402
+from tests.conftest import require_jvm_path  # noqa: E402
 from tests.test_spark import as_python  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -122,13 +123,12 @@ def _validate_both(spark, rows, options):
     return got["python"], got["jvm"]
 
 
-def test_jvm_and_python_agree_row_for_row_on_drawn_input(spark, spark_path):
+def test_jvm_and_python_agree_row_for_row_on_drawn_input(spark):
     """Equal row for row, but for rows whose compressed payload was damaged: there the codecs are
     the host's (cramjam / zlib in Python, zstd-jni / snappy-java / lz4-java / the JDK on the JVM),
     which stop at different bytes and hand different prefixes on, so only the verdict (ok) must
     agree until the codecs' framing lives in the core (ARCHITECTURE.md, "codecs")."""
-    if spark_path != "jvm":
-        pytest.skip("compares both paths itself: once is enough")
+    require_jvm_path(spark)
     seed = int(os.environ.get("PYKBATCH_JVM_SEED", random.randrange(2**32)))
     print(f"PYKBATCH_JVM_SEED={seed}")
     rng = random.Random(seed)
@@ -150,18 +150,20 @@ def test_jvm_and_python_agree_row_for_row_on_drawn_input(spark, spark_path):
     print(f"rows differing only in a codec library's words: {differences}")
 
 
-def test_the_jvm_path_refuses_what_it_does_not_check(spark, spark_path):
+def test_the_jvm_path_refuses_what_it_does_not_check(spark):
     """A client's append of v0/v1 messages with size limits: the size of the batch a broker rebuilds
     is the Python function's; the JVM function says so and fails the task instead of skipping it."""
-    if spark_path != "jvm":
-        pytest.skip("the JVM path's refusal")
     from spark_udfs import kbatch_validate
+    from spark_udfs.functions import register
+    require_jvm_path(spark)
+    register(spark, jvm=True)
     legacy = kb.build_batch([{"key": b"k", "value": b"v", "timestamp": 1}], magic=1)
     df = spark.createDataFrame([(0, legacy)], "id int, value binary")
     with pytest.raises(Exception, match="checked by the Python function only"):
         df.select(kbatch_validate("value")).collect()
     ok = df.select(kbatch_validate("value", {"max_message_bytes": None, "segment_bytes": None}).alias("v")).first()
     assert ok.v.ok
+    register(spark)
 
 
 def test_unknown_options_are_named(spark, spark_path):
@@ -169,3 +171,14 @@ def test_unknown_options_are_named(spark, spark_path):
     df = spark.createDataFrame([(0, kb.build_batch([{"value": b"v", "timestamp": 1}]))], "id int, value binary")
     with pytest.raises(Exception, match="unknown kbatch_validate option 'nope'"):
         df.select(kbatch_validate("value", {"nope": "1"})).collect()
+
+
+def test_the_jvm_catalog_names_the_functions_the_table_says(spark):
+    """KbatchCatalog.NAMES (what the JVM registers) and function_table.JVM (whose types the jar
+    carries, and which the DataFrame functions send to the JVM) are the same list."""
+    from spark_udfs import jvm
+    from spark_udfs.function_table import JVM
+    from spark_udfs.functions import register
+    require_jvm_path(spark)
+    assert sorted(jvm.register(spark)) == sorted(JVM)
+    register(spark)

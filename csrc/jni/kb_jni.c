@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_crc32c.h"
 #include "kb_kafka.h"
 #include "kb_render.h"
 #include "kb_rules.h"
@@ -466,4 +467,17 @@ JNIEXPORT jstring JNICALL Java_io_pykbatch_spark_Native_codecName(JNIEnv *env, j
 {
     (void)cls;
     return codec >= 0 && codec < KB_CODEC_COUNT ? (*env)->NewStringUTF(env, kb_codec_names[codec]) : NULL;
+}
+
+/* CRC-32C of a whole array (kbatch_crc32c), or -1 with an exception pending. */
+JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_crc32c(JNIEnv *env, jclass cls, jbyteArray buf)
+{
+    (void)cls;
+    jsize n = (*env)->GetArrayLength(env, buf);
+    void *p = (*env)->GetPrimitiveArrayCritical(env, buf, NULL);
+    if (p == NULL)
+        return -1;
+    uint32_t crc = kb_crc32c(0, (const uint8_t *)p, (size_t)n);
+    (*env)->ReleasePrimitiveArrayCritical(env, buf, p, JNI_ABORT);
+    return (jlong)crc;
 }

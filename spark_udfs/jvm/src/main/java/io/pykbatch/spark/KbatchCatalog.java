@@ -14,7 +14,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * it calls from generated code: no Python worker, no row conversion.
  */
 public final class KbatchCatalog implements FunctionCatalog {
-    static final String[] NAMES = {"kbatch_validate"};
+    static final String[] NAMES = {"kbatch_validate", "kbatch_crc32c"};
     private String name = "pykbatch";
 
     @Override
@@ -36,6 +36,9 @@ public final class KbatchCatalog implements FunctionCatalog {
     public UnboundFunction loadFunction(Identifier ident) throws NoSuchFunctionException {
         if (ident.namespace().length == 0 && ident.name().equalsIgnoreCase("kbatch_validate")) {
             return new ValidateFunction.Unbound();
+        }
+        if (ident.namespace().length == 0 && ident.name().equalsIgnoreCase("kbatch_crc32c")) {
+            return new Crc32cFunction.Unbound();
         }
         throw new NoSuchFunctionException(ident);
     }

@@ -90,4 +90,6 @@ public final class Native {
     static native String errorName(int code);
 
     static native String codecName(int codec);
+
+    static native long crc32c(byte[] value);
 }
