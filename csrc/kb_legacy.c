@@ -157,3 +157,30 @@ void kb_legacy_write(uint8_t *out, int64_t offset, int magic, int attributes, in
     put_sized(p, value, value_len);
     kb_store_be32(out + 12, kb_crc32(0, out + 16, size - 16));
 }
+
+int kb_legacy_read_inner_set(const kb_legacy_msg *w, const uint8_t *rec, size_t len, int32_t *count,
+                             int64_t *first_offset, int64_t *base, kb_fault *f)
+{
+    kb_legacy_msg inner;
+    size_t p = 0;
+    int64_t first = 0, last = 0;
+    int32_t n = 0;
+    for (;;) {
+        kb_inner_status st = kb_legacy_next(rec, len, &p, &inner, f);
+        if (st == KB_INNER_END || st == KB_INNER_TRUNCATED)
+            break;
+        if (st != KB_INNER_MSG || kb_legacy_check_inner(&inner, f) != 0)
+            return -1;
+        if (n == 0)
+            first = inner.offset;
+        last = inner.offset;
+        n++;
+    }
+    if (kb_legacy_check_inner_set(w, n, last, f) != 0)
+        return -2;
+    /* a v1 wrapper's inner offsets are relative to its own (the last's); 0: old librdkafka's absolute ones */
+    *base = w->magic == 1 && w->offset != 0 ? w->offset - last : 0;
+    *count = n;
+    *first_offset = first + *base;
+    return 0;
+}

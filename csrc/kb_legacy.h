@@ -73,4 +73,12 @@ void kb_legacy_write(uint8_t *out, int64_t offset, int magic, int attributes, in
 /* Steps through an inner message set buf[*p, limit): each entry must be at least 14 bytes. */
 kb_inner_status kb_legacy_next(const uint8_t *buf, size_t limit, size_t *p, kb_legacy_msg *m, kb_fault *f);
 
+/* The inner set rec[0, len) of the compressed wrapper `w`, decompressed, read with the checks of
+ * Kafka's deep iterator (a truncated tail dropped, as Kafka does): its message count, its first
+ * offset and the base a v1 wrapper adds to its relative inner offsets (both absolute).  0; -1
+ * with *f positioned in rec (an inner message's fault); -2 with *f positioned in the wrapper's
+ * buffer (the set as a whole). */
+int kb_legacy_read_inner_set(const kb_legacy_msg *w, const uint8_t *rec, size_t len, int32_t *count,
+                             int64_t *first_offset, int64_t *base, kb_fault *f);
+
 #endif

@@ -184,6 +184,8 @@ cdef extern from "kb_legacy.h" nogil:
     void kb_legacy_write(uint8_t *out, int64_t offset, int magic, int attributes, int64_t timestamp,
                          const uint8_t *key, int32_t key_len, const uint8_t *value, int32_t value_len)
     kb_inner_status kb_legacy_next(const uint8_t *buf, size_t limit, size_t *p, kb_legacy_msg *m, kb_fault *f)
+    int kb_legacy_read_inner_set(const kb_legacy_msg *w, const uint8_t *rec, size_t len, int32_t *count,
+                                 int64_t *first_offset, int64_t *base, kb_fault *f)
 
 
 cdef extern from "kb_validate.h" nogil:

@@ -28,11 +28,9 @@ cdef class LegacyBatch:
         if self._rec is not None:
             return 0
         cdef int codec = self.m.attributes & KB_ATTR_CODEC_MASK
-        cdef kb_legacy_msg inner
         cdef kb_fault f
-        cdef size_t p
-        cdef kb_inner_status st
-        cdef int64_t last = 0
+        cdef int32_t count
+        cdef int rc
         if codec == KB_CODEC_NONE:
             self._rec, self._rstart, self._rlimit = self._v, self.position, self.position + self.size
             self._payload, self._base, self._count, self._first = -1, 0, 1, self.m.offset
@@ -44,25 +42,12 @@ cdef class LegacyBatch:
         data = self._dec.copy(codec, self.m.magic, self.m.value, self.m.value_len)
         rec = _View(data)
         self._payload = self.m.value
-        p, self._count = 0, 0
-        while True:
-            st = kb_legacy_next(rec.ptr, rec.length, &p, &inner, &f)
-            if st == KB_INNER_END or st == KB_INNER_TRUNCATED:  # Kafka drops a truncated inner tail
-                break
-            if st != KB_INNER_MSG:
-                _raise_fault(&f, 0, self._payload)
-            if kb_legacy_check_inner(&inner, &f) != 0:
-                _raise_fault(&f, 0, self._payload)
-            if self._count == 0:
-                self._first = inner.offset
-            last = inner.offset
-            self._count += 1
-        if kb_legacy_check_inner_set(&self.m, self._count, last, &f) != 0:
+        rc = kb_legacy_read_inner_set(&self.m, rec.ptr, rec.length, &count, &self._first, &self._base, &f)
+        if rc == -1:
+            _raise_fault(&f, 0, self._payload)
+        elif rc == -2:
             _raise_fault(&f, 0)
-        self._base = 0
-        if self.m.magic == 1 and self.m.offset != 0:  # relative inner offsets; 0: old librdkafka
-            self._base = self.m.offset - last
-        self._first += self._base
+        self._count = count
         self._rec, self._rstart, self._rlimit = rec, 0, rec.length
         return 0
 

@@ -279,12 +279,14 @@ def python_functions_supported() -> bool:
 
 
 def _register_python(spark) -> None:
+    from spark_udfs import jvm as jvm_path
     from spark_udfs import live_source
-    from spark_udfs.segment_source import data_source_class
+    from spark_udfs.segment_source import NAME, PYTHON_NAME, data_source_class
     for name, udf in _udfs().items():
         spark.udf.register(name, udf)
     spark.udtf.register("kbatch_records", _records_udtf())
-    spark.dataSource.register(data_source_class())
+    # with the jar on the classpath its reader holds the name and hands what it does not serve to this one
+    spark.dataSource.register(data_source_class(PYTHON_NAME if jvm_path.loaded(spark) else NAME))
     spark.dataSource.register(live_source.data_source_class())
 
 

@@ -48,6 +48,9 @@ from .segment_columns import (  # noqa: F401 (tests and the tiered source read t
 from .segment_plan import Ranges, _fsspec, _is_local, _local, narrow, path_not_found, plan_splits, read_mode
 
 NAME = "kafka-segment"
+# with pykbatch's jar on the classpath, NAME is the JVM reader's (io.pykbatch.spark.SegmentSource), which
+# hands the reads it does not serve to this source, registered under this name
+PYTHON_NAME = "kafka-segment-python"
 
 # Log bytes per Arrow batch handed to Spark: batches of 1-16 MiB move fastest through the
 # Python worker (../shared/research/spark-notes.md); measured in benchmarks/segment_source.py.
@@ -128,8 +131,8 @@ def _read_split(path, topic, partition, start, end, mode, validate, ranges, wind
         del data
 
 
-def data_source_class():
-    """The DataSource class (made on demand: pyspark is imported lazily)."""
+def data_source_class(name: str = NAME):
+    """The DataSource class (made on demand: pyspark is imported lazily), registered as ``name``."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -204,7 +207,7 @@ def data_source_class():
     class KafkaSegmentDataSource(DataSource):
         @classmethod
         def name(cls):
-            return NAME
+            return name
 
         def schema(self):
             if self.options.get("decode"):

@@ -4,13 +4,21 @@
  *
  * A handle (jlong) owns one set of options, a culprit buffer grown up to the options' cap and a
  * decompression scratch; a handle is used by one thread at a time (Java keeps one per thread). */
+#define _GNU_SOURCE /* O_CLOEXEC, madvise under -std=c11 */
+#include <errno.h>
+#include <fcntl.h>
 #include <jni.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "kb_crc32c.h"
 #include "kb_kafka.h"
+#include "kb_log_windows.h"
 #include "kb_render.h"
 #include "kb_rules.h"
 #include "kb_v2.h"
@@ -37,19 +45,23 @@ enum {
 enum { C_POS, C_INNER_POS, C_ENTRY_POS, C_ARGS, C_RELATIVE_OFFSET = C_ARGS + 8, C_ENTRY, C_RECORD_INDEX, C_CODE, C_RULE,
        C_WIDTH };
 
+/* decompression: Java's Decompressor, called with the input as a direct buffer */
+typedef struct {
+    JNIEnv *env;               /* set while the core may call back */
+    jobject decompressor;      /* global ref */
+    uint8_t *scratch;          /* max_decompressed bytes, allocated at the first compressed batch */
+    jobject scratch_buffer;    /* global ref: a direct ByteBuffer over scratch */
+    size_t scratch_cap;
+} kb_jvm_codecs;
+
 typedef struct {
     kb_validate_opts opts;
     kb_culprit *out;
     size_t cap, max_cap;
     kb_summary s;
-    /* decompression: Java's Decompressor, called with the input as a direct buffer */
-    JNIEnv *env;
-    jobject decompressor;      /* global ref */
+    kb_jvm_codecs codecs;
     uint8_t *input;            /* a copy of the row being validated (Java is called while it is read) */
     size_t input_cap;
-    uint8_t *scratch;          /* max_decompressed bytes, allocated at the first compressed batch */
-    jobject scratch_buffer;    /* global ref: a direct ByteBuffer over scratch */
-    size_t scratch_cap;
     jobject summary_buffer;    /* global ref */
     jlong *summary;            /* its address */
 } kb_jvm_validator;
@@ -71,7 +83,7 @@ static int rule_of(const char *id)
 static int decompress(void *ctx, int codec, int magic, const uint8_t *src, size_t n, const uint8_t **out,
                       size_t *out_len, struct kb_fault_s *f)
 {
-    kb_jvm_validator *v = ctx;
+    kb_jvm_codecs *v = ctx;
     JNIEnv *env = v->env;
     *out_len = 0;
     *out = src;
@@ -130,6 +142,37 @@ static int decompress(void *ctx, int codec, int magic, const uint8_t *src, size_
     return -1;
 }
 
+static void throw_named(JNIEnv *env, const char *cls, const char *message)
+{
+    jclass c = (*env)->FindClass(env, cls);
+    if (c)
+        (*env)->ThrowNew(env, c, message);
+}
+
+/* Decompressor's members, looked up once. */
+static int find_codec_methods(JNIEnv *env, jobject decompressor)
+{
+    if (run_method != NULL)
+        return 0;
+    jclass dc = (*env)->GetObjectClass(env, decompressor);
+    run_method = (*env)->GetMethodID(env, dc, "run", "(IILjava/nio/ByteBuffer;Ljava/nio/ByteBuffer;)I");
+    rule_field = (*env)->GetFieldID(env, dc, "rule", "Ljava/lang/String;");
+    offset_field = (*env)->GetFieldID(env, dc, "offset", "J");
+    message_index_field = (*env)->GetFieldID(env, dc, "messageIndex", "I");
+    produced_field = (*env)->GetFieldID(env, dc, "produced", "I");
+    return run_method && rule_field && offset_field && message_index_field && produced_field ? 0 : -1;
+}
+
+static void codecs_free(JNIEnv *env, kb_jvm_codecs *c)
+{
+    if (c->decompressor)
+        (*env)->DeleteGlobalRef(env, c->decompressor);
+    if (c->scratch_buffer)
+        (*env)->DeleteGlobalRef(env, c->scratch_buffer);
+    free(c->scratch);
+    memset(c, 0, sizeof *c);
+}
+
 JNIEXPORT jstring JNICALL Java_io_pykbatch_spark_Native_version(JNIEnv *env, jclass cls)
 {
     (void)cls;
@@ -147,16 +190,8 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_open(JNIEnv *env, jclass c
     if (summary_at == NULL || (*env)->GetDirectBufferCapacity(env, summary) < (jlong)(SUM_COUNT * sizeof(jlong)))
         return 0;
     (*env)->GetLongArrayRegion(env, options, 0, OPT_COUNT, o);
-    if (run_method == NULL) {
-        jclass dc = (*env)->GetObjectClass(env, decompressor);
-        run_method = (*env)->GetMethodID(env, dc, "run", "(IILjava/nio/ByteBuffer;Ljava/nio/ByteBuffer;)I");
-        rule_field = (*env)->GetFieldID(env, dc, "rule", "Ljava/lang/String;");
-        offset_field = (*env)->GetFieldID(env, dc, "offset", "J");
-        message_index_field = (*env)->GetFieldID(env, dc, "messageIndex", "I");
-        produced_field = (*env)->GetFieldID(env, dc, "produced", "I");
-        if (!run_method || !rule_field || !offset_field || !message_index_field || !produced_field)
-            return 0;  /* NoSuchMethodError/NoSuchFieldError pending: Java sees it */
-    }
+    if (find_codec_methods(env, decompressor) != 0)
+        return 0;  /* NoSuchMethodError/NoSuchFieldError pending: Java sees it */
     kb_jvm_validator *v = calloc(1, sizeof *v);
     if (v == NULL)
         return 0;
@@ -175,17 +210,16 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_open(JNIEnv *env, jclass c
     v->opts.single_append = (int)o[OPT_SINGLE_APPEND];
     v->opts.produce_version = (int)o[OPT_PRODUCE_VERSION];
     v->opts.decompress = decompress;
-    v->opts.decompress_ctx = v;
+    v->opts.decompress_ctx = &v->codecs;
     v->max_cap = o[OPT_MAX_CULPRITS] < 0 ? 0 : (size_t)o[OPT_MAX_CULPRITS];
     v->cap = v->max_cap < 64 ? v->max_cap : 64;
-    v->scratch_cap = o[OPT_MAX_DECOMPRESSED] < 0 ? 0 : (size_t)o[OPT_MAX_DECOMPRESSED];
+    v->codecs.scratch_cap = o[OPT_MAX_DECOMPRESSED] < 0 ? 0 : (size_t)o[OPT_MAX_DECOMPRESSED];
     v->out = malloc((v->cap ? v->cap : 1) * sizeof *v->out);
-    v->decompressor = (*env)->NewGlobalRef(env, decompressor);
+    v->codecs.decompressor = (*env)->NewGlobalRef(env, decompressor);
     v->summary_buffer = (*env)->NewGlobalRef(env, summary);
     v->summary = summary_at;
-    if (v->out == NULL || v->decompressor == NULL || v->summary_buffer == NULL) {
-        if (v->decompressor)
-            (*env)->DeleteGlobalRef(env, v->decompressor);
+    if (v->out == NULL || v->codecs.decompressor == NULL || v->summary_buffer == NULL) {
+        codecs_free(env, &v->codecs);
         if (v->summary_buffer)
             (*env)->DeleteGlobalRef(env, v->summary_buffer);
         free(v->out);
@@ -201,13 +235,9 @@ JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_close(JNIEnv *env, jclass c
     kb_jvm_validator *v = (kb_jvm_validator *)(intptr_t)handle;
     if (v == NULL)
         return;
-    if (v->decompressor)
-        (*env)->DeleteGlobalRef(env, v->decompressor);
-    if (v->scratch_buffer)
-        (*env)->DeleteGlobalRef(env, v->scratch_buffer);
+    codecs_free(env, &v->codecs);
     if (v->summary_buffer)
         (*env)->DeleteGlobalRef(env, v->summary_buffer);
-    free(v->scratch);
     free(v->input);
     free(v->out);
     free(v);
@@ -228,6 +258,24 @@ static int run(kb_jvm_validator *v, const uint8_t *buf, size_t len)
         v->out = grown;
         v->cap = cap;
     }
+}
+
+/* The last walk's summary (SUM_*) into the handle's summary buffer. */
+static void write_summary(kb_jvm_validator *v)
+{
+    const kb_summary *s = &v->s;
+    jlong *out = v->summary;
+    out[SUM_ENTRIES] = s->entries;
+    out[SUM_RECORDS] = s->records;
+    out[SUM_CULPRITS] = s->culprits;
+    out[SUM_VALID_BYTES] = s->valid_bytes;
+    out[SUM_UNWALKED] = s->unwalked;
+    out[SUM_TAIL_POS] = s->tail_pos;
+    out[SUM_TAIL_ENTRY] = s->tail_entry;
+    out[SUM_STOPPED] = s->stopped;
+    out[SUM_STOPPED_AT] = s->stopped_at;
+    out[SUM_LOST_BYTES] = s->lost_bytes;
+    out[SUM_KEPT] = (jlong)((size_t)s->culprits < v->cap ? (size_t)s->culprits : v->cap);
 }
 
 /* Validates buf[off, off + len) at the leader's clock now_ms; writes the summary (SUM_*) to the
@@ -270,9 +318,9 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_validate(JNIEnv *env, jclas
         }
         if (rc == 0) {
             (*env)->GetByteArrayRegion(env, buf, off, len, (jbyte *)v->input);
-            v->env = env;
+            v->codecs.env = env;
             rc = run(v, v->input, (size_t)len);
-            v->env = NULL;
+            v->codecs.env = NULL;
         }
     }
     if (rc != 0) {
@@ -281,19 +329,7 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_validate(JNIEnv *env, jclas
             (*env)->ThrowNew(env, oom, "kbatch: no memory for the culprits of a row");
         return -1;
     }
-    const kb_summary *s = &v->s;
-    jlong *out = v->summary;
-    out[SUM_ENTRIES] = s->entries;
-    out[SUM_RECORDS] = s->records;
-    out[SUM_CULPRITS] = s->culprits;
-    out[SUM_VALID_BYTES] = s->valid_bytes;
-    out[SUM_UNWALKED] = s->unwalked;
-    out[SUM_TAIL_POS] = s->tail_pos;
-    out[SUM_TAIL_ENTRY] = s->tail_entry;
-    out[SUM_STOPPED] = s->stopped;
-    out[SUM_STOPPED_AT] = s->stopped_at;
-    out[SUM_LOST_BYTES] = s->lost_bytes;
-    out[SUM_KEPT] = (jlong)((size_t)s->culprits < v->cap ? (size_t)s->culprits : v->cap);
+    write_summary(v);
     return 0;
 }
 
@@ -480,4 +516,200 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_crc32c(JNIEnv *env, jclass
     uint32_t crc = kb_crc32c(0, (const uint8_t *)p, (size_t)n);
     (*env)->ReleasePrimitiveArrayCritical(env, buf, p, JNI_ABORT);
     return (jlong)crc;
+}
+
+/* Validates len bytes at `address` (memory that does not move while Java runs: a mapped segment),
+ * with the codecs called back; as validate, without the copy. */
+JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_validateAt(JNIEnv *env, jclass cls, jlong handle, jlong address,
+                                                               jlong len, jlong now_ms)
+{
+    (void)cls;
+    kb_jvm_validator *v = (kb_jvm_validator *)(intptr_t)handle;
+    v->opts.now_ms = now_ms;
+    v->codecs.env = env;
+    int rc = run(v, (const uint8_t *)(intptr_t)address, (size_t)len);
+    v->codecs.env = NULL;
+    if (rc != 0) {
+        throw_named(env, "java/lang/OutOfMemoryError", "kbatch: no memory for the culprits of a window");
+        return -1;
+    }
+    write_summary(v);
+    return 0;
+}
+
+/* ---- kafka-segment: a split of a segment file, mapped, read window by window ---- */
+
+/* the window to Java, in a direct buffer of INFO_COUNT longs: counts, then the columns' addresses
+ * (SegmentColumns.java reads the same layout) */
+enum {
+    INFO_ROWS, INFO_HEADER_ROWS, INFO_LO, INFO_HI, INFO_ENTRIES, INFO_UNDECODED, INFO_BASE, INFO_SIZE,
+    INFO_OFFSET, INFO_TIMESTAMP, INFO_TIMESTAMP_TYPE, INFO_SEQUENCE, INFO_BATCH_INDEX, INFO_BATCH_POSITION,
+    INFO_BASE_OFFSET, INFO_LEADER_EPOCH, INFO_PRODUCER_ID, INFO_PRODUCER_EPOCH, INFO_IS_TRANSACTIONAL,
+    INFO_IS_CONTROL, INFO_KEY_VALID, INFO_KEY_OFFSETS, INFO_KEY_DATA, INFO_VALUE_VALID, INFO_VALUE_OFFSETS,
+    INFO_VALUE_DATA, INFO_HEADER_OFFSETS, INFO_HKEY_OFFSETS, INFO_HKEY_DATA, INFO_HVALUE_VALID,
+    INFO_HVALUE_OFFSETS, INFO_HVALUE_DATA, INFO_COUNT
+};
+
+typedef struct {
+    kb_jvm_codecs codecs;
+    kb_log_windows w;
+    void *map;
+    size_t map_len;
+    jobject info_buffer;  /* global ref */
+    jlong *info;
+} kb_jvm_segment;
+
+static void segment_free(JNIEnv *env, kb_jvm_segment *g)
+{
+    codecs_free(env, &g->codecs);
+    if (g->info_buffer)
+        (*env)->DeleteGlobalRef(env, g->info_buffer);
+    kb_log_windows_free(&g->w);
+    if (g->map)
+        munmap(g->map, g->map_len);
+    free(g);
+}
+
+/* Maps `path` read-only and starts a walk of its entries starting in [start, end) (end < 0: to
+ * the end).  0 with an IOException (the path named) or OutOfMemoryError pending. */
+JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_segmentOpen(JNIEnv *env, jclass cls, jstring path, jlong start,
+                                                                 jlong end, jlong window_bytes, jboolean verify_crc,
+                                                                 jlong max_decompressed, jobject decompressor,
+                                                                 jobject info)
+{
+    (void)cls;
+    jlong *info_at = (*env)->GetDirectBufferAddress(env, info);
+    if (info_at == NULL || (*env)->GetDirectBufferCapacity(env, info) < (jlong)(INFO_COUNT * sizeof(jlong))) {
+        throw_named(env, "java/lang/IllegalArgumentException", "kafka-segment: the window buffer is too small");
+        return 0;
+    }
+    if (find_codec_methods(env, decompressor) != 0)
+        return 0;
+    kb_jvm_segment *g = calloc(1, sizeof *g);
+    if (g == NULL) {
+        throw_named(env, "java/lang/OutOfMemoryError", "kafka-segment: no memory for a reader");
+        return 0;
+    }
+    const char *name = (*env)->GetStringUTFChars(env, path, NULL);
+    if (name == NULL) {
+        free(g);
+        return 0;
+    }
+    char message[512];
+    int fd = open(name, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    const char *why = fd < 0 || fstat(fd, &st) != 0 ? strerror(errno) : !S_ISREG(st.st_mode) ? "not a regular file" : NULL;
+    if (why != NULL) {
+        snprintf(message, sizeof message, "kafka-segment: cannot read %s: %s", name, why);
+        if (fd >= 0)
+            close(fd);
+        (*env)->ReleaseStringUTFChars(env, path, name);
+        free(g);
+        throw_named(env, "java/io/IOException", message);
+        return 0;
+    }
+    g->map_len = (size_t)st.st_size;
+    if (g->map_len > 0) {
+        g->map = mmap(NULL, g->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (g->map == MAP_FAILED) {
+            g->map = NULL;
+            snprintf(message, sizeof message, "kafka-segment: cannot map %s: %s", name, strerror(errno));
+            close(fd);
+            (*env)->ReleaseStringUTFChars(env, path, name);
+            free(g);
+            throw_named(env, "java/io/IOException", message);
+            return 0;
+        }
+        madvise(g->map, g->map_len, MADV_SEQUENTIAL);
+    }
+    close(fd);
+    (*env)->ReleaseStringUTFChars(env, path, name);
+    g->codecs.decompressor = (*env)->NewGlobalRef(env, decompressor);
+    g->codecs.scratch_cap = max_decompressed < 0 ? 0 : (size_t)max_decompressed;
+    g->info_buffer = (*env)->NewGlobalRef(env, info);
+    g->info = info_at;
+    if (g->codecs.decompressor == NULL || g->info_buffer == NULL) {
+        segment_free(env, g);
+        throw_named(env, "java/lang/OutOfMemoryError", "kafka-segment: no memory for a reader");
+        return 0;
+    }
+    kb_decode_opts decode = {.verify_crc = verify_crc ? 1 : 0, .decompress = decompress, .ctx = &g->codecs};
+    g->w.store.c.layout = KB_LAYOUT_SPARK_TIME;
+    kb_log_windows_init(&g->w, g->map, g->map_len, start < 0 ? 0 : (size_t)start,
+                        end < 0 ? SIZE_MAX : (size_t)end, window_bytes <= 0 ? 1 : (size_t)window_bytes, &decode);
+    g->info[INFO_BASE] = (jlong)(intptr_t)g->map;
+    g->info[INFO_SIZE] = (jlong)g->map_len;
+    return (jlong)(intptr_t)g;
+}
+
+/* The next window into the reader's columns, its counts and addresses into the info buffer: 1,
+ * 0 when the split is read, -1 with an exception pending. */
+JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_segmentNext(JNIEnv *env, jclass cls, jlong handle)
+{
+    (void)cls;
+    kb_jvm_segment *g = (kb_jvm_segment *)(intptr_t)handle;
+    kb_fault f;
+    g->codecs.env = env;
+    int rc = kb_log_next_window(&g->w, &f);
+    g->codecs.env = NULL;
+    if (rc == KB_COLUMNS_NO_MEMORY) {
+        throw_named(env, "java/lang/OutOfMemoryError", "kafka-segment: no memory for a window's columns");
+        return -1;
+    }
+    if (rc == KB_COLUMNS_TOO_LARGE) {
+        throw_named(env, "java/lang/ArithmeticException", "kafka-segment: a window's records exceed one column "
+                    "(2^31 - 1 bytes or headers): set a smaller windowBytes");
+        return -1;
+    }
+    if (rc < 0) {
+        char message[512], text[400];
+        int64_t args[8] = {f.args[0], f.args[1], f.args[2], 0, 0, 0, 0, 0};
+        long n = kb_render(f.rule, KB_TEXT_MESSAGE, args, "", text, sizeof text);
+        snprintf(message, sizeof message, "kafka-segment: the log's framing is lost at byte %zu: %s", f.pos,
+                 n >= 0 ? text : kb_rule_table[f.rule].id);
+        throw_named(env, "java/io/IOException", message);
+        return -1;
+    }
+    const kb_columns *c = &g->w.store.c;
+    jlong *o = g->info;
+    o[INFO_ROWS] = c->row;
+    o[INFO_HEADER_ROWS] = c->header_row;
+    o[INFO_LO] = (jlong)g->w.lo;
+    o[INFO_HI] = (jlong)g->w.hi;
+    o[INFO_ENTRIES] = g->w.entries;
+    o[INFO_UNDECODED] = g->w.undecoded;
+#define ADDRESS(slot, field) o[slot] = (jlong)(intptr_t)c->field
+    ADDRESS(INFO_OFFSET, offset);
+    ADDRESS(INFO_TIMESTAMP, timestamp);
+    ADDRESS(INFO_TIMESTAMP_TYPE, timestamp_type_id);
+    ADDRESS(INFO_SEQUENCE, sequence);
+    ADDRESS(INFO_BATCH_INDEX, batch_index);
+    ADDRESS(INFO_BATCH_POSITION, batch_position);
+    ADDRESS(INFO_BASE_OFFSET, base_offset);
+    ADDRESS(INFO_LEADER_EPOCH, partition_leader_epoch);
+    ADDRESS(INFO_PRODUCER_ID, producer_id);
+    ADDRESS(INFO_PRODUCER_EPOCH, producer_epoch);
+    ADDRESS(INFO_IS_TRANSACTIONAL, is_transactional);
+    ADDRESS(INFO_IS_CONTROL, is_control);
+    ADDRESS(INFO_KEY_VALID, key_valid);
+    ADDRESS(INFO_KEY_OFFSETS, key_offsets);
+    ADDRESS(INFO_KEY_DATA, key_data);
+    ADDRESS(INFO_VALUE_VALID, value_valid);
+    ADDRESS(INFO_VALUE_OFFSETS, value_offsets);
+    ADDRESS(INFO_VALUE_DATA, value_data);
+    ADDRESS(INFO_HEADER_OFFSETS, header_offsets);
+    ADDRESS(INFO_HKEY_OFFSETS, hkey_offsets);
+    ADDRESS(INFO_HKEY_DATA, hkey_data);
+    ADDRESS(INFO_HVALUE_VALID, hvalue_valid);
+    ADDRESS(INFO_HVALUE_OFFSETS, hvalue_offsets);
+    ADDRESS(INFO_HVALUE_DATA, hvalue_data);
+#undef ADDRESS
+    return rc;
+}
+
+JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_segmentClose(JNIEnv *env, jclass cls, jlong handle)
+{
+    (void)cls;
+    if (handle != 0)
+        segment_free(env, (kb_jvm_segment *)(intptr_t)handle);
 }

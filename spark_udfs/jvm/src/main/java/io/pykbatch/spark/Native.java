@@ -77,6 +77,19 @@ public final class Native {
 
     static native void culprits(long handle, long[] out);
 
+    /** validate over len bytes at address (memory that does not move: a mapped segment). */
+    static native int validateAt(long handle, long address, long len, long nowMs);
+
+    /** A split [start, end) of the segment file at path (end < 0: to its end), mapped; the windows'
+     * counts and column addresses are written to info (SegmentColumns' layout). */
+    static native long segmentOpen(String path, long start, long end, long windowBytes, boolean verifyCrc,
+                                   long maxDecompressed, Decompressor decompressor, java.nio.ByteBuffer info);
+
+    /** The next window of the split into the reader's columns: 1, or 0 when the split is read. */
+    static native int segmentNext(long handle);
+
+    static native void segmentClose(long handle);
+
     static native void verdict(long handle, int[] out);
 
     static native byte[] render(int rule, int which, long[] culprits, int at, byte[] topicPartition);

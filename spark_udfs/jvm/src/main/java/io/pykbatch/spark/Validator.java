@@ -98,11 +98,7 @@ final class Validator {
             int at = i * C_WIDTH;
             int rule = (int) culprits[at + C_RULE];
             String id = Native.RULE_IDS[rule];
-            boolean codec = id.equals("batch.decompression_failed") || id.equals("batch.decompressed_too_large");
-            int messageIndex = (int) culprits[at + 3];
-            messages[i] = codec && messageIndex >= 0 && messageIndex < codecs.messages.size()
-                ? UTF8String.fromString(codecs.messages.get(messageIndex))
-                : text(rule, TEXT_MESSAGE, at);
+            messages[i] = message(i);
             UTF8String detail = text(rule, TEXT_DETAIL, at);
             long relative = culprits[at + C_RELATIVE_OFFSET];
             int record = (int) culprits[at + C_RECORD_INDEX];
@@ -139,6 +135,47 @@ final class Validator {
         return new GenericInternalRow(new Object[] {
             false, code, UTF8String.fromString(Native.errorName(code)), message, new GenericArrayData(errorRecords),
             new GenericArrayData(rows), summary.get(SUM_CULPRITS), records, tail});
+    }
+
+    /** The message of the i-th culprit of the last walk (a codec's own words where it failed). */
+    private UTF8String message(int i) {
+        int at = i * C_WIDTH;
+        int rule = (int) culprits[at + C_RULE];
+        String id = Native.RULE_IDS[rule];
+        boolean codec = id.equals("batch.decompression_failed") || id.equals("batch.decompressed_too_large");
+        int messageIndex = (int) culprits[at + 3];
+        return codec && messageIndex >= 0 && messageIndex < codecs.messages.size()
+            ? UTF8String.fromString(codecs.messages.get(messageIndex))
+            : text(rule, TEXT_MESSAGE, at);
+    }
+
+    /** The first culprit's message of each of the `entries` entries of the `len` bytes at `address`
+     * (memory that stays put: a mapped segment), null for an entry that passed: kafka-segment's
+     * batch_error, as the Python source takes it from pykbatch.validate. */
+    UTF8String[] entryMessages(long address, long len, int entries) {
+        if (!options.nowFixed && (rowsSinceNow++ & 1023) == 0) {
+            options.core[5] = System.currentTimeMillis();
+        }
+        if (Native.validateAt(handle, address, len, options.core[5]) != 0) {
+            throw new IllegalStateException("kbatch: the core refused a window");  // an exception is pending
+        }
+        UTF8String[] out = new UTF8String[entries];
+        int kept = (int) summary.get(SUM_KEPT);
+        if (summary.get(SUM_CULPRITS) > 0 && kept > 0) {
+            if (culprits.length < kept * C_WIDTH) {
+                culprits = new long[kept * C_WIDTH];
+                verdict = new int[5 + kept];
+            }
+            Native.culprits(handle, culprits);
+            for (int i = 0; i < kept; i++) {
+                long entry = culprits[i * C_WIDTH + C_ENTRY];
+                if (entry >= 0 && entry < entries && out[(int) entry] == null) {
+                    out[(int) entry] = message(i);
+                }
+            }
+        }
+        codecs.messages.clear();
+        return out;
     }
 
     private UTF8String text(int rule, int which, int at) {

@@ -1,0 +1,103 @@
+#include "kb_decode.h"
+
+#include <string.h>
+
+#include "kb_kafka.h"
+#include "kb_legacy.h"
+#include "kb_rules.h"
+
+static int decompress(const kb_decode_opts *o, int codec, int magic, const uint8_t *src, size_t n,
+                      const uint8_t **out, size_t *out_len, kb_fault *f, kb_fault_place *where)
+{
+    *where = KB_FAULT_IN_PAYLOAD;
+    if (o->decompress == NULL) {
+        kb_fault_set(f, KB_RULE_DECOMPRESSION_FAILED, 0, -1, 0, 0);
+        return -1;
+    }
+    return o->decompress(o->ctx, codec, magic, src, n, out, out_len, f);
+}
+
+/* magic 2: the header checked (the CRC of an uncompressed batch as it is filled, while in cache) */
+static int v2_batch(const uint8_t *buf, const kb_entry *e, const kb_decode_opts *o, kb_column_batch *b, kb_fault *f,
+                    kb_fault_place *where)
+{
+    kb_v2_header h;
+    if (kb_v2_check_entry(buf, e->pos, e->size, 0, &h, f) != 0)
+        return -1;
+    int codec = h.attributes & KB_ATTR_CODEC_MASK;
+    b->crc_pending = o->verify_crc && codec == KB_CODEC_NONE;
+    if (o->verify_crc && !b->crc_pending && kb_v2_check_entry(buf, e->pos, e->size, 1, &h, f) != 0)
+        return -1;
+    if (kb_v2_check_walkable(&h, e->pos, f) != 0)
+        return -1;
+    b->records = buf;
+    b->start = e->pos + KB_V2_HEADER_SIZE;
+    b->limit = e->pos + e->size;
+    if (codec != KB_CODEC_NONE && h.record_count > 0) {
+        const uint8_t *out;
+        size_t out_len;
+        if (decompress(o, codec, 2, buf + b->start, e->size - KB_V2_HEADER_SIZE, &out, &out_len, f, where) != 0)
+            return -1;
+        b->records = out;
+        b->start = 0;
+        b->limit = out_len;
+    }
+    b->magic = 2;
+    b->h = h;
+    b->count = h.record_count > 0 ? h.record_count : 0;
+    return 0;
+}
+
+/* magic 0/1: one message, or a compressed wrapper's inner set */
+static int legacy_batch(const uint8_t *buf, const kb_entry *e, const kb_decode_opts *o, kb_column_batch *b,
+                        kb_fault *f, kb_fault_place *where)
+{
+    kb_legacy_msg m;
+    if (kb_legacy_read(buf, e->pos, e->size, &m, f) != 0)
+        return -1;
+    if (o->verify_crc && kb_legacy_check_crc(buf, &m, f) != 0)
+        return -1;
+    b->magic = m.magic;
+    b->m = m;
+    int codec = m.attributes & KB_ATTR_CODEC_MASK;
+    if (codec == KB_CODEC_NONE) {
+        b->records = buf;
+        b->start = e->pos;
+        b->limit = e->pos + e->size;
+        b->first_offset = m.offset;
+        return 0;
+    }
+    if (kb_legacy_check_wrapper(&m, f) != 0)
+        return -1;
+    const uint8_t *out;
+    size_t out_len;
+    if (decompress(o, codec, m.magic, buf + m.value, (size_t)m.value_len, &out, &out_len, f, where) != 0)
+        return -1;
+    int32_t count;
+    int rc = kb_legacy_read_inner_set(&m, out, out_len, &count, &b->first_offset, &b->offset_base, f);
+    if (rc != 0) {
+        *where = rc == -1 ? KB_FAULT_IN_PAYLOAD : KB_FAULT_IN_BUFFER;
+        return -1;
+    }
+    b->records = out;
+    b->start = 0;
+    b->limit = out_len;
+    return 0;
+}
+
+int kb_decode_entry(kb_column_store *s, const uint8_t *buf, const kb_entry *e, int32_t entry, int64_t position,
+                    const kb_decode_opts *o, int64_t expect, kb_fault *f, kb_fault_place *where,
+                    int32_t *record_index)
+{
+    kb_column_batch b;
+    memset(&b, 0, sizeof b);
+    b.entry = entry;
+    b.position = position;
+    *where = KB_FAULT_IN_BUFFER;
+    *record_index = -1;
+    int rc = e->magic < 2 ? legacy_batch(buf, e, o, &b, f, where) : v2_batch(buf, e, o, &b, f, where);
+    if (rc != 0)
+        return -1;
+    *where = b.records == buf ? KB_FAULT_IN_BUFFER : KB_FAULT_IN_PAYLOAD;
+    return kb_columns_add(s, &b, expect, f, record_index);
+}

@@ -1,0 +1,35 @@
+/* One entry's records into Arrow columns, whatever its magic: the framing and checks a reader
+ * makes, the payload decompressed through the host's codecs, the records filled
+ * (kb_columns_add).  What a host without its own orchestration -- the JVM's segment reader --
+ * needs to decode a log; a fault is the entry's alone, so a caller can go on with the next one. */
+#ifndef KB_DECODE_H
+#define KB_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kb_columns.h"
+#include "kb_v2.h"
+#include "kb_validate.h" /* kb_decompress_fn */
+
+typedef struct {
+    int verify_crc;
+    kb_decompress_fn decompress; /* NULL: a compressed entry is a fault (batch.decompression_failed) */
+    void *ctx;
+} kb_decode_opts;
+
+/* Where a fault's position points (kb_decode_entry's *where). */
+typedef enum {
+    KB_FAULT_IN_BUFFER = 0,  /* f->pos is a position in buf */
+    KB_FAULT_IN_PAYLOAD = 1, /* f->pos is in the decompressed payload of the entry's records */
+} kb_fault_place;
+
+/* Decodes the complete entry `e` of buf (as kb_next_entry / kb_next_entry_resync found it) into
+ * `s`: its records get batch_index `entry` and batch_position `position`.  `expect`: as
+ * kb_columns_add takes it.  Returns kb_columns_add's answers (0; -1 with *f, *where and
+ * *record_index; KB_COLUMNS_NO_MEMORY; KB_COLUMNS_TOO_LARGE); on failure nothing is written. */
+int kb_decode_entry(kb_column_store *s, const uint8_t *buf, const kb_entry *e, int32_t entry, int64_t position,
+                    const kb_decode_opts *o, int64_t expect, kb_fault *f, kb_fault_place *where,
+                    int32_t *record_index);
+
+#endif

@@ -1,0 +1,42 @@
+/* A split of a log segment read as windows of whole entries: the walk every log reader shares
+ * (kb_next_entry_resync: lost framing skipped to the next sound entry, a zero tail ended), entries
+ * gathered into contiguous runs of about `window_bytes`, and each run's records decoded into one
+ * column store (kb_decode_entry), an entry that does not decode giving no rows and its neighbours
+ * all of theirs.  kafka-segment's reader on the JVM; the Python reader makes the same windows
+ * (pykbatch.log.entry_windows over Segment.batches). */
+#ifndef KB_LOG_WINDOWS_H
+#define KB_LOG_WINDOWS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kb_columns.h"
+#include "kb_decode.h"
+
+typedef struct {
+    const uint8_t *buf;   /* the whole segment */
+    size_t len;
+    size_t pos;           /* where the walk goes on */
+    size_t end;           /* entries starting here or later are the next split's */
+    size_t window_bytes;
+    kb_decode_opts decode;
+    int done;
+    kb_column_store store; /* the last window's records (refilled by each window) */
+    int64_t expect;
+    /* the last window */
+    size_t lo, hi;         /* its bytes: buf[lo, hi) */
+    int32_t entries;       /* its entries (batch_index counts from 0 in each window) */
+    int32_t undecoded;     /* of which gave no rows (they could not be decoded) */
+} kb_log_windows;
+
+/* A walk of buf[0, len)'s entries starting in [start, end) (len: none past the end). */
+void kb_log_windows_init(kb_log_windows *w, const uint8_t *buf, size_t len, size_t start, size_t end,
+                         size_t window_bytes, const kb_decode_opts *decode);
+
+/* Decodes the next window into w->store: 1; 0 when the split has no more; KB_COLUMNS_NO_MEMORY /
+ * KB_COLUMNS_TOO_LARGE; -1 with *f where the framing is lost and nothing can be skipped. */
+int kb_log_next_window(kb_log_windows *w, kb_fault *f);
+
+void kb_log_windows_free(kb_log_windows *w);
+
+#endif

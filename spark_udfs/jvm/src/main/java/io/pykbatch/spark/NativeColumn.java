@@ -1,0 +1,167 @@
+package io.pykbatch.spark;
+
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.Decimal;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarArray;
+import org.apache.spark.sql.vectorized.ColumnarMap;
+import org.apache.spark.unsafe.Platform;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * A column of kafka-segment's window read in place from the core's Arrow buffers (kb_columns: fixed
+ * width arrays, validity bitmaps, int32 offsets and data): no copy between the core and Spark.  The
+ * addresses are the window's (SegmentWindow.at), refreshed for each window; a column never outlives
+ * its reader, which owns the memory.
+ */
+abstract class NativeColumn extends ColumnVector {
+    final SegmentWindow window;
+
+    NativeColumn(DataType type, SegmentWindow window) {
+        super(type);
+        this.window = window;
+    }
+
+    static boolean bit(long bitmap, int row) {
+        return (Platform.getByte(null, bitmap + (row >>> 3)) & (1 << (row & 7))) != 0;
+    }
+
+    @Override public void close() { }
+    @Override public boolean hasNull() { return false; }
+    @Override public int numNulls() { return 0; }
+    @Override public boolean isNullAt(int rowId) { return false; }
+    @Override public boolean getBoolean(int rowId) { throw unsupported(); }
+    @Override public byte getByte(int rowId) { throw unsupported(); }
+    @Override public short getShort(int rowId) { throw unsupported(); }
+    @Override public int getInt(int rowId) { throw unsupported(); }
+    @Override public long getLong(int rowId) { throw unsupported(); }
+    @Override public float getFloat(int rowId) { throw unsupported(); }
+    @Override public double getDouble(int rowId) { throw unsupported(); }
+    @Override public ColumnarArray getArray(int rowId) { throw unsupported(); }
+    @Override public ColumnarMap getMap(int ordinal) { throw unsupported(); }
+    @Override public Decimal getDecimal(int rowId, int precision, int scale) { throw unsupported(); }
+    @Override public UTF8String getUTF8String(int rowId) { throw unsupported(); }
+    @Override public byte[] getBinary(int rowId) { throw unsupported(); }
+    @Override public ColumnVector getChild(int ordinal) { throw unsupported(); }
+
+    private UnsupportedOperationException unsupported() {
+        return new UnsupportedOperationException("kafka-segment: no such read of a " + dataType().simpleString()
+            + " column");
+    }
+
+    /** int64 / timestamp (microseconds) values. */
+    static final class Longs extends NativeColumn {
+        private final int slot;
+        Longs(DataType type, SegmentWindow window, int slot) { super(type, window); this.slot = slot; }
+        @Override public long getLong(int rowId) { return Platform.getLong(null, window.at[slot] + 8L * rowId); }
+    }
+
+    static final class Ints extends NativeColumn {
+        private final int slot;
+        Ints(DataType type, SegmentWindow window, int slot) { super(type, window); this.slot = slot; }
+        @Override public int getInt(int rowId) { return Platform.getInt(null, window.at[slot] + 4L * rowId); }
+    }
+
+    static final class Shorts extends NativeColumn {
+        private final int slot;
+        Shorts(DataType type, SegmentWindow window, int slot) { super(type, window); this.slot = slot; }
+        @Override public short getShort(int rowId) { return Platform.getShort(null, window.at[slot] + 2L * rowId); }
+    }
+
+    /** Arrow booleans: one bit a row. */
+    static final class Flags extends NativeColumn {
+        private final int slot;
+        Flags(DataType type, SegmentWindow window, int slot) { super(type, window); this.slot = slot; }
+        @Override public boolean getBoolean(int rowId) { return bit(window.at[slot], rowId); }
+    }
+
+    /** Arrow binary / utf8: validity (slot -1: never null), int32 offsets, data. */
+    static final class Bytes extends NativeColumn {
+        private final int rows, valid, offsets, data;
+        Bytes(DataType type, SegmentWindow window, int rows, int valid, int offsets, int data) {
+            super(type, window);
+            this.rows = rows;
+            this.valid = valid;
+            this.offsets = offsets;
+            this.data = data;
+        }
+        @Override public boolean hasNull() { return valid >= 0; }
+        @Override public int numNulls() {
+            int n = 0;
+            for (long r = 0; r < window.at[rows]; r++) {
+                n += isNullAt((int) r) ? 1 : 0;
+            }
+            return n;
+        }
+        @Override public boolean isNullAt(int rowId) { return valid >= 0 && !bit(window.at[valid], rowId); }
+        private int start(int rowId) { return Platform.getInt(null, window.at[offsets] + 4L * rowId); }
+        private int end(int rowId) { return Platform.getInt(null, window.at[offsets] + 4L * rowId + 4); }
+        @Override public UTF8String getUTF8String(int rowId) {
+            if (isNullAt(rowId)) {
+                return null;
+            }
+            int start = start(rowId);
+            return UTF8String.fromAddress(null, window.at[data] + start, end(rowId) - start);
+        }
+        @Override public byte[] getBinary(int rowId) {
+            if (isNullAt(rowId)) {
+                return null;
+            }
+            int start = start(rowId);
+            byte[] out = new byte[end(rowId) - start];
+            Platform.copyMemory(null, window.at[data] + start, out, Platform.BYTE_ARRAY_OFFSET, out.length);
+            return out;
+        }
+    }
+
+    /** One value for the whole split: topic, partition, segment, path. */
+    static final class Constant extends NativeColumn {
+        private final Object value;
+        Constant(DataType type, SegmentWindow window, Object value) { super(type, window); this.value = value; }
+        @Override public int getInt(int rowId) { return (Integer) value; }
+        @Override public long getLong(int rowId) { return (Long) value; }
+        @Override public UTF8String getUTF8String(int rowId) { return (UTF8String) value; }
+    }
+
+    /** headers: array<struct<key: string, value: binary>> over the header offsets of each row. */
+    static final class Headers extends NativeColumn {
+        private final ColumnVector struct;
+        Headers(DataType type, SegmentWindow window, ColumnVector struct) { super(type, window); this.struct = struct; }
+        @Override public ColumnarArray getArray(int rowId) {
+            long at = window.at[SegmentWindow.HEADER_OFFSETS] + 4L * rowId;
+            int start = Platform.getInt(null, at);
+            return new ColumnarArray(struct, start, Platform.getInt(null, at + 4) - start);
+        }
+        @Override public ColumnVector getChild(int ordinal) { return struct; }
+    }
+
+    /** The struct of one header: its key and value columns. */
+    static final class Struct extends NativeColumn {
+        private final ColumnVector[] children;
+        Struct(DataType type, SegmentWindow window, ColumnVector... children) {
+            super(type, window);
+            this.children = children;
+        }
+        @Override public ColumnVector getChild(int ordinal) { return children[ordinal]; }
+    }
+
+    /** batch_ok / batch_error: each record gets its batch's verdict (by batch_index). */
+    static final class Verdict extends NativeColumn {
+        private final boolean text;
+        Verdict(DataType type, SegmentWindow window, boolean text) { super(type, window); this.text = text; }
+        private UTF8String of(int rowId) {
+            return window.verdicts[Platform.getInt(null, window.at[SegmentWindow.BATCH_INDEX] + 4L * rowId)];
+        }
+        @Override public boolean hasNull() { return text; }
+        @Override public int numNulls() {
+            int n = 0;
+            for (int r = 0; text && r < window.at[SegmentWindow.ROWS]; r++) {
+                n += of(r) == null ? 1 : 0;
+            }
+            return n;
+        }
+        @Override public boolean isNullAt(int rowId) { return text && of(rowId) == null; }
+        @Override public boolean getBoolean(int rowId) { return of(rowId) == null; }
+        @Override public UTF8String getUTF8String(int rowId) { return of(rowId); }
+    }
+}

@@ -1,0 +1,124 @@
+package io.pykbatch.spark;
+
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+
+/**
+ * The splits of a kafka-segment read of local files, planned on the driver as the Python source
+ * plans them (spark_udfs/segment_plan.py: find_segments, split_points): every {@code <digits>.log}
+ * under the path in the order of their paths, the topic and partition from the
+ * {@code <topic>-<partition>} folder, each segment cut at batch positions of its {@code .index} about
+ * splitBytes apart.
+ */
+final class SegmentPlan {
+    private static final Pattern PARTITION_DIR = Pattern.compile("^(.+)-(\\d+)$");
+    private static final String LOG = ".log", INDEX = ".index";
+
+    private SegmentPlan() { }
+
+    /** A local path (a plain path or a file: URL) as a file system path. */
+    static String local(String path) {
+        return path.startsWith("file://") ? path.substring("file://".length()) : path;
+    }
+
+    static boolean isLocal(String path) {
+        return !path.contains("://") || path.startsWith("file://");
+    }
+
+    static List<SegmentSplit> splits(String path, long splitBytes) {
+        Path root = Paths.get(local(path));
+        if (!Files.exists(root)) {
+            throw new UncheckedIOException(new FileNotFoundException("[PATH_NOT_FOUND] Path does not exist: " + path
+                + "."));
+        }
+        List<String> files;
+        try (Stream<Path> walk = Files.isRegularFile(root) ? Stream.of(root) : Files.walk(root)) {
+            files = walk.filter(Files::isRegularFile).map(Path::toString).sorted().collect(Collectors.toList());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        List<SegmentSplit> out = new ArrayList<>();
+        for (String file : files) {
+            Path p = Paths.get(file);
+            String name = p.getFileName().toString();
+            if (!isSegmentLog(name)) {
+                continue;
+            }
+            String parent = p.getParent() == null ? "" : p.getParent().getFileName().toString();
+            Matcher m = PARTITION_DIR.matcher(parent);
+            String topic = parent;
+            int partition = -1;
+            if (m.matches()) {
+                try {
+                    partition = Integer.parseInt(m.group(2));
+                    topic = m.group(1);
+                } catch (NumberFormatException e) {
+                    // a partition number past an int: not a partition folder
+                }
+            }
+            long segment;
+            try {
+                segment = Long.parseLong(name.substring(0, name.length() - LOG.length()));
+            } catch (NumberFormatException e) {
+                continue;  // a base offset past a long's: no segment of Kafka's
+            }
+            long size = p.toFile().length();
+            List<Long> starts = size == 0 ? List.of(0L) : splitPoints(file, size, splitBytes);
+            for (int i = 0; i < starts.size(); i++) {
+                long end = i + 1 < starts.size() ? starts.get(i + 1) : -1;
+                out.add(new SegmentSplit(file, topic, partition, segment, starts.get(i), end));
+            }
+        }
+        return out;
+    }
+
+    /** Kafka's segment log name: digits, then .log. */
+    static boolean isSegmentLog(String name) {
+        if (!name.endsWith(LOG) || name.length() == LOG.length()) {
+            return false;
+        }
+        for (int i = 0; i < name.length() - LOG.length(); i++) {
+            if (name.charAt(i) < '0' || name.charAt(i) > '9') {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Batch positions about splitBytes apart from the segment's .index (which holds batch
+     * positions; an unreadable index: one split). */
+    static List<Long> splitPoints(String log, long size, long splitBytes) {
+        List<Long> starts = new ArrayList<>();
+        starts.add(0L);
+        Path index = Paths.get(log.substring(0, log.length() - LOG.length()) + INDEX);
+        byte[] data;
+        try {
+            data = Files.readAllBytes(index);
+        } catch (IOException | OutOfMemoryError e) {
+            return starts;
+        }
+        ByteBuffer b = ByteBuffer.wrap(data);
+        for (int i = 0; i < data.length / 8; i++) {
+            int relative = b.getInt(8 * i);
+            long position = b.getInt(8 * i + 4);
+            if (i > 0 && relative == 0) {
+                break;  // zero-filled preallocated space
+            }
+            if (position > 0 && position < size && position - starts.get(starts.size() - 1) >= splitBytes) {
+                starts.add(position);
+            }
+        }
+        return starts;
+    }
+}

@@ -1,0 +1,82 @@
+package io.pykbatch.spark;
+
+import java.util.EnumSet;
+import java.util.Set;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/** A kafka-segment read on the JVM: the table, its scan and its batch (the splits SegmentPlan
+ * makes), read columnar by SegmentReader. */
+final class SegmentScan implements SupportsRead, ScanBuilder, Scan, Batch {
+    private final StructType schema;
+    private final String path;
+    private final boolean validate;
+    private final long splitBytes;
+    private final long windowBytes;
+
+    SegmentScan(StructType schema, String path, boolean validate, long splitBytes, long windowBytes) {
+        this.schema = schema;
+        this.path = path;
+        this.validate = validate;
+        this.splitBytes = splitBytes;
+        this.windowBytes = windowBytes;
+    }
+
+    @Override public String name() { return SegmentSource.NAME + " " + path; }
+    @Override public StructType schema() { return schema; }
+    @Override public Set<TableCapability> capabilities() { return EnumSet.of(TableCapability.BATCH_READ); }
+    @Override public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) { return this; }
+    @Override public Scan build() { return this; }
+    @Override public StructType readSchema() { return schema; }
+    @Override public String description() { return SegmentSource.NAME + " (pykbatch's core on the JVM) " + path; }
+    @Override public Batch toBatch() { return this; }
+
+    @Override
+    public InputPartition[] planInputPartitions() {
+        return SegmentPlan.splits(path, splitBytes).toArray(new InputPartition[0]);
+    }
+
+    @Override
+    public PartitionReaderFactory createReaderFactory() {
+        return new Readers(schema, validate, windowBytes);
+    }
+
+    /** Sent to the executors: makes each split's columnar reader. */
+    static final class Readers implements PartitionReaderFactory {
+        private static final long serialVersionUID = 1L;
+        private final StructType schema;
+        private final boolean validate;
+        private final long windowBytes;
+
+        Readers(StructType schema, boolean validate, long windowBytes) {
+            this.schema = schema;
+            this.validate = validate;
+            this.windowBytes = windowBytes;
+        }
+
+        @Override
+        public boolean supportColumnarReads(InputPartition partition) {
+            return true;
+        }
+
+        @Override
+        public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+            return new SegmentReader((SegmentSplit) partition, schema, validate, windowBytes);
+        }
+
+        @Override
+        public PartitionReader<InternalRow> createReader(InputPartition partition) {
+            throw new UnsupportedOperationException("kafka-segment on the JVM reads columnar batches only");
+        }
+    }
+}

@@ -1,0 +1,124 @@
+package io.pykbatch.spark;
+
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableProvider;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * {@code spark.read.format("kafka-segment")} with pykbatch's jar on the classpath: local segments,
+ * one row per record, read columnar by the core on the JVM.  A read it does not serve -- options
+ * beyond {@link #SERVED} (ranges, decode, tiered storage, value decodings, pushFilters, format),
+ * another mode, a remote URL, or a session registered for the Python path -- goes to the Python
+ * source, registered by spark_udfs.register(spark) as {@link #PYTHON} (Spark 4.0+), so every
+ * option stays reachable under the one name.
+ */
+public final class SegmentSource implements TableProvider, DataSourceRegister {
+    static final String NAME = "kafka-segment";
+    static final String PYTHON = Native.BUILD.getProperty("python_segment_source");
+    // lower case: Spark's options are case-insensitive
+    static final Set<String> SERVED = new HashSet<>(Arrays.asList(
+        "path", "mode", "deep", "validate", "includepath", "splitbytes", "windowbytes"));
+    private static final long SPLIT_BYTES = 64L << 20, WINDOW_BYTES = 8L << 20;
+    private TableProvider python;
+
+    @Override
+    public String shortName() {
+        return NAME;
+    }
+
+    @Override
+    public StructType inferSchema(CaseInsensitiveStringMap options) {
+        if (!served(options)) {
+            return python().inferSchema(options);
+        }
+        return schema(options);
+    }
+
+    @Override
+    public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
+        CaseInsensitiveStringMap options = new CaseInsensitiveStringMap(properties);
+        if (!served(options)) {
+            return python().getTable(schema, partitioning, properties);
+        }
+        return new SegmentScan(schema(options), options.get("path"), flag(options, "validate"),
+            number(options, "splitBytes", SPLIT_BYTES), number(options, "windowBytes", WINDOW_BYTES));
+    }
+
+    /** The Python source's columns (spark_udfs.segment_columns.arrow_schema): [path,] the records' [, verdict]. */
+    static StructType schema(CaseInsensitiveStringMap options) {
+        java.util.List<StructField> fields = new java.util.ArrayList<>();
+        for (String part : new String[] {"path", "records", "validation"}) {
+            if (part.equals("records") || flag(options, part.equals("path") ? "includePath" : "validate")) {
+                fields.addAll(Arrays.asList(((StructType) Types.of(NAME + "." + part)).fields()));
+            }
+        }
+        return new StructType(fields.toArray(new StructField[0]));
+    }
+
+    /** Whether this read is the JVM's: a local path, records, no option but SERVED, and a session
+     * not registered for the Python path. */
+    static boolean served(CaseInsensitiveStringMap options) {
+        for (String key : options.keySet()) {
+            if (!SERVED.contains(key.toLowerCase(Locale.ROOT))) {
+                return false;
+            }
+        }
+        String path = options.get("path");
+        String mode = options.getOrDefault("mode", "records");
+        String deep = options.get("deep");
+        boolean records = "records".equals(mode) && (deep == null || deep.equalsIgnoreCase("true"));
+        return path != null && SegmentPlan.isLocal(path) && records && !pythonSession();
+    }
+
+    private static boolean pythonSession() {
+        return SparkSession.getActiveSession().isDefined()
+            && "python".equals(SparkSession.getActiveSession().get().conf().get(Native.BUILD.getProperty("path_setting"), "jvm"));
+    }
+
+    static boolean flag(CaseInsensitiveStringMap options, String key) {
+        return options.getOrDefault(key, "false").equalsIgnoreCase("true");
+    }
+
+    static long number(CaseInsensitiveStringMap options, String key, long fallback) {
+        String value = options.get(key);
+        if (value == null || value.isEmpty()) {
+            return fallback;
+        }
+        try {
+            long n = Long.parseLong(value.trim());
+            if (n > 0) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // named below
+        }
+        throw new IllegalArgumentException("kafka-segment: " + key + " must be a positive number of bytes, not '"
+            + value + "'");
+    }
+
+    /** The Python source (Spark 4.0+'s PythonDataSourceV2 under {@link #PYTHON}). */
+    private TableProvider python() {
+        if (python == null) {
+            try {
+                Class<?> cls = Class.forName("org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2");
+                Object provider = cls.getDeclaredConstructor().newInstance();
+                cls.getMethod("setShortName", String.class).invoke(provider, PYTHON);
+                python = (TableProvider) provider;
+            } catch (ReflectiveOperationException | LinkageError e) {
+                throw new UnsupportedOperationException("kafka-segment: this read (options beyond " + SERVED
+                    + ", batches mode or a remote path) needs pykbatch's Python source, which needs Spark 4.0+", e);
+            }
+        }
+        return python;
+    }
+}
