@@ -3,7 +3,13 @@ the same files (targets: >= 2x binaryFile's byte rate header-only; one row per r
 counted and written to Parquet), local[2], medians (binaryFile's runs vary most: each file is one row, a 64 MiB
 allocation the JVM's collector sometimes handles at once and sometimes not; the spread is printed).
 
-    python benchmarks/segment_source.py [--files 8] [--mib 64] [--repeats 3]
+    python benchmarks/segment_source.py [--files 8] [--mib 64] [--repeats 3] [--jvm]
+
+The kafka-segment cases are the Python source's (registered as kafka-segment-python where pykbatch's
+jar is on the classpath, whose JVM reader then holds the name).  --jvm adds the JVM reader (the C core
+called from Spark's JVM, columnar batches over its buffers) and issue 36's targets: one row per
+record counted >= 3x the Python source and >= 3x binaryFile's byte rate, to Parquet >= 1.5x the
+Python source.
 """
 import argparse
 import os
@@ -23,11 +29,18 @@ def main():
     ap.add_argument("--files", type=int, default=8)
     ap.add_argument("--mib", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--jvm", action="store_true", help="also the JVM reader (pykbatch's jar)")
     args = ap.parse_args()
     from sparkbench import local_session, time_cases
     # binaryFile holds each whole file as one row: 1 GiB of heap is not enough for two 64 MiB
     # files in flight plus their copies (java.lang.OutOfMemoryError at the default).
     spark = local_session(**{"spark.driver.memory": "3g"})
+    from spark_udfs import jvm
+    from spark_udfs.segment_source import NAME, PYTHON_NAME
+    on_jvm = jvm.loaded(spark)
+    if args.jvm and not on_jvm:
+        sys.exit(f"--jvm: no JVM path here: {jvm.unavailable_reason() or 'the jar is not on the classpath'}")
+    python_source = PYTHON_NAME if on_jvm else NAME
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as out:
         total = 0
         for i in range(args.files):
@@ -39,18 +52,26 @@ def main():
             "binaryFile: sum(length(content))": lambda: spark.read.format("binaryFile")
             .option("pathGlobFilter", "*.log").option("recursiveFileLookup", "true").load(tmp)
             .selectExpr("sum(length(content))").collect(),
-            "kafka-segment batches + validate": lambda: spark.read.format("kafka-segment")
+            "kafka-segment batches + validate": lambda: spark.read.format(python_source)
             .option("mode", "batches").option("validate", "true").load(tmp).selectExpr("count_if(batch_ok)")
             .collect(),
-            "kafka-segment records + validate": lambda: spark.read.format("kafka-segment")
+            "kafka-segment records + validate": lambda: spark.read.format(python_source)
             .option("validate", "true").load(tmp).selectExpr("count_if(batch_ok)").collect(),
-            "kafka-segment records: count()": lambda: spark.read.format("kafka-segment").load(tmp).count(),
-            "kafka-segment records to Parquet": lambda: spark.read.format("kafka-segment").load(tmp)
+            "kafka-segment records: count()": lambda: spark.read.format(python_source).load(tmp).count(),
+            "kafka-segment records to Parquet": lambda: spark.read.format(python_source).load(tmp)
             .write.mode("overwrite").parquet(os.path.join(out, "records")),
             "binaryFile to Parquet": lambda: spark.read.format("binaryFile")
             .option("pathGlobFilter", "*.log").option("recursiveFileLookup", "true").load(tmp)
             .write.mode("overwrite").parquet(os.path.join(out, "files")),
         }
+        if args.jvm:
+            cases.update({
+                "JVM records + validate": lambda: spark.read.format(NAME).option("validate", "true").load(tmp)
+                .selectExpr("count_if(batch_ok)").collect(),
+                "JVM records: count()": lambda: spark.read.format(NAME).load(tmp).count(),
+                "JVM records to Parquet": lambda: spark.read.format(NAME).load(tmp)
+                .write.mode("overwrite").parquet(os.path.join(out, "jvm")),
+            })
         times = time_cases(cases, args.repeats)
     med = {name: statistics.median(ts) for name, ts in times.items()}
     print(f"{args.files} segments x {args.mib} MiB = {total / 2**20:.0f} MiB, local[2], medians of {args.repeats}")
@@ -66,6 +87,17 @@ def main():
         ratio = theirs / med[case]
         print(f"  byte rate vs binaryFile, {what}: {ratio:.2f}x (target >= {target}) "
               f"{'met' if ratio >= target else 'NOT MET'}")
+    if args.jvm:
+        for what, theirs, case, target in (
+                ("count() vs the Python source", med["kafka-segment records: count()"], "JVM records: count()", 3.0),
+                ("count() vs binaryFile's byte rate", base, "JVM records: count()", 3.0),
+                ("to Parquet vs the Python source", med["kafka-segment records to Parquet"],
+                 "JVM records to Parquet", 1.5),
+                ("validated vs the Python source", med["kafka-segment records + validate"], "JVM records + validate",
+                 None)):
+            ratio = theirs / med[case]
+            verdict = "" if target is None else f" (target >= {target}) {'met' if ratio >= target else 'NOT MET'}"
+            print(f"  JVM reader, {what}: {ratio:.2f}x{verdict}")
     spark.stop()
 
 

@@ -1,0 +1,149 @@
+"""kafka-segment's JVM reader (io.pykbatch.spark.SegmentSource: the core walks and decodes each split
+window by window, Spark gets ColumnarBatches over its buffers) against the Python source, row for
+row, on drawn logs: entries of every magic and codec, damage drawn in kind and place (flipped bits,
+cut entries whose framing is lost, zeroed spans, garbage between entries, zero tails), indexes true
+and stale, splits and windows of drawn sizes, with and without the validator's verdict.  Seed
+printed; PYKBATCH_SEGMENT_SEED repeats a run."""
+import os
+import random
+import struct
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark is the [spark] extra")
+
+from tests.conftest import require_jvm_path  # noqa: E402
+from tests.test_spark import as_python  # noqa: E402
+from tests.test_spark_jvm import _batch, _damage  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+JVM_SCAN = "pykbatch's core on the JVM"
+
+
+def _segment(rng: random.Random, now_ms: int, base: int) -> tuple:
+    """A segment's bytes, the (position, next offset) of each entry, and the positions of entries
+    whose compressed payload was damaged (the codecs are each host's: their records may differ)."""
+    out, entries, codec_damaged, offset = bytearray(), [], set(), base
+    for _ in range(rng.choice([1, 3, 8, 20])):
+        if rng.random() < 0.08:  # bytes that are no entry: the framing is lost, then found again
+            out += rng.choice([rng.randbytes(rng.choice([3, 20, 70])), bytes(rng.choice([12, 40]))])
+        data, damaged = _damage(rng, _batch(rng, now_ms, offset)) if rng.random() < 0.3 \
+            else (_batch(rng, now_ms, offset), False)
+        if damaged:
+            codec_damaged.add(len(out))
+        entries.append((len(out), offset + 30))
+        out += data
+        offset += 30
+    if rng.random() < 0.2:
+        out += bytes(rng.choice([1, 100, 4096]))  # a preallocated tail
+    return bytes(out), entries, codec_damaged
+
+
+def _index(rng: random.Random, entries: list, base: int) -> bytes:
+    """A .index: true entries (a batch's last offset, its position) and now and then a stale one."""
+    picked = sorted(rng.sample(entries, min(len(entries), rng.choice([0, 2, 5]))))
+    out = b""
+    for position, end in picked:
+        if rng.random() < 0.1:
+            position += rng.choice([1, 13])  # stale: not a batch's start
+        out += struct.pack(">ii", end - 1 - base, position)
+    return out + bytes(8 * rng.choice([0, 3]))
+
+
+def _write_log(rng: random.Random, root, now_ms: int) -> set:
+    """Partition folders of one or two segments each (and a file that is no segment); returns the
+    (file, position) of the entries whose compressed payload was damaged."""
+    damaged = set()
+    for p in range(rng.choice([1, 2])):
+        folder = root / f"{rng.choice(['orders', 'ünï', 'a-b'])}-{p}"
+        folder.mkdir()
+        (folder / "leader-epoch-checkpoint").write_text("0\n0\n")
+        base = 0
+        for _ in range(rng.choice([1, 2])):
+            data, entries, codec_damaged = _segment(rng, now_ms, base)
+            log = folder / f"{base:020d}.log"
+            log.write_bytes(data)
+            (folder / f"{base:020d}.index").write_bytes(_index(rng, entries, base))
+            damaged |= {(str(log), pos) for pos in codec_damaged}
+            base = entries[-1][1] if entries else base + 1
+    return damaged
+
+
+def _rows(df) -> list:
+    return [as_python(r.asDict(recursive=True)) for r in df.collect()]
+
+
+def _comparable(row: dict) -> dict:
+    """A row with a codec library's own words set aside (its failure's cause follows ': ')."""
+    error = row.get("batch_error")
+    if error and error.startswith("Failed to decompress"):
+        return dict(row, batch_error=error.split(": ")[0])
+    return row
+
+
+def test_jvm_reader_equals_the_python_source_on_drawn_logs(spark, tmp_path):
+    from spark_udfs.functions import register
+    from spark_udfs.segment_source import NAME, PYTHON_NAME
+    require_jvm_path(spark)
+    register(spark)
+    seed = int(os.environ.get("PYKBATCH_SEGMENT_SEED", random.randrange(2**32)))
+    print(f"PYKBATCH_SEGMENT_SEED={seed}")
+    rng = random.Random(seed)
+    now_ms = 1_760_000_000_000
+    total = 0
+    for trial in range(8):
+        root = tmp_path / f"log{trial}"
+        root.mkdir()
+        damaged = _write_log(rng, root, now_ms)
+        options = {"validate": rng.choice(["true", "false"]), "includePath": "true",
+                   "splitBytes": str(rng.choice([100, 2000, 64 << 20])),
+                   "windowBytes": str(rng.choice([1, 500, 8 << 20]))}
+        jvm_df = spark.read.format(NAME).options(**options).load(str(root))
+        assert JVM_SCAN in jvm_df._jdf.queryExecution().executedPlan().toString()
+        python_df = spark.read.format(PYTHON_NAME).options(**options).load(str(root))
+        assert jvm_df.schema == python_df.schema
+        assert jvm_df.rdd.getNumPartitions() == python_df.rdd.getNumPartitions()
+        where = (seed, trial, options)
+
+        def keyed(rows):
+            return sorted((_comparable(r) for r in rows if (r["path"], r["batch_position"]) not in damaged),
+                          key=lambda r: (r["path"], r["batch_position"], r["offset"]))
+        jvm, python = _rows(jvm_df), _rows(python_df)
+        assert keyed(jvm) == keyed(python), where
+        assert len(jvm) == len(python), where  # a damaged compressed entry gives rows on both or neither
+        total += len(jvm)
+    assert total > 0
+
+
+def test_reads_the_jvm_reader_does_not_serve_go_to_the_python_source(spark, tmp_path):
+    """Options beyond the JVM reader's (ranges, batches mode, decode...) and a session registered
+    for the Python path are served by the Python source under the one name, with its answers."""
+    import pykbatch as kb
+    from spark_udfs.functions import register
+    from spark_udfs.segment_source import NAME
+    require_jvm_path(spark)
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    (folder / f"{0:020d}.log").write_bytes(b"".join(
+        kb.build_batch([{"value": b"v", "timestamp": 1000 + i}], base_offset=i) for i in range(10)))
+    register(spark)
+
+    def plan(df):
+        return df._jdf.queryExecution().executedPlan().toString()
+    served = spark.read.format(NAME).load(str(tmp_path))
+    assert JVM_SCAN in plan(served) and served.count() == 10
+    ranged = spark.read.format(NAME).option("startingOffset", "4").load(str(tmp_path))
+    assert JVM_SCAN not in plan(ranged) and sorted(r.offset for r in ranged.collect()) == list(range(4, 10))
+    headers = spark.read.format(NAME).option("mode", "batches").load(str(tmp_path))
+    assert JVM_SCAN not in plan(headers) and headers.count() == 10
+    register(spark, jvm=False)
+    try:
+        python = spark.read.format(NAME).load(str(tmp_path))
+        assert JVM_SCAN not in plan(python) and python.count() == 10
+    finally:
+        register(spark)
+    with pytest.raises(Exception, match="PATH_NOT_FOUND"):
+        spark.read.format(NAME).load(str(tmp_path / "nowhere")).collect()
+    with pytest.raises(Exception, match="splitBytes must be a positive number"):
+        spark.read.format(NAME).option("splitBytes", "-3").load(str(tmp_path)).collect()
