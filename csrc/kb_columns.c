@@ -270,9 +270,10 @@ void kb_columns_rewind(kb_columns *c, int64_t row, int64_t header_row)
 {
     uint8_t *row_bits[] = {c->key_valid, c->value_valid, c->is_transactional, c->is_control};
     for (size_t i = 0; i < sizeof row_bits / sizeof row_bits[0]; i++)
-        if (row_bits[i]) /* Spark's layout has no flag columns */
+        if (row_bits[i]) /* Spark's layout has no flag columns, a count_only store no columns */
             set_bits(row_bits[i], row, c->row, 0);
-    set_bits(c->hvalue_valid, header_row, c->header_row, 0);
+    if (c->hvalue_valid) /* a count_only store has none */
+        set_bits(c->hvalue_valid, header_row, c->header_row, 0);
     c->row = row;
     c->header_row = header_row;
 }
@@ -406,6 +407,11 @@ int kb_columns_add(kb_column_store *s, const kb_column_batch *b, int64_t expect,
                                     &s->scratch);
         if (rc != 0)
             return rc;
+    }
+    if (s->count_only && !b->skip_before) {
+        s->c.row += z.records;
+        s->c.header_row += z.headers;
+        return 0;
     }
     if (expect < 1)
         expect = 1;

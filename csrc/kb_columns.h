@@ -126,6 +126,8 @@ typedef struct {
     kb_columns c;
     kb_column_scratch scratch;
     int views;                     /* keys and values as binary views */
+    int count_only;                /* rows counted, none written (a query that reads no column): each batch is
+                                    * measured and checked as for a fill; the arrays stay unallocated */
     int64_t rows_cap, headers_cap; /* rows / headers the arrays have room for */
     int64_t key_cap, value_cap, hkey_cap, hvalue_cap; /* data bytes */
 } kb_column_store;

@@ -13,6 +13,7 @@
 #include "../kb_crc32.h"
 #include "../kb_crc32c.h"
 #include "../kb_encode.h"
+#include "../kb_log_windows.h"
 #include "../kb_render.h"
 #include "../kb_validate.h"
 #include "../kb_verdict.h"
@@ -293,6 +294,50 @@ static void walk_consume(const uint8_t *buf, size_t size)
     }
 }
 
+/* A log's split read window by window (kafka-segment's JVM reader): every window inside the
+ * buffer and its split, the store's offsets inside its data, and the same rows whatever the
+ * window size (an entry decodes or not on its own) and when only counted. */
+static int64_t log_rows(const uint8_t *buf, size_t size, size_t start, size_t end, size_t window_bytes,
+                        int count_only)
+{
+    kb_log_windows w;
+    memset(&w, 0, sizeof w);
+    w.store.c.layout = KB_LAYOUT_SPARK_TIME;
+    w.store.count_only = count_only;
+    kb_decode_opts d = {.verify_crc = (int)(size & 1), .decompress = toy_decompress};
+    kb_log_windows_init(&w, buf, size, start, end, window_bytes, &d);
+    kb_fault f;
+    int64_t rows = 0;
+    int rc;
+    size_t last_hi = start;
+    while ((rc = kb_log_next_window(&w, &f)) == 1) {
+        const kb_columns *c = &w.store.c;
+        if (w.lo < last_hi || w.hi > size || w.lo >= w.hi || (end != SIZE_MAX && w.lo >= end) || w.entries <= 0)
+            abort();
+        for (int64_t r = 0; !count_only && r < c->row; r++)
+            if (c->batch_position[r] < (int64_t)w.lo || c->batch_position[r] >= (int64_t)w.hi ||
+                c->key_offsets[r] > c->key_offsets[r + 1] || c->value_offsets[r] > c->value_offsets[r + 1] ||
+                c->batch_index[r] < 0 || c->batch_index[r] >= w.entries)
+                abort();
+        if (c->row && !count_only && (c->key_offsets[c->row] > w.store.key_cap || c->value_offsets[c->row] > w.store.value_cap))
+            abort();
+        last_hi = w.hi;
+        rows += c->row;
+    }
+    kb_log_windows_free(&w);
+    return rc == 0 ? rows : -1;
+}
+
+static void walk_log_windows(const uint8_t *buf, size_t size)
+{
+    int64_t whole = log_rows(buf, size, 0, SIZE_MAX, size + 1, 0);
+    if (log_rows(buf, size, 0, SIZE_MAX, 1, 0) != whole || log_rows(buf, size, 0, SIZE_MAX, 97, 0) != whole ||
+        log_rows(buf, size, 0, SIZE_MAX, 97, 1) != whole)  /* counted without a fill: the same rows */
+        abort();
+    if (size > 4)  /* a split starting anywhere, ending anywhere */
+        log_rows(buf, size, buf[0] % size, buf[1] % size, (size_t)buf[2] + 1, buf[3] & 1);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* a private copy of exactly `size` bytes, so any over-read is caught */
@@ -328,6 +373,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     walk_columns(buf, size);
     walk_consume(buf, size);
+    walk_log_windows(buf, size);
     fuzz_avro(buf, size);
     free(buf);
     return 0;

@@ -571,11 +571,11 @@ static void segment_free(JNIEnv *env, kb_jvm_segment *g)
 }
 
 /* Maps `path` read-only and starts a walk of its entries starting in [start, end) (end < 0: to
- * the end).  0 with an IOException (the path named) or OutOfMemoryError pending. */
+ * the end); count_only: the windows' rows are counted, not filled (no column is read).  0 with an IOException (the path named) or OutOfMemoryError pending. */
 JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_segmentOpen(JNIEnv *env, jclass cls, jstring path, jlong start,
                                                                  jlong end, jlong window_bytes, jboolean verify_crc,
-                                                                 jlong max_decompressed, jobject decompressor,
-                                                                 jobject info)
+                                                                 jboolean count_only, jlong max_decompressed,
+                                                                 jobject decompressor, jobject info)
 {
     (void)cls;
     jlong *info_at = (*env)->GetDirectBufferAddress(env, info);
@@ -635,6 +635,7 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_segmentOpen(JNIEnv *env, j
     }
     kb_decode_opts decode = {.verify_crc = verify_crc ? 1 : 0, .decompress = decompress, .ctx = &g->codecs};
     g->w.store.c.layout = KB_LAYOUT_SPARK_TIME;
+    g->w.store.count_only = count_only ? 1 : 0;
     kb_log_windows_init(&g->w, g->map, g->map_len, start < 0 ? 0 : (size_t)start,
                         end < 0 ? SIZE_MAX : (size_t)end, window_bytes <= 0 ? 1 : (size_t)window_bytes, &decode);
     g->info[INFO_BASE] = (jlong)(intptr_t)g->map;

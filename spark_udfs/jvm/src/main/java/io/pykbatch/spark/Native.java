@@ -81,9 +81,11 @@ public final class Native {
     static native int validateAt(long handle, long address, long len, long nowMs);
 
     /** A split [start, end) of the segment file at path (end < 0: to its end), mapped; the windows'
-     * counts and column addresses are written to info (SegmentColumns' layout). */
+     * counts and column addresses are written to info (SegmentWindow's layout); countOnly: rows counted,
+     * no column filled. */
     static native long segmentOpen(String path, long start, long end, long windowBytes, boolean verifyCrc,
-                                   long maxDecompressed, Decompressor decompressor, java.nio.ByteBuffer info);
+                                   boolean countOnly, long maxDecompressed, Decompressor decompressor,
+                                   java.nio.ByteBuffer info);
 
     /** The next window of the split into the reader's columns: 1, or 0 when the split is read. */
     static native int segmentNext(long handle);

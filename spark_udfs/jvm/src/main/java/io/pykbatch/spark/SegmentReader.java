@@ -25,6 +25,7 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
     private final ColumnVector[] columns;
     private final Validator validator;
     private final long windowBytes;
+    private final boolean countOnly;
     private long handle;
     private ColumnarBatch batch;
 
@@ -32,9 +33,13 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
         this.split = split;
         this.windowBytes = windowBytes;
         this.columns = new ColumnVector[schema.fields().length];
+        boolean readsColumns = false;
         for (int i = 0; i < columns.length; i++) {
             columns[i] = column(schema.fields()[i]);
+            readsColumns |= !(columns[i] instanceof NativeColumn.Constant);
         }
+        this.countOnly = !readsColumns;  // count(*), or the split's own values only
+        validate &= schema.getFieldIndex("batch_ok").isDefined() || schema.getFieldIndex("batch_error").isDefined();
         Map<String, String> checks = new HashMap<>();
         if (validate) {  // the log's checks, every failing entry named (segment_columns.LOG)
             checks.put("origin", "log");
@@ -92,7 +97,7 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
     @Override
     public boolean next() throws IOException {
         if (handle == 0) {
-            handle = Native.segmentOpen(split.path, split.start, split.end, windowBytes, false,
+            handle = Native.segmentOpen(split.path, split.start, split.end, windowBytes, false, countOnly,
                 Long.parseLong(Options.DEFAULTS.getProperty("default.max_decompressed_bytes")), codecs,
                 window.buffer);
             if (handle == 0) {

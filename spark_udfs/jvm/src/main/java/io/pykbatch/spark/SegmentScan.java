@@ -11,14 +11,16 @@ import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /** A kafka-segment read on the JVM: the table, its scan and its batch (the splits SegmentPlan
  * makes), read columnar by SegmentReader. */
-final class SegmentScan implements SupportsRead, ScanBuilder, Scan, Batch {
+final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRequiredColumns, Scan, Batch {
     private final StructType schema;
+    private StructType read;  // the columns the query reads (all, until Spark prunes them)
     private final String path;
     private final boolean validate;
     private final long splitBytes;
@@ -26,6 +28,7 @@ final class SegmentScan implements SupportsRead, ScanBuilder, Scan, Batch {
 
     SegmentScan(StructType schema, String path, boolean validate, long splitBytes, long windowBytes) {
         this.schema = schema;
+        this.read = schema;
         this.path = path;
         this.validate = validate;
         this.splitBytes = splitBytes;
@@ -37,7 +40,8 @@ final class SegmentScan implements SupportsRead, ScanBuilder, Scan, Batch {
     @Override public Set<TableCapability> capabilities() { return EnumSet.of(TableCapability.BATCH_READ); }
     @Override public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) { return this; }
     @Override public Scan build() { return this; }
-    @Override public StructType readSchema() { return schema; }
+    @Override public StructType readSchema() { return read; }
+    @Override public void pruneColumns(StructType required) { read = required; }
     @Override public String description() { return SegmentSource.NAME + " (pykbatch's core on the JVM) " + path; }
     @Override public Batch toBatch() { return this; }
 
@@ -48,7 +52,7 @@ final class SegmentScan implements SupportsRead, ScanBuilder, Scan, Batch {
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new Readers(schema, validate, windowBytes);
+        return new Readers(read, validate, windowBytes);
     }
 
     /** Sent to the executors: makes each split's columnar reader. */
