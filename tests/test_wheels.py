@@ -116,9 +116,19 @@ df.createOrReplaceTempView("batches")
 rows = spark.sql("SELECT id, kbatch_validate(value) AS v FROM batches ORDER BY id").collect()
 from spark_udfs import kbatch_validate
 configured = df.orderBy("id").select(kbatch_validate("value", {"origin": "log"}).alias("v")).collect()
+import os, tempfile
+log = os.path.join(tempfile.mkdtemp(), "orders-0")
+os.makedirs(log)
+with open(os.path.join(log, "00000000000000000000.log"), "wb") as f:
+    stored_crc = bytearray(kb.build_batch([{"value": b"y", "timestamp": 3}] * 3, base_offset=3))
+    stored_crc[17] ^= 1  # readable records, a refused batch
+    f.write(b"".join([good, bytes(stored_crc), kb.build_batch([{"value": b"x", "timestamp": 2}] * 4, base_offset=6)]))
+segment = spark.read.format("kafka-segment").option("validate", "true").load(log)
 print("SPARK", json.dumps({"path": spark.conf.get("spark.pykbatch.functions"), "jar": jvm.jar(),
                            "ok": [r.v.ok for r in rows], "rule": rows[1].v.culprits[0].rule,
-                           "spark": spark.version, "configured": [r.v.ok for r in configured]}))
+                           "spark": spark.version, "configured": [r.v.ok for r in configured],
+                           "segment": segment.selectExpr("count(*) AS n", "count_if(batch_ok) AS ok").first().asDict(),
+                           "segment_on_jvm": "on the JVM" in segment._jdf.queryExecution().executedPlan().toString()}))
 spark.stop()
 """
 
@@ -129,8 +139,9 @@ SPARK_35 = "3.5.5"  # Spark 3.5, the LTS line of many managed platforms (Scala 2
 @pytest.mark.parametrize("spark_version", ["this", SPARK_35])
 def test_the_hosts_wheel_runs_a_spark_job_on_the_jvm_path(spark_version, manylinux_wheel, tmp_path):
     """A fresh venv with the wheel and pyspark, and no javac on its PATH: the wheel's own jar (its
-    JNI library inside, compiled against this pyspark) serves kbatch_validate in Spark's JVM -- in
-    this Spark, and in Spark 3.5, where pykbatch's Python functions cannot run."""
+    JNI library inside, compiled against this pyspark) serves kbatch_validate and kafka-segment in
+    Spark's JVM -- in this Spark, and in Spark 3.5, where pykbatch's Python functions and sources
+    cannot run."""
     import shutil
     pyspark = pytest.importorskip("pyspark", reason="the JVM path's smoke test installs the same pyspark")
     version = pyspark.__version__ if spark_version == "this" else spark_version
@@ -160,6 +171,8 @@ def test_the_hosts_wheel_runs_a_spark_job_on_the_jvm_path(spark_version, manylin
     assert smoke["path"] == "jvm" and smoke["jar"].startswith(str(env)), smoke
     assert smoke["ok"] == [True, False] and smoke["rule"] == "batch.crc_mismatch", smoke
     assert smoke["spark"] == version and smoke["configured"] == [True, False], smoke
+    # kafka-segment's JVM reader: every record of the log, the refused batch's marked
+    assert smoke["segment_on_jvm"] and smoke["segment"] == {"n": 10, "ok": 7}, smoke
 
 
 def arm64_python() -> list:
