@@ -39,7 +39,11 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
         if (!served(options)) {
-            return python().inferSchema(options);
+            try {
+                return python().inferSchema(options);
+            } catch (Exception e) {  // Spark's AnalysisException is not a RuntimeException
+                throw unregistered(e);
+            }
         }
         return schema(options);
     }
@@ -104,6 +108,23 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
         }
         throw new IllegalArgumentException("kafka-segment: " + key + " must be a positive number of bytes, not '"
             + value + "'");
+    }
+
+    /** Spark's failure to find the Python source said in pykbatch's words (other failures as they are). */
+    private static RuntimeException unregistered(Exception e) {
+        String message = String.valueOf(e.getMessage());
+        if (message.contains(PYTHON) && (message.contains("NOT_EXIST") || message.contains("NOT_FOUND"))) {
+            return new IllegalStateException("kafka-segment: this read (options beyond " + SERVED + ", batches mode, "
+                + "a remote path or a session on the Python path) is the Python source's: register it with "
+                + "spark_udfs.register(spark)", e);
+        }
+        return SegmentSource.<RuntimeException>rethrow(e);
+    }
+
+    /** Throws e as it is (a Scala exception Java counts as checked). */
+    @SuppressWarnings("unchecked")
+    private static <T extends Exception> RuntimeException rethrow(Exception e) throws T {
+        throw (T) e;
     }
 
     /** The Python source (Spark 4.0+'s PythonDataSourceV2 under {@link #PYTHON}). */
