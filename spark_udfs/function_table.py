@@ -2,6 +2,10 @@
 ``pykbatch.arrow`` and Arrow result type.  Read by the Python functions (spark_udfs.functions: the
 Arrow UDFs) and by the JVM path (spark_udfs.jvm: the Spark types written into the jar)."""
 
+# the session setting that says which functions register() gave it: "jvm" or "python" (the JVM's
+# kafka-segment reader reads it too, from the jar's build.properties)
+PATH_SETTING = "spark.pykbatch.functions"
+
 
 def functions() -> dict:
     """name -> (the column function, its Arrow result type, whether it takes a per-row config)."""

@@ -72,6 +72,7 @@ def _per_config(values, configs, fn):
 
 
 from spark_udfs.function_table import functions as _functions  # noqa: E402 (the one table of functions)
+from spark_udfs.function_table import PATH_SETTING  # noqa: E402,F401 (the session's path: "jvm" or "python")
 
 
 @lru_cache(maxsize=None)
@@ -222,8 +223,6 @@ def _records_udtf():
     return KbatchRecords
 
 
-# the session setting that says which functions register() gave it: "jvm" or "python"
-PATH_SETTING = "spark.pykbatch.functions"
 
 
 def register(spark: "SparkSession", jvm: Optional[bool] = None) -> str:

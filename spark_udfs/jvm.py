@@ -72,7 +72,7 @@ def _resources(version_file: str = LIBRARY_VERSION) -> dict[str, bytes]:
     import pyarrow as pa
 
     from spark_udfs import segment_columns, segment_source
-    from spark_udfs.functions import PATH_SETTING
+    from spark_udfs.function_table import PATH_SETTING
     for part, columns in (("records", segment_columns.RECORD_COLUMNS), ("path", segment_columns.PATH_COLUMN),
                           ("validation", segment_columns.VALIDATION_COLUMNS)):
         types[f"{segment_source.NAME}.{part}"] = from_arrow_type(pa.struct(columns)).json()
