@@ -4,6 +4,7 @@
 
 #include "kb_kafka.h"
 #include "kb_legacy.h"
+#include "kb_resync.h"
 #include "kb_rules.h"
 
 static int decompress(const kb_decode_opts *o, int codec, int magic, const uint8_t *src, size_t n,
@@ -100,4 +101,31 @@ int kb_decode_entry(kb_column_store *s, const uint8_t *buf, const kb_entry *e, i
         return -1;
     *where = b.records == buf ? KB_FAULT_IN_BUFFER : KB_FAULT_IN_PAYLOAD;
     return kb_columns_add(s, &b, expect, f, record_index);
+}
+
+int kb_decode_row(kb_column_store *s, const uint8_t *buf, size_t len, const kb_decode_opts *o, int64_t *expect,
+                  kb_fault *f, kb_fault_place *where, int32_t *record_index, int32_t *entry)
+{
+    int64_t first_row = s->c.row, first_header = s->c.header_row;
+    size_t pos = 0;
+    *where = KB_FAULT_IN_BUFFER;
+    *record_index = -1;
+    for (*entry = 0;; (*entry)++) {
+        kb_entry e;
+        kb_entry_status st = kb_next_entry_resync(buf, len, pos, KB_RESYNC_LYING_SIZES, &e, f);
+        if (st == KB_ENTRY_END || st == KB_ENTRY_TRUNCATED)
+            return 0;
+        int rc = -1;
+        if (st == KB_ENTRY_OK) {
+            if (*expect == 0)  /* the arrays are first sized for a row of entries like this one */
+                *expect = (int64_t)(len / (e.size ? e.size : 1)) + 1;
+            rc = kb_decode_entry(s, buf, &e, *entry, (int64_t)e.pos, o, *expect, f, where, record_index);
+            *expect = 1;
+        }
+        if (rc != 0) {
+            kb_columns_rewind(&s->c, first_row, first_header);  /* the row gives no records */
+            return rc;
+        }
+        pos = e.pos + e.size;
+    }
 }

@@ -32,4 +32,14 @@ int kb_decode_entry(kb_column_store *s, const uint8_t *buf, const kb_entry *e, i
                     const kb_decode_opts *o, int64_t expect, kb_fault *f, kb_fault_place *where,
                     int32_t *record_index);
 
+/* The records of one row -- the entries of buf[0, len) -- into `s`, as the readers take a buffer
+ * (pykbatch's decode_array, kbatch_decode): entries walked with lying sizes found
+ * (kb_next_entry_resync), an incomplete last entry ignored (a truncated tail), every entry decoded
+ * (kb_decode_entry).  Lost framing or an entry that fails fails the row: -1 with *f, *where
+ * (KB_FAULT_IN_BUFFER: f->pos in buf) and the failing entry's number in *entry; nothing of the row
+ * stays in `s`.  0; KB_COLUMNS_NO_MEMORY; KB_COLUMNS_TOO_LARGE.  *expect: kb_columns_add's, kept
+ * between rows (1 after the first batch). */
+int kb_decode_row(kb_column_store *s, const uint8_t *buf, size_t len, const kb_decode_opts *o, int64_t *expect,
+                  kb_fault *f, kb_fault_place *where, int32_t *record_index, int32_t *entry);
+
 #endif

@@ -21,5 +21,5 @@ def functions() -> dict:
     }
 
 
-JVM = ("kbatch_validate", "kbatch_crc32c")
+JVM = ("kbatch_validate", "kbatch_crc32c", "kbatch_decode")
 """The functions that also have a JVM form (spark_udfs/jvm/src: KbatchCatalog.NAMES)."""

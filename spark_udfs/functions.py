@@ -147,6 +147,8 @@ def kbatch_decode(col: "ColumnOrName") -> "Column":
     partition_leader_epoch: int, producer_id: bigint, producer_epoch: smallint,
     is_transactional: boolean, is_control: boolean, timestamp_type: string>>``.
     """
+    if _on_jvm():
+        return _call("kbatch_decode", _column(col))
     return _udfs()["kbatch_decode"](_column(col))
 
 

@@ -71,7 +71,7 @@ def test_validate_config_from_sql_and_dataframe(frame, spark, spark_path):
                                                   "v")[8])["ok"]
 
 
-def test_decode_equals_direct_call_and_explodes(frame, spark):
+def test_decode_equals_direct_call_and_explodes(frame, spark, spark_path):
     import pyarrow as pa
     from spark_udfs import kbatch_decode
     df, rows = frame

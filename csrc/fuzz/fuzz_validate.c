@@ -334,6 +334,19 @@ static void walk_log_windows(const uint8_t *buf, size_t size)
     if (log_rows(buf, size, 0, SIZE_MAX, 1, 0) != whole || log_rows(buf, size, 0, SIZE_MAX, 97, 0) != whole ||
         log_rows(buf, size, 0, SIZE_MAX, 97, 1) != whole)  /* counted without a fill: the same rows */
         abort();
+    /* a row decoded as kbatch_decode takes it: whole, or nothing of it kept */
+    kb_column_store row;
+    memset(&row, 0, sizeof row);
+    kb_decode_opts d = {.verify_crc = 1, .decompress = toy_decompress};
+    kb_fault f;
+    kb_fault_place where;
+    int32_t record, entry;
+    int64_t expect = 0;
+    int rc = kb_decode_row(&row, buf, size, &d, &expect, &f, &where, &record, &entry);
+    if ((rc != 0 && (row.c.row != 0 || row.c.header_row != 0)) || (rc == -1 && where == KB_FAULT_IN_BUFFER &&
+                                                                      f.pos > size))
+        abort();
+    kb_column_store_free(&row);
     if (size > 4)  /* a split starting anywhere, ending anywhere */
         log_rows(buf, size, buf[0] % size, buf[1] % size, (size_t)buf[2] + 1, buf[3] & 1);
 }

@@ -547,8 +547,42 @@ enum {
     INFO_BASE_OFFSET, INFO_LEADER_EPOCH, INFO_PRODUCER_ID, INFO_PRODUCER_EPOCH, INFO_IS_TRANSACTIONAL,
     INFO_IS_CONTROL, INFO_KEY_VALID, INFO_KEY_OFFSETS, INFO_KEY_DATA, INFO_VALUE_VALID, INFO_VALUE_OFFSETS,
     INFO_VALUE_DATA, INFO_HEADER_OFFSETS, INFO_HKEY_OFFSETS, INFO_HKEY_DATA, INFO_HVALUE_VALID,
-    INFO_HVALUE_OFFSETS, INFO_HVALUE_DATA, INFO_COUNT
+    INFO_HVALUE_OFFSETS, INFO_HVALUE_DATA, INFO_TIMESTAMP_TYPE_INDEX, INFO_COUNT
 };
+
+/* The store's counts and its columns' addresses into an info buffer (INFO_*). */
+static void write_columns(jlong *o, const kb_columns *c)
+{
+    o[INFO_ROWS] = c->row;
+    o[INFO_HEADER_ROWS] = c->header_row;
+#define ADDRESS(slot, field) o[slot] = (jlong)(intptr_t)c->field
+    ADDRESS(INFO_OFFSET, offset);
+    ADDRESS(INFO_TIMESTAMP, timestamp);
+    ADDRESS(INFO_TIMESTAMP_TYPE, timestamp_type_id);
+    ADDRESS(INFO_TIMESTAMP_TYPE_INDEX, timestamp_type);
+    ADDRESS(INFO_SEQUENCE, sequence);
+    ADDRESS(INFO_BATCH_INDEX, batch_index);
+    ADDRESS(INFO_BATCH_POSITION, batch_position);
+    ADDRESS(INFO_BASE_OFFSET, base_offset);
+    ADDRESS(INFO_LEADER_EPOCH, partition_leader_epoch);
+    ADDRESS(INFO_PRODUCER_ID, producer_id);
+    ADDRESS(INFO_PRODUCER_EPOCH, producer_epoch);
+    ADDRESS(INFO_IS_TRANSACTIONAL, is_transactional);
+    ADDRESS(INFO_IS_CONTROL, is_control);
+    ADDRESS(INFO_KEY_VALID, key_valid);
+    ADDRESS(INFO_KEY_OFFSETS, key_offsets);
+    ADDRESS(INFO_KEY_DATA, key_data);
+    ADDRESS(INFO_VALUE_VALID, value_valid);
+    ADDRESS(INFO_VALUE_OFFSETS, value_offsets);
+    ADDRESS(INFO_VALUE_DATA, value_data);
+    ADDRESS(INFO_HEADER_OFFSETS, header_offsets);
+    ADDRESS(INFO_HKEY_OFFSETS, hkey_offsets);
+    ADDRESS(INFO_HKEY_DATA, hkey_data);
+    ADDRESS(INFO_HVALUE_VALID, hvalue_valid);
+    ADDRESS(INFO_HVALUE_OFFSETS, hvalue_offsets);
+    ADDRESS(INFO_HVALUE_DATA, hvalue_data);
+#undef ADDRESS
+}
 
 typedef struct {
     kb_jvm_codecs codecs;
@@ -673,38 +707,11 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_segmentNext(JNIEnv *env, jc
     }
     const kb_columns *c = &g->w.store.c;
     jlong *o = g->info;
-    o[INFO_ROWS] = c->row;
-    o[INFO_HEADER_ROWS] = c->header_row;
+    write_columns(o, c);
     o[INFO_LO] = (jlong)g->w.lo;
     o[INFO_HI] = (jlong)g->w.hi;
     o[INFO_ENTRIES] = g->w.entries;
     o[INFO_UNDECODED] = g->w.undecoded;
-#define ADDRESS(slot, field) o[slot] = (jlong)(intptr_t)c->field
-    ADDRESS(INFO_OFFSET, offset);
-    ADDRESS(INFO_TIMESTAMP, timestamp);
-    ADDRESS(INFO_TIMESTAMP_TYPE, timestamp_type_id);
-    ADDRESS(INFO_SEQUENCE, sequence);
-    ADDRESS(INFO_BATCH_INDEX, batch_index);
-    ADDRESS(INFO_BATCH_POSITION, batch_position);
-    ADDRESS(INFO_BASE_OFFSET, base_offset);
-    ADDRESS(INFO_LEADER_EPOCH, partition_leader_epoch);
-    ADDRESS(INFO_PRODUCER_ID, producer_id);
-    ADDRESS(INFO_PRODUCER_EPOCH, producer_epoch);
-    ADDRESS(INFO_IS_TRANSACTIONAL, is_transactional);
-    ADDRESS(INFO_IS_CONTROL, is_control);
-    ADDRESS(INFO_KEY_VALID, key_valid);
-    ADDRESS(INFO_KEY_OFFSETS, key_offsets);
-    ADDRESS(INFO_KEY_DATA, key_data);
-    ADDRESS(INFO_VALUE_VALID, value_valid);
-    ADDRESS(INFO_VALUE_OFFSETS, value_offsets);
-    ADDRESS(INFO_VALUE_DATA, value_data);
-    ADDRESS(INFO_HEADER_OFFSETS, header_offsets);
-    ADDRESS(INFO_HKEY_OFFSETS, hkey_offsets);
-    ADDRESS(INFO_HKEY_DATA, hkey_data);
-    ADDRESS(INFO_HVALUE_VALID, hvalue_valid);
-    ADDRESS(INFO_HVALUE_OFFSETS, hvalue_offsets);
-    ADDRESS(INFO_HVALUE_DATA, hvalue_data);
-#undef ADDRESS
     return rc;
 }
 
@@ -713,4 +720,113 @@ JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_segmentClose(JNIEnv *env, j
     (void)cls;
     if (handle != 0)
         segment_free(env, (kb_jvm_segment *)(intptr_t)handle);
+}
+
+/* ---- kbatch_decode: one row's records into columns Java reads in place ---- */
+
+typedef struct {
+    kb_jvm_codecs codecs;
+    kb_column_store store;
+    kb_decode_opts decode;
+    int64_t expect;
+    uint8_t *input;            /* the row, copied: Java's codecs run while it is read */
+    size_t input_cap;
+    jobject info_buffer;       /* global ref */
+    jlong *info;
+} kb_jvm_decoder;
+
+static void decoder_free(JNIEnv *env, kb_jvm_decoder *d)
+{
+    codecs_free(env, &d->codecs);
+    if (d->info_buffer)
+        (*env)->DeleteGlobalRef(env, d->info_buffer);
+    kb_column_store_free(&d->store);
+    free(d->input);
+    free(d);
+}
+
+JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_decoderOpen(JNIEnv *env, jclass cls, jboolean verify_crc,
+                                                                 jlong max_decompressed, jobject decompressor,
+                                                                 jobject info)
+{
+    (void)cls;
+    jlong *info_at = (*env)->GetDirectBufferAddress(env, info);
+    if (info_at == NULL || (*env)->GetDirectBufferCapacity(env, info) < (jlong)(INFO_COUNT * sizeof(jlong))) {
+        throw_named(env, "java/lang/IllegalArgumentException", "kbatch_decode: the column buffer is too small");
+        return 0;
+    }
+    if (find_codec_methods(env, decompressor) != 0)
+        return 0;
+    kb_jvm_decoder *d = calloc(1, sizeof *d);
+    if (d == NULL) {
+        throw_named(env, "java/lang/OutOfMemoryError", "kbatch_decode: no memory for a decoder");
+        return 0;
+    }
+    d->codecs.decompressor = (*env)->NewGlobalRef(env, decompressor);
+    d->codecs.scratch_cap = max_decompressed < 0 ? 0 : (size_t)max_decompressed;
+    d->info_buffer = (*env)->NewGlobalRef(env, info);
+    d->info = info_at;
+    if (d->codecs.decompressor == NULL || d->info_buffer == NULL) {
+        decoder_free(env, d);
+        throw_named(env, "java/lang/OutOfMemoryError", "kbatch_decode: no memory for a decoder");
+        return 0;
+    }
+    d->decode = (kb_decode_opts){.verify_crc = verify_crc ? 1 : 0, .decompress = decompress, .ctx = &d->codecs};
+    return (jlong)(intptr_t)d;
+}
+
+/* Decodes row[off, off + len) into the decoder's columns (the last row's records replaced): the
+ * record count, -1 for a row that does not decode cleanly (kbatch_decode's null), -2 with an
+ * exception pending. */
+JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_decodeRow(JNIEnv *env, jclass cls, jlong handle, jbyteArray row,
+                                                              jint off, jint len)
+{
+    (void)cls;
+    kb_jvm_decoder *d = (kb_jvm_decoder *)(intptr_t)handle;
+    jsize total = (*env)->GetArrayLength(env, row);
+    if (off < 0 || len < 0 || off > total - len) {
+        throw_named(env, "java/lang/IndexOutOfBoundsException", "kbatch: row bounds outside its array");
+        return -2;
+    }
+    if ((size_t)len > d->input_cap) {
+        uint8_t *grown = realloc(d->input, (size_t)len);
+        if (grown == NULL) {
+            throw_named(env, "java/lang/OutOfMemoryError", "kbatch_decode: no memory for a row");
+            return -2;
+        }
+        d->input = grown;
+        d->input_cap = (size_t)len;
+    }
+    (*env)->GetByteArrayRegion(env, row, off, len, (jbyte *)d->input);
+    kb_columns_rewind(&d->store.c, 0, 0);
+    kb_fault f;
+    kb_fault_place where;
+    int32_t record, entry;
+    d->codecs.env = env;
+    int rc = kb_decode_row(&d->store, d->input, (size_t)len, &d->decode, &d->expect, &f, &where, &record, &entry);
+    d->codecs.env = NULL;
+    if (rc == KB_COLUMNS_NO_MEMORY || rc == KB_COLUMNS_TOO_LARGE) {
+        throw_named(env, rc == KB_COLUMNS_NO_MEMORY ? "java/lang/OutOfMemoryError" : "java/lang/ArithmeticException",
+                    rc == KB_COLUMNS_NO_MEMORY ? "kbatch_decode: no memory for a row's records"
+                                               : "kbatch_decode: a row's records exceed one column (2^31 - 1 bytes)");
+        return -2;
+    }
+    write_columns(d->info, &d->store.c);
+    return rc == 0 ? (jint)d->store.c.row : -1;
+}
+
+JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_decoderClose(JNIEnv *env, jclass cls, jlong handle)
+{
+    (void)cls;
+    if (handle != 0)
+        decoder_free(env, (kb_jvm_decoder *)(intptr_t)handle);
+}
+
+/* kb_timestamp_type_names[index]: a decoded record's timestamp_type. */
+JNIEXPORT jstring JNICALL Java_io_pykbatch_spark_Native_timestampTypeName(JNIEnv *env, jclass cls, jint index)
+{
+    (void)cls;
+    if (index < 0 || index >= (jint)(sizeof kb_timestamp_type_names / sizeof kb_timestamp_type_names[0]))
+        return NULL;
+    return (*env)->NewStringUTF(env, kb_timestamp_type_names[index]);
 }

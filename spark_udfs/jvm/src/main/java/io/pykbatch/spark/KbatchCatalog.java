@@ -14,7 +14,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * it calls from generated code: no Python worker, no row conversion.
  */
 public final class KbatchCatalog implements FunctionCatalog {
-    static final String[] NAMES = {"kbatch_validate", "kbatch_crc32c"};
+    static final String[] NAMES = {"kbatch_validate", "kbatch_crc32c", "kbatch_decode"};
     private String name = "pykbatch";
 
     @Override
@@ -39,6 +39,9 @@ public final class KbatchCatalog implements FunctionCatalog {
         }
         if (ident.namespace().length == 0 && ident.name().equalsIgnoreCase("kbatch_crc32c")) {
             return new Crc32cFunction.Unbound();
+        }
+        if (ident.namespace().length == 0 && ident.name().equalsIgnoreCase("kbatch_decode")) {
+            return new DecodeFunction.Unbound();
         }
         throw new NoSuchFunctionException(ident);
     }

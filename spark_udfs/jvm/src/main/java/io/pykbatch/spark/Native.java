@@ -92,6 +92,18 @@ public final class Native {
 
     static native void segmentClose(long handle);
 
+    /** A decoder for kbatch_decode: its columns' addresses go to info (SegmentWindow's layout). */
+    static native long decoderOpen(boolean verifyCrc, long maxDecompressed, Decompressor decompressor,
+                                   java.nio.ByteBuffer info);
+
+    /** Decodes row[off, off + len): its record count, or -1 when it does not decode cleanly. */
+    static native int decodeRow(long handle, byte[] row, int off, int len);
+
+    static native void decoderClose(long handle);
+
+    /** The name of timestamp type `index` (a decoded record's timestamp_type), from the core. */
+    static native String timestampTypeName(int index);
+
     static native void verdict(long handle, int[] out);
 
     static native byte[] render(int rule, int which, long[] culprits, int at, byte[] topicPartition);

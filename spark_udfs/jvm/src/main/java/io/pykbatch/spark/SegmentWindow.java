@@ -5,15 +5,16 @@ import java.nio.ByteOrder;
 import java.nio.LongBuffer;
 import org.apache.spark.unsafe.types.UTF8String;
 
-/** The window a kafka-segment reader last read: its counts and the addresses of its columns, as
- * csrc/jni/kb_jni.c writes them (INFO_* there, the same order here), and each entry's verdict. */
+/** The records the core last decoded -- a kafka-segment reader's window, or kbatch_decode's row --:
+ * their counts and the addresses of their columns, as csrc/jni/kb_jni.c writes them (INFO_* there,
+ * the same order here), and each entry's verdict (kafka-segment's validate). */
 final class SegmentWindow {
     static final int ROWS = 0, HEADER_ROWS = 1, LO = 2, HI = 3, ENTRIES = 4, UNDECODED = 5, BASE = 6, SIZE = 7,
         OFFSET = 8, TIMESTAMP = 9, TIMESTAMP_TYPE = 10, SEQUENCE = 11, BATCH_INDEX = 12, BATCH_POSITION = 13,
         BASE_OFFSET = 14, LEADER_EPOCH = 15, PRODUCER_ID = 16, PRODUCER_EPOCH = 17, IS_TRANSACTIONAL = 18,
         IS_CONTROL = 19, KEY_VALID = 20, KEY_OFFSETS = 21, KEY_DATA = 22, VALUE_VALID = 23, VALUE_OFFSETS = 24,
         VALUE_DATA = 25, HEADER_OFFSETS = 26, HKEY_OFFSETS = 27, HKEY_DATA = 28, HVALUE_VALID = 29,
-        HVALUE_OFFSETS = 30, HVALUE_DATA = 31, COUNT = 32;
+        HVALUE_OFFSETS = 30, HVALUE_DATA = 31, TIMESTAMP_TYPE_INDEX = 32, COUNT = 33;
 
     final ByteBuffer buffer = ByteBuffer.allocateDirect(COUNT * 8).order(ByteOrder.nativeOrder());
     private final LongBuffer longs = buffer.asLongBuffer();
