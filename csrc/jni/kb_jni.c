@@ -18,6 +18,7 @@
 
 #include "kb_crc32c.h"
 #include "kb_kafka.h"
+#include "kb_legacy.h"
 #include "kb_log_windows.h"
 #include "kb_render.h"
 #include "kb_rules.h"
@@ -260,6 +261,20 @@ static int run(kb_jvm_validator *v, const uint8_t *buf, size_t len)
     }
 }
 
+/* Whether an entry the framing walk reaches in buf[0, len) is compressed (its headers only: a
+ * few bytes an entry). */
+static int has_compressed(const uint8_t *buf, size_t len)
+{
+    kb_entry e;
+    kb_fault f;
+    for (size_t pos = 0; kb_next_entry(buf, len, pos, &e, &f) == KB_ENTRY_OK; pos = e.pos + e.size) {
+        uint8_t attributes = e.magic >= 2 ? buf[e.pos + KB_V2_AT_ATTRIBUTES + 1] : buf[e.pos + KB_LEGACY_AT_ATTRIBUTES];
+        if (attributes & KB_ATTR_CODEC_MASK)
+            return 1;
+    }
+    return 0;
+}
+
 /* The last walk's summary (SUM_*) into the handle's summary buffer. */
 static void write_summary(kb_jvm_validator *v)
 {
@@ -293,20 +308,24 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_validate(JNIEnv *env, jclas
             (*env)->ThrowNew(env, oob, "kbatch: row bounds outside its array");
         return -1;
     }
-    /* Pass 1 in place (the array pinned: no Java may run meanwhile, so compressed batches are left
-     * unwalked); only an input with compressed batches is copied out and walked again with the
-     * codecs. */
-    int rc;
+    /* In place (the array pinned: no Java may run meanwhile, so compressed batches are left
+     * unwalked) when its entries' headers say nothing is compressed; a row with compressed batches
+     * -- said so by its headers, or found by that walk past a framing fault -- is copied out and
+     * walked with the codecs. */
+    int rc = 0;
     v->opts.now_ms = now_ms;
     void *pinned = (*env)->GetPrimitiveArrayCritical(env, buf, NULL);
     if (pinned == NULL)
         return -1;
-    kb_decompress_fn codecs = v->opts.decompress;
-    v->opts.decompress = NULL;
-    rc = run(v, (const uint8_t *)pinned + off, (size_t)len);
-    v->opts.decompress = codecs;
+    int compressed = has_compressed((const uint8_t *)pinned + off, (size_t)len);
+    if (!compressed) {
+        kb_decompress_fn codecs = v->opts.decompress;
+        v->opts.decompress = NULL;
+        rc = run(v, (const uint8_t *)pinned + off, (size_t)len);
+        v->opts.decompress = codecs;
+    }
     (*env)->ReleasePrimitiveArrayCritical(env, buf, pinned, JNI_ABORT);
-    if (rc == 0 && v->s.unwalked > 0) {
+    if (rc == 0 && (compressed || v->s.unwalked > 0)) {
         if ((size_t)len > v->input_cap) {
             uint8_t *grown = realloc(v->input, (size_t)len);
             if (grown == NULL)

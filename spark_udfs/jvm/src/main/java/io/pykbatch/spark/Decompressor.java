@@ -88,8 +88,9 @@ final class Decompressor {
 
     /** Reads a codec's stream to its end in Kafka's 16 KiB reads; a failing read's output is lost.
      * A stream that ends early fails where the input ran out. */
-    private static int drain(BufferInput src, Codec codec, ByteBuffer out) throws IOException {
-        byte[] chunk = new byte[READ];
+    private final byte[] chunk = new byte[READ];  // one a decompressor, not one a batch
+
+    private int drain(BufferInput src, Codec codec, ByteBuffer out) throws IOException {
         InputStream opened;
         try {
             opened = codec.open(src);
