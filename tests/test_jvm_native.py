@@ -98,3 +98,25 @@ def test_native_memory_is_freed_with_the_validators(jar, tmp_path):
     growth = int(end) - int(warm)
     print(f"resident set: {int(warm) >> 20} MiB after 10^5 rows, {int(end) >> 20} MiB after 10^6")
     assert growth < 48 << 20, f"native memory grew {growth >> 20} MiB over 900,000 rows"
+
+
+def test_a_segment_cut_short_while_it_is_read_does_not_take_the_jvm_down(jar, tmp_path):
+    """kafka-segment's JVM reader maps the segment; a broker's recovery can truncate it meanwhile,
+    and a mapped page past the new end faults in native code (SIGBUS: the executor's JVM would
+    die).  The reader asks the file's size before each window and reads to the new end."""
+    import pykbatch as kb
+    classes = tmp_path / "classes"
+    javac = shutil.which("javac") or os.path.join(os.environ.get("JAVA_HOME", ""), "bin", "javac")
+    built = subprocess.run([javac, "-nowarn", "-cp", _classpath(jar), "-d", str(classes),
+                            os.path.join(HERE, "jvm", "io", "pykbatch", "spark", "SegmentTruncationProbe.java")],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    batches = [kb.build_batch([{"value": bytes(1000), "timestamp": 1}] * 4, base_offset=4 * i) for i in range(400)]
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(b"".join(batches))
+    keep = sum(map(len, batches[:100])) + 100  # 100 whole batches, then part of one
+    done = _run("-cp", _classpath(str(classes), jar), "io.pykbatch.spark.SegmentTruncationProbe", str(log),
+                str(16 * 1024), str(keep))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    first, total = map(int, done.stdout.split("ROWS ", 1)[1].split())
+    assert 0 < first < total == 400  # the first window, then the rest of the 100 whole batches

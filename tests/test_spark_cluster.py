@@ -25,6 +25,15 @@ SCRIPT = textwrap.dedent('''
             data[18] ^= 1
         rows.append((i, bytes(data)))
     df = spark.createDataFrame(rows, "id int, value binary").repartition(4)
+    import tempfile
+    log = os.path.join(tempfile.mkdtemp(), "orders-0")
+    os.makedirs(log)
+    with open(os.path.join(log, "00000000000000000000.log"), "wb") as f:
+        for i in range(200):  # the same batches, at a log's offsets
+            data = bytearray(kb.build_batch([(b"k", b"v%d" % i)] * 3, base_offset=3 * i))
+            if i % 50 == 7:
+                data[18] ^= 1
+            f.write(bytes(data))
     paths = ["python"] + (["jvm"] if spark.conf.get("spark.pykbatch.functions") == "jvm" else [])
     for path in paths:  # the JVM path: pykbatch's jar shipped to the executors by spark.jars
         spark_udfs.register(spark, jvm=path == "jvm")
@@ -32,7 +41,12 @@ SCRIPT = textwrap.dedent('''
         good, dead = split_dead_letters(df, "value", ErrorPolicy(tolerance="all"))
         records = spark_udfs.explode_records(good, "value").count()
         pids = set(df.rdd.map(lambda r: os.getpid()).collect())
-        print("RESULT", path, executors, ok, dead.count(), records, os.getpid() not in pids)
+        # kafka-segment: the JVM reader on the JVM path (its jar's source found by the executors too)
+        segment = spark.read.format("kafka-segment").option("validate", "true").option("splitBytes", "4000").load(log)
+        on_jvm = "on the JVM" in segment._jdf.queryExecution().executedPlan().toString()
+        segment_ok = segment.selectExpr("count_if(batch_ok)").first()[0]
+        print("RESULT", path, executors, ok, dead.count(), records, os.getpid() not in pids, segment_ok,
+              on_jvm == (path == "jvm"))
     spark.stop()
 ''')
 
@@ -49,5 +63,6 @@ def test_local_cluster_executors_run_pykbatch(tmp_path):
     from spark_udfs import jvm
     if jvm.unavailable_reason() is None:
         assert set(result) == {"python", "jvm"}, proc.stderr[-3000:]
-    for path, (executors, ok, dead, records, off_driver) in result.items():
+    for path, (executors, ok, dead, records, off_driver, segment_ok, segment_path) in result.items():
         assert (int(executors), int(ok), int(dead), int(records), off_driver) == (2, 196, 4, 588, "True"), path
+        assert (int(segment_ok), segment_path) == (588, "True"), path  # each damaged batch's 3 records marked

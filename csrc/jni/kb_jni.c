@@ -606,6 +606,7 @@ static void write_columns(jlong *o, const kb_columns *c)
 typedef struct {
     kb_jvm_codecs codecs;
     kb_log_windows w;
+    int fd;               /* kept open: the file's size is asked again before each window */
     void *map;
     size_t map_len;
     jobject info_buffer;  /* global ref */
@@ -620,6 +621,8 @@ static void segment_free(JNIEnv *env, kb_jvm_segment *g)
     kb_log_windows_free(&g->w);
     if (g->map)
         munmap(g->map, g->map_len);
+    if (g->fd >= 0)
+        close(g->fd);
     free(g);
 }
 
@@ -643,6 +646,7 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_segmentOpen(JNIEnv *env, j
         throw_named(env, "java/lang/OutOfMemoryError", "kafka-segment: no memory for a reader");
         return 0;
     }
+    g->fd = -1;
     const char *name = (*env)->GetStringUTFChars(env, path, NULL);
     if (name == NULL) {
         free(g);
@@ -675,7 +679,7 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_segmentOpen(JNIEnv *env, j
         }
         madvise(g->map, g->map_len, MADV_SEQUENTIAL);
     }
-    close(fd);
+    g->fd = fd;
     (*env)->ReleaseStringUTFChars(env, path, name);
     g->codecs.decompressor = (*env)->NewGlobalRef(env, decompressor);
     g->codecs.scratch_cap = max_decompressed < 0 ? 0 : (size_t)max_decompressed;
@@ -703,6 +707,12 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_segmentNext(JNIEnv *env, jc
     (void)cls;
     kb_jvm_segment *g = (kb_jvm_segment *)(intptr_t)handle;
     kb_fault f;
+    /* A mapped page past a file's new end faults (SIGBUS) in native code, which would take the
+     * executor down: a segment cut short while it is read (a broker's recovery truncating it) is
+     * read to its new end, as if that were where it ended. */
+    struct stat st;
+    if (g->fd >= 0 && fstat(g->fd, &st) == 0 && (size_t)st.st_size < g->w.len)
+        g->w.len = (size_t)st.st_size;
     g->codecs.env = env;
     int rc = kb_log_next_window(&g->w, &f);
     g->codecs.env = NULL;
