@@ -3,7 +3,8 @@
 the same values in one run, on one core.
 
     python benchmarks/schema_values.py [--records 1000000] [--repeats 5] [--registry URL]
-    python benchmarks/schema_values.py --spark [--records 2000000]   # kbatch_from_avro vs Spark's from_avro
+    python benchmarks/schema_values.py --spark [--records 2000000] [--jvm]   # kbatch_from_avro vs Spark's from_avro
+                        (--jvm: also the JVM function, the core in Spark's JVM; target >= 2x from_avro)
     python benchmarks/schema_values.py --spark-source                # a segment read and decoded, both ways
 
 The record is Nexmark's bid (7 fields, ~70 bytes of Avro: tests/avro_zoo.BID), serialized by
@@ -142,19 +143,34 @@ def spark_side(args) -> None:
         t0 = time.perf_counter()
         df.select(col.alias("v")).write.format("noop").mode("overwrite").save()
         return args.records / (time.perf_counter() - t0)
+    from spark_udfs.functions import register
+    register(spark, jvm=False)
     run(kbatch_from_avro("value", schema))  # warm: workers, programs
     run(from_avro("value", schema))
+    jvm_rates = []
+    if args.jvm:
+        register(spark, jvm=True)
+        on_jvm = kbatch_from_avro("value", schema)  # the column of the JVM function (spark_udfs.jvm_avro)
+        register(spark, jvm=False)
+        run(on_jvm)
     spark_rates, ours, ceiling = [], [], []
     for _ in range(args.repeats):
         spark_rates.append(run(from_avro("value", schema)))
         ours.append(run(kbatch_from_avro("value", schema)))
         ceiling.append(run_plain(identity("value")))
+        if args.jvm:
+            jvm_rates.append(run(on_jvm))
     s, o, c = statistics.median(spark_rates), statistics.median(ours), statistics.median(ceiling)
     print(f"Spark local[2], {args.records} bids from Parquet, noop sink, repeats {args.repeats}")
     print(f"  from_avro (spark-avro)  {s / 1e6:.3f} M rows/s   (runs: {', '.join(f'{x / 1e6:.3f}' for x in spark_rates)})")
     print(f"  kbatch_from_avro        {o / 1e6:.3f} M rows/s   (runs: {', '.join(f'{x / 1e6:.3f}' for x in ours)})")
     print(f"  identity arrow_udf      {c / 1e6:.3f} M rows/s   (runs: {', '.join(f'{x / 1e6:.3f}' for x in ceiling)})")
     print(f"  ratio: {o / s:.2f}x (target >= 1.0x); an Arrow UDF that does nothing: {c / s:.2f}x")
+    if args.jvm:
+        j = statistics.median(jvm_rates)
+        print(f"  kbatch_from_avro (JVM)  {j / 1e6:.3f} M rows/s   (runs: {', '.join(f'{x / 1e6:.3f}' for x in jvm_rates)})")
+        print(f"  JVM ratio: {j / s:.2f}x from_avro (target >= 2.0x) {'met' if j / s >= 2.0 else 'NOT MET'}; "
+              f"{j / o:.2f}x the Python function")
     spark.stop()
 
 
@@ -215,6 +231,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--registry", help="a Confluent-compatible registry URL (default: start the harness's)")
     p.add_argument("--spark", action="store_true", help="kbatch_from_avro vs Spark's from_avro instead")
+    p.add_argument("--jvm", action="store_true", help="--spark: also the JVM function (pykbatch's jar)")
     p.add_argument("--spark-source", action="store_true",
                    help="a segment read and decoded: kafka-segment + from_avro vs kafka-segment valueDecoder=confluent")
     args = p.parse_args()

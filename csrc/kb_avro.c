@@ -149,6 +149,13 @@ void kb_avro_columns_free(kb_avro_columns *c)
     c->saved = NULL;
 }
 
+void kb_avro_columns_reset(kb_avro_columns *c)
+{
+    /* every append sets its validity and boolean bits, on or off: nothing to clear */
+    for (int32_t i = 0; i < c->n_columns; i++)
+        c->cols[i].length = c->cols[i].nulls = c->cols[i].bytes = 0;
+}
+
 int kb_avro_append_null(kb_avro_columns *c)
 {
     return append_null(c, c->root);

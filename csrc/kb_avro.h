@@ -128,6 +128,9 @@ void kb_avro_columns_free(kb_avro_columns *c);
 int kb_avro_decode(const kb_avro_program *p, kb_avro_columns *c, const uint8_t *data, size_t start, size_t len,
                    int allow_trailing, kb_fault *f);
 
+/* Empties every column, keeping its buffers (a host decoding one datum at a time). */
+void kb_avro_columns_reset(kb_avro_columns *c);
+
 /* Appends a null to the root column (a row with no datum: a null value or a culprit). */
 int kb_avro_append_null(kb_avro_columns *c);
 

@@ -7,6 +7,13 @@ Arrow UDFs) and by the JVM path (spark_udfs.jvm: the Spark types written into th
 PATH_SETTING = "spark.pykbatch.functions"
 
 
+def on_jvm() -> bool:
+    """Whether the active session's kbatch_* functions are the JVM's (register said so)."""
+    from pyspark.sql import SparkSession
+    session = SparkSession.getActiveSession()
+    return session is not None and session.conf.get(PATH_SETTING, "python") == "jvm"
+
+
 def functions() -> dict:
     """name -> (the column function, its Arrow result type, whether it takes a per-row config)."""
     import pyarrow as pa

@@ -293,9 +293,8 @@ def _register_python(spark) -> None:
 
 def _on_jvm() -> bool:
     """Whether the active session's kbatch_* functions are the JVM's (register said so)."""
-    from pyspark.sql import SparkSession
-    session = SparkSession.getActiveSession()
-    return session is not None and session.conf.get(PATH_SETTING, "python") == "jvm"
+    from spark_udfs.function_table import on_jvm
+    return on_jvm()
 
 
 def _call(name: str, *cols) -> "Column":

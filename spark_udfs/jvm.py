@@ -71,14 +71,14 @@ def _resources(version_file: str = LIBRARY_VERSION) -> dict[str, bytes]:
     types = {name: from_arrow_type(table[name][1]).json() for name in JVM}
     import pyarrow as pa
 
-    from spark_udfs import segment_columns, segment_source
+    from spark_udfs import segment_columns
     from spark_udfs.function_table import PATH_SETTING
     for part, columns in (("records", segment_columns.RECORD_COLUMNS), ("path", segment_columns.PATH_COLUMN),
                           ("validation", segment_columns.VALIDATION_COLUMNS)):
-        types[f"{segment_source.NAME}.{part}"] = from_arrow_type(pa.struct(columns)).json()
+        types[f"{segment_columns.NAME}.{part}"] = from_arrow_type(pa.struct(columns)).json()
     with open(version_file) as f:
         version = f.read().strip()
-    build = {"version": version, "path_setting": PATH_SETTING, "python_segment_source": segment_source.PYTHON_NAME}
+    build = {"version": version, "path_setting": PATH_SETTING, "python_segment_source": segment_columns.PYTHON_NAME}
     return {
         f"{PACKAGE}/build.properties": "".join(f"{k}={_escape(v)}\n" for k, v in build.items()).encode(),
         # kafka-segment's JVM reader under its short name (Spark's ServiceLoader lookup)

@@ -1,4 +1,4 @@
-"""kafka-segment's output, one home for the plain and the tiered reader: its columns (Spark's Kafka
+"""kafka-segment's names and output, one home for the plain and the tiered reader (and the JVM's): its columns (Spark's Kafka
 source's first, then what a log adds; from ``pykbatch.columns``) and the Arrow batch of one window
 of entries."""
 from __future__ import annotations
@@ -24,7 +24,11 @@ RECORD_COLUMNS = fields(SPARK_KAFKA, "key value topic partition offset timestamp
     {**LOCATION, **RECORD}, "segment sequence batch_index batch_position base_offset partition_leader_epoch "
     "producer_id producer_epoch is_transactional is_control")
 VALIDATION_COLUMNS = fields(READ, "batch_ok batch_error")
-LOG = ValidationConfig(origin="log", max_culprits=2**31 - 1)  # every failing entry is named
+LOG = ValidationConfig(origin="log", max_culprits=2**31 - 1)
+NAME = "kafka-segment"
+# with pykbatch's jar on the classpath, NAME is the JVM reader's (io.pykbatch.spark.SegmentSource), which
+# hands the reads it does not serve to the Python source, registered under this name
+PYTHON_NAME = "kafka-segment-python"  # every failing entry is named
 PATH_COLUMN = fields(READ, "path")
 
 

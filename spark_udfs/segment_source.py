@@ -43,14 +43,10 @@ from pykbatch.retry import retry_io  # noqa: F401  (kafka-segment's remote reads
 
 from . import tiered_source, value_columns
 from .segment_columns import (  # noqa: F401 (tests and the tiered source read them here too)
-    BATCH_COLUMNS, LOG, PATH_COLUMN, RECORD_COLUMNS, VALIDATION_COLUMNS, arrow_schema, entries_batch,
+    BATCH_COLUMNS, LOG, NAME, PATH_COLUMN, PYTHON_NAME, RECORD_COLUMNS, VALIDATION_COLUMNS, arrow_schema, entries_batch,
 )
 from .segment_plan import Ranges, _fsspec, _is_local, _local, narrow, path_not_found, plan_splits, read_mode
 
-NAME = "kafka-segment"
-# with pykbatch's jar on the classpath, NAME is the JVM reader's (io.pykbatch.spark.SegmentSource), which
-# hands the reads it does not serve to this source, registered under this name
-PYTHON_NAME = "kafka-segment-python"
 
 # Log bytes per Arrow batch handed to Spark: batches of 1-16 MiB move fastest through the
 # Python worker (../shared/research/spark-notes.md); measured in benchmarks/segment_source.py.

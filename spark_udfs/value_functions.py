@@ -199,7 +199,23 @@ def kbatch_from_avro(col: "ColumnOrName", jsonFormatSchema: str, options: Option
     ``reader.schema`` (read with Avro's resolution into another schema),
     ``allow.trailing.bytes``.  ``with_culprits``: ``struct<value, culprit>`` instead."""
     from spark_udfs.column_args import as_column
+    from spark_udfs.function_table import on_jvm
+    if not with_culprits and on_jvm():
+        from pyspark.sql import SparkSession
+        from pyspark.sql.functions import call_function
+
+        from pykbatch.values.decode import _as_avro, _layout
+        from spark_udfs import jvm, jvm_avro
+        session = SparkSession.getActiveSession()
+        given = dict(options or {})
+        reader = given.get("reader.schema") or jsonFormatSchema
+        name = jvm_avro.define(session, jsonFormatSchema, given, _mode(given),
+                               _spark_type(_layout(_as_avro(reader)).arrow_type).json())
+        if name is not None:  # the core in Spark's JVM (spark_udfs.jvm_avro); its column named as the UDF's
+            return call_function(f"{jvm.CATALOG}.{name}", as_column(col)).alias(
+                f"kbatch_from_avro({as_column(col)._jc.toString()})")
     return avro_udf(jsonFormatSchema, options, with_culprits)(as_column(col))
+
 
 
 def kbatch_from_confluent(col: "ColumnOrName", options: Mapping[str, Any], with_culprits: bool = False) -> "Column":

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kb_avro.h"
 #include "kb_crc32c.h"
 #include "kb_kafka.h"
 #include "kb_legacy.h"
@@ -858,4 +859,160 @@ JNIEXPORT jstring JNICALL Java_io_pykbatch_spark_Native_timestampTypeName(JNIEnv
     if (index < 0 || index >= (jint)(sizeof kb_timestamp_type_names / sizeof kb_timestamp_type_names[0]))
         return NULL;
     return (*env)->NewStringUTF(env, kb_timestamp_type_names[index]);
+}
+
+/* ---- kbatch_from_avro: one datum at a time into the core's Avro columns, read in place ---- */
+
+/* A program and column layout as pykbatch.values.avro_program compiled them on the driver,
+ * packed by spark_udfs/jvm_avro.py (little-endian): AVRO_HEADER int32s (the counts), then the
+ * nodes, children, table, default spans (int64, from an 8-aligned position), defaults (padded to
+ * 4), specs, column children. */
+enum { AH_NODES, AH_CHILDREN, AH_TABLE, AH_DEFAULTS, AH_DEFAULT_BYTES, AH_ROOT, AH_COLUMNS, AH_ROOT_COLUMN,
+       AH_COLUMN_CHILDREN, AVRO_HEADER };
+/* per column to Java: valid, data, offsets, type_ids, length (AvroDecoder.java reads the same) */
+enum { AC_VALID, AC_DATA, AC_OFFSETS, AC_TYPE_IDS, AC_LENGTH, AC_WIDTH };
+
+typedef struct {
+    uint8_t *blob;               /* owns every table the program and the columns point into */
+    kb_avro_program p;
+    kb_avro_columns c;
+    jobject info_buffer;         /* global ref: AC_WIDTH longs a column, then the fault (rule, pos) */
+    jlong *info;
+} kb_jvm_avro;
+
+static void avro_free(JNIEnv *env, kb_jvm_avro *a)
+{
+    kb_avro_columns_free(&a->c);
+    if (a->info_buffer)
+        (*env)->DeleteGlobalRef(env, a->info_buffer);
+    free(a->blob);
+    free(a);
+}
+
+/* The tables of a packed program, each bounded by the blob's length: 0, or -1. */
+static int avro_unpack(kb_jvm_avro *a, size_t len)
+{
+    if (len < AVRO_HEADER * 4)
+        return -1;
+    int32_t h[AVRO_HEADER];
+    memcpy(h, a->blob, sizeof h);
+    for (int k = 0; k < AVRO_HEADER; k++)
+        if (h[k] < 0)
+            return -1;
+    size_t at = AVRO_HEADER * 4;
+    size_t sizes[] = {(size_t)h[AH_NODES] * sizeof(kb_avro_node), (size_t)h[AH_CHILDREN] * 4, (size_t)h[AH_TABLE] * 4,
+                      (size_t)h[AH_DEFAULTS] * 16, ((size_t)h[AH_DEFAULT_BYTES] + 3) & ~(size_t)3,
+                      (size_t)h[AH_COLUMNS] * sizeof(kb_avro_colspec), (size_t)h[AH_COLUMN_CHILDREN] * 4};
+    const uint8_t *parts[7];
+    for (int k = 0; k < 7; k++) {
+        if (k == 3)  /* the int64 spans start 8-aligned (the packer pads to them) */
+            at = (at + 7) & ~(size_t)7;
+        if (at > len || sizes[k] > len - at)
+            return -1;
+        parts[k] = a->blob + at;
+        at += sizes[k];
+    }
+    if (h[AH_CHILDREN] < 1 || h[AH_TABLE] < 1 || h[AH_DEFAULTS] < 1 || h[AH_COLUMNS] < 1 ||
+        h[AH_COLUMN_CHILDREN] < h[AH_COLUMNS])
+        return -1;
+    a->p = (kb_avro_program){.nodes = (const kb_avro_node *)parts[0], .children = (const int32_t *)parts[1],
+                             .table = (const int32_t *)parts[2], .default_spans = (const int64_t *)parts[3],
+                             .defaults = parts[4], .root = h[AH_ROOT], .n_nodes = h[AH_NODES],
+                             .n_children = h[AH_CHILDREN], .n_table = h[AH_TABLE], .n_defaults = h[AH_DEFAULTS],
+                             .n_default_bytes = h[AH_DEFAULT_BYTES]};
+    a->c.specs = (const kb_avro_colspec *)parts[5];
+    a->c.column_children = (const int32_t *)parts[6];
+    a->c.n_columns = h[AH_COLUMNS];
+    a->c.root = h[AH_ROOT_COLUMN];
+    int32_t where;
+    return kb_avro_check(&a->p, &a->c, &where) == 0 ? 0 : -1;
+}
+
+JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_avroOpen(JNIEnv *env, jclass cls, jbyteArray program,
+                                                              jobject info)
+{
+    (void)cls;
+    kb_jvm_avro *a = calloc(1, sizeof *a);
+    jsize len = (*env)->GetArrayLength(env, program);
+    if (a == NULL || (a->blob = malloc(len ? (size_t)len : 1)) == NULL) {
+        free(a);
+        throw_named(env, "java/lang/OutOfMemoryError", "kbatch_from_avro: no memory for a program");
+        return 0;
+    }
+    (*env)->GetByteArrayRegion(env, program, 0, len, (jbyte *)a->blob);
+    if (avro_unpack(a, (size_t)len) != 0) {
+        free(a->blob);
+        free(a);
+        throw_named(env, "java/lang/IllegalArgumentException", "kbatch_from_avro: the compiled program is not sound");
+        return 0;
+    }
+    jlong *info_at = (*env)->GetDirectBufferAddress(env, info);
+    if (info_at == NULL ||
+        (*env)->GetDirectBufferCapacity(env, info) < (jlong)(((size_t)a->c.n_columns * AC_WIDTH + 8) * sizeof(jlong))) {
+        free(a->blob);
+        free(a);
+        throw_named(env, "java/lang/IllegalArgumentException", "kbatch_from_avro: the column buffer is too small");
+        return 0;
+    }
+    if (kb_avro_columns_init(&a->c, 1) != 0 || (a->info_buffer = (*env)->NewGlobalRef(env, info)) == NULL) {
+        avro_free(env, a);
+        throw_named(env, "java/lang/OutOfMemoryError", "kbatch_from_avro: no memory for the columns");
+        return 0;
+    }
+    a->info = info_at;
+    return (jlong)(intptr_t)a;
+}
+
+/* Decodes the datum row[off, off + len) as the only entry of the columns, their addresses and
+ * lengths then in the info buffer: 0; -1 when it cannot be read (the fault's rule, position and
+ * args after the columns); -2 with an exception pending. */
+JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_avroDecode(JNIEnv *env, jclass cls, jlong handle, jbyteArray row,
+                                                               jint off, jint len, jboolean allow_trailing)
+{
+    (void)cls;
+    kb_jvm_avro *a = (kb_jvm_avro *)(intptr_t)handle;
+    jsize total = (*env)->GetArrayLength(env, row);
+    if (off < 0 || len < 0 || off > total - len) {
+        throw_named(env, "java/lang/IndexOutOfBoundsException", "kbatch: row bounds outside its array");
+        return -2;
+    }
+    kb_avro_columns_reset(&a->c);
+    kb_fault f;
+    uint8_t *pinned = (*env)->GetPrimitiveArrayCritical(env, row, NULL);  /* the decoder never calls Java */
+    if (pinned == NULL)
+        return -2;
+    int rc = kb_avro_decode(&a->p, &a->c, pinned + off, 0, (size_t)len, allow_trailing ? 1 : 0, &f);
+    (*env)->ReleasePrimitiveArrayCritical(env, row, pinned, JNI_ABORT);
+    if (rc == KB_AVRO_NO_MEMORY || rc == KB_AVRO_TOO_LARGE) {
+        throw_named(env, rc == KB_AVRO_NO_MEMORY ? "java/lang/OutOfMemoryError" : "java/lang/ArithmeticException",
+                    "kbatch_from_avro: no room for a datum's columns");
+        return -2;
+    }
+    jlong *o = a->info;
+    for (int32_t i = 0; i < a->c.n_columns; i++) {
+        const kb_avro_column *col = &a->c.cols[i];
+        jlong *w = o + (size_t)i * AC_WIDTH;
+        w[AC_VALID] = (jlong)(intptr_t)col->valid;
+        w[AC_DATA] = (jlong)(intptr_t)col->data;
+        w[AC_OFFSETS] = (jlong)(intptr_t)col->offsets;
+        w[AC_TYPE_IDS] = (jlong)(intptr_t)col->type_ids;
+        w[AC_LENGTH] = col->length;
+    }
+    if (rc == -1) {
+        jlong *fault = o + (size_t)a->c.n_columns * AC_WIDTH;
+        fault[0] = f.rule;
+        fault[1] = (jlong)f.pos;
+        fault[2] = f.args[0];
+        fault[3] = f.args[1];
+        fault[4] = f.args[2];
+        return -1;
+    }
+    return 0;
+}
+
+JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_avroClose(JNIEnv *env, jclass cls, jlong handle)
+{
+    (void)cls;
+    if (handle != 0)
+        avro_free(env, (kb_jvm_avro *)(intptr_t)handle);
 }

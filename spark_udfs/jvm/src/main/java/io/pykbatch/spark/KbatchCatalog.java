@@ -43,6 +43,10 @@ public final class KbatchCatalog implements FunctionCatalog {
         if (ident.namespace().length == 0 && ident.name().equalsIgnoreCase("kbatch_decode")) {
             return new DecodeFunction.Unbound();
         }
+        AvroFunction avro = ident.namespace().length == 0 ? AvroFunction.defined(ident.name()) : null;
+        if (avro != null) {  // kbatch_from_avro for a schema the driver compiled (spark_udfs/jvm_avro.py)
+            return avro;
+        }
         throw new NoSuchFunctionException(ident);
     }
 }

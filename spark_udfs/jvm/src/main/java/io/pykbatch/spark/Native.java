@@ -101,6 +101,14 @@ public final class Native {
 
     static native void decoderClose(long handle);
 
+    /** A packed Avro program (spark_udfs/jvm_avro.py) and its columns; their addresses go to info. */
+    static native long avroOpen(byte[] program, java.nio.ByteBuffer info);
+
+    /** One datum into the columns: 0, or -1 when it cannot be read (the fault after the columns). */
+    static native int avroDecode(long handle, byte[] row, int off, int len, boolean allowTrailing);
+
+    static native void avroClose(long handle);
+
     /** The name of timestamp type `index` (a decoded record's timestamp_type), from the core. */
     static native String timestampTypeName(int index);
 
