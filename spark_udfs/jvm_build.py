@@ -34,7 +34,7 @@ def build_id(root: str, version: str) -> str:
     """pykbatch's version and a digest of every C source the library is built from."""
     digest = hashlib.sha256()
     for path in sorted(glob.glob(os.path.join(root, "csrc", "*.[ch]")) + glob.glob(os.path.join(root, "csrc", "*.def"))
-                       + glob.glob(os.path.join(root, "csrc", "jni", "*.c"))):
+                       + glob.glob(os.path.join(root, "csrc", "jni", "*.[ch]"))):
         digest.update(os.path.basename(path).encode())
         with open(path, "rb") as f:
             digest.update(f.read())
@@ -49,7 +49,8 @@ def build_library(compiler, root: str, out_dir: str, version: str, extra_args=()
         print(NO_JDK, file=sys.stderr)
         return False
     ident = build_id(root, version)
-    sources = sorted(glob.glob(os.path.join(root, "csrc", "*.c"))) + [os.path.join(root, "csrc", "jni", "kb_jni.c")]
+    sources = sorted(glob.glob(os.path.join(root, "csrc", "*.c"))) + sorted(glob.glob(os.path.join(root, "csrc", "jni",
+                                                                                                 "*.c")))
     platform = os.path.join(include, "linux" if sys.platform.startswith("linux") else sys.platform)
     objects = compiler.compile(sources, output_dir=temp_dir, include_dirs=[os.path.join(root, "csrc"), include, platform],
                                macros=[("KB_JNI_VERSION", f'"{ident}"')],

@@ -293,3 +293,61 @@ def test_kbatch_from_avro_on_the_jvm_equals_the_python_function(spark):
                     .select(kbatch_from_avro("value", writer, {"mode": "FAILFAST"})).collect()
     finally:
         register(spark)
+
+
+FLAT = {"type": "record", "name": "Flat", "fields": [
+    {"name": "b", "type": "boolean"}, {"name": "i", "type": "int"}, {"name": "l", "type": "long"},
+    {"name": "f", "type": "float"}, {"name": "d", "type": "double"}, {"name": "s", "type": "string"},
+    {"name": "y", "type": "bytes"}, {"name": "n", "type": "null"}, {"name": "o", "type": ["null", "string"]},
+    {"name": "il", "type": ["int", "long"]}, {"name": "x", "type": {"type": "fixed", "name": "X", "size": 5}},
+    {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+    {"name": "tm", "type": {"type": "int", "logicalType": "time-millis"}},
+    {"name": "ts_ms", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "ts_us", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+    {"name": "lts", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
+    {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 18, "scale": 3}},
+    {"name": "small", "type": {"type": "fixed", "name": "S", "size": 4, "logicalType": "decimal", "precision": 9,
+                               "scale": 0}},
+]}
+
+
+def test_a_flat_record_on_the_jvm_is_the_python_functions_row(spark):
+    """A record of flat fields, which the core writes as Spark's UnsafeRow itself
+    (csrc/jni/kb_unsafe_row.c): every flat type, nulls, values long and empty, damage drawn (seed
+    printed; PYKBATCH_AVRO_SEED): the JVM's rows are the Python function's."""
+    import decimal
+    import random
+
+    from spark_udfs import kbatch_from_avro
+    from spark_udfs.functions import register
+    from tests.conftest import require_jvm_path
+    require_jvm_path(spark)
+    seed = int(os.environ.get("PYKBATCH_AVRO_SEED", random.randrange(2**32)))
+    print(f"PYKBATCH_AVRO_SEED={seed}")
+    rng = random.Random(seed)
+
+    def record():
+        return {"b": rng.random() < 0.5, "i": rng.randint(-2**31, 2**31 - 1), "l": rng.randint(-2**63, 2**63 - 1),
+                "f": rng.uniform(-1e6, 1e6), "d": rng.uniform(-1e300, 1e300), "s": "ü" * rng.choice([0, 1, 7, 300]),
+                "y": rng.randbytes(rng.choice([0, 3, 8, 9])), "n": None,
+                "o": rng.choice([None, "", "x" * rng.randint(1, 20)]), "il": rng.randint(-2**40, 2**40),
+                "x": rng.randbytes(5), "day": rng.randint(-10**5, 10**5), "tm": rng.randint(0, 86_399_999),
+                "ts_ms": rng.randint(-2**40, 2**40), "ts_us": rng.randint(-2**50, 2**50), "lts": rng.randint(0, 2**40),
+                "price": decimal.Decimal(rng.randint(-10**18 + 1, 10**18 - 1)).scaleb(-3),
+                "small": decimal.Decimal(rng.randint(-10**9 + 1, 10**9 - 1))}
+    values = [datum(FLAT, record()) for _ in range(300)]
+    for _ in range(30):
+        v = bytearray(rng.choice(values))
+        del v[rng.randrange(len(v)):]
+        values.append(bytes(v))
+    df = spark.createDataFrame([(k, v) for k, v in enumerate(values)], "k int, value binary")
+    got = {}
+    try:
+        for path in ("python", "jvm"):
+            register(spark, jvm=path == "jvm")
+            got[path] = [_plain(r.v) for r in df.orderBy("k").select(kbatch_from_avro("value", json.dumps(FLAT))
+                                                                     .alias("v")).collect()]
+    finally:
+        register(spark)
+    assert got["jvm"] == got["python"], seed
+    assert sum(v is None for v in got["jvm"]) > 5

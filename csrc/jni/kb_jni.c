@@ -26,6 +26,7 @@
 #include "kb_v2.h"
 #include "kb_validate.h"
 #include "kb_verdict.h"
+#include "kb_unsafe_row.h"
 
 #ifndef KB_JNI_VERSION
 #define KB_JNI_VERSION "unknown"
@@ -876,6 +877,10 @@ typedef struct {
     uint8_t *blob;               /* owns every table the program and the columns point into */
     kb_avro_program p;
     kb_avro_columns c;
+    int32_t *conversions;        /* two a column (kb_unsafe_row.h) */
+    int unsafe;                  /* the datum is a record kb_unsafe_row writes */
+    uint8_t *row;                /* the last UnsafeRow written */
+    size_t row_cap;
     jobject info_buffer;         /* global ref: AC_WIDTH longs a column, then the fault (rule, pos) */
     jlong *info;
 } kb_jvm_avro;
@@ -886,6 +891,8 @@ static void avro_free(JNIEnv *env, kb_jvm_avro *a)
     if (a->info_buffer)
         (*env)->DeleteGlobalRef(env, a->info_buffer);
     free(a->blob);
+    free(a->conversions);
+    free(a->row);
     free(a);
 }
 
@@ -929,7 +936,7 @@ static int avro_unpack(kb_jvm_avro *a, size_t len)
 }
 
 JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_avroOpen(JNIEnv *env, jclass cls, jbyteArray program,
-                                                              jobject info)
+                                                              jintArray conversions, jobject info)
 {
     (void)cls;
     kb_jvm_avro *a = calloc(1, sizeof *a);
@@ -954,13 +961,31 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_avroOpen(JNIEnv *env, jcla
         throw_named(env, "java/lang/IllegalArgumentException", "kbatch_from_avro: the column buffer is too small");
         return 0;
     }
-    if (kb_avro_columns_init(&a->c, 1) != 0 || (a->info_buffer = (*env)->NewGlobalRef(env, info)) == NULL) {
+    if ((*env)->GetArrayLength(env, conversions) != 2 * a->c.n_columns) {
+        free(a->blob);
+        free(a);
+        throw_named(env, "java/lang/IllegalArgumentException", "kbatch_from_avro: two conversion ints a column");
+        return 0;
+    }
+    a->conversions = malloc((size_t)a->c.n_columns * 2 * sizeof(int32_t));
+    if (a->conversions == NULL || kb_avro_columns_init(&a->c, 1) != 0 ||
+        (a->info_buffer = (*env)->NewGlobalRef(env, info)) == NULL) {
         avro_free(env, a);
         throw_named(env, "java/lang/OutOfMemoryError", "kbatch_from_avro: no memory for the columns");
         return 0;
     }
+    (*env)->GetIntArrayRegion(env, conversions, 0, 2 * a->c.n_columns, (jint *)a->conversions);
+    a->unsafe = kb_unsafe_row_fits(&a->c, a->conversions);
     a->info = info_at;
     return (jlong)(intptr_t)a;
+}
+
+/* Whether avroDecode writes each datum as an UnsafeRow (a record of flat fields). */
+JNIEXPORT jboolean JNICALL Java_io_pykbatch_spark_Native_avroUnsafe(JNIEnv *env, jclass cls, jlong handle)
+{
+    (void)env;
+    (void)cls;
+    return ((kb_jvm_avro *)(intptr_t)handle)->unsafe ? JNI_TRUE : JNI_FALSE;
 }
 
 /* Decodes the datum row[off, off + len) as the only entry of the columns, their addresses and
@@ -997,6 +1022,17 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_avroDecode(JNIEnv *env, jcl
         w[AC_OFFSETS] = (jlong)(intptr_t)col->offsets;
         w[AC_TYPE_IDS] = (jlong)(intptr_t)col->type_ids;
         w[AC_LENGTH] = col->length;
+    }
+    if (rc == 0 && a->unsafe) {  /* the row Spark reads, its address and size after the fault's slots */
+        int64_t size = kb_unsafe_row_write(&a->c, a->conversions, &a->row, &a->row_cap);
+        if (size < 0) {
+            throw_named(env, "java/lang/OutOfMemoryError", "kbatch_from_avro: no memory for a row");
+            return -2;
+        }
+        jlong *made = o + (size_t)a->c.n_columns * AC_WIDTH + 5;
+        made[0] = (jlong)(intptr_t)a->row;
+        made[1] = size;
+        return 0;
     }
     if (rc == -1) {
         jlong *fault = o + (size_t)a->c.n_columns * AC_WIDTH;

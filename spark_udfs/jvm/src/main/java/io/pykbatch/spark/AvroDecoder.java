@@ -7,6 +7,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.LongBuffer;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.util.ArrayBasedMapData;
 import org.apache.spark.sql.catalyst.util.GenericArrayData;
 import org.apache.spark.sql.types.DataType;
@@ -46,6 +47,8 @@ final class AvroDecoder {
     private final int columns;
     private final Reader root;
     private final int rootColumn;
+    private final boolean unsafe;  // the core writes the datum as Spark's UnsafeRow (kb_unsafe_row.c)
+    private final int fields;
     private long[] fault = new long[5];
 
     AvroDecoder(byte[] program, DataType type, int[] conversions, String[] symbols) {
@@ -71,12 +74,14 @@ final class AvroDecoder {
         infoBytes = ByteBuffer.allocateDirect((columns * AC_WIDTH + 8) * 8).order(ByteOrder.nativeOrder());
         info = infoBytes.asLongBuffer();
         at = new long[columns * AC_WIDTH + 8];
-        long hnd = Native.avroOpen(program, infoBytes);
+        long hnd = Native.avroOpen(program, conversions, infoBytes);
         if (hnd == 0) {
             throw new IllegalStateException("kbatch_from_avro: the core refused the program");  // pending exception
         }
         handle = hnd;
         CLEANER.register(this, () -> Native.avroClose(hnd));
+        unsafe = Native.avroUnsafe(hnd);
+        fields = specs[4 * rootColumn + 3];
         root = reader(rootColumn, specs, children, conversions, symbols);
     }
 
@@ -85,6 +90,15 @@ final class AvroDecoder {
         int rc = Native.avroDecode(handle, value, 0, value.length, allowTrailing);
         if (rc == -2) {
             throw new IllegalStateException("kbatch: the core refused a value");  // an exception is pending
+        }
+        if (unsafe && rc == 0) {  // one copy of the row the core wrote
+            long address = info.get(columns * AC_WIDTH + 5);
+            int size = (int) info.get(columns * AC_WIDTH + 6);
+            byte[] bytes = new byte[size];
+            Platform.copyMemory(null, address, bytes, Platform.BYTE_ARRAY_OFFSET, size);
+            UnsafeRow row = new UnsafeRow(fields);
+            row.pointTo(bytes, size);
+            return row;
         }
         info.get(0, at);
         if (rc == -1) {

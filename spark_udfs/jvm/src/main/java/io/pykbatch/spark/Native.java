@@ -102,7 +102,10 @@ public final class Native {
     static native void decoderClose(long handle);
 
     /** A packed Avro program (spark_udfs/jvm_avro.py) and its columns; their addresses go to info. */
-    static native long avroOpen(byte[] program, java.nio.ByteBuffer info);
+    static native long avroOpen(byte[] program, int[] conversions, java.nio.ByteBuffer info);
+
+    /** Whether avroDecode writes each datum as an UnsafeRow (its address and size after the fault). */
+    static native boolean avroUnsafe(long handle);
 
     /** One datum into the columns: 0, or -1 when it cannot be read (the fault after the columns). */
     static native int avroDecode(long handle, byte[] row, int off, int len, boolean allowTrailing);
