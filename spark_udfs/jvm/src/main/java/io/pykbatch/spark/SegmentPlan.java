@@ -80,7 +80,21 @@ final class SegmentPlan {
                 out.add(new SegmentSplit(file, topic, partition, segment, starts.get(i), end));
             }
         }
+        // each segment's next base offset in its folder (segment_plan.next_base_offsets)
+        java.util.Map<String, java.util.TreeSet<Long>> bases = new java.util.HashMap<>();
+        for (SegmentSplit s : out) {
+            bases.computeIfAbsent(parentOf(s.path), k -> new java.util.TreeSet<>()).add(s.segment);
+        }
+        for (SegmentSplit s : out) {
+            Long next = bases.get(parentOf(s.path)).higher(s.segment);
+            s.next = next == null ? -1 : next;
+        }
         return out;
+    }
+
+    private static String parentOf(String file) {
+        Path parent = Paths.get(file).getParent();
+        return parent == null ? "" : parent.toString();
     }
 
     /** Kafka's segment log name: digits, then .log. */

@@ -11,16 +11,20 @@ import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /** A kafka-segment read on the JVM: the table, its scan and its batch (the splits SegmentPlan
  * makes), read columnar by SegmentReader. */
-final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRequiredColumns, Scan, Batch {
+final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRequiredColumns, SupportsPushDownFilters,
+    Scan, Batch {
     private final StructType schema;
     private StructType read;  // the columns the query reads (all, until Spark prunes them)
+    private final SegmentPrune prune = new SegmentPrune();
     private final String path;
     private final boolean validate;
     private final long splitBytes;
@@ -42,12 +46,27 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
     @Override public Scan build() { return this; }
     @Override public StructType readSchema() { return read; }
     @Override public void pruneColumns(StructType required) { read = required; }
+
+    /** Every filter stays Spark's to evaluate; those on topic, partition and offset also prune segments. */
+    @Override
+    public Filter[] pushFilters(Filter[] filters) {
+        for (Filter f : filters) {
+            prune.add(f);
+        }
+        return filters;
+    }
+
+    @Override
+    public Filter[] pushedFilters() {
+        return prune.used.toArray(new Filter[0]);
+    }
     @Override public String description() { return SegmentSource.NAME + " (pykbatch's core on the JVM) " + path; }
     @Override public Batch toBatch() { return this; }
 
     @Override
     public InputPartition[] planInputPartitions() {
-        return SegmentPlan.splits(path, splitBytes).toArray(new InputPartition[0]);
+        return SegmentPlan.splits(path, splitBytes).stream().filter(s -> prune.keeps(s, s.next))
+            .toArray(InputPartition[]::new);
     }
 
     @Override

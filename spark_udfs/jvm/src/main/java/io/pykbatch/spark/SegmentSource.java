@@ -16,7 +16,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * {@code spark.read.format("kafka-segment")} with pykbatch's jar on the classpath: local segments,
- * one row per record, read columnar by the core on the JVM.  A read it does not serve -- options
+ * one row per record, read columnar by the core on the JVM, WHERE clauses on topic, partition and
+ * offset pruning whole segments (SegmentPrune, with no option or setting; the pushFilters option's
+ * finer pruning inside a segment, by its indexes, is the Python source's).  A read it does not serve -- options
  * beyond {@link #SERVED} (ranges, decode, tiered storage, value decodings, pushFilters, format),
  * another mode, a remote URL, or a session registered for the Python path -- goes to the Python
  * source, registered by spark_udfs.register(spark) as {@link #PYTHON} (Spark 4.0+), so every

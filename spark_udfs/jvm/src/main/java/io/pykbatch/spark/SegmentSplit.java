@@ -11,6 +11,7 @@ final class SegmentSplit implements InputPartition {
     final long segment;  // the base offset in the file's name
     final long start;
     final long end;
+    long next = -1;  // the next segment's base offset in the same folder (-1: none): offsets here are below it
 
     SegmentSplit(String path, String topic, int partition, long segment, long start, long end) {
         this.path = path;
