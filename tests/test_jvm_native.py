@@ -120,3 +120,16 @@ def test_a_segment_cut_short_while_it_is_read_does_not_take_the_jvm_down(jar, tm
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     first, total = map(int, done.stdout.split("ROWS ", 1)[1].split())
     assert 0 < first < total == 400  # the first window, then the rest of the 100 whole batches
+
+
+def test_a_null_array_is_a_java_exception_not_a_dead_jvm(jar, tmp_path):
+    """Native methods handed a null array throw NullPointerException (Spark passes a null value to
+    a magic method as it is: reading through it would kill the executor)."""
+    classes = tmp_path / "classes"
+    javac = shutil.which("javac") or os.path.join(os.environ.get("JAVA_HOME", ""), "bin", "javac")
+    built = subprocess.run([javac, "-nowarn", "-cp", _classpath(jar), "-d", str(classes),
+                            os.path.join(HERE, "jvm", "io", "pykbatch", "spark", "NullArrayProbe.java")],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    done = _run("-cp", _classpath(str(classes), jar), "io.pykbatch.spark.NullArrayProbe")
+    assert done.returncode == 0 and "NPE 4 of 4" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]

@@ -152,6 +152,16 @@ static void throw_named(JNIEnv *env, const char *cls, const char *message)
         (*env)->ThrowNew(env, c, message);
 }
 
+/* A null array from Java is a NullPointerException, never a read through NULL (which would take
+ * the JVM down): every native method taking an array checks it first.  1 when it was null. */
+static int null_array(JNIEnv *env, jobject array, const char *what)
+{
+    if (array != NULL)
+        return 0;
+    throw_named(env, "java/lang/NullPointerException", what);
+    return 1;
+}
+
 /* Decompressor's members, looked up once. */
 static int find_codec_methods(JNIEnv *env, jobject decompressor)
 {
@@ -186,6 +196,9 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_open(JNIEnv *env, jclass c
                                                           jobject decompressor, jobject summary)
 {
     (void)cls;
+    if (null_array(env, options, "kbatch: null options") || null_array(env, decompressor, "kbatch: no codecs") ||
+        null_array(env, summary, "kbatch: a null summary buffer"))
+        return 0;
     jlong o[OPT_COUNT];
     if ((*env)->GetArrayLength(env, options) != OPT_COUNT)
         return 0;
@@ -302,6 +315,8 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_validate(JNIEnv *env, jclas
                                                              jint off, jint len, jlong now_ms)
 {
     (void)cls;
+    if (null_array(env, buf, "kbatch_validate: a null array"))
+        return -1;
     kb_jvm_validator *v = (kb_jvm_validator *)(intptr_t)handle;
     jsize total = (*env)->GetArrayLength(env, buf);
     if (off < 0 || len < 0 || off > total - len) {
@@ -530,6 +545,8 @@ JNIEXPORT jstring JNICALL Java_io_pykbatch_spark_Native_codecName(JNIEnv *env, j
 JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_crc32c(JNIEnv *env, jclass cls, jbyteArray buf)
 {
     (void)cls;
+    if (null_array(env, buf, "kbatch_crc32c: a null array"))
+        return -1;
     jsize n = (*env)->GetArrayLength(env, buf);
     void *p = (*env)->GetPrimitiveArrayCritical(env, buf, NULL);
     if (p == NULL)
@@ -629,13 +646,17 @@ static void segment_free(JNIEnv *env, kb_jvm_segment *g)
 }
 
 /* Maps `path` read-only and starts a walk of its entries starting in [start, end) (end < 0: to
- * the end); count_only: the windows' rows are counted, not filled (no column is read).  0 with an IOException (the path named) or OutOfMemoryError pending. */
+ * the end); count_only: the windows' rows are counted, not filled (no column is read).  0 with an
+ * IOException (the path named) or OutOfMemoryError pending. */
 JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_segmentOpen(JNIEnv *env, jclass cls, jstring path, jlong start,
                                                                  jlong end, jlong window_bytes, jboolean verify_crc,
                                                                  jboolean count_only, jlong max_decompressed,
                                                                  jobject decompressor, jobject info)
 {
     (void)cls;
+    if (null_array(env, path, "kafka-segment: a null path") || null_array(env, decompressor, "kafka-segment: no codecs") ||
+        null_array(env, info, "kafka-segment: a null buffer"))
+        return 0;
     jlong *info_at = (*env)->GetDirectBufferAddress(env, info);
     if (info_at == NULL || (*env)->GetDirectBufferCapacity(env, info) < (jlong)(INFO_COUNT * sizeof(jlong))) {
         throw_named(env, "java/lang/IllegalArgumentException", "kafka-segment: the window buffer is too small");
@@ -781,6 +802,8 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_decoderOpen(JNIEnv *env, j
                                                                  jobject info)
 {
     (void)cls;
+    if (null_array(env, decompressor, "kbatch_decode: no codecs") || null_array(env, info, "kbatch_decode: a null buffer"))
+        return 0;
     jlong *info_at = (*env)->GetDirectBufferAddress(env, info);
     if (info_at == NULL || (*env)->GetDirectBufferCapacity(env, info) < (jlong)(INFO_COUNT * sizeof(jlong))) {
         throw_named(env, "java/lang/IllegalArgumentException", "kbatch_decode: the column buffer is too small");
@@ -813,6 +836,8 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_decodeRow(JNIEnv *env, jcla
                                                               jint off, jint len)
 {
     (void)cls;
+    if (null_array(env, row, "kbatch_decode: a null array"))
+        return -2;
     kb_jvm_decoder *d = (kb_jvm_decoder *)(intptr_t)handle;
     jsize total = (*env)->GetArrayLength(env, row);
     if (off < 0 || len < 0 || off > total - len) {
@@ -939,6 +964,10 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_avroOpen(JNIEnv *env, jcla
                                                               jintArray conversions, jobject info)
 {
     (void)cls;
+    if (null_array(env, program, "kbatch_from_avro: a null program") ||
+        null_array(env, conversions, "kbatch_from_avro: null conversions") ||
+        null_array(env, info, "kbatch_from_avro: a null buffer"))
+        return 0;
     kb_jvm_avro *a = calloc(1, sizeof *a);
     jsize len = (*env)->GetArrayLength(env, program);
     if (a == NULL || (a->blob = malloc(len ? (size_t)len : 1)) == NULL) {
@@ -995,6 +1024,8 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_avroDecode(JNIEnv *env, jcl
                                                                jint off, jint len, jboolean allow_trailing)
 {
     (void)cls;
+    if (null_array(env, row, "kbatch_from_avro: a null array"))
+        return -2;
     kb_jvm_avro *a = (kb_jvm_avro *)(intptr_t)handle;
     jsize total = (*env)->GetArrayLength(env, row);
     if (off < 0 || len < 0 || off > total - len) {
