@@ -105,12 +105,7 @@ def test_a_segment_cut_short_while_it_is_read_does_not_take_the_jvm_down(jar, tm
     and a mapped page past the new end faults in native code (SIGBUS: the executor's JVM would
     die).  The reader asks the file's size before each window and reads to the new end."""
     import pykbatch as kb
-    classes = tmp_path / "classes"
-    javac = shutil.which("javac") or os.path.join(os.environ.get("JAVA_HOME", ""), "bin", "javac")
-    built = subprocess.run([javac, "-nowarn", "-cp", _classpath(jar), "-d", str(classes),
-                            os.path.join(HERE, "jvm", "io", "pykbatch", "spark", "SegmentTruncationProbe.java")],
-                           capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
+    classes = _compile_probe(jar, tmp_path, "SegmentTruncationProbe")
     batches = [kb.build_batch([{"value": bytes(1000), "timestamp": 1}] * 4, base_offset=4 * i) for i in range(400)]
     log = tmp_path / "00000000000000000000.log"
     log.write_bytes(b"".join(batches))
@@ -125,11 +120,17 @@ def test_a_segment_cut_short_while_it_is_read_does_not_take_the_jvm_down(jar, tm
 def test_a_null_array_is_a_java_exception_not_a_dead_jvm(jar, tmp_path):
     """Native methods handed a null array throw NullPointerException (Spark passes a null value to
     a magic method as it is: reading through it would kill the executor)."""
+    classes = _compile_probe(jar, tmp_path, "NullArrayProbe")
+    done = _run("-cp", _classpath(str(classes), jar), "io.pykbatch.spark.NullArrayProbe")
+    assert done.returncode == 0 and "NPE 4 of 4" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
+
+
+def _compile_probe(jar, tmp_path, name: str):
+    """tests/jvm/io/pykbatch/spark/<name>.java compiled against the jar (package-private access)."""
     classes = tmp_path / "classes"
     javac = shutil.which("javac") or os.path.join(os.environ.get("JAVA_HOME", ""), "bin", "javac")
     built = subprocess.run([javac, "-nowarn", "-cp", _classpath(jar), "-d", str(classes),
-                            os.path.join(HERE, "jvm", "io", "pykbatch", "spark", "NullArrayProbe.java")],
+                            os.path.join(HERE, "jvm", "io", "pykbatch", "spark", f"{name}.java")],
                            capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
-    done = _run("-cp", _classpath(str(classes), jar), "io.pykbatch.spark.NullArrayProbe")
-    assert done.returncode == 0 and "NPE 4 of 4" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
+    return classes

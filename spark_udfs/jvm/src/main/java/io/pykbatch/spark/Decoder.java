@@ -26,6 +26,8 @@ final class Decoder {
     private final SegmentWindow columns = new SegmentWindow();
     private final Decompressor codecs = new Decompressor();
     private final long handle;
+    private StructType readersOf;   // the record type `readers` were chosen for
+    private FieldReader[] readers;
 
     private Decoder() {
         long h = Native.decoderOpen(true, Long.parseLong(Options.DEFAULTS.getProperty("default.max_decompressed_bytes")),
@@ -54,37 +56,56 @@ final class Decoder {
         }
         columns.refresh();
         long[] at = columns.at;
-        StructField[] fields = record.fields();
+        if (record != readersOf) {  // each field's reader chosen once, not once a value
+            StructField[] fields = record.fields();
+            readers = new FieldReader[fields.length];
+            for (int i = 0; i < fields.length; i++) {
+                readers[i] = reader(fields[i]);
+            }
+            readersOf = record;
+        }
         Object[] out = new Object[n];
         for (int r = 0; r < n; r++) {
-            Object[] values = new Object[fields.length];
-            for (int i = 0; i < fields.length; i++) {
-                values[i] = value(fields[i], at, r);
+            Object[] values = new Object[readers.length];
+            for (int i = 0; i < readers.length; i++) {
+                values[i] = readers[i].read(at, r);
             }
             out[r] = new GenericInternalRow(values);
         }
         return new GenericArrayData(out);
     }
 
-    private static Object value(StructField field, long[] at, int r) {
+    private interface FieldReader {
+        Object read(long[] at, int r);
+    }
+
+    private static FieldReader reader(StructField field) {
         switch (field.name()) {
-            case "offset": return Platform.getLong(null, at[SegmentWindow.OFFSET] + 8L * r);
-            case "timestamp": return Platform.getLong(null, at[SegmentWindow.TIMESTAMP] + 8L * r);
-            case "key": return bytes(at, SegmentWindow.KEY_VALID, SegmentWindow.KEY_OFFSETS, SegmentWindow.KEY_DATA, r);
+            case "offset": return (at, r) -> Platform.getLong(null, at[SegmentWindow.OFFSET] + 8L * r);
+            case "timestamp": return (at, r) -> Platform.getLong(null, at[SegmentWindow.TIMESTAMP] + 8L * r);
+            case "key":
+                return (at, r) -> bytes(at, SegmentWindow.KEY_VALID, SegmentWindow.KEY_OFFSETS, SegmentWindow.KEY_DATA, r);
             case "value":
-                return bytes(at, SegmentWindow.VALUE_VALID, SegmentWindow.VALUE_OFFSETS, SegmentWindow.VALUE_DATA, r);
-            case "headers": return headers(at, r, (StructType) ((ArrayType) field.dataType()).elementType());
-            case "sequence": return Platform.getInt(null, at[SegmentWindow.SEQUENCE] + 4L * r);
-            case "batch_index": return Platform.getInt(null, at[SegmentWindow.BATCH_INDEX] + 4L * r);
-            case "batch_position": return Platform.getLong(null, at[SegmentWindow.BATCH_POSITION] + 8L * r);
-            case "base_offset": return Platform.getLong(null, at[SegmentWindow.BASE_OFFSET] + 8L * r);
-            case "partition_leader_epoch": return Platform.getInt(null, at[SegmentWindow.LEADER_EPOCH] + 4L * r);
-            case "producer_id": return Platform.getLong(null, at[SegmentWindow.PRODUCER_ID] + 8L * r);
-            case "producer_epoch": return Platform.getShort(null, at[SegmentWindow.PRODUCER_EPOCH] + 2L * r);
-            case "is_transactional": return NativeColumn.bit(at[SegmentWindow.IS_TRANSACTIONAL], r);
-            case "is_control": return NativeColumn.bit(at[SegmentWindow.IS_CONTROL], r);
+                return (at, r) -> bytes(at, SegmentWindow.VALUE_VALID, SegmentWindow.VALUE_OFFSETS,
+                    SegmentWindow.VALUE_DATA, r);
+            case "headers": {
+                StructType header = (StructType) ((ArrayType) field.dataType()).elementType();
+                return (at, r) -> headers(at, r, header);
+            }
+            case "sequence": return (at, r) -> Platform.getInt(null, at[SegmentWindow.SEQUENCE] + 4L * r);
+            case "batch_index": return (at, r) -> Platform.getInt(null, at[SegmentWindow.BATCH_INDEX] + 4L * r);
+            case "batch_position":
+                return (at, r) -> Platform.getLong(null, at[SegmentWindow.BATCH_POSITION] + 8L * r);
+            case "base_offset": return (at, r) -> Platform.getLong(null, at[SegmentWindow.BASE_OFFSET] + 8L * r);
+            case "partition_leader_epoch":
+                return (at, r) -> Platform.getInt(null, at[SegmentWindow.LEADER_EPOCH] + 4L * r);
+            case "producer_id": return (at, r) -> Platform.getLong(null, at[SegmentWindow.PRODUCER_ID] + 8L * r);
+            case "producer_epoch":
+                return (at, r) -> Platform.getShort(null, at[SegmentWindow.PRODUCER_EPOCH] + 2L * r);
+            case "is_transactional": return (at, r) -> NativeColumn.bit(at[SegmentWindow.IS_TRANSACTIONAL], r);
+            case "is_control": return (at, r) -> NativeColumn.bit(at[SegmentWindow.IS_CONTROL], r);
             case "timestamp_type":
-                return TIMESTAMP_TYPES[Platform.getByte(null, at[SegmentWindow.TIMESTAMP_TYPE_INDEX] + r)];
+                return (at, r) -> TIMESTAMP_TYPES[Platform.getByte(null, at[SegmentWindow.TIMESTAMP_TYPE_INDEX] + r)];
             default:
                 throw new IllegalStateException("kbatch_decode on the JVM has no field " + field.name());
         }
