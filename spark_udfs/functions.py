@@ -189,12 +189,18 @@ def explode_records(df: "DataFrame", col: str, keep: Optional[Sequence[str]] = N
     """One row per record of the batches in ``col`` (Arrow all the way: ``mapInArrow``, no
     Python object per record), with the ``keep`` columns (default: all others but ``col``)
     repeated beside the record fields of ``kbatch_decode``.  Rows that are null or do not decode
-    give no records: ``kbatch_validate`` says why."""
+    give no records: ``kbatch_validate`` says why.  On the JVM path it is ``explode(kbatch_decode(col))``
+    (SQL's form there: ``SELECT id, r.* FROM t LATERAL VIEW explode(kbatch_decode(value)) AS r``)."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
     from pykbatch.arrow import explode_batch, exploded_schema
     keep = [c for c in df.columns if c != col] if keep is None else list(keep)
+    if _on_jvm():  # kbatch_decode in the JVM, its array of records exploded: no Python worker
+        from pyspark.sql.functions import col as column, explode
+        # explode, not inline: inline makes every nested field nullable (a header's key is not)
+        return df.select(*keep, explode(kbatch_decode(col)).alias("__kbatch_record")) \
+            .select(*(column(f"`{k}`") for k in keep), "__kbatch_record.*")
     schema = exploded_schema(to_arrow_schema(df.schema), keep)
 
     def explode(batches):

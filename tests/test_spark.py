@@ -126,10 +126,16 @@ def test_repair_equals_direct_call_and_repairs(frame, spark):
             assert kb.validate(r["data"], log).ok
 
 
-def test_explode_records_equals_iteration(frame, spark):
+def test_explode_records_equals_iteration(frame, spark, spark_path):
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+    from pykbatch.arrow import exploded_schema
     from spark_udfs import explode_records
     df, rows = frame
-    out = explode_records(df, "value").collect()
+    exploded = explode_records(df, "value")
+    # the same columns and Spark types on both paths (the JVM's: explode(kbatch_decode))
+    assert exploded.schema == from_arrow_schema(exploded_schema(to_arrow_schema(df.schema), ["id"]))
+    out = exploded.collect()
     want = decode_array(__import__("pyarrow").array(rows, __import__("pyarrow").binary())).to_pylist()
     direct = sorted((i, r["offset"], r["value"], r["key"]) for i, recs in enumerate(want) if recs for r in recs)
     assert sorted((r["id"], r["offset"], as_python(r["value"]), as_python(r["key"])) for r in out) == direct
@@ -420,7 +426,7 @@ def test_every_udf_equals_the_core_on_the_conformance_corpus(spark, spark_path):
     assert sum(1 for v in want["v"] if not v["ok"]) > (40 if with_corpus else 20)
 
 
-def test_sql_records_udtf_equals_explode_records(frame, spark):
+def test_sql_records_udtf_equals_explode_records(frame, spark, spark_path):
     from spark_udfs import explode_records
     df, rows = frame
     sql = spark.sql("SELECT * FROM kbatch_records(TABLE(SELECT CAST(id AS BIGINT) AS id, value FROM batches))")
@@ -430,6 +436,9 @@ def test_sql_records_udtf_equals_explode_records(frame, spark):
         return sorted((tuple(as_python(v) for v in r) for r in frame_.collect()), key=repr)
     got, want = rows_of(sql), rows_of(api)
     assert got == want and len(got) == 11  # the records of the sample rows that decode
+    if spark_path == "jvm":  # SQL's form where the Python table function cannot run (Spark 3.5)
+        lateral = spark.sql("SELECT id, r.* FROM batches LATERAL VIEW explode(kbatch_decode(value)) AS r")
+        assert rows_of(lateral) == want and lateral.schema == api.schema
 
 
 def test_the_demo_pipeline_keeps_the_good_records_of_damaged_batches(spark, spark_path):
