@@ -16,7 +16,8 @@ from setuptools.command.build_ext import build_ext
 debug = os.environ.get("PYKBATCH_DEBUG") == "1"
 sanitize = os.environ.get("PYKBATCH_SANITIZE") == "1"
 
-compile_args = ["-std=c11", "-O0" if debug else "-O3", "-fvisibility=hidden", "-Wall"]
+compile_args = ["-std=c11", "-O0" if debug else "-O3", "-fvisibility=hidden", "-Wall",
+                "-Werror=implicit-function-declaration"]  # an undeclared call links as a missing symbol
 link_args = []
 if debug or sanitize:
     compile_args += ["-g", "-UNDEBUG"]

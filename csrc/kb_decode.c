@@ -6,6 +6,7 @@
 #include "kb_legacy.h"
 #include "kb_resync.h"
 #include "kb_rules.h"
+#include "kb_wire.h"
 
 static int decompress(const kb_decode_opts *o, int codec, int magic, const uint8_t *src, size_t n,
                       const uint8_t **out, size_t *out_len, kb_fault *f, kb_fault_place *where)
@@ -128,4 +129,57 @@ int kb_decode_row(kb_column_store *s, const uint8_t *buf, size_t len, const kb_d
         }
         pos = e.pos + e.size;
     }
+}
+
+int kb_entry_info_next(const uint8_t *buf, size_t len, size_t *pos, const kb_decode_opts *o, kb_entry_info *out,
+                       kb_fault *f)
+{
+    kb_entry e;
+    if (kb_next_entry(buf, len, *pos, &e, f) != KB_ENTRY_OK)
+        return 0;
+    memset(out, 0, sizeof *out);
+    out->position = (int64_t)e.pos;
+    out->size = (int64_t)e.size;
+    out->magic = (int8_t)e.magic;
+    if (e.magic >= 2) {
+        kb_v2_header h;
+        if (kb_v2_check_entry(buf, e.pos, e.size, 0, &h, f) != 0)
+            return 0;
+        out->base_offset = h.base_offset;
+        out->last_offset = kb_wrap_add64(h.base_offset, h.last_offset_delta);
+        out->record_count = h.record_count;
+        out->codec = (int8_t)(h.attributes & KB_ATTR_CODEC_MASK);
+        out->timestamp_type = (int8_t)kb_timestamp_type(2, h.attributes);
+        out->max_timestamp = h.max_timestamp;
+        out->producer_id = h.producer_id;
+        out->producer_epoch = h.producer_epoch;
+        out->base_sequence = h.base_sequence;
+        out->partition_leader_epoch = h.partition_leader_epoch;
+        out->is_transactional = (h.attributes & KB_ATTR_TRANSACTIONAL) != 0;
+        out->is_control = (h.attributes & KB_ATTR_CONTROL) != 0;
+        out->crc = h.crc;
+        out->is_valid = kb_v2_compute_crc(buf + e.pos, e.size) == h.crc;
+    } else {
+        kb_column_batch b;
+        kb_fault_place where;
+        kb_decode_opts unchecked = *o;
+        unchecked.verify_crc = 0;
+        memset(&b, 0, sizeof b);
+        if (legacy_batch(buf, &e, &unchecked, &b, f, &where) != 0)  /* the wrapper's first offset */
+            return 0;
+        out->base_offset = b.first_offset;
+        out->last_offset = b.m.offset;
+        out->record_count = -1;
+        out->codec = (int8_t)(b.m.attributes & KB_ATTR_CODEC_MASK);
+        out->timestamp_type = (int8_t)kb_timestamp_type(b.m.magic, b.m.attributes);
+        out->max_timestamp = b.m.timestamp;
+        out->producer_id = -1;
+        out->producer_epoch = -1;
+        out->base_sequence = -1;
+        out->partition_leader_epoch = -1;
+        out->crc = b.m.crc;
+        out->is_valid = kb_legacy_compute_crc(buf, &b.m) == b.m.crc;
+    }
+    *pos = e.pos + e.size;
+    return 1;
 }

@@ -42,4 +42,23 @@ int kb_decode_entry(kb_column_store *s, const uint8_t *buf, const kb_entry *e, i
 int kb_decode_row(kb_column_store *s, const uint8_t *buf, size_t len, const kb_decode_opts *o, int64_t *expect,
                   kb_fault *f, kb_fault_place *where, int32_t *record_index, int32_t *entry);
 
+/* An entry's header as kbatch_batch_info gives it (iter_batches' attributes, verify_crc off): a
+ * v0/v1 entry carries Kafka's "none" values in the v2 fields and no record count, and a compressed
+ * wrapper's base offset is its inner set's first (decompressed through o to find it). */
+typedef struct {
+    int64_t position, size, base_offset, last_offset, max_timestamp, producer_id, crc;
+    int32_t record_count;          /* -1: none (a v0/v1 entry) */
+    int32_t base_sequence, partition_leader_epoch;
+    int16_t producer_epoch;
+    int8_t magic, codec, timestamp_type; /* timestamp_type: kb_timestamp_type's index */
+    uint8_t is_transactional, is_control, is_valid;
+} kb_entry_info;
+
+/* The header of the entry at *pos of buf[0, len) into *out, *pos moved past it: 1.  0 where the
+ * walk ends -- the end, an incomplete last entry, or a fault (framing, a header that does not
+ * parse, a wrapper whose inner set cannot be read: *f says which) -- as iter_batches ends there:
+ * the headers before it are still worth having. */
+int kb_entry_info_next(const uint8_t *buf, size_t len, size_t *pos, const kb_decode_opts *o, kb_entry_info *out,
+                       kb_fault *f);
+
 #endif

@@ -168,6 +168,8 @@ def kbatch_batch_info(col: "ColumnOrName") -> "Column":
     partition_leader_epoch: int, is_transactional: boolean, is_control: boolean, crc: bigint,
     is_valid: boolean>>``.
     """
+    if _on_jvm():
+        return _call("kbatch_batch_info", _column(col))
     return _udfs()["kbatch_batch_info"](_column(col))
 
 

@@ -151,10 +151,11 @@ def test_jvm_and_python_agree_row_for_row_on_drawn_input(spark):
 
 
 def test_jvm_decode_equals_the_python_decode_on_drawn_input(spark):
-    """kbatch_decode on both paths, row for row, on the drawn rows above (every magic and codec,
-    damage of every kind): the same records or the same null -- but for rows whose compressed
-    payload was damaged, where each host's codec library decides what the damaged bytes yield."""
-    from spark_udfs import kbatch_decode
+    """kbatch_decode and kbatch_batch_info on both paths, row for row, on the drawn rows above
+    (every magic and codec, damage of every kind): the same records or the same null, the same
+    headers up to the same fault -- but for rows whose compressed payload was damaged, where each
+    host's codec library decides what the damaged bytes yield."""
+    from spark_udfs import kbatch_batch_info, kbatch_decode
     from spark_udfs.functions import register
     require_jvm_path(spark)
     seed = int(os.environ.get("PYKBATCH_JVM_SEED", random.randrange(2**32)))
@@ -165,12 +166,17 @@ def test_jvm_decode_equals_the_python_decode_on_drawn_input(spark):
     got = {}
     for path in ("python", "jvm"):
         register(spark, jvm=path == "jvm")
-        rows = df.select("id", kbatch_decode("value").alias("d")).collect()
+        rows = df.select("id", kbatch_decode("value").alias("d"), kbatch_batch_info("value").alias("b")).collect()
         got[path] = [as_python(r.d) for r in sorted(rows, key=lambda r: r.id)]
+        got[path + " headers"] = [as_python(r.b) for r in sorted(rows, key=lambda r: r.id)]
     register(spark)
     compared = [i for i, (_, codec_damaged) in enumerate(drawn) if not codec_damaged]
     for i in compared:
         assert got["jvm"][i] == got["python"][i], (seed, i, drawn[i][0].hex() if drawn[i][0] else None)
+        assert got["jvm headers"][i] == got["python headers"][i], (seed, i, drawn[i][0].hex() if drawn[i][0] else None)
+    headers = [h for i in compared for h in got["python headers"][i] or ()]
+    assert {h["magic"] for h in headers} == {0, 1, 2} and sum(not h["is_valid"] for h in headers) > 10
+    assert any(h["record_count"] is None and h["compression"] != "none" for h in headers)  # wrappers' inner sets read
     assert sum(1 for i in compared if got["python"][i] is None) > 20  # damage the decode refuses
     assert sum(len(got["python"][i] or ()) for i in compared) > 300
 

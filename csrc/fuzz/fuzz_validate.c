@@ -347,6 +347,15 @@ static void walk_log_windows(const uint8_t *buf, size_t size)
                                                                       f.pos > size))
         abort();
     kb_column_store_free(&row);
+    /* kbatch_batch_info's walk: entries inside the buffer, in order, each ending where the next starts */
+    size_t pos = 0, before = 0;
+    kb_entry_info info;
+    while (kb_entry_info_next(buf, size, &pos, &d, &info, &f) == 1) {
+        if (info.position != (int64_t)before || info.size <= 0 || pos != (size_t)(info.position + info.size) ||
+            pos > size || info.magic < 0 || info.magic > 2 || info.timestamp_type < 0 || info.timestamp_type > 2)
+            abort();
+        before = pos;
+    }
     if (size > 4)  /* a split starting anywhere, ending anywhere */
         log_rows(buf, size, buf[0] % size, buf[1] % size, (size_t)buf[2] + 1, buf[3] & 1);
 }

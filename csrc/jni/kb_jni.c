@@ -871,6 +871,81 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_decodeRow(JNIEnv *env, jcla
     return rc == 0 ? (jint)d->store.c.row : -1;
 }
 
+/* kbatch_batch_info of row[off, off + len): BI_WIDTH longs an entry (BatchInfoFunction.java reads
+ * the same layout), the entries before the walk ends (kb_entry_info_next); null with an exception
+ * pending.  The decoder's codecs find a compressed v0/v1 wrapper's first offset. */
+enum { BI_POSITION, BI_SIZE, BI_MAGIC, BI_BASE_OFFSET, BI_LAST_OFFSET, BI_RECORD_COUNT, BI_CODEC, BI_TIMESTAMP_TYPE,
+       BI_MAX_TIMESTAMP, BI_PRODUCER_ID, BI_PRODUCER_EPOCH, BI_BASE_SEQUENCE, BI_LEADER_EPOCH, BI_TRANSACTIONAL,
+       BI_CONTROL, BI_CRC, BI_VALID, BI_WIDTH };
+
+JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_batchInfo(JNIEnv *env, jclass cls, jlong handle,
+                                                                    jbyteArray row, jint off, jint len)
+{
+    (void)cls;
+    if (null_array(env, row, "kbatch_batch_info: a null array"))
+        return NULL;
+    kb_jvm_decoder *d = (kb_jvm_decoder *)(intptr_t)handle;
+    jsize total = (*env)->GetArrayLength(env, row);
+    if (off < 0 || len < 0 || off > total - len) {
+        throw_named(env, "java/lang/IndexOutOfBoundsException", "kbatch: row bounds outside its array");
+        return NULL;
+    }
+    if ((size_t)len > d->input_cap) {
+        uint8_t *grown = realloc(d->input, (size_t)len);
+        if (grown == NULL) {
+            throw_named(env, "java/lang/OutOfMemoryError", "kbatch_batch_info: no memory for a row");
+            return NULL;
+        }
+        d->input = grown;
+        d->input_cap = (size_t)len;
+    }
+    (*env)->GetByteArrayRegion(env, row, off, len, (jbyte *)d->input);
+    jlong *out = NULL;
+    size_t n = 0, cap = 0, pos = 0;
+    kb_entry_info info;
+    kb_fault f;
+    d->codecs.env = env;
+    while (kb_entry_info_next(d->input, (size_t)len, &pos, &d->decode, &info, &f) == 1) {
+        if (n == cap) {  /* grown by doubling: a row's entries are not known before the walk */
+            size_t grown_cap = cap ? 2 * cap : 8;
+            jlong *grown = realloc(out, grown_cap * BI_WIDTH * sizeof *out);
+            if (grown == NULL) {
+                d->codecs.env = NULL;
+                free(out);
+                throw_named(env, "java/lang/OutOfMemoryError", "kbatch_batch_info: no memory for a row's headers");
+                return NULL;
+            }
+            out = grown;
+            cap = grown_cap;
+        }
+        jlong *o = out + n * BI_WIDTH;
+        o[BI_POSITION] = info.position;
+        o[BI_SIZE] = info.size;
+        o[BI_MAGIC] = info.magic;
+        o[BI_BASE_OFFSET] = info.base_offset;
+        o[BI_LAST_OFFSET] = info.last_offset;
+        o[BI_RECORD_COUNT] = info.record_count;
+        o[BI_CODEC] = info.codec;
+        o[BI_TIMESTAMP_TYPE] = info.timestamp_type;
+        o[BI_MAX_TIMESTAMP] = info.max_timestamp;
+        o[BI_PRODUCER_ID] = info.producer_id;
+        o[BI_PRODUCER_EPOCH] = info.producer_epoch;
+        o[BI_BASE_SEQUENCE] = info.base_sequence;
+        o[BI_LEADER_EPOCH] = info.partition_leader_epoch;
+        o[BI_TRANSACTIONAL] = info.is_transactional;
+        o[BI_CONTROL] = info.is_control;
+        o[BI_CRC] = info.crc;
+        o[BI_VALID] = info.is_valid;
+        n++;
+    }
+    d->codecs.env = NULL;
+    jlongArray result = (*env)->NewLongArray(env, (jsize)(n * BI_WIDTH));
+    if (result != NULL && n)
+        (*env)->SetLongArrayRegion(env, result, 0, (jsize)(n * BI_WIDTH), out);
+    free(out);
+    return result;
+}
+
 JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_decoderClose(JNIEnv *env, jclass cls, jlong handle)
 {
     (void)cls;

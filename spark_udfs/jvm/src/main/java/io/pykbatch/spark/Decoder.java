@@ -75,6 +75,16 @@ final class Decoder {
         return new GenericArrayData(out);
     }
 
+    /** The entry headers of row[off, off + len) (kb_entry_info_next's walk): BatchInfo.WIDTH longs each. */
+    long[] batchInfo(byte[] row, int off, int len) {
+        long[] out = Native.batchInfo(handle, row, off, len);
+        codecs.messages.clear();
+        if (out == null) {
+            throw new IllegalStateException("kbatch: the core refused a row");  // an exception is pending
+        }
+        return out;
+    }
+
     private interface FieldReader {
         Object read(long[] at, int r);
     }

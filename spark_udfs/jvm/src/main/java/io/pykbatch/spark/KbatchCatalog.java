@@ -14,7 +14,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * it calls from generated code: no Python worker, no row conversion.
  */
 public final class KbatchCatalog implements FunctionCatalog {
-    static final String[] NAMES = {"kbatch_validate", "kbatch_crc32c", "kbatch_decode"};
+    static final String[] NAMES = {"kbatch_validate", "kbatch_crc32c", "kbatch_decode", "kbatch_batch_info"};
     private String name = "pykbatch";
 
     @Override
@@ -42,6 +42,9 @@ public final class KbatchCatalog implements FunctionCatalog {
         }
         if (ident.namespace().length == 0 && ident.name().equalsIgnoreCase("kbatch_decode")) {
             return new DecodeFunction.Unbound();
+        }
+        if (ident.namespace().length == 0 && ident.name().equalsIgnoreCase("kbatch_batch_info")) {
+            return new BatchInfoFunction.Unbound();
         }
         AvroFunction avro = ident.namespace().length == 0 ? AvroFunction.defined(ident.name()) : null;
         if (avro != null) {  // kbatch_from_avro for a schema the driver compiled (spark_udfs/jvm_avro.py)

@@ -101,6 +101,10 @@ public final class Native {
 
     static native void decoderClose(long handle);
 
+    /** kbatch_batch_info of row[off, off + len) with a decoder's codecs: BatchInfo.WIDTH longs an
+     * entry, in BatchInfo's order (kb_jni.c's BI_*). */
+    static native long[] batchInfo(long handle, byte[] row, int off, int len);
+
     /** A packed Avro program (spark_udfs/jvm_avro.py) and its columns; their addresses go to info. */
     static native long avroOpen(byte[] program, int[] conversions, java.nio.ByteBuffer info);
 
