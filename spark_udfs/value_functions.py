@@ -15,7 +15,7 @@ binary, a union of several types as a struct of ``member0, member1, ...`` (its n
 time-millis as int, timestamps in microseconds.
 """
 # No `from __future__ import annotations` here: PySpark reads the UDFs' type hints as objects.
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Optional, Union
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
@@ -157,10 +157,19 @@ def avro_udf(json_format_schema: str, options: Optional[Mapping[str, Any]] = Non
     return _make_udf(run, arrow_type, with_culprits, name)
 
 
-def confluent_udf(options: Mapping[str, Any], with_culprits: bool = False, name: str = "kbatch_from_confluent"):
-    """The UDF of ``kbatch_from_confluent``."""
-    from pykbatch.values import SchemaRegistry, decode_values
-    from pykbatch.values.decode import _as_avro, _layout, parse_registered
+class _ConfluentPlan(NamedTuple):
+    """What ``kbatch_from_confluent``'s options settle when the query is planned."""
+    registry_props: dict
+    reader: Optional[str]   # the reader's text the executors parse (None: the subject's latest, with references)
+    subject: Optional[str]
+    reader_type: Any        # the reader parsed: the output's shape
+    mode: str
+    trailing: bool
+
+
+def _confluent_plan(options: Mapping[str, Any]) -> _ConfluentPlan:
+    from pykbatch.values import SchemaRegistry
+    from pykbatch.values.decode import _as_avro, parse_registered
     options = dict(options)
     mode = _mode(options)
     registry_props = {k: v for k, v in options.items() if k not in _READER_KEYS}
@@ -179,7 +188,17 @@ def confluent_udf(options: Mapping[str, Any], with_culprits: bool = False, name:
     else:
         raise ValueError("kbatch_from_confluent needs the output's shape when the query is planned: "
                          "options 'subject' (its latest version) or 'reader.schema'")
-    arrow_type = _layout(reader_type).arrow_type
+    return _ConfluentPlan(registry_props, reader, subject, reader_type, mode, trailing)
+
+
+def confluent_udf(options: Mapping[str, Any], with_culprits: bool = False, name: str = "kbatch_from_confluent"):
+    """The UDF of ``kbatch_from_confluent``."""
+    from pykbatch.values import SchemaRegistry, decode_values
+    from pykbatch.values.decode import _layout
+    plan = _confluent_plan(options)
+    registry_props, reader, subject, mode, trailing = plan.registry_props, plan.reader, plan.subject, plan.mode, \
+        plan.trailing
+    arrow_type = _layout(plan.reader_type).arrow_type
 
     def run(value):
         registry = SchemaRegistry.from_config(registry_props)  # on the executor: its process-wide cache
@@ -225,8 +244,26 @@ def kbatch_from_confluent(col: "ColumnOrName", options: Mapping[str, Any], with_
     Spark type: the reader schema's struct -- ``reader.schema``, or the latest version of
     ``subject``.  Options: the registry's (``schema.registry.url``, ``basic.auth.user.info``,
     ``ssl.ca.location``, ...), ``subject`` / ``reader.schema``, ``mode``,
-    ``allow.trailing.bytes``.  ``with_culprits``: ``struct<value, culprit>``."""
+    ``allow.trailing.bytes``.  ``with_culprits``: ``struct<value, culprit>``.
+
+    On the JVM path (``subject`` given) every version the subject has when the query is planned is
+    compiled on the driver; an executor meeting another id asks the registry: unknown there, the
+    value cannot be read; in it, the task fails saying to plan the query again (never a null for a
+    value the Python path reads)."""
     from spark_udfs.column_args import as_column
+    from spark_udfs.function_table import on_jvm
+    if not with_culprits and on_jvm():
+        from pyspark.sql import SparkSession
+        from pyspark.sql.functions import call_function
+
+        from pykbatch.values.decode import _layout
+        from spark_udfs import jvm, jvm_avro
+        plan = _confluent_plan(options)
+        name = jvm_avro.define_confluent(SparkSession.getActiveSession(), plan,
+                                         _spark_type(_layout(plan.reader_type).arrow_type).json())
+        if name is not None:  # the core in Spark's JVM, the subject's schemas compiled here
+            return call_function(f"{jvm.CATALOG}.{name}", as_column(col)).alias(
+                f"kbatch_from_confluent({as_column(col)._jc.toString()})")
     return confluent_udf(options, with_culprits)(as_column(col))
 
 

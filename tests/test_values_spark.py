@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -57,25 +58,107 @@ def test_kbatch_from_avro_equals_sparks_from_avro(tmp_path):
     assert line == f"ROWS {len(values) + 1} SAME {len(values)} OURS_NULL 1", line
 
 
-def test_kbatch_from_confluent_reads_the_registry_on_the_executors(spark, schema_registry):
+def test_kbatch_from_confluent_reads_the_registry_on_the_executors(spark, schema_registry, spark_path):
     from spark_udfs import kbatch_from_confluent
     ser1 = avro_serializer(schema_registry, ZOO_V1)
     ser2 = avro_serializer(schema_registry, ZOO_V2)
-    ctx = context("spark-zoo")
+    ctx = context(f"spark-zoo-{spark_path}")
     v1 = [ser1(r, ctx) for r in zoo_records(6)]
     v2 = [ser2(fastavro_read(datum(ZOO_V1, r), ZOO_V1, ZOO_V2), ctx) for r in zoo_records(6)]
     rows = [(k, v) for k, v in enumerate(v1 + v2 + [b"junk", v1[0][:-2]])]
     df = spark.createDataFrame(rows, "n int, value binary").repartition(2)
     options = {"schema.registry.url": schema_registry.url,
-               "basic.auth.user.info": schema_registry.config["basic.auth.user.info"], "subject": "spark-zoo-value"}
+               "basic.auth.user.info": schema_registry.config["basic.auth.user.info"],
+               "subject": f"spark-zoo-{spark_path}-value"}
     out = {r.n: r.v for r in df.select("n", kbatch_from_confluent("value", options).alias("v")).collect()}
     assert all(out[k] is not None for k in range(12)) and out[12] is None and out[13] is None
     assert out[0]["added"] == "fresh" and out[7]["i"] == zoo_records(6)[1]["i"]  # v1 read as v2: defaults
     culprits = {r.n: r.v.culprit for r in df.select("n", kbatch_from_confluent("value", options, with_culprits=True)
                                                     .alias("v")).collect() if r.v.culprit is not None}
     assert {k: c.rule for k, c in culprits.items()} == {12: "value.schema_framing", 13: "value.datum_truncated"}
-    with pytest.raises(Exception, match=r"value\.(schema_framing|datum_truncated)"):
-        df.select(kbatch_from_confluent("value", {**options, "mode": "FAILFAST"})).collect()
+    for n, rule in ((12, "schema_framing"), (13, "datum_truncated")):  # each fault fails the task, named
+        with pytest.raises(Exception, match=rf"value\.{rule}"):
+            df.where(f"n = {n}").select(kbatch_from_confluent("value", {**options, "mode": "FAILFAST"})).collect()
+
+
+def _confluent_both(spark, df, options) -> tuple[list, list]:
+    """kbatch_from_confluent on the Python path and on the JVM path, rows by n (PERMISSIVE)."""
+    from spark_udfs import kbatch_from_confluent
+    from spark_udfs.functions import register
+    got = {}
+    for path in ("python", "jvm"):
+        register(spark, jvm=path == "jvm")
+        rows = df.select("n", kbatch_from_confluent("value", options).alias("v")).collect()
+        got[path] = [r.v for r in sorted(rows, key=lambda r: r.n)]
+    register(spark)
+    return got["python"], got["jvm"]
+
+
+def test_kbatch_from_confluent_on_the_jvm_equals_the_python_path_on_drawn_values(spark, schema_registry):
+    """Values of two versions of a subject, drawn and damaged (cut anywhere, bytes flipped, the
+    framing broken, bytes after the datum, ids the registry never gave), read over TLS with basic
+    auth: the JVM path equals the Python path row for row -- an id the registry lacks is a null on
+    both (the executor asked the registry).  Then a third version registered after the query was
+    planned: the JVM task fails saying to plan again (a null would lose a readable value), and
+    planned again it reads all three versions as the Python path does.  Seed printed."""
+    import random
+
+    from spark_udfs import kbatch_from_confluent
+    from spark_udfs.functions import register
+    from tests.avro_zoo import ZOO_V3
+    from tests.conftest import require_jvm_path
+    require_jvm_path(spark)
+    seed = int(os.environ.get("PYKBATCH_JVM_SEED", random.randrange(2**32)))
+    print(f"PYKBATCH_JVM_SEED={seed}")
+    rng = random.Random(seed)
+    topic = f"jvm-drawn-{seed}"
+    ctx = context(topic)
+    ser1, ser2 = avro_serializer(schema_registry, ZOO_V1), avro_serializer(schema_registry, ZOO_V2)
+    records = zoo_records(40)
+    good = [ser1(r, ctx) for r in records[:20]] + \
+        [ser2(fastavro_read(datum(ZOO_V1, r), ZOO_V1, ZOO_V2), ctx) for r in records[20:]]
+    values = []
+    for k in range(160):
+        v = bytearray(rng.choice(good))
+        kind = rng.choice(["good", "good", "good", "cut", "flip", "magic", "short", "tail", "unknown_id", "junk", "null"])
+        if kind == "cut":
+            v = v[:rng.randrange(len(v))]
+        elif kind == "flip":
+            at = rng.randrange(5, len(v))
+            v[at] ^= 1 << rng.randrange(8)
+        elif kind == "magic":
+            v[0] = rng.randrange(1, 256)
+        elif kind == "short":
+            v = v[:rng.randrange(5)]
+        elif kind == "tail":
+            v += rng.randbytes(rng.choice([1, 9]))
+        elif kind == "unknown_id":
+            v[1:5] = struct.pack(">i", rng.choice([987_654, 2**31 - 1, 0]))
+        elif kind == "junk":
+            v = bytearray(b"\0" + rng.randbytes(rng.choice([0, 4, 30])))
+        values.append(None if kind == "null" else bytes(v))
+    df = spark.createDataFrame(list(enumerate(values)), "n int, value binary").repartition(3)
+    certs = schema_registry.certificates
+    options = {"schema.registry.url": schema_registry.tls_url, "ssl.ca.location": str(certs.ca),
+               "basic.auth.user.info": schema_registry.config["basic.auth.user.info"], "subject": f"{topic}-value"}
+    python, jvm = _confluent_both(spark, df, options)
+    assert jvm == python, (seed, [(n, a, b) for n, (a, b) in enumerate(zip(python, jvm)) if a != b][:3])
+    assert 40 < sum(v is not None for v in python) < 150  # readable and unreadable values both drawn
+
+    # a version registered after the query was planned: a failed task, never a null
+    register(spark, jvm=True)
+    try:
+        stale = kbatch_from_confluent("value", options)  # planned now: versions 1 and 2
+        v3 = avro_serializer(schema_registry, ZOO_V3)(
+            fastavro_read(datum(ZOO_V2, fastavro_read(datum(ZOO_V1, records[0]), ZOO_V1, ZOO_V2)), ZOO_V2, ZOO_V3), ctx)
+        planned = df.union(spark.createDataFrame([(1000, v3)], "n int, value binary"))
+        with pytest.raises(Exception, match="was not a version of subject .* when the query was planned"):
+            planned.select(stale).collect()
+    finally:
+        register(spark)
+    # planned again (the reader named: the subject's latest is cached for minutes): all three read
+    python, jvm = _confluent_both(spark, planned, {**options, "reader.schema": json.dumps(ZOO_V3)})
+    assert jvm == python and python[-1] is not None and python[-1]["text"] == records[0]["s"].encode()
 
 
 def test_a_value_decoder_in_sql(spark, schema_registry):

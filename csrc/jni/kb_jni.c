@@ -1084,6 +1084,41 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_avroOpen(JNIEnv *env, jcla
     return (jlong)(intptr_t)a;
 }
 
+/* The Confluent framing of value (kb_read_frame): 0 with out[0] the schema id and out[1] where the
+ * datum starts; else the fault's rule with out[0] its position and out[1..3] its args. */
+JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_readFrame(JNIEnv *env, jclass cls, jbyteArray value,
+                                                              jlongArray out)
+{
+    (void)cls;
+    if (null_array(env, value, "kbatch_from_confluent: a null array") || null_array(env, out, "kbatch: a null array"))
+        return -2;
+    if ((*env)->GetArrayLength(env, out) < 4) {
+        throw_named(env, "java/lang/IndexOutOfBoundsException", "kbatch_from_confluent: out holds 4 longs");
+        return -2;
+    }
+    uint8_t head[5];  /* Confluent's framing is the first five bytes: no need to pin the value */
+    jsize whole = (*env)->GetArrayLength(env, value);
+    jsize len = whole < 5 ? whole : 5;
+    (*env)->GetByteArrayRegion(env, value, 0, len, (jbyte *)head);
+    kb_frame fr;
+    kb_fault f;
+    jlong o[4] = {0, 0, 0, 0};
+    int32_t indexes[1];
+    jint rc = 0;
+    if (kb_read_frame(head, (size_t)len, KB_FRAMING_CONFLUENT, &fr, indexes, 1, &f) != 0) {
+        rc = (jint)f.rule;
+        o[0] = (jlong)f.pos;
+        o[1] = f.args[0];
+        o[2] = f.args[1];
+        o[3] = f.args[2];
+    } else {
+        o[0] = fr.schema_id;
+        o[1] = fr.payload;
+    }
+    (*env)->SetLongArrayRegion(env, out, 0, 4, o);
+    return rc;
+}
+
 /* Whether avroDecode writes each datum as an UnsafeRow (a record of flat fields). */
 JNIEXPORT jboolean JNICALL Java_io_pykbatch_spark_Native_avroUnsafe(JNIEnv *env, jclass cls, jlong handle)
 {
@@ -1096,14 +1131,14 @@ JNIEXPORT jboolean JNICALL Java_io_pykbatch_spark_Native_avroUnsafe(JNIEnv *env,
  * lengths then in the info buffer: 0; -1 when it cannot be read (the fault's rule, position and
  * args after the columns); -2 with an exception pending. */
 JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_avroDecode(JNIEnv *env, jclass cls, jlong handle, jbyteArray row,
-                                                               jint off, jint len, jboolean allow_trailing)
+                                                               jint off, jint len, jint start, jboolean allow_trailing)
 {
     (void)cls;
     if (null_array(env, row, "kbatch_from_avro: a null array"))
         return -2;
     kb_jvm_avro *a = (kb_jvm_avro *)(intptr_t)handle;
     jsize total = (*env)->GetArrayLength(env, row);
-    if (off < 0 || len < 0 || off > total - len) {
+    if (off < 0 || len < 0 || off > total - len || start < 0 || start > len) {
         throw_named(env, "java/lang/IndexOutOfBoundsException", "kbatch: row bounds outside its array");
         return -2;
     }
@@ -1112,7 +1147,7 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_avroDecode(JNIEnv *env, jcl
     uint8_t *pinned = (*env)->GetPrimitiveArrayCritical(env, row, NULL);  /* the decoder never calls Java */
     if (pinned == NULL)
         return -2;
-    int rc = kb_avro_decode(&a->p, &a->c, pinned + off, 0, (size_t)len, allow_trailing ? 1 : 0, &f);
+    int rc = kb_avro_decode(&a->p, &a->c, pinned + off, (size_t)start, (size_t)len, allow_trailing ? 1 : 0, &f);
     (*env)->ReleasePrimitiveArrayCritical(env, row, pinned, JNI_ABORT);
     if (rc == KB_AVRO_NO_MEMORY || rc == KB_AVRO_TOO_LARGE) {
         throw_named(env, rc == KB_AVRO_NO_MEMORY ? "java/lang/OutOfMemoryError" : "java/lang/ArithmeticException",

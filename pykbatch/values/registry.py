@@ -139,6 +139,7 @@ class SchemaRegistry:
         elif bearer_token:
             self._headers["Authorization"] = "Bearer " + bearer_token
         self._context = None
+        self.ca, self.client_certificate = ca, certificate  # paths, for a host that asks it itself (the JVM)
         if parts.scheme == "https":
             self._context = ssl.create_default_context(cafile=ca)
             if certificate:
@@ -165,6 +166,11 @@ class SchemaRegistry:
                    key_password=c.get("ssl.key.password"),
                    timeout=float(c.get("request.timeout.ms", 30000)) / 1000,
                    latest_ttl=float(c.get("latest.cache.ttl.sec", 300)), retries=int(c.get("max.retries", 4)))
+
+    @property
+    def authorization(self) -> str | None:
+        """The Authorization header this client sends (a secret: for a host that asks the registry itself)."""
+        return self._headers.get("Authorization")
 
     def __repr__(self) -> str:
         auth = self._headers.get("Authorization", "").split(" ")[0] or "none"
@@ -264,6 +270,15 @@ class SchemaRegistry:
 
     def latest(self, subject: str) -> RegisteredSchema | None:
         return self.version(subject, "latest")
+
+    def versions(self, subject: str) -> list[int]:
+        """A subject's version numbers (none: an empty list)."""
+        try:
+            return [int(v) for v in self._call("GET", f"/subjects/{urllib.parse.quote(subject, safe='')}/versions")]
+        except RegistryError as e:
+            if e.status == 404:
+                return []
+            raise
 
     def register(self, subject: str, schema: str, schema_type: str = "AVRO",
                  references: tuple[SchemaReference, ...] = ()) -> int:

@@ -87,7 +87,12 @@ final class AvroDecoder {
 
     /** The datum value as Spark's value of the function's type, or FAILED. */
     Object decode(byte[] value, boolean allowTrailing) {
-        int rc = Native.avroDecode(handle, value, 0, value.length, allowTrailing);
+        return decode(value, 0, allowTrailing);
+    }
+
+    /** The datum value[start:] (after a registry's framing), positions counted from value[0]. */
+    Object decode(byte[] value, int start, boolean allowTrailing) {
+        int rc = Native.avroDecode(handle, value, 0, value.length, start, allowTrailing);
         if (rc == -2) {
             throw new IllegalStateException("kbatch: the core refused a value");  // an exception is pending
         }

@@ -4,11 +4,8 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.catalyst.util.GenericArrayData;
-import org.apache.spark.sql.connector.catalog.functions.BoundFunction;
-import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
 import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
 import org.apache.spark.sql.types.ArrayType;
-import org.apache.spark.sql.types.BinaryType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
@@ -17,7 +14,8 @@ import org.apache.spark.unsafe.types.UTF8String;
 
 /** kbatch_batch_info(value): the header of every entry of a binary column of record batches (those
  * before a framing fault), null for a null value, as the Python function gives them. */
-public final class BatchInfoFunction implements ScalarFunction<ArrayData> {
+public final class BatchInfoFunction extends ValueFunction<ArrayData> {
+    private static final long serialVersionUID = 1L;
     private static final DataType RESULT = Types.of("kbatch_batch_info");
     private static final StructType INFO = (StructType) ((ArrayType) RESULT).elementType();
     // kb_jni.c's BI_* layout: one long a field, in this order
@@ -25,6 +23,8 @@ public final class BatchInfoFunction implements ScalarFunction<ArrayData> {
         "compression", "timestamp_type", "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
         "partition_leader_epoch", "is_transactional", "is_control", "crc", "is_valid"};
     static final int WIDTH = SLOTS.length;
+    static final UnboundFunction UNBOUND = unbound("kbatch_batch_info", "kbatch_batch_info(value): the header of "
+        + "every batch of a binary column of Kafka record batches", BatchInfoFunction::new);
     private static final UTF8String[] TIMESTAMP_TYPES = {
         UTF8String.fromString(Native.timestampTypeName(0)), UTF8String.fromString(Native.timestampTypeName(1)),
         UTF8String.fromString(Native.timestampTypeName(2))};
@@ -47,45 +47,13 @@ public final class BatchInfoFunction implements ScalarFunction<ArrayData> {
         }
     }
 
-    static final class Unbound implements UnboundFunction {
-        @Override
-        public BoundFunction bind(StructType input) {
-            if (input.fields().length != 1 || !(input.fields()[0].dataType() instanceof BinaryType)) {
-                throw new UnsupportedOperationException("kbatch_batch_info(value binary), not ("
-                    + input.simpleString() + ")");
-            }
-            return new BatchInfoFunction();
-        }
-
-        @Override
-        public String description() {
-            return "kbatch_batch_info(value): the header of every batch of a binary column of Kafka record batches";
-        }
-
-        @Override
-        public String name() {
-            return "kbatch_batch_info";
-        }
-    }
-
-    @Override
-    public DataType[] inputTypes() {
-        return new DataType[] {DataTypes.BinaryType};
+    private BatchInfoFunction() {
+        super("kbatch_batch_info");
     }
 
     @Override
     public DataType resultType() {
         return RESULT;
-    }
-
-    @Override
-    public String name() {
-        return "kbatch_batch_info";
-    }
-
-    @Override
-    public String canonicalName() {
-        return "pykbatch.kbatch_batch_info";
     }
 
     @Override

@@ -38,17 +38,21 @@ public final class KbatchCatalog implements FunctionCatalog {
             return new ValidateFunction.Unbound();
         }
         if (ident.namespace().length == 0 && ident.name().equalsIgnoreCase("kbatch_crc32c")) {
-            return new Crc32cFunction.Unbound();
+            return Crc32cFunction.UNBOUND;
         }
         if (ident.namespace().length == 0 && ident.name().equalsIgnoreCase("kbatch_decode")) {
-            return new DecodeFunction.Unbound();
+            return DecodeFunction.UNBOUND;
         }
         if (ident.namespace().length == 0 && ident.name().equalsIgnoreCase("kbatch_batch_info")) {
-            return new BatchInfoFunction.Unbound();
+            return BatchInfoFunction.UNBOUND;
         }
         AvroFunction avro = ident.namespace().length == 0 ? AvroFunction.defined(ident.name()) : null;
         if (avro != null) {  // kbatch_from_avro for a schema the driver compiled (spark_udfs/jvm_avro.py)
             return avro;
+        }
+        ConfluentFunction confluent = ident.namespace().length == 0 ? ConfluentFunction.defined(ident.name()) : null;
+        if (confluent != null) {  // kbatch_from_confluent for a subject the driver resolved
+            return confluent;
         }
         throw new NoSuchFunctionException(ident);
     }

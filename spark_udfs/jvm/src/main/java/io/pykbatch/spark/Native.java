@@ -112,7 +112,11 @@ public final class Native {
     static native boolean avroUnsafe(long handle);
 
     /** One datum into the columns: 0, or -1 when it cannot be read (the fault after the columns). */
-    static native int avroDecode(long handle, byte[] row, int off, int len, boolean allowTrailing);
+    static native int avroDecode(long handle, byte[] row, int off, int len, int start, boolean allowTrailing);
+
+    /** The Confluent framing of value: 0 with out[0] the schema id, out[1] the datum's start; else
+     * the fault's rule index with out[0] its position (kb_read_frame). */
+    static native int readFrame(byte[] value, long[] out);
 
     static native void avroClose(long handle);
 
