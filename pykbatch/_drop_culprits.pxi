@@ -92,7 +92,10 @@ cdef object _rebuild_v2(_View v, kb_entry *e, int entry, list culprits, _Decompr
     cdef _View rec = v
     p, limit = e.pos + KB_V2_HEADER_SIZE, e.pos + e.size
     if codec:
-        rec = _View(dec.copy(codec, 2, e.pos + KB_V2_HEADER_SIZE, e.size - KB_V2_HEADER_SIZE))
+        try:  # a payload the validator read a prefix of (Kafka's readers stop at the record count) may
+            rec = _View(dec.copy(codec, 2, e.pos + KB_V2_HEADER_SIZE, e.size - KB_V2_HEADER_SIZE))
+        except _errors.KafkaDataError:  # still not decompress whole: the batch cannot be rebuilt
+            return None
         p, limit = 0, rec.length
     bad = {}
     for c in culprits:

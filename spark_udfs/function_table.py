@@ -28,5 +28,5 @@ def functions() -> dict:
     }
 
 
-JVM = ("kbatch_validate", "kbatch_crc32c", "kbatch_decode", "kbatch_batch_info")
+JVM = ("kbatch_validate", "kbatch_crc32c", "kbatch_decode", "kbatch_batch_info", "kbatch_repair")
 """The functions that also have a JVM form (spark_udfs/jvm/src: KbatchCatalog.NAMES)."""

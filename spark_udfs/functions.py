@@ -182,8 +182,10 @@ def kbatch_repair(col: "ColumnOrName", config: "Config" = None) -> "Column":
     bigint, key: binary, value: binary, code: int, rules: array<string>, message: string>>,
     unrepairable_batches: int>``.
     """
-    udf = _udfs()["kbatch_repair"]
     cfg = _config_column(config)
+    if _on_jvm():
+        return _call("kbatch_repair", _column(col)) if cfg is None else _call("kbatch_repair", _column(col), cfg)
+    udf = _udfs()["kbatch_repair"]
     return udf(_column(col)) if cfg is None else udf(_column(col), cfg)
 
 

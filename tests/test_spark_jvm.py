@@ -181,6 +181,65 @@ def test_jvm_decode_equals_the_python_decode_on_drawn_input(spark):
     assert sum(len(got["python"][i] or ()) for i in compared) > 300
 
 
+def _rebuilt(data):
+    """What a repaired value holds, codec bytes aside (each host's codec library compresses in its
+    own way): every entry's header fields and records, its CRC checked -- or the error reading it."""
+    try:
+        out = []
+        for b in kb.iter_batches(data, verify_crc=True):
+            records = [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for r in b]
+            out.append((b.magic, b.base_offset, b.last_offset, b.compression, b.timestamp_type, b.max_timestamp,
+                        b.producer_id, b.base_sequence, b.record_count, records))
+        return out
+    except ValueError as exc:
+        return f"unreadable: {type(exc).__name__}"
+
+
+def test_jvm_repair_equals_the_python_repair_on_drawn_input(spark):
+    """kbatch_repair on both paths, row for row, on drawn rows under drawn options: the same
+    records dropped with the same culprits, the same batches left out whole, and rebuilt values
+    holding the same entries and records with sound CRCs (byte for byte where nothing compressed
+    was rebuilt) -- but for rows whose compressed payload was damaged (the codec libraries' own
+    say).  A cap below a row's culprits fails the task on both paths."""
+    from spark_udfs import kbatch_repair
+    from spark_udfs.functions import register
+    require_jvm_path(spark)
+    seed = int(os.environ.get("PYKBATCH_JVM_SEED", random.randrange(2**32)))
+    print(f"PYKBATCH_JVM_SEED={seed}")
+    rng = random.Random(seed)
+    now_ms = 1_760_000_000_000
+    dropped = rebuilt = 0
+    for trial in range(3):
+        options = dict(_options(rng, now_ms), max_culprits=1000)
+        drawn = [_row(rng, now_ms) for _ in range(200)]
+        df = spark.createDataFrame([(i, row) for i, (row, _) in enumerate(drawn)], "id int, value binary")
+        got = {}
+        for path in ("python", "jvm"):
+            register(spark, jvm=path == "jvm")
+            rows = df.select("id", kbatch_repair("value", options).alias("r")).collect()
+            got[path] = [as_python(r.r) for r in sorted(rows, key=lambda r: r.id)]
+        register(spark)
+        for i, (p, j) in enumerate(zip(got["python"], got["jvm"])):
+            where = (seed, trial, i, options, drawn[i][0].hex() if drawn[i][0] else None)
+            if drawn[i][1] or p is None:
+                assert (p is None) == (j is None), where
+                continue
+            assert j["dropped"] == p["dropped"] and j["unrepairable_batches"] == p["unrepairable_batches"], where
+            assert _rebuilt(j["data"]) == _rebuilt(p["data"]), where
+            if all(b.compression == "none" for b in kb.iter_batches(p["data"], verify_crc=False)):
+                assert j["data"] == p["data"], where
+            dropped += len(p["dropped"])
+            rebuilt += p["data"] != drawn[i][0]
+    assert dropped > 30 and rebuilt > 30, (dropped, rebuilt)
+    two = kb.build_batch([{"key": None, "value": b"v", "timestamp": now_ms + 10**9}] * 2)  # two records in the future
+    capped = spark.createDataFrame([(0, two)], "id int, value binary")
+    for path in ("python", "jvm"):
+        register(spark, jvm=path == "jvm")
+        with pytest.raises(Exception, match="holds only part of its culprits"):
+            capped.select(kbatch_repair("value", {"max_culprits": 1, "now_ms": now_ms})).collect()
+    register(spark)
+
+
 def test_the_jvm_path_refuses_what_it_does_not_check(spark):
     """A client's append of v0/v1 messages with size limits: the size of the batch a broker rebuilds
     is the Python function's; the JVM function says so and fails the task instead of skipping it."""

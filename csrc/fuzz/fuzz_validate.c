@@ -15,6 +15,8 @@
 #include "../kb_encode.h"
 #include "../kb_log_windows.h"
 #include "../kb_render.h"
+#include "../kb_repair.h"
+#include "../kb_resync.h"
 #include "../kb_validate.h"
 #include "../kb_verdict.h"
 
@@ -45,6 +47,50 @@ static int toy_decompress(void *ctx, int codec, int magic, const uint8_t *src, s
     *out = toy_out;
     *out_len = len;
     return 0;
+}
+
+/* kb_repair's compress hook: the payload as it is (a codec's framing is the host's) */
+static int toy_compress(void *ctx, int codec, int magic, const uint8_t *src, size_t n, const uint8_t **out,
+                        size_t *out_len)
+{
+    (void)ctx;
+    (void)magic;
+    if (codec == 2)
+        return -1;
+    *out = src;
+    *out_len = n;
+    return 0;
+}
+
+/* kb_repair over the culprits a walk found: every dropped record's bytes and culprits inside what
+ * it was given, each entry whole in the output or counted as left out. */
+static void check_repair(const uint8_t *buf, size_t size, const kb_culprit *c, size_t n, int strict, int log)
+{
+    static kb_repair_out r;  /* kept between inputs, as a host keeps it between rows */
+    kb_repair_opts o = {.resync_flags = kb_resync_flags(strict, log), .decompress = toy_decompress,
+                        .compress = toy_compress};
+    int rc = kb_repair(buf, size, c, n, &o, &r);
+    if (rc != 0 && rc != KB_REPAIR_COMPRESS_FAILED && rc != KB_REPAIR_NO_MEMORY)
+        abort();
+    if (rc != 0)
+        return;
+    int32_t whole = 0;
+    for (size_t k = 0; k < r.n_dropped; k++) {
+        const kb_dropped *d = &r.dropped[k];
+        if (d->first_culprit + d->n_culprits > r.n_index || d->n_culprits == 0 || d->entry < 0 ||
+            (d->key_len > 0 && d->key + (size_t)d->key_len > r.bytes_len) ||
+            (d->value_len > 0 && d->value + (size_t)d->value_len > r.bytes_len))
+            abort();
+        for (size_t j = 0; j < d->n_culprits; j++) {
+            int32_t i = r.culprit_index[d->first_culprit + j];
+            if (i < 0 || (size_t)i >= n || c[i].entry != d->entry ||
+                (d->record_index >= 0 && c[i].record_index != d->record_index))
+                abort();
+        }
+        whole += d->record_index < 0;
+    }
+    if (whole != r.unrepairable)
+        abort();
 }
 
 /* A culprit's text into an exactly sized buffer (any write past its length is caught), and cut
@@ -382,6 +428,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (out[i].pos < 0 || out[i].pos > (int64_t)size || out[i].inner_pos < -1)
                 abort();
         check_verdict(out, s.culprits < CAP ? (size_t)s.culprits : CAP, (kb_origin)origin, o.produce_version);
+        check_repair(buf, size, out, s.culprits < CAP ? (size_t)s.culprits : CAP, o.strict, origin);
         /* kb_validate_again over the summary of whatever ran before: the same summary as a fresh walk */
         static kb_summary stale[2];
         kb_culprit again[CAP];

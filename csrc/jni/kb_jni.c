@@ -25,6 +25,8 @@
 #include "kb_rules.h"
 #include "kb_v2.h"
 #include "kb_validate.h"
+#include "kb_repair.h"
+#include "kb_resync.h"
 #include "kb_verdict.h"
 #include "kb_unsafe_row.h"
 
@@ -67,6 +69,9 @@ typedef struct {
     size_t input_cap;
     jobject summary_buffer;    /* global ref */
     jlong *summary;            /* its address */
+    kb_repair_out repair;      /* kbatch_repair's last row */
+    uint8_t *compressed;       /* what Compressor.compress gave last */
+    size_t compressed_cap;
 } kb_jvm_validator;
 
 static jmethodID run_method;
@@ -256,6 +261,8 @@ JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_close(JNIEnv *env, jclass c
         (*env)->DeleteGlobalRef(env, v->summary_buffer);
     free(v->input);
     free(v->out);
+    kb_repair_out_free(&v->repair);
+    free(v->compressed);
     free(v);
 }
 
@@ -554,6 +561,157 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_crc32c(JNIEnv *env, jclass
     uint32_t crc = kb_crc32c(0, (const uint8_t *)p, (size_t)n);
     (*env)->ReleasePrimitiveArrayCritical(env, buf, p, JNI_ABORT);
     return (jlong)crc;
+}
+
+/* ---- kbatch_repair: the row the validator just walked, rebuilt without its culprits ---- */
+
+static jclass compressor_class;      /* global ref: io.pykbatch.spark.Compressor */
+static jmethodID compress_method;    /* static byte[] compress(int codec, int magic, byte[] src) */
+
+/* kb_repair's compress hook: Compressor.compress, its answer copied into the validator's buffer. */
+static int compress(void *ctx, int codec, int magic, const uint8_t *src, size_t n, const uint8_t **out,
+                    size_t *out_len)
+{
+    kb_jvm_validator *v = ctx;
+    JNIEnv *env = v->codecs.env;
+    if (n > INT32_MAX)
+        return -1;
+    jbyteArray in = (*env)->NewByteArray(env, (jsize)n);
+    if (in == NULL) {
+        (*env)->ExceptionClear(env);
+        return -1;
+    }
+    (*env)->SetByteArrayRegion(env, in, 0, (jsize)n, (const jbyte *)src);
+    jbyteArray got = (*env)->CallStaticObjectMethod(env, compressor_class, compress_method, codec, magic, in);
+    (*env)->DeleteLocalRef(env, in);
+    if ((*env)->ExceptionCheck(env) || got == NULL) {  /* the codec library failed: the row's repair fails */
+        (*env)->ExceptionClear(env);
+        return -1;
+    }
+    jsize m = (*env)->GetArrayLength(env, got);
+    if ((size_t)m > v->compressed_cap) {
+        uint8_t *grown = realloc(v->compressed, (size_t)m);
+        if (grown == NULL) {
+            (*env)->DeleteLocalRef(env, got);
+            return -1;
+        }
+        v->compressed = grown;
+        v->compressed_cap = (size_t)m;
+    }
+    (*env)->GetByteArrayRegion(env, got, 0, m, (jbyte *)v->compressed);
+    (*env)->DeleteLocalRef(env, got);
+    *out = v->compressed;
+    *out_len = (size_t)m;
+    return 0;
+}
+
+/* kbatch_repair of row[off, off + len), which the validator `handle` just validated (its culprits,
+ * every one of them: Java checks none was left past the cap): the rebuilt bytes; what was left out
+ * is then read with repairDropped / repairBytes / repairCulprits.  null with an exception pending. */
+JNIEXPORT jbyteArray JNICALL Java_io_pykbatch_spark_Native_repair(JNIEnv *env, jclass cls, jlong handle, jbyteArray row,
+                                                                 jint off, jint len)
+{
+    (void)cls;
+    if (null_array(env, row, "kbatch_repair: a null array"))
+        return NULL;
+    kb_jvm_validator *v = (kb_jvm_validator *)(intptr_t)handle;
+    jsize total = (*env)->GetArrayLength(env, row);
+    if (off < 0 || len < 0 || off > total - len) {
+        throw_named(env, "java/lang/IndexOutOfBoundsException", "kbatch: row bounds outside its array");
+        return NULL;
+    }
+    if (compressor_class == NULL) {
+        jclass local = (*env)->FindClass(env, "io/pykbatch/spark/Compressor");
+        if (local == NULL)
+            return NULL;  /* NoClassDefFoundError pending */
+        compress_method = (*env)->GetStaticMethodID(env, local, "compress", "(II[B)[B");
+        if (compress_method == NULL)
+            return NULL;
+        compressor_class = (*env)->NewGlobalRef(env, local);
+        (*env)->DeleteLocalRef(env, local);
+    }
+    if ((size_t)len > v->input_cap) {  /* a copy: the codecs run in Java while it is read */
+        uint8_t *grown = realloc(v->input, (size_t)len);
+        if (grown == NULL) {
+            throw_named(env, "java/lang/OutOfMemoryError", "kbatch_repair: no memory for a row");
+            return NULL;
+        }
+        v->input = grown;
+        v->input_cap = (size_t)len;
+    }
+    (*env)->GetByteArrayRegion(env, row, off, len, (jbyte *)v->input);
+    kb_repair_opts o = {.resync_flags = kb_resync_flags(v->opts.strict, v->opts.origin == KB_ORIGIN_LOG),
+                        .decompress = decompress, .decompress_ctx = &v->codecs,
+                        .compress = compress, .compress_ctx = v};
+    size_t kept = (size_t)v->s.culprits < v->cap ? (size_t)v->s.culprits : v->cap;
+    v->codecs.env = env;
+    int rc = kb_repair(v->input, (size_t)len, v->out, kept, &o, &v->repair);
+    v->codecs.env = NULL;
+    if (rc != 0) {
+        throw_named(env, rc == KB_REPAIR_NO_MEMORY ? "java/lang/OutOfMemoryError" : "java/lang/IllegalStateException",
+                     rc == KB_REPAIR_NO_MEMORY ? "kbatch_repair: no memory for a row's repair"
+                                               : "kbatch_repair: the codec library could not compress a rebuilt batch");
+        return NULL;
+    }
+    if (v->repair.data_len > INT32_MAX) {
+        throw_named(env, "java/lang/ArithmeticException", "kbatch_repair: a rebuilt row exceeds 2^31 - 1 bytes");
+        return NULL;
+    }
+    jbyteArray out = (*env)->NewByteArray(env, (jsize)v->repair.data_len);
+    if (out != NULL && v->repair.data_len)
+        (*env)->SetByteArrayRegion(env, out, 0, (jsize)v->repair.data_len, (const jbyte *)v->repair.data);
+    return out;
+}
+
+/* The last repair's dropped records, D_WIDTH longs each (RepairFunction.java reads the same). */
+enum { D_ENTRY, D_RECORD_INDEX, D_HAS_FIELDS, D_OFFSET, D_KEY, D_KEY_LEN, D_VALUE, D_VALUE_LEN, D_FIRST_CULPRIT,
+       D_CULPRITS, D_UNREPAIRABLE, D_WIDTH };
+
+JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_repairDropped(JNIEnv *env, jclass cls, jlong handle)
+{
+    (void)cls;
+    const kb_repair_out *r = &((kb_jvm_validator *)(intptr_t)handle)->repair;
+    if (r->n_dropped > (size_t)INT32_MAX / D_WIDTH) {
+        throw_named(env, "java/lang/ArithmeticException", "kbatch_repair: too many dropped records for one row");
+        return NULL;
+    }
+    jlongArray out = (*env)->NewLongArray(env, (jsize)(r->n_dropped * D_WIDTH));
+    if (out == NULL)
+        return NULL;
+    for (size_t k = 0; k < r->n_dropped; k++) {
+        const kb_dropped *d = &r->dropped[k];
+        jlong w[D_WIDTH] = {d->entry, d->record_index, d->has_fields, d->offset, (jlong)d->key, d->key_len,
+                            (jlong)d->value, d->value_len, (jlong)d->first_culprit, (jlong)d->n_culprits,
+                            r->unrepairable};
+        (*env)->SetLongArrayRegion(env, out, (jsize)(k * D_WIDTH), D_WIDTH, w);
+    }
+    return out;
+}
+
+/* The dropped records' keys and values (repairDropped's positions). */
+JNIEXPORT jbyteArray JNICALL Java_io_pykbatch_spark_Native_repairBytes(JNIEnv *env, jclass cls, jlong handle)
+{
+    (void)cls;
+    const kb_repair_out *r = &((kb_jvm_validator *)(intptr_t)handle)->repair;
+    if (r->bytes_len > INT32_MAX) {
+        throw_named(env, "java/lang/ArithmeticException", "kbatch_repair: the dropped records exceed 2^31 - 1 bytes");
+        return NULL;
+    }
+    jbyteArray out = (*env)->NewByteArray(env, (jsize)r->bytes_len);
+    if (out != NULL && r->bytes_len)
+        (*env)->SetByteArrayRegion(env, out, 0, (jsize)r->bytes_len, (const jbyte *)r->bytes);
+    return out;
+}
+
+/* The dropped records' culprits: indexes into the validator's culprits, in its order. */
+JNIEXPORT jintArray JNICALL Java_io_pykbatch_spark_Native_repairCulprits(JNIEnv *env, jclass cls, jlong handle)
+{
+    (void)cls;
+    const kb_repair_out *r = &((kb_jvm_validator *)(intptr_t)handle)->repair;
+    jintArray out = (*env)->NewIntArray(env, (jsize)r->n_index);
+    if (out != NULL && r->n_index)
+        (*env)->SetIntArrayRegion(env, out, 0, (jsize)r->n_index, (const jint *)r->culprit_index);
+    return out;
 }
 
 /* Validates len bytes at `address` (memory that does not move while Java runs: a mapped segment),

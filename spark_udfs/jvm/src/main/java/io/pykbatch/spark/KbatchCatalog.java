@@ -14,7 +14,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * it calls from generated code: no Python worker, no row conversion.
  */
 public final class KbatchCatalog implements FunctionCatalog {
-    static final String[] NAMES = {"kbatch_validate", "kbatch_crc32c", "kbatch_decode", "kbatch_batch_info"};
+    static final String[] NAMES = {"kbatch_validate", "kbatch_crc32c", "kbatch_decode", "kbatch_batch_info",
+        "kbatch_repair"};
     private String name = "pykbatch";
 
     @Override
@@ -35,7 +36,12 @@ public final class KbatchCatalog implements FunctionCatalog {
     @Override
     public UnboundFunction loadFunction(Identifier ident) throws NoSuchFunctionException {
         if (ident.namespace().length == 0 && ident.name().equalsIgnoreCase("kbatch_validate")) {
-            return new ValidateFunction.Unbound();
+            return new ValidateFunction.Unbound("kbatch_validate", "kbatch_validate(value [, options]): every culprit "
+                + "of a binary column of Kafka record batches, with KIP-467's error code, error_records and error_message");
+        }
+        if (ident.namespace().length == 0 && ident.name().equalsIgnoreCase("kbatch_repair")) {
+            return new ValidateFunction.Unbound("kbatch_repair", "kbatch_repair(value [, options]): each value "
+                + "rebuilt without its culprit records, with what was dropped");
         }
         if (ident.namespace().length == 0 && ident.name().equalsIgnoreCase("kbatch_crc32c")) {
             return Crc32cFunction.UNBOUND;

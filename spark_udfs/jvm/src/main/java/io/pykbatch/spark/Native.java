@@ -78,6 +78,18 @@ public final class Native {
     static native void culprits(long handle, long[] out);
 
     /** validate over len bytes at address (memory that does not move: a mapped segment). */
+    /** kbatch_repair of row[off, off + len), which the validator just validated: the rebuilt bytes. */
+    static native byte[] repair(long handle, byte[] row, int off, int len);
+
+    /** The last repair's dropped records (RepairFunction's D_* layout). */
+    static native long[] repairDropped(long handle);
+
+    /** The last repair's dropped keys and values. */
+    static native byte[] repairBytes(long handle);
+
+    /** The last repair's dropped records' culprits (indexes into the validator's). */
+    static native int[] repairCulprits(long handle);
+
     static native int validateAt(long handle, long address, long len, long nowMs);
 
     /** A split [start, end) of the segment file at path (end < 0: to its end), mapped; the windows'

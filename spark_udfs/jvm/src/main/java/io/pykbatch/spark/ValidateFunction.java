@@ -15,23 +15,42 @@ import org.apache.spark.sql.types.MapType;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructType;
 
-/** kbatch_validate(value [, options map<string,string>]) as the Python function defines it. */
-public final class ValidateFunction implements ScalarFunction<InternalRow> {
-    private static final DataType RESULT = Types.of("kbatch_validate");
+/** kbatch_validate(value [, options map<string,string>]) as the Python function defines it; the
+ * functions that validate first (kbatch_repair) are its kind too: the same options, validators
+ * and binding. */
+public class ValidateFunction implements ScalarFunction<InternalRow> {
+    private static final long serialVersionUID = 1L;
     private static final DataType OPTIONS = DataTypes.createMapType(DataTypes.StringType, DataTypes.StringType);
     private static final Map<String, String> NO_OPTIONS = new HashMap<>();
     private final boolean configured;
+    private final String family;
+    private transient DataType result;
     // the last options map seen and its validator, for the thread that asked: a literal map is the
     // same object on every row, and a task's rows come on one thread
     private transient MapData lastMap;
     private transient Validator lastValidator;
     private transient Thread owner;
 
-    ValidateFunction(boolean configured) {
+    ValidateFunction(String family, boolean configured) {
+        this.family = family;
         this.configured = configured;
     }
 
+    /** What the function gives for a row its validator has: kbatch_validate's verdict. */
+    InternalRow apply(Validator validator, byte[] value) {
+        return validator.validate(value, 0, value.length);
+    }
+
+    /** The function `family` before Spark binds it to (value binary [, options map<string,string>]). */
     static final class Unbound implements UnboundFunction {
+        private final String family;
+        private final String description;
+
+        Unbound(String family, String description) {
+            this.family = family;
+            this.description = description;
+        }
+
         @Override
         public BoundFunction bind(StructType input) {
             int n = input.fields().length;
@@ -40,20 +59,19 @@ public final class ValidateFunction implements ScalarFunction<InternalRow> {
                     && ((MapType) input.fields()[1].dataType()).keyType() instanceof StringType
                     && ((MapType) input.fields()[1].dataType()).valueType() instanceof StringType))) {
                 throw new UnsupportedOperationException(
-                    "kbatch_validate(value binary [, options map<string,string>]), not (" + input.simpleString() + ")");
+                    family + "(value binary [, options map<string,string>]), not (" + input.simpleString() + ")");
             }
-            return new ValidateFunction(n == 2);
+            return family.equals("kbatch_repair") ? new RepairFunction(n == 2) : new ValidateFunction(family, n == 2);
         }
 
         @Override
         public String description() {
-            return "kbatch_validate(value [, options]): every culprit of a binary column of Kafka record batches, "
-                + "with KIP-467's error code, error_records and error_message";
+            return description;
         }
 
         @Override
         public String name() {
-            return "kbatch_validate";
+            return family;
         }
     }
 
@@ -64,7 +82,10 @@ public final class ValidateFunction implements ScalarFunction<InternalRow> {
 
     @Override
     public DataType resultType() {
-        return RESULT;
+        if (result == null) {
+            result = Types.of(family);
+        }
+        return result;
     }
 
     @Override
@@ -74,17 +95,17 @@ public final class ValidateFunction implements ScalarFunction<InternalRow> {
 
     @Override
     public String name() {
-        return "kbatch_validate";
+        return family;
     }
 
     @Override
     public String canonicalName() {
-        return "pykbatch.kbatch_validate";
+        return "pykbatch." + family;
     }
 
     /** Called by Spark's generated code for kbatch_validate(value). */
     public InternalRow invoke(byte[] value) {
-        return value == null ? null : validator(null).validate(value, 0, value.length);
+        return value == null ? null : apply(validator(null), value);
     }
 
     private Validator validator(MapData options) {
@@ -105,7 +126,7 @@ public final class ValidateFunction implements ScalarFunction<InternalRow> {
         if (value == null) {
             return null;
         }
-        return validator(options).validate(value, 0, value.length);
+        return apply(validator(options), value);
     }
 
     @Override

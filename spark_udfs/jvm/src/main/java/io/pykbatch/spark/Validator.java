@@ -137,6 +137,61 @@ final class Validator {
             new GenericArrayData(rows), summary.get(SUM_CULPRITS), records, tail});
     }
 
+    // Native.repairDropped's layout (kb_jni.c D_*)
+    private static final int D_ENTRY = 0, D_RECORD_INDEX = 1, D_HAS_FIELDS = 2, D_OFFSET = 3, D_KEY = 4, D_KEY_LEN = 5,
+        D_VALUE = 6, D_VALUE_LEN = 7, D_FIRST_CULPRIT = 8, D_CULPRITS = 9, D_UNREPAIRABLE = 10, D_WIDTH = 11;
+    // a VALIDATION row's fields, and a culprit's, that a repair reads
+    private static final int V_CULPRITS = 5, V_CULPRIT_COUNT = 6, V_TAIL = 8, CULPRIT_CODE = 3, CULPRIT_RULE = 5,
+        CULPRIT_MESSAGE = 8;
+
+    /** kbatch_repair of row[off, off + len), as pykbatch.arrow.repair_array gives it: the REPAIR
+     * struct (the row itself when it has no culprit and no incomplete tail). */
+    InternalRow repair(byte[] row, int off, int len) {
+        InternalRow verdict = validate(row, off, len);
+        ArrayData culpritRows = verdict.getArray(V_CULPRITS);
+        if (verdict.getLong(V_CULPRIT_COUNT) == 0 && verdict.isNullAt(V_TAIL)) {
+            byte[] same = off == 0 && len == row.length ? row : java.util.Arrays.copyOfRange(row, off, off + len);
+            return new GenericInternalRow(new Object[] {same, EMPTY, 0});
+        }
+        if (verdict.getLong(V_CULPRIT_COUNT) > culpritRows.numElements()) {
+            throw new IllegalArgumentException("kbatch_repair: the result holds only part of its culprits: validate "
+                + "with a larger max_culprits");
+        }
+        byte[] data = Native.repair(handle, row, off, len);
+        codecs.messages.clear();
+        if (data == null) {
+            throw new IllegalStateException("kbatch: the core refused a row");  // an exception is pending
+        }
+        long[] d = Native.repairDropped(handle);
+        if (d.length == 0) {
+            return new GenericInternalRow(new Object[] {data, EMPTY, 0});
+        }
+        byte[] bytes = Native.repairBytes(handle);
+        int[] which = Native.repairCulprits(handle);
+        Object[] dropped = new Object[d.length / D_WIDTH];
+        for (int k = 0; k < dropped.length; k++) {
+            int at = k * D_WIDTH;
+            int first = (int) d[at + D_FIRST_CULPRIT], n = (int) d[at + D_CULPRITS];
+            Object[] rules = new Object[n];
+            for (int j = 0; j < n; j++) {
+                rules[j] = culpritRows.getStruct(which[first + j], 11).getUTF8String(CULPRIT_RULE);
+            }
+            InternalRow lead = culpritRows.getStruct(which[first], 11);
+            boolean fields = d[at + D_HAS_FIELDS] != 0;
+            dropped[k] = new GenericInternalRow(new Object[] {
+                (int) d[at + D_ENTRY], d[at + D_RECORD_INDEX] >= 0 ? (Object) (int) d[at + D_RECORD_INDEX] : null,
+                fields ? (Object) d[at + D_OFFSET] : null,
+                fields ? slice(bytes, d[at + D_KEY], d[at + D_KEY_LEN]) : null,
+                fields ? slice(bytes, d[at + D_VALUE], d[at + D_VALUE_LEN]) : null,
+                lead.getInt(CULPRIT_CODE), new GenericArrayData(rules), lead.getUTF8String(CULPRIT_MESSAGE)});
+        }
+        return new GenericInternalRow(new Object[] {data, new GenericArrayData(dropped), (int) d[D_UNREPAIRABLE]});
+    }
+
+    private static byte[] slice(byte[] bytes, long at, long len) {
+        return len < 0 ? null : java.util.Arrays.copyOfRange(bytes, (int) at, (int) (at + len));
+    }
+
     /** The message of the i-th culprit of the last walk (a codec's own words where it failed). */
     private UTF8String message(int i) {
         int at = i * C_WIDTH;
