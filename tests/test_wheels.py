@@ -124,7 +124,18 @@ with open(os.path.join(log, "00000000000000000000.log"), "wb") as f:
     stored_crc[17] ^= 1  # readable records, a refused batch
     f.write(b"".join([good, bytes(stored_crc), kb.build_batch([{"value": b"x", "timestamp": 2}] * 4, base_offset=6)]))
 segment = spark.read.format("kafka-segment").option("validate", "true").load(log)
+from spark_udfs import explode_records, kbatch_batch_info, kbatch_repair
+future = kb.build_batch([{"value": b"a", "timestamp": 1}, {"value": b"late", "timestamp": 2**41},
+                         {"value": b"c", "timestamp": 2}], compression="zstd")  # one record from the far future
+repairs = spark.createDataFrame([(0, future), (1, bytes(bad))], "id int, value binary").orderBy("id") \
+    .select(kbatch_repair("value").alias("r")).collect()
 print("SPARK", json.dumps({"path": spark.conf.get("spark.pykbatch.functions"), "jar": jvm.jar(),
+                           "repaired": [[r.value.decode() for b in kb.iter_batches(x.r.data) for r in b] for x in repairs],
+                           "dropped": [[d.value and bytes(d.value).decode() for d in x.r.dropped] for x in repairs],
+                           "unrepairable": [x.r.unrepairable_batches for x in repairs],
+                           "info": [[(b.compression, b.is_valid) for b in x.i] for x in
+                                    df.orderBy("id").select(kbatch_batch_info("value").alias("i")).collect()],
+                           "exploded": explode_records(df, "value").count(),
                            "ok": [r.v.ok for r in rows], "rule": rows[1].v.culprits[0].rule,
                            "spark": spark.version, "configured": [r.v.ok for r in configured],
                            "segment": segment.selectExpr("count(*) AS n", "count_if(batch_ok) AS ok").first().asDict(),
@@ -173,6 +184,10 @@ def test_the_hosts_wheel_runs_a_spark_job_on_the_jvm_path(spark_version, manylin
     assert smoke["spark"] == version and smoke["configured"] == [True, False], smoke
     # kafka-segment's JVM reader: every record of the log, the refused batch's marked
     assert smoke["segment_on_jvm"] and smoke["segment"] == {"n": 10, "ok": 7}, smoke
+    # kbatch_repair (a zstd batch rebuilt by the JVM's codecs), kbatch_batch_info, explode_records
+    assert smoke["repaired"] == [["a", "c"], []] and smoke["dropped"] == [["late"], [None]], smoke
+    assert smoke["unrepairable"] == [0, 1] and smoke["exploded"] == 3, smoke
+    assert smoke["info"] == [[["zstd", True]], [["zstd", False]]], smoke
 
 
 def arm64_python() -> list:
