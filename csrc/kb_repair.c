@@ -102,16 +102,22 @@ static int add_dropped(kb_repair_out *out, const kb_dropped *d, const int32_t *c
     return 0;
 }
 
-static int add_record(kb_repair_out *out, int32_t entry, int32_t index, int64_t offset, int64_t timestamp,
-                      const uint8_t *base, size_t key, int32_t key_len, size_t value, int32_t value_len,
-                      const int32_t *culprits, size_t n)
+/* A record's own bytes base[pos, pos + len) into d's raw */
+static int copy_raw(kb_repair_out *out, kb_dropped *d, const uint8_t *base, size_t pos, size_t len)
 {
-    kb_dropped d = {.entry = entry, .record_index = index, .has_fields = 1, .offset = offset,
-                    .timestamp = timestamp, .key_len = key_len < 0 ? -1 : key_len,
-                    .value_len = value_len < 0 ? -1 : value_len};
-    if (copy_bytes(out, base, key, key_len, &d.key) != 0 || copy_bytes(out, base, value, value_len, &d.value) != 0)
+    d->raw_len = len;
+    return len > INT32_MAX ? -1 : copy_bytes(out, base, pos, (int32_t)len, &d->raw);
+}
+
+static int add_record(kb_repair_out *out, kb_dropped *d, const uint8_t *base, size_t key, int32_t key_len,
+                      size_t value, int32_t value_len, const int32_t *culprits, size_t n)
+{
+    d->has_fields = 1;
+    d->key_len = key_len < 0 ? -1 : key_len;
+    d->value_len = value_len < 0 ? -1 : value_len;
+    if (copy_bytes(out, base, key, key_len, &d->key) != 0 || copy_bytes(out, base, value, value_len, &d->value) != 0)
         return -1;
-    return add_dropped(out, &d, culprits, n);
+    return add_dropped(out, d, culprits, n);
 }
 
 /* The culprits of record `index` in group[*at, n) (sorted by record): where they start, how many
@@ -175,16 +181,19 @@ static int rebuild_v2(const uint8_t *buf, const kb_entry *e, int32_t entry, cons
         if (kb_v2_read_record(rec, p, limit, &r, &f, &next) != 0) {
             if (!bad || next == 0)
                 goto undo;  /* a fault no culprit names, or no way past it */
-            kb_dropped d = {.entry = entry, .record_index = i, .key_len = -1, .value_len = -1};
-            if (add_dropped(out, &d, group + first, bad) != 0)
+            kb_dropped d = {.entry = entry, .record_index = i, .magic = 2, .key_len = -1, .value_len = -1};
+            if (copy_raw(out, &d, rec, p, next - p) != 0 || add_dropped(out, &d, group + first, bad) != 0)
                 goto no_memory;
             p = next;
             continue;
         }
         int64_t ts = kb_wrap_add64(h.base_timestamp, r.timestamp_delta);
         if (bad) {
-            if (add_record(out, entry, i, kb_wrap_add64(h.base_offset, r.offset_delta), log_append ? h.max_timestamp : ts,
-                           rec, r.key, r.key_len, r.value, r.value_len, group + first, bad) != 0)
+            kb_dropped d = {.entry = entry, .record_index = i, .magic = 2,
+                            .offset = kb_wrap_add64(h.base_offset, r.offset_delta),
+                            .timestamp = log_append ? h.max_timestamp : ts};
+            if (copy_raw(out, &d, rec, p, r.end - p) != 0 ||
+                add_record(out, &d, rec, r.key, r.key_len, r.value, r.value_len, group + first, bad) != 0)
                 goto no_memory;
         } else {
             if (grow((void **)&out->keep, &out->keep_cap, kept + 1, sizeof *out->keep) != 0)
@@ -315,8 +324,10 @@ static int rebuild_legacy(const uint8_t *buf, const kb_entry *e, int32_t entry, 
         size_t first, bad = culprits_of(c, group, n_group, &at, i, &first);
         int64_t ts = kb_legacy_timestamp(&w, &m);
         if (bad) {
-            if (add_record(out, entry, i, base + m.offset, ts, rec, m.key, m.key_len, m.value, m.value_len,
-                           group + first, bad) != 0)
+            kb_dropped d = {.entry = entry, .record_index = i, .magic = w.magic, .offset = base + m.offset,
+                            .timestamp = ts};
+            if (copy_raw(out, &d, rec, m.pos, m.size) != 0 ||
+                add_record(out, &d, rec, m.key, m.key_len, m.value, m.value_len, group + first, bad) != 0)
                 goto no_memory;
             continue;
         }
@@ -420,10 +431,17 @@ int kb_repair(const uint8_t *buf, size_t len, const kb_culprit *c, size_t n, con
         }
         if (rc < 0)
             return rc;
-        if (rc == UNREPAIRABLE) {  /* left out whole, listed with every culprit of the entry */
-            kb_dropped d = {.entry = entry, .record_index = -1, .key_len = -1, .value_len = -1};
-            if (add_dropped(out, &d, order + first, n_group) != 0)
+        if (rc == UNREPAIRABLE) {  /* left out whole (or kept), listed with every culprit of the entry */
+            kb_dropped d = {.entry = entry, .record_index = -1, .magic = e.magic, .key_len = -1, .value_len = -1,
+                            .kept = o->keep_unrepairable != 0};
+            if (copy_raw(out, &d, buf, e.pos, e.size) != 0 || add_dropped(out, &d, order + first, n_group) != 0)
                 return KB_REPAIR_NO_MEMORY;
+            if (d.kept) {
+                uint8_t *at = reserve(out, e.size);
+                if (at == NULL)
+                    return KB_REPAIR_NO_MEMORY;
+                memcpy(at, buf + e.pos, e.size);
+            }
             out->unrepairable++;
         }
         if (!e.size)  /* the resynchronising walk always moves; never loop in place */

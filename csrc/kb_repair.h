@@ -4,8 +4,9 @@
  * first kept record's timestamp as the base and the largest as maxTimestamp (CreateTime); a
  * v0/v1 message with a culprit goes whole, a compressed wrapper is rebuilt around its kept inner
  * messages; an entry whose damage is not its records' (a CRC, a lying count, lost framing) goes
- * whole and is counted unrepairable; an incomplete trailing entry is left out; a culprit of two
- * entries' order (KB_BETWEEN) drops neither.  Host-neutral: the host's codecs through hooks. */
+ * whole (or is kept as it is) and is counted unrepairable; an incomplete trailing entry is left
+ * out; a culprit of two entries' order (KB_BETWEEN) drops neither.  Host-neutral: the host's
+ * codecs through hooks.  pykbatch's drop_culprits and Spark's JVM kbatch_repair both run it. */
 #ifndef KB_REPAIR_H
 #define KB_REPAIR_H
 
@@ -22,6 +23,7 @@ typedef int (*kb_compress_fn)(void *ctx, int codec, int magic, const uint8_t *sr
 
 typedef struct {
     int resync_flags;              /* kb_resync_flags(strict, log origin): the validator's walk */
+    int keep_unrepairable;         /* 1: an entry that cannot be repaired is copied as it is (and listed) */
     kb_decompress_fn decompress;
     void *decompress_ctx;
     kb_compress_fn compress;
@@ -34,8 +36,12 @@ typedef struct {
     int32_t record_index;          /* -1: the whole entry, which could not be repaired */
     int32_t has_fields;            /* 0: the record's own bytes could not be parsed (no offset, key, value) */
     int32_t key_len, value_len;    /* < 0: null */
+    int32_t magic;                 /* the entry's */
+    int32_t kept;                  /* a whole entry copied as it is (keep_unrepairable), not left out */
     int64_t offset, timestamp;
     size_t key, value;             /* positions in kb_repair_out.bytes */
+    size_t raw, raw_len;           /* its own bytes there: the record (a v0/v1 message with its log
+                                      header), or the whole entry */
     size_t first_culprit;          /* its culprits: culprit_index[first_culprit, + n_culprits), in the */
     size_t n_culprits;             /* validator's order (indexes into the culprits given) */
 } kb_dropped;
@@ -49,7 +55,7 @@ typedef struct {
     size_t bytes_len, bytes_cap;
     int32_t *culprit_index;
     size_t n_index, index_cap;
-    int32_t unrepairable;          /* entries left out whole */
+    int32_t unrepairable;          /* entries that could not be repaired (left out, or kept as they are) */
     /* scratch kept between calls */
     int32_t *order;
     size_t order_cap;

@@ -353,6 +353,53 @@ cdef extern from "kb_encode.h" nogil:
                        int32_t base_sequence)
 
 
+cdef extern from "kb_repair.h" nogil:
+    ctypedef int (*kb_compress_fn)(void *ctx, int codec, int magic, const uint8_t *src, size_t n,
+                                   const uint8_t **out, size_t *out_len)
+
+    ctypedef struct kb_repair_opts:
+        int resync_flags
+        int keep_unrepairable
+        kb_decompress_fn decompress
+        void *decompress_ctx
+        kb_compress_fn compress
+        void *compress_ctx
+
+    ctypedef struct kb_dropped:
+        int32_t entry
+        int32_t record_index
+        int32_t has_fields
+        int32_t key_len
+        int32_t value_len
+        int32_t magic
+        int32_t kept
+        int64_t offset
+        int64_t timestamp
+        size_t key
+        size_t value
+        size_t raw
+        size_t raw_len
+        size_t first_culprit
+        size_t n_culprits
+
+    ctypedef struct kb_repair_out:
+        uint8_t *data
+        size_t data_len
+        kb_dropped *dropped
+        size_t n_dropped
+        uint8_t *bytes
+        size_t bytes_len
+        int32_t *culprit_index
+        int32_t unrepairable
+
+    int KB_REPAIR_NO_MEMORY
+    int KB_REPAIR_COMPRESS_FAILED
+
+    int kb_repair(const uint8_t *buf, size_t len, const kb_culprit *c, size_t n, const kb_repair_opts *o,
+                  kb_repair_out *out)
+    void kb_repair_out_free(kb_repair_out *out)
+
+
 cdef extern from "kb_consume.h" nogil:
     enum: KB_CONSUME_MAX_ABORTED
     ctypedef struct kb_consume_opts:
