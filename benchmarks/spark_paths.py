@@ -30,6 +30,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--batch-bytes", default="16m", help="spark.sql.execution.arrow.maxBytesPerBatch")
     ap.add_argument("--jvm", action="store_true", help="also the JVM function (pykbatch's jar)")
+    ap.add_argument("--more", action="store_true",
+                    help="with --jvm: also kbatch_repair, kbatch_batch_info and kbatch_decode, Arrow UDF vs JVM")
     args = ap.parse_args()
     import numpy as np
     import pandas as pd
@@ -121,6 +123,13 @@ def main():
         jvm_validate = jvm_function("kbatch_validate")
         cases["JVM kbatch_validate"] = lambda: df.select(jvm_validate("value").alias("v")) \
             .selectExpr("sum(v.records)").collect()
+    more = ("kbatch_repair", "kbatch_batch_info", "kbatch_decode") if args.jvm and args.more else ()
+    for name in more:  # each function's work summed, so no column is pruned away
+        touch = {"kbatch_repair": "sum(length(v.data))", "kbatch_batch_info": "sum(size(v))",
+                 "kbatch_decode": "sum(size(v))"}[name]
+        for path, fn in (("arrow_udf", python_function(name)), ("JVM", jvm_function(name))):
+            cases[f"{path} {name}"] = lambda fn=fn, touch=touch: df.select(fn("value").alias("v")) \
+                .selectExpr(touch).collect()
     times = time_cases(cases, args.repeats)
     print(f"{args.shape}: {args.rows} rows of ~{len(one)} bytes = {total_bytes / 1e6:.0f} MB, local[2], "
           f"medians of {args.repeats}")
@@ -145,6 +154,10 @@ def main():
               f"x arrow_udf kbatch_validate (today): {ours / jvm:.2f} (medians)")
         print(f"  JVM / {base}, each run: {' '.join(f'{r:.2f}' for r in want)} (issue 36 target >= 2 on the median) "
               f"{'met' if statistics.median(want) >= 2 else 'NOT MET'}")
+    for name in more:
+        ratios = [p / j for p, j in zip(times[f"arrow_udf {name}"], times[f"JVM {name}"])]
+        print(f"  JVM {name} x its arrow_udf: {statistics.median(ratios):.2f} (median; each run "
+              f"{' '.join(f'{r:.2f}' for r in ratios)})")
     spark.stop()
     body_ratio(values, kafka_python_rows, args.repeats)
 
