@@ -47,7 +47,7 @@ int kb_decode_row(kb_column_store *s, const uint8_t *buf, size_t len, const kb_d
  * wrapper's base offset is its inner set's first (decompressed through o to find it). */
 typedef struct {
     int64_t position, size, base_offset, last_offset, max_timestamp, producer_id, crc;
-    int32_t record_count;          /* -1: none (a v0/v1 entry) */
+    int32_t record_count;          /* a v0/v1 entry: -1 (none); a v2 batch: its header's */
     int32_t base_sequence, partition_leader_epoch;
     int16_t producer_epoch;
     int8_t magic, codec, timestamp_type; /* timestamp_type: kb_timestamp_type's index */

@@ -23,6 +23,7 @@ public final class BatchInfoFunction extends ValueFunction<ArrayData> {
         "compression", "timestamp_type", "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
         "partition_leader_epoch", "is_transactional", "is_control", "crc", "is_valid"};
     static final int WIDTH = SLOTS.length;
+    private static final int MAGIC = 2;  // the magic's slot
     static final UnboundFunction UNBOUND = unbound("kbatch_batch_info", "kbatch_batch_info(value): the header of "
         + "every batch of a binary column of Kafka record batches", BatchInfoFunction::new);
     private static final UTF8String[] TIMESTAMP_TYPES = {
@@ -67,19 +68,20 @@ public final class BatchInfoFunction extends ValueFunction<ArrayData> {
         for (int e = 0; e < out.length; e++) {
             Object[] values = new Object[SLOT_OF.length];
             for (int i = 0; i < SLOT_OF.length; i++) {
-                values[i] = value(SLOTS[SLOT_OF[i]], TYPE_OF[i], slots[e * WIDTH + SLOT_OF[i]]);
+                values[i] = value(SLOTS[SLOT_OF[i]], TYPE_OF[i], slots[e * WIDTH + SLOT_OF[i]], slots[e * WIDTH + MAGIC]);
             }
             out[e] = new GenericInternalRow(values);
         }
         return new GenericArrayData(out);
     }
 
-    /** One slot as Spark's value of the field's type (a v0/v1 entry's record count: null). */
-    private static Object value(String name, DataType type, long v) {
+    /** One slot as Spark's value of the field's type (a v0/v1 entry's record count: null; a v2
+     * batch's is its header's, a damaged one's negative too). */
+    private static Object value(String name, DataType type, long v, long magic) {
         switch (name) {
             case "compression": return CODECS[(int) v & 7];
             case "timestamp_type": return TIMESTAMP_TYPES[(int) v];
-            case "record_count": return v < 0 ? null : (Object) (int) v;
+            case "record_count": return magic < 2 ? null : (Object) (int) v;
             default: break;
         }
         if (type == DataTypes.BooleanType) {
