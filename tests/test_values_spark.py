@@ -365,7 +365,7 @@ def test_kbatch_from_avro_on_the_jvm_equals_the_python_function(spark):
             for path in ("python", "jvm"):
                 register(spark, jvm=path == "jvm")
                 frame = df.orderBy("n").select(kbatch_from_avro("value", writer, options).alias("v"))
-                assert ("AvroFunction" in frame._jdf.queryExecution().executedPlan().toString()) == (path == "jvm")
+                assert ("pykbatch.kbatch_from_avro_" in frame._jdf.queryExecution().executedPlan().toString()) == (path == "jvm")
                 got[path] = [_plain(r.v) for r in frame.collect()]
             assert got["jvm"] == got["python"], (seed, reader and reader["fields"][-1]["name"])
             assert sum(v is None for v in got["jvm"]) > 10  # damage the decoder refused

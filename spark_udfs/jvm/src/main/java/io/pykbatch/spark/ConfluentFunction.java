@@ -1,10 +1,6 @@
 package io.pykbatch.spark;
 
 import java.util.Arrays;
-import java.util.LinkedHashMap;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import org.apache.spark.sql.catalyst.InternalRow;
 
 /**
  * kbatch_from_confluent for one subject and reader: every version of the subject the registry held
@@ -16,17 +12,8 @@ import org.apache.spark.sql.catalyst.InternalRow;
  * (RegistryCheck): unknown there, the value cannot be read; registered since, the task fails
  * saying the query must be planned again -- a value is never made null because it is new.
  */
-public class ConfluentFunction extends SchemaFunction {
+public final class ConfluentFunction extends SchemaFunction {
     private static final long serialVersionUID = 1L;
-    private static final Map<String, ConfluentFunction> DEFINED = new ConcurrentHashMap<>();
-    private static final ThreadLocal<Map<String, AvroDecoder[]>> DECODERS =
-        ThreadLocal.withInitial(() -> new LinkedHashMap<String, AvroDecoder[]>(16, 0.75f, true) {
-            @Override
-            protected boolean removeEldestEntry(Map.Entry<String, AvroDecoder[]> eldest) {
-                return size() > 8;
-            }
-        });
-
     private final String name;
     private final int[] conversions;   // the reader's columns (AvroDecoder's codes)
     private final String[] symbols;
@@ -36,16 +23,14 @@ public class ConfluentFunction extends SchemaFunction {
     private final String[] refusals;
     private final String subject;
     private final RegistryCheck registry;
-    private transient Owned last;
 
-    private static final class Owned {
-        final Thread owner;
+    /** A thread's decoders (one an id, made when its first value comes) and framing scratch. */
+    private static final class State {
         final AvroDecoder[] decoders;
         final long[] frame = new long[4];
 
-        Owned(Thread owner, AvroDecoder[] decoders) {
-            this.owner = owner;
-            this.decoders = decoders;
+        State(int ids) {
+            decoders = new AvroDecoder[ids];
         }
     }
 
@@ -83,31 +68,8 @@ public class ConfluentFunction extends SchemaFunction {
             }
         }
         RegistryCheck check = new RegistryCheck(url, authorization, caPem, clientCertificate, timeoutMs);
-        DEFINED.put(name, isRecord(typeJson)
-            ? new Record(name, typeJson, conversions, symbols, failFast, allowTrailing, ids, programs, refusals, subject,
-                         check)
-            : new ConfluentFunction(name, typeJson, conversions, symbols, failFast, allowTrailing, ids, programs,
-                                    refusals, subject, check));
-    }
-
-    /** A record reader's function: Spark's generated code calls invoke (whole-stage code kept). */
-    public static final class Record extends ConfluentFunction {
-        private static final long serialVersionUID = 1L;
-
-        Record(String name, String typeJson, int[] conversions, String[] symbols, boolean failFast,
-               boolean allowTrailing, long[] ids, byte[][] programs, String[] refusals, String subject,
-               RegistryCheck registry) {
-            super(name, typeJson, conversions, symbols, failFast, allowTrailing, ids, programs, refusals, subject,
-                  registry);
-        }
-
-        public InternalRow invoke(byte[] value) {
-            return (InternalRow) decode(value);
-        }
-    }
-
-    static ConfluentFunction defined(String name) {
-        return DEFINED.get(name);
+        define(new ConfluentFunction(name, typeJson, conversions, symbols, failFast, allowTrailing, ids, programs,
+                                     refusals, subject, check));
     }
 
     @Override
@@ -117,17 +79,12 @@ public class ConfluentFunction extends SchemaFunction {
 
     /** The value decoded (null: a null value, or one that cannot be read in mode PERMISSIVE). */
     @Override
-    final Object decode(byte[] value) {
+    Object decode(byte[] value) {
         if (value == null) {
             return null;
         }
-        Owned owned = last;
-        if (owned == null || owned.owner != Thread.currentThread()) {
-            owned = new Owned(Thread.currentThread(),
-                DECODERS.get().computeIfAbsent(name, n -> new AvroDecoder[ids.length]));
-            last = owned;
-        }
-        long[] frame = owned.frame;
+        State state = threadState(() -> new State(ids.length));
+        long[] frame = state.frame;
         int rule = Native.readFrame(value, frame);
         if (rule != 0) {
             return unreadable(Native.RULE_IDS[rule] + " at byte " + frame[0]);
@@ -139,10 +96,10 @@ public class ConfluentFunction extends SchemaFunction {
         if (programs[k] == null) {
             return unreadable("value.schema_mismatch: schema " + ids[k] + ": " + refusals[k]);
         }
-        AvroDecoder decoder = owned.decoders[k];
+        AvroDecoder decoder = state.decoders[k];
         if (decoder == null) {
             decoder = new AvroDecoder(programs[k], resultType(), conversions, symbols);
-            owned.decoders[k] = decoder;
+            state.decoders[k] = decoder;
         }
         Object out = decoder.decode(value, (int) frame[1], allowTrailing);
         return out == AvroDecoder.FAILED ? unreadable(decoder.failure()) : out;

@@ -52,13 +52,9 @@ public final class KbatchCatalog implements FunctionCatalog {
         if (ident.namespace().length == 0 && ident.name().equalsIgnoreCase("kbatch_batch_info")) {
             return BatchInfoFunction.UNBOUND;
         }
-        AvroFunction avro = ident.namespace().length == 0 ? AvroFunction.defined(ident.name()) : null;
-        if (avro != null) {  // kbatch_from_avro for a schema the driver compiled (spark_udfs/jvm_avro.py)
-            return avro;
-        }
-        ConfluentFunction confluent = ident.namespace().length == 0 ? ConfluentFunction.defined(ident.name()) : null;
-        if (confluent != null) {  // kbatch_from_confluent for a subject the driver resolved
-            return confluent;
+        SchemaFunction defined = ident.namespace().length == 0 ? SchemaFunction.defined(ident.name()) : null;
+        if (defined != null) {  // kbatch_from_avro / _confluent for a schema the driver compiled (jvm_avro.py)
+            return defined;
         }
         throw new NoSuchFunctionException(ident);
     }
