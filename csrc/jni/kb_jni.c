@@ -167,6 +167,28 @@ static int null_array(JNIEnv *env, jobject array, const char *what)
     return 1;
 }
 
+/* row[off, off + len) copied into *input (grown as needed): the codecs run in Java while a row is
+ * read, so it cannot stay pinned.  0, or -1 with an exception pending (bounds, memory). */
+static int copy_row(JNIEnv *env, jbyteArray row, jint off, jint len, uint8_t **input, size_t *cap, const char *what)
+{
+    jsize total = (*env)->GetArrayLength(env, row);
+    if (off < 0 || len < 0 || off > total - len) {
+        throw_named(env, "java/lang/IndexOutOfBoundsException", "kbatch: row bounds outside its array");
+        return -1;
+    }
+    if ((size_t)len > *cap) {
+        uint8_t *grown = realloc(*input, (size_t)len);
+        if (grown == NULL) {
+            throw_named(env, "java/lang/OutOfMemoryError", what);
+            return -1;
+        }
+        *input = grown;
+        *cap = (size_t)len;
+    }
+    (*env)->GetByteArrayRegion(env, row, off, len, (jbyte *)*input);
+    return 0;
+}
+
 /* Decompressor's members, looked up once. */
 static int find_codec_methods(JNIEnv *env, jobject decompressor)
 {
@@ -615,11 +637,6 @@ JNIEXPORT jbyteArray JNICALL Java_io_pykbatch_spark_Native_repair(JNIEnv *env, j
     if (null_array(env, row, "kbatch_repair: a null array"))
         return NULL;
     kb_jvm_validator *v = (kb_jvm_validator *)(intptr_t)handle;
-    jsize total = (*env)->GetArrayLength(env, row);
-    if (off < 0 || len < 0 || off > total - len) {
-        throw_named(env, "java/lang/IndexOutOfBoundsException", "kbatch: row bounds outside its array");
-        return NULL;
-    }
     if (compressor_class == NULL) {
         jclass local = (*env)->FindClass(env, "io/pykbatch/spark/Compressor");
         if (local == NULL)
@@ -630,16 +647,8 @@ JNIEXPORT jbyteArray JNICALL Java_io_pykbatch_spark_Native_repair(JNIEnv *env, j
         compressor_class = (*env)->NewGlobalRef(env, local);
         (*env)->DeleteLocalRef(env, local);
     }
-    if ((size_t)len > v->input_cap) {  /* a copy: the codecs run in Java while it is read */
-        uint8_t *grown = realloc(v->input, (size_t)len);
-        if (grown == NULL) {
-            throw_named(env, "java/lang/OutOfMemoryError", "kbatch_repair: no memory for a row");
-            return NULL;
-        }
-        v->input = grown;
-        v->input_cap = (size_t)len;
-    }
-    (*env)->GetByteArrayRegion(env, row, off, len, (jbyte *)v->input);
+    if (copy_row(env, row, off, len, &v->input, &v->input_cap, "kbatch_repair: no memory for a row") != 0)
+        return NULL;
     kb_repair_opts o = {.resync_flags = kb_resync_flags(v->opts.strict, v->opts.origin == KB_ORIGIN_LOG),
                         .decompress = decompress, .decompress_ctx = &v->codecs,
                         .compress = compress, .compress_ctx = v};
@@ -997,21 +1006,8 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_decodeRow(JNIEnv *env, jcla
     if (null_array(env, row, "kbatch_decode: a null array"))
         return -2;
     kb_jvm_decoder *d = (kb_jvm_decoder *)(intptr_t)handle;
-    jsize total = (*env)->GetArrayLength(env, row);
-    if (off < 0 || len < 0 || off > total - len) {
-        throw_named(env, "java/lang/IndexOutOfBoundsException", "kbatch: row bounds outside its array");
+    if (copy_row(env, row, off, len, &d->input, &d->input_cap, "kbatch_decode: no memory for a row") != 0)
         return -2;
-    }
-    if ((size_t)len > d->input_cap) {
-        uint8_t *grown = realloc(d->input, (size_t)len);
-        if (grown == NULL) {
-            throw_named(env, "java/lang/OutOfMemoryError", "kbatch_decode: no memory for a row");
-            return -2;
-        }
-        d->input = grown;
-        d->input_cap = (size_t)len;
-    }
-    (*env)->GetByteArrayRegion(env, row, off, len, (jbyte *)d->input);
     kb_columns_rewind(&d->store.c, 0, 0);
     kb_fault f;
     kb_fault_place where;
@@ -1043,21 +1039,8 @@ JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_batchInfo(JNIEnv *env
     if (null_array(env, row, "kbatch_batch_info: a null array"))
         return NULL;
     kb_jvm_decoder *d = (kb_jvm_decoder *)(intptr_t)handle;
-    jsize total = (*env)->GetArrayLength(env, row);
-    if (off < 0 || len < 0 || off > total - len) {
-        throw_named(env, "java/lang/IndexOutOfBoundsException", "kbatch: row bounds outside its array");
+    if (copy_row(env, row, off, len, &d->input, &d->input_cap, "kbatch_batch_info: no memory for a row") != 0)
         return NULL;
-    }
-    if ((size_t)len > d->input_cap) {
-        uint8_t *grown = realloc(d->input, (size_t)len);
-        if (grown == NULL) {
-            throw_named(env, "java/lang/OutOfMemoryError", "kbatch_batch_info: no memory for a row");
-            return NULL;
-        }
-        d->input = grown;
-        d->input_cap = (size_t)len;
-    }
-    (*env)->GetByteArrayRegion(env, row, off, len, (jbyte *)d->input);
     jlong *out = NULL;
     size_t n = 0, cap = 0, pos = 0;
     kb_entry_info info;
