@@ -119,10 +119,12 @@ def test_a_segment_cut_short_while_it_is_read_does_not_take_the_jvm_down(jar, tm
 
 def test_a_null_array_is_a_java_exception_not_a_dead_jvm(jar, tmp_path):
     """Native methods handed a null array throw NullPointerException (Spark passes a null value to
-    a magic method as it is: reading through it would kill the executor)."""
+    a magic method as it is: reading through it would kill the executor), and bounds outside their
+    array IndexOutOfBoundsException -- batch info, repair and the Confluent framing included."""
     classes = _compile_probe(jar, tmp_path, "NullArrayProbe")
     done = _run("-cp", _classpath(str(classes), jar), "io.pykbatch.spark.NullArrayProbe")
-    assert done.returncode == 0 and "NPE 4 of 4" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
+    assert done.returncode == 0 and "NPE 8 of 8" in done.stdout and "IOOBE 4 of 4" in done.stdout, \
+        done.stdout[-2000:] + done.stderr[-3000:]
 
 
 def _compile_probe(jar, tmp_path, name: str):
