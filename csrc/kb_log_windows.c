@@ -63,8 +63,8 @@ int kb_log_next_window(kb_log_windows *w, kb_fault *f)
         int32_t record;
         if (w->expect == 0)  /* sized first for a window of entries like this one */
             w->expect = (int64_t)(w->window_bytes / (e.size ? e.size : 1)) + 1;
-        int rc = kb_decode_entry(&w->store, w->buf, &e, w->entries, (int64_t)e.pos, &w->decode, w->expect, &bad,
-                                 &where, &record);
+        int rc = w->headers_only ? 0 : kb_decode_entry(&w->store, w->buf, &e, w->entries, (int64_t)e.pos, &w->decode,
+                                                       w->expect, &bad, &where, &record);
         w->expect = 1;
         if (rc == KB_COLUMNS_NO_MEMORY || rc == KB_COLUMNS_TOO_LARGE)
             return rc;

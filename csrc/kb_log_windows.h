@@ -21,6 +21,7 @@ typedef struct {
     size_t window_bytes;
     kb_decode_opts decode;
     int done;
+    int headers_only;      /* windows made, nothing decoded (a reader of entry headers: batches mode) */
     kb_column_store store; /* the last window's records (refilled by each window) */
     int64_t expect;
     /* the last window */

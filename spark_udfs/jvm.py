@@ -73,8 +73,8 @@ def _resources(version_file: str = LIBRARY_VERSION) -> dict[str, bytes]:
 
     from spark_udfs import segment_columns
     from spark_udfs.function_table import PATH_SETTING
-    for part, columns in (("records", segment_columns.RECORD_COLUMNS), ("path", segment_columns.PATH_COLUMN),
-                          ("validation", segment_columns.VALIDATION_COLUMNS)):
+    for part, columns in (("records", segment_columns.RECORD_COLUMNS), ("batches", segment_columns.BATCH_COLUMNS),
+                          ("path", segment_columns.PATH_COLUMN), ("validation", segment_columns.VALIDATION_COLUMNS)):
         types[f"{segment_columns.NAME}.{part}"] = from_arrow_type(pa.struct(columns)).json()
     with open(version_file) as f:
         version = f.read().strip()

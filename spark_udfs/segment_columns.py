@@ -7,7 +7,6 @@ import dataclasses
 import functools
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pykbatch import validate as kb_validate
 from pykbatch.arrow import append_headers, decode_entries
@@ -65,13 +64,13 @@ def entries_batch(data, entries, segment, topic, partition, mode, validate, sche
             table = table.filter(keep)
         cols = {name: table[name].combine_chunks() for name in table.column_names}
         errors = verdicts.take(cols["batch_index"]) if validate else None  # each record gets its batch's
-    else:
+    else:  # a row an entry whose header reads (one that does not gives none, its neighbours theirs)
         headers = {f.name: [] for f in BATCH_COLUMNS[4:]}
         headers["position"] = []
-        append_headers(chunk, headers)
+        read = [k for k, (pos, size, *_) in enumerate(entries) if append_headers(data[pos:pos + size], headers)]
         cols = {f.name: pa.array(headers[f.name], f.type) for f in BATCH_COLUMNS[4:]}
-        cols["batch_position"] = pc.add(pa.array(headers["position"], pa.int64()), pa.scalar(lo, pa.int64()))
-        errors = verdicts
+        cols["batch_position"] = pa.array([entries[k][0] for k in read], pa.int64())
+        errors = verdicts.take(pa.array(read, pa.int32()))
     n = len(cols["base_offset"])
     cols["topic"] = pa.repeat(pa.scalar(topic, pa.string()), n)
     cols["partition"] = pa.repeat(pa.scalar(partition, pa.int32()), n)

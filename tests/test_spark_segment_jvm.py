@@ -98,7 +98,8 @@ def test_jvm_reader_equals_the_python_source_on_drawn_logs(spark, tmp_path):
         damaged = _write_log(rng, root, now_ms)
         options = {"validate": rng.choice(["true", "false"]), "includePath": "true",
                    "splitBytes": str(rng.choice([100, 2000, 64 << 20])),
-                   "windowBytes": str(rng.choice([1, 500, 8 << 20]))}
+                   "windowBytes": str(rng.choice([1, 500, 8 << 20])),
+                   **rng.choice([{}, {}, {"mode": "batches"}, {"deep": "false"}])}  # a row a record, or a batch
         jvm_df = spark.read.format(NAME).options(**options).load(str(root))
         assert JVM_SCAN in jvm_df._jdf.queryExecution().executedPlan().toString()
         python_df = spark.read.format(PYTHON_NAME).options(**options).load(str(root))
@@ -108,11 +109,11 @@ def test_jvm_reader_equals_the_python_source_on_drawn_logs(spark, tmp_path):
 
         def keyed(rows):
             return sorted((_comparable(r) for r in rows if (r["path"], r["batch_position"]) not in damaged),
-                          key=lambda r: (r["path"], r["batch_position"], r["offset"]))
+                          key=lambda r: (r["path"], r["batch_position"], r.get("offset", r.get("base_offset"))))
         jvm, python = _rows(jvm_df), _rows(python_df)
         assert keyed(jvm) == keyed(python), where
         assert len(jvm) == len(python), where  # a damaged compressed entry gives rows on both or neither
-        # a query that reads no column of the records: the core counts them without filling any
+        # a query that reads no column of the rows: the core counts them without filling any
         assert jvm_df.count() == len(jvm), where
         by_file = {r["path"]: r["count"] for r in jvm_df.groupBy("path").count().collect()}
         assert by_file == {r["path"]: r["count"] for r in python_df.groupBy("path").count().collect()}, where
@@ -121,8 +122,9 @@ def test_jvm_reader_equals_the_python_source_on_drawn_logs(spark, tmp_path):
 
 
 def test_reads_the_jvm_reader_does_not_serve_go_to_the_python_source(spark, tmp_path):
-    """Options beyond the JVM reader's (ranges, batches mode, decode...) and a session registered
-    for the Python path are served by the Python source under the one name, with its answers."""
+    """Options beyond the JVM reader's (ranges, decode...) and a session registered for the Python
+    path are served by the Python source under the one name, with its answers; batches mode is the
+    JVM's, with the same answer."""
     import pykbatch as kb
     from spark_udfs.functions import register
     from spark_udfs.segment_source import NAME
@@ -140,7 +142,9 @@ def test_reads_the_jvm_reader_does_not_serve_go_to_the_python_source(spark, tmp_
     ranged = spark.read.format(NAME).option("startingOffset", "4").load(str(tmp_path))
     assert JVM_SCAN not in plan(ranged) and sorted(r.offset for r in ranged.collect()) == list(range(4, 10))
     headers = spark.read.format(NAME).option("mode", "batches").load(str(tmp_path))
-    assert JVM_SCAN not in plan(headers) and headers.count() == 10
+    assert JVM_SCAN in plan(headers) and sorted(r.base_offset for r in headers.collect()) == list(range(10))
+    with pytest.raises(Exception, match="contradicts"):
+        spark.read.format(NAME).option("mode", "records").option("deep", "false").load(str(tmp_path)).collect()
     register(spark, jvm=False)
     try:
         python = spark.read.format(NAME).load(str(tmp_path))

@@ -812,12 +812,16 @@ static void segment_free(JNIEnv *env, kb_jvm_segment *g)
     free(g);
 }
 
+/* What segmentNext makes of a window (SegmentReader's FILL_*): its records' columns, their count
+ * alone (no column is read), or nothing (its entries' headers are read by segmentHeaders). */
+enum { FILL_COLUMNS = 0, FILL_COUNT = 1, FILL_HEADERS = 2 };
+
 /* Maps `path` read-only and starts a walk of its entries starting in [start, end) (end < 0: to
- * the end); count_only: the windows' rows are counted, not filled (no column is read).  0 with an
- * IOException (the path named) or OutOfMemoryError pending. */
+ * the end), each window filled as `fill` says.  0 with an IOException (the path named) or
+ * OutOfMemoryError pending. */
 JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_segmentOpen(JNIEnv *env, jclass cls, jstring path, jlong start,
                                                                  jlong end, jlong window_bytes, jboolean verify_crc,
-                                                                 jboolean count_only, jlong max_decompressed,
+                                                                 jint fill, jlong max_decompressed,
                                                                  jobject decompressor, jobject info)
 {
     (void)cls;
@@ -882,7 +886,8 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_segmentOpen(JNIEnv *env, j
     }
     kb_decode_opts decode = {.verify_crc = verify_crc ? 1 : 0, .decompress = decompress, .ctx = &g->codecs};
     g->w.store.c.layout = KB_LAYOUT_SPARK_TIME;
-    g->w.store.count_only = count_only ? 1 : 0;
+    g->w.store.count_only = fill == FILL_COUNT;
+    g->w.headers_only = fill == FILL_HEADERS;
     kb_log_windows_init(&g->w, g->map, g->map_len, start < 0 ? 0 : (size_t)start,
                         end < 0 ? SIZE_MAX : (size_t)end, window_bytes <= 0 ? 1 : (size_t)window_bytes, &decode);
     g->info[INFO_BASE] = (jlong)(intptr_t)g->map;
@@ -1032,6 +1037,97 @@ enum { BI_POSITION, BI_SIZE, BI_MAGIC, BI_BASE_OFFSET, BI_LAST_OFFSET, BI_RECORD
        BI_MAX_TIMESTAMP, BI_PRODUCER_ID, BI_PRODUCER_EPOCH, BI_BASE_SEQUENCE, BI_LEADER_EPOCH, BI_TRANSACTIONAL,
        BI_CONTROL, BI_CRC, BI_VALID, BI_WIDTH };
 
+/* One entry's header into BI_WIDTH slots, its position plus `base`. */
+static void entry_info_slots(jlong *w, const kb_entry_info *info, int64_t base)
+{
+    w[BI_POSITION] = base + info->position;
+    w[BI_SIZE] = info->size;
+    w[BI_MAGIC] = info->magic;
+    w[BI_BASE_OFFSET] = info->base_offset;
+    w[BI_LAST_OFFSET] = info->last_offset;
+    w[BI_RECORD_COUNT] = info->record_count;
+    w[BI_CODEC] = info->codec;
+    w[BI_TIMESTAMP_TYPE] = info->timestamp_type;
+    w[BI_MAX_TIMESTAMP] = info->max_timestamp;
+    w[BI_PRODUCER_ID] = info->producer_id;
+    w[BI_PRODUCER_EPOCH] = info->producer_epoch;
+    w[BI_BASE_SEQUENCE] = info->base_sequence;
+    w[BI_LEADER_EPOCH] = info->partition_leader_epoch;
+    w[BI_TRANSACTIONAL] = info->is_transactional;
+    w[BI_CONTROL] = info->is_control;
+    w[BI_CRC] = info->crc;
+    w[BI_VALID] = info->is_valid;
+}
+
+/* The entries' headers of buf[0, len) (kb_entry_info_next's walk), BI_WIDTH longs each, positions
+ * plus `base`; null with an exception pending.  The caller has set its codecs' env. */
+static jlongArray entry_infos(JNIEnv *env, const uint8_t *buf, size_t len, const kb_decode_opts *o, int64_t base)
+{
+    jlong *out = NULL;
+    size_t n = 0, cap = 0, pos = 0;
+    kb_entry_info info;
+    kb_fault f;
+    while (kb_entry_info_next(buf, len, &pos, o, &info, &f) == 1) {
+        if (n == cap) {  /* grown by doubling: a row's entries are not known before the walk */
+            size_t grown_cap = cap ? 2 * cap : 8;
+            jlong *grown = realloc(out, grown_cap * BI_WIDTH * sizeof *out);
+            if (grown == NULL || grown_cap * BI_WIDTH > INT32_MAX) {
+                free(grown ? grown : out);
+                throw_named(env, "java/lang/OutOfMemoryError", "kbatch: no memory for the entries' headers");
+                return NULL;
+            }
+            out = grown;
+            cap = grown_cap;
+        }
+        entry_info_slots(out + n * BI_WIDTH, &info, base);
+        n++;
+    }
+    jlongArray result = (*env)->NewLongArray(env, (jsize)(n * BI_WIDTH));
+    if (result != NULL && n)
+        (*env)->SetLongArrayRegion(env, result, 0, (jsize)(n * BI_WIDTH), out);
+    free(out);
+    return result;
+}
+
+/* The headers of the last window's entries (kafka-segment's batches mode), BI_WIDTH longs each,
+ * positions in the segment: every entry of the window's walk read on its own, one whose header does
+ * not read marked with size -1 (it gives no row; its neighbours theirs).  null with an exception
+ * pending. */
+JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_segmentHeaders(JNIEnv *env, jclass cls, jlong handle)
+{
+    (void)cls;
+    kb_jvm_segment *g = (kb_jvm_segment *)(intptr_t)handle;
+    size_t n = (size_t)(g->w.entries > 0 ? g->w.entries : 0);
+    jlong *out = calloc(n ? n * BI_WIDTH : 1, sizeof *out);
+    if (out == NULL) {
+        throw_named(env, "java/lang/OutOfMemoryError", "kafka-segment: no memory for a window's headers");
+        return NULL;
+    }
+    g->codecs.env = env;
+    size_t pos = g->w.lo;
+    for (size_t k = 0; k < n && pos < g->w.hi; k++) {  /* the window's walk again: its entries are contiguous */
+        kb_entry e;
+        kb_fault f;
+        if (kb_next_entry_resync(g->w.buf, g->w.hi, pos, KB_RESYNC_LYING_SIZES | KB_RESYNC_ZERO_TAIL, &e, &f) !=
+                KB_ENTRY_OK || e.size == 0)
+            break;
+        size_t at = 0;
+        kb_entry_info info;
+        jlong *w = out + k * BI_WIDTH;
+        if (kb_entry_info_next(g->w.buf + e.pos, e.size, &at, &g->w.decode, &info, &f) == 1)
+            entry_info_slots(w, &info, (int64_t)e.pos);
+        else
+            w[BI_SIZE] = -1;
+        pos = e.pos + e.size;
+    }
+    g->codecs.env = NULL;
+    jlongArray result = (*env)->NewLongArray(env, (jsize)(n * BI_WIDTH));
+    if (result != NULL && n)
+        (*env)->SetLongArrayRegion(env, result, 0, (jsize)(n * BI_WIDTH), out);
+    free(out);
+    return result;
+}
+
 JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_batchInfo(JNIEnv *env, jclass cls, jlong handle,
                                                                     jbyteArray row, jint off, jint len)
 {
@@ -1041,50 +1137,10 @@ JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_batchInfo(JNIEnv *env
     kb_jvm_decoder *d = (kb_jvm_decoder *)(intptr_t)handle;
     if (copy_row(env, row, off, len, &d->input, &d->input_cap, "kbatch_batch_info: no memory for a row") != 0)
         return NULL;
-    jlong *out = NULL;
-    size_t n = 0, cap = 0, pos = 0;
-    kb_entry_info info;
-    kb_fault f;
     d->codecs.env = env;
-    while (kb_entry_info_next(d->input, (size_t)len, &pos, &d->decode, &info, &f) == 1) {
-        if (n == cap) {  /* grown by doubling: a row's entries are not known before the walk */
-            size_t grown_cap = cap ? 2 * cap : 8;
-            jlong *grown = realloc(out, grown_cap * BI_WIDTH * sizeof *out);
-            if (grown == NULL) {
-                d->codecs.env = NULL;
-                free(out);
-                throw_named(env, "java/lang/OutOfMemoryError", "kbatch_batch_info: no memory for a row's headers");
-                return NULL;
-            }
-            out = grown;
-            cap = grown_cap;
-        }
-        jlong *o = out + n * BI_WIDTH;
-        o[BI_POSITION] = info.position;
-        o[BI_SIZE] = info.size;
-        o[BI_MAGIC] = info.magic;
-        o[BI_BASE_OFFSET] = info.base_offset;
-        o[BI_LAST_OFFSET] = info.last_offset;
-        o[BI_RECORD_COUNT] = info.record_count;
-        o[BI_CODEC] = info.codec;
-        o[BI_TIMESTAMP_TYPE] = info.timestamp_type;
-        o[BI_MAX_TIMESTAMP] = info.max_timestamp;
-        o[BI_PRODUCER_ID] = info.producer_id;
-        o[BI_PRODUCER_EPOCH] = info.producer_epoch;
-        o[BI_BASE_SEQUENCE] = info.base_sequence;
-        o[BI_LEADER_EPOCH] = info.partition_leader_epoch;
-        o[BI_TRANSACTIONAL] = info.is_transactional;
-        o[BI_CONTROL] = info.is_control;
-        o[BI_CRC] = info.crc;
-        o[BI_VALID] = info.is_valid;
-        n++;
-    }
+    jlongArray out = entry_infos(env, d->input, (size_t)len, &d->decode, 0);
     d->codecs.env = NULL;
-    jlongArray result = (*env)->NewLongArray(env, (jsize)(n * BI_WIDTH));
-    if (result != NULL && n)
-        (*env)->SetLongArrayRegion(env, result, 0, (jsize)(n * BI_WIDTH), out);
-    free(out);
-    return result;
+    return out;
 }
 
 JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_decoderClose(JNIEnv *env, jclass cls, jlong handle)

@@ -14,7 +14,7 @@ public final class NullArrayProbe {
         long validator = (long) field.get(Validator.of(new java.util.HashMap<>()));
         Runnable[] nulls = {
             () -> Native.crc32c(null),
-            () -> Native.segmentOpen(null, 0, -1, 1, false, false, 1, new Decompressor(),
+            () -> Native.segmentOpen(null, 0, -1, 1, false, Native.FILL_COLUMNS, 1, new Decompressor(),
                 java.nio.ByteBuffer.allocateDirect(8 * 64)),
             () -> Native.avroOpen(null, new int[0], java.nio.ByteBuffer.allocateDirect(64)),
             () -> Native.decodeRow(decoder, null, 0, 0),

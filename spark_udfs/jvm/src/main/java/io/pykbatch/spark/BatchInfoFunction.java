@@ -24,6 +24,15 @@ public final class BatchInfoFunction extends ValueFunction<ArrayData> {
         "partition_leader_epoch", "is_transactional", "is_control", "crc", "is_valid"};
     static final int WIDTH = SLOTS.length;
     private static final int MAGIC = 2;  // the magic's slot
+
+    /** A field's slot (batch_position: the entry's position). */
+    static int slot(String name) {
+        int k = java.util.Arrays.asList(SLOTS).indexOf(name.equals("batch_position") ? "position" : name);
+        if (k < 0) {
+            throw new IllegalStateException("kafka-segment on the JVM has no batch column " + name);
+        }
+        return k;
+    }
     static final UnboundFunction UNBOUND = unbound("kbatch_batch_info", "kbatch_batch_info(value): the header of "
         + "every batch of a binary column of Kafka record batches", BatchInfoFunction::new);
     private static final UTF8String[] TIMESTAMP_TYPES = {
@@ -77,7 +86,7 @@ public final class BatchInfoFunction extends ValueFunction<ArrayData> {
 
     /** One slot as Spark's value of the field's type (a v0/v1 entry's record count: null; a v2
      * batch's is its header's, a damaged one's negative too). */
-    private static Object value(String name, DataType type, long v, long magic) {
+    static Object value(String name, DataType type, long v, long magic) {
         switch (name) {
             case "compression": return CODECS[(int) v & 7];
             case "timestamp_type": return TIMESTAMP_TYPES[(int) v];

@@ -92,12 +92,18 @@ public final class Native {
 
     static native int validateAt(long handle, long address, long len, long nowMs);
 
+    /** What segmentNext makes of a window (kb_jni.c FILL_*): its records' columns, their count
+     * alone, or nothing (batches mode reads the entries' headers with segmentHeaders). */
+    static final int FILL_COLUMNS = 0, FILL_COUNT = 1, FILL_HEADERS = 2;
+
     /** A split [start, end) of the segment file at path (end < 0: to its end), mapped; the windows'
-     * counts and column addresses are written to info (SegmentWindow's layout); countOnly: rows counted,
-     * no column filled. */
+     * counts and column addresses are written to info (SegmentWindow's layout), filled as `fill` says. */
     static native long segmentOpen(String path, long start, long end, long windowBytes, boolean verifyCrc,
-                                   boolean countOnly, long maxDecompressed, Decompressor decompressor,
+                                   int fill, long maxDecompressed, Decompressor decompressor,
                                    java.nio.ByteBuffer info);
+
+    /** The last window's entry headers: BatchInfoFunction.WIDTH longs each, positions in the segment. */
+    static native long[] segmentHeaders(long handle);
 
     /** The next window of the split into the reader's columns: 1, or 0 when the split is read. */
     static native int segmentNext(long handle);

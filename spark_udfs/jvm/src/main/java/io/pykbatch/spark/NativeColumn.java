@@ -123,6 +123,36 @@ abstract class NativeColumn extends ColumnVector {
         @Override public UTF8String getUTF8String(int rowId) { return (UTF8String) value; }
     }
 
+    /** batches mode: one field of the window's entry headers (BatchInfoFunction's slots, its values). */
+    static final class Header extends NativeColumn {
+        private final String name;
+        private final int slot;
+        Header(DataType type, SegmentWindow window, String name) {
+            super(type, window);
+            this.name = name;
+            this.slot = BatchInfoFunction.slot(name);
+        }
+        private Object of(int rowId) {
+            int at = window.entryOf[rowId] * BatchInfoFunction.WIDTH;
+            return BatchInfoFunction.value(name, dataType(), window.headers[at + slot], window.headers[at + 2]);
+        }
+        @Override public boolean hasNull() { return name.equals("record_count"); }
+        @Override public int numNulls() {
+            int n = 0;
+            for (int r = 0; hasNull() && r < window.entryOf.length; r++) {
+                n += of(r) == null ? 1 : 0;
+            }
+            return n;
+        }
+        @Override public boolean isNullAt(int rowId) { return hasNull() && of(rowId) == null; }
+        @Override public boolean getBoolean(int rowId) { return (Boolean) of(rowId); }
+        @Override public byte getByte(int rowId) { return (Byte) of(rowId); }
+        @Override public short getShort(int rowId) { return (Short) of(rowId); }
+        @Override public int getInt(int rowId) { return (Integer) of(rowId); }
+        @Override public long getLong(int rowId) { return (Long) of(rowId); }
+        @Override public UTF8String getUTF8String(int rowId) { return (UTF8String) of(rowId); }
+    }
+
     /** headers: array<struct<key: string, value: binary>> over the header offsets of each row. */
     static final class Headers extends NativeColumn {
         private final ColumnVector struct;
@@ -149,8 +179,9 @@ abstract class NativeColumn extends ColumnVector {
     static final class Verdict extends NativeColumn {
         private final boolean text;
         Verdict(DataType type, SegmentWindow window, boolean text) { super(type, window); this.text = text; }
-        private UTF8String of(int rowId) {
-            return window.verdicts[Platform.getInt(null, window.at[SegmentWindow.BATCH_INDEX] + 4L * rowId)];
+        private UTF8String of(int rowId) {  // a record's batch's verdict; in batches mode the row's own
+            return window.verdicts[window.entryOf != null ? window.entryOf[rowId]
+                : Platform.getInt(null, window.at[SegmentWindow.BATCH_INDEX] + 4L * rowId)];
         }
         @Override public boolean hasNull() { return text; }
         @Override public int numNulls() {

@@ -26,12 +26,14 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
     private final Validator validator;
     private final long windowBytes;
     private final boolean countOnly;
+    private final boolean batches;  // one row an entry, its header (mode=batches)
     private long handle;
     private ColumnarBatch batch;
 
-    SegmentReader(SegmentSplit split, StructType schema, boolean validate, long windowBytes) {
+    SegmentReader(SegmentSplit split, StructType schema, boolean batches, boolean validate, long windowBytes) {
         this.split = split;
         this.windowBytes = windowBytes;
+        this.batches = batches;
         this.columns = new ColumnVector[schema.fields().length];
         boolean readsColumns = false;
         for (int i = 0; i < columns.length; i++) {
@@ -57,6 +59,10 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
     private ColumnVector column(StructField field) {
         DataType t = field.dataType();
         SegmentWindow w = window;
+        if (batches && !java.util.Arrays.asList("topic", "partition", "segment", "path", "batch_ok", "batch_error")
+                .contains(field.name())) {
+            return new NativeColumn.Header(t, w, field.name());
+        }
         switch (field.name()) {
             case "key": return new NativeColumn.Bytes(t, w, SegmentWindow.ROWS, SegmentWindow.KEY_VALID,
                 SegmentWindow.KEY_OFFSETS, SegmentWindow.KEY_DATA);
@@ -97,7 +103,8 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
     @Override
     public boolean next() throws IOException {
         if (handle == 0) {
-            handle = Native.segmentOpen(split.path, split.start, split.end, windowBytes, false, countOnly,
+            int fill = batches ? Native.FILL_HEADERS : countOnly ? Native.FILL_COUNT : Native.FILL_COLUMNS;
+            handle = Native.segmentOpen(split.path, split.start, split.end, windowBytes, false, fill,
                 Long.parseLong(Options.DEFAULTS.getProperty("default.max_decompressed_bytes")), codecs,
                 window.buffer);
             if (handle == 0) {
@@ -110,6 +117,21 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
             }
             window.refresh();
             int rows = (int) window.at[SegmentWindow.ROWS];
+            if (batches) {
+                window.headers = Native.segmentHeaders(handle);
+                if (window.headers == null) {
+                    throw new IOException("kafka-segment: the core refused a window");  // its exception is pending
+                }
+                int entries = window.headers.length / BatchInfoFunction.WIDTH;
+                int[] entryOf = new int[entries];
+                rows = 0;
+                for (int e = 0; e < entries; e++) {
+                    if (window.headers[e * BatchInfoFunction.WIDTH + 1] >= 0) {  // its size: -1 when it did not read
+                        entryOf[rows++] = e;
+                    }
+                }
+                window.entryOf = java.util.Arrays.copyOf(entryOf, rows);
+            }
             if (validator != null) {
                 window.verdicts = validator.entryMessages(window.at[SegmentWindow.BASE] + window.at[SegmentWindow.LO],
                     window.at[SegmentWindow.HI] - window.at[SegmentWindow.LO], (int) window.at[SegmentWindow.ENTRIES]);

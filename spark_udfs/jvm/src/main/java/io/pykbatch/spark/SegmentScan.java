@@ -26,14 +26,16 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
     private StructType read;  // the columns the query reads (all, until Spark prunes them)
     private final SegmentPrune prune = new SegmentPrune();
     private final String path;
+    private final boolean batches;
     private final boolean validate;
     private final long splitBytes;
     private final long windowBytes;
 
-    SegmentScan(StructType schema, String path, boolean validate, long splitBytes, long windowBytes) {
+    SegmentScan(StructType schema, String path, boolean batches, boolean validate, long splitBytes, long windowBytes) {
         this.schema = schema;
         this.read = schema;
         this.path = path;
+        this.batches = batches;
         this.validate = validate;
         this.splitBytes = splitBytes;
         this.windowBytes = windowBytes;
@@ -71,18 +73,20 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new Readers(read, validate, windowBytes);
+        return new Readers(read, batches, validate, windowBytes);
     }
 
     /** Sent to the executors: makes each split's columnar reader. */
     static final class Readers implements PartitionReaderFactory {
         private static final long serialVersionUID = 1L;
         private final StructType schema;
+        private final boolean batches;
         private final boolean validate;
         private final long windowBytes;
 
-        Readers(StructType schema, boolean validate, long windowBytes) {
+        Readers(StructType schema, boolean batches, boolean validate, long windowBytes) {
             this.schema = schema;
+            this.batches = batches;
             this.validate = validate;
             this.windowBytes = windowBytes;
         }
@@ -94,7 +98,7 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
 
         @Override
         public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-            return new SegmentReader((SegmentSplit) partition, schema, validate, windowBytes);
+            return new SegmentReader((SegmentSplit) partition, schema, batches, validate, windowBytes);
         }
 
         @Override

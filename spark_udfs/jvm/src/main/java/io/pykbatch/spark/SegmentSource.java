@@ -20,7 +20,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * offset pruning whole segments (SegmentPrune, with no option or setting; the pushFilters option's
  * finer pruning inside a segment, by its indexes, is the Python source's).  A read it does not serve -- options
  * beyond {@link #SERVED} (ranges, decode, tiered storage, value decodings, pushFilters, format),
- * another mode, a remote URL, or a session registered for the Python path -- goes to the Python
+ * a remote URL, or a session registered for the Python path -- goes to the Python
  * source, registered by spark_udfs.register(spark) as {@link #PYTHON} (Spark 4.0+), so every
  * option stays reachable under the one name.
  */
@@ -56,15 +56,18 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
         if (!served(options)) {
             return python().getTable(schema, partitioning, properties);
         }
-        return new SegmentScan(schema(options), options.get("path"), flag(options, "validate"),
-            number(options, "splitBytes", SPLIT_BYTES), number(options, "windowBytes", WINDOW_BYTES));
+        return new SegmentScan(schema(options), options.get("path"), mode(options).equals("batches"),
+            flag(options, "validate"), number(options, "splitBytes", SPLIT_BYTES),
+            number(options, "windowBytes", WINDOW_BYTES));
     }
 
-    /** The Python source's columns (spark_udfs.segment_columns.arrow_schema): [path,] the records' [, verdict]. */
+    /** The Python source's columns (spark_udfs.segment_columns.arrow_schema): [path,] the records' or
+     * the batches' [, verdict]. */
     static StructType schema(CaseInsensitiveStringMap options) {
         java.util.List<StructField> fields = new java.util.ArrayList<>();
-        for (String part : new String[] {"path", "records", "validation"}) {
-            if (part.equals("records") || flag(options, part.equals("path") ? "includePath" : "validate")) {
+        for (String part : new String[] {"path", mode(options), "validation"}) {
+            if (!part.equals("path") && !part.equals("validation")
+                || flag(options, part.equals("path") ? "includePath" : "validate")) {
                 fields.addAll(Arrays.asList(((StructType) Types.of(NAME + "." + part)).fields()));
             }
         }
@@ -80,10 +83,25 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
             }
         }
         String path = options.get("path");
-        String mode = options.getOrDefault("mode", "records");
-        String deep = options.get("deep");
-        boolean records = "records".equals(mode) && (deep == null || deep.equalsIgnoreCase("true"));
-        return path != null && SegmentPlan.isLocal(path) && records && !pythonSession();
+        return path != null && SegmentPlan.isLocal(path) && !pythonSession();
+    }
+
+    /** records (every record decoded) or batches (headers only), from mode or deep, as
+     * segment_plan.read_mode reads them. */
+    static String mode(CaseInsensitiveStringMap options) {
+        String mode = options.get("mode"), deep = options.get("deep");
+        if (deep != null) {
+            String implied = deep.equalsIgnoreCase("true") ? "records" : "batches";
+            if (mode != null && !mode.equals(implied)) {
+                throw new IllegalArgumentException("kafka-segment: deep=" + deep + " contradicts mode=" + mode);
+            }
+            mode = implied;
+        }
+        mode = mode == null ? "records" : mode;
+        if (!mode.equals("records") && !mode.equals("batches")) {
+            throw new IllegalArgumentException("kafka-segment: mode is 'records' or 'batches', not '" + mode + "'");
+        }
+        return mode;
     }
 
     private static boolean pythonSession() {
@@ -116,7 +134,7 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
     private static RuntimeException unregistered(Exception e) {
         String message = String.valueOf(e.getMessage());
         if (message.contains(PYTHON) && (message.contains("NOT_EXIST") || message.contains("NOT_FOUND"))) {
-            return new IllegalStateException("kafka-segment: this read (options beyond " + SERVED + ", batches mode, "
+            return new IllegalStateException("kafka-segment: this read (options beyond " + SERVED + ", "
                 + "a remote path or a session on the Python path) is the Python source's: register it with "
                 + "spark_udfs.register(spark)", e);
         }
@@ -139,7 +157,7 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
                 python = (TableProvider) provider;
             } catch (ReflectiveOperationException | LinkageError e) {
                 throw new UnsupportedOperationException("kafka-segment: this read (options beyond " + SERVED
-                    + ", batches mode or a remote path) needs pykbatch's Python source, which needs Spark 4.0+", e);
+                    + " or a remote path) needs pykbatch's Python source, which needs Spark 4.0+", e);
             }
         }
         return python;

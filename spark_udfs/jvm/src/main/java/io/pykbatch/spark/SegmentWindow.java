@@ -20,6 +20,8 @@ final class SegmentWindow {
     private final LongBuffer longs = buffer.asLongBuffer();
     final long[] at = new long[COUNT];
     UTF8String[] verdicts = new UTF8String[0];
+    long[] headers;  // batches mode: the window's entry headers (BatchInfoFunction's slots), an entry each
+    int[] entryOf;   // batches mode: each row's entry (an entry whose header does not read has no row)
 
     /** Takes what the core wrote for the window just read. */
     void refresh() {
