@@ -8,7 +8,6 @@ package io.pykbatch.spark;
  */
 public final class AvroFunction extends SchemaFunction {
     private static final long serialVersionUID = 1L;
-    private final String name;
     private final byte[] program;
     private final int[] conversions;  // two ints a column: code, aux (AvroDecoder's)
     private final String[] symbols;   // an enum column's symbols, joined by \0; null elsewhere
@@ -17,7 +16,6 @@ public final class AvroFunction extends SchemaFunction {
     AvroFunction(String name, byte[] program, String typeJson, int[] conversions, String[] symbols,
                          boolean failFast, boolean allowTrailing) {
         super(name, typeJson, failFast);
-        this.name = name;
         this.program = program;
         this.conversions = conversions;
         this.symbols = symbols;

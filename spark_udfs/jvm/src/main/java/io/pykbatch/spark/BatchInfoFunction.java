@@ -61,10 +61,6 @@ public final class BatchInfoFunction extends ValueFunction<ArrayData> {
         super("kbatch_batch_info");
     }
 
-    @Override
-    public DataType resultType() {
-        return RESULT;
-    }
 
     @Override
     public ArrayData produceResult(InternalRow input) {

@@ -14,7 +14,6 @@ import java.util.Arrays;
  */
 public final class ConfluentFunction extends SchemaFunction {
     private static final long serialVersionUID = 1L;
-    private final String name;
     private final int[] conversions;   // the reader's columns (AvroDecoder's codes)
     private final String[] symbols;
     private final boolean allowTrailing;
@@ -38,7 +37,6 @@ public final class ConfluentFunction extends SchemaFunction {
                       boolean allowTrailing, long[] ids, byte[][] programs, String[] refusals, String subject,
                       RegistryCheck registry) {
         super(name, typeJson, failFast);
-        this.name = name;
         this.conversions = conversions;
         this.symbols = symbols;
         this.allowTrailing = allowTrailing;

@@ -2,12 +2,10 @@ package io.pykbatch.spark;
 
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
-import org.apache.spark.sql.types.DataType;
 
 /** kbatch_crc32c(value): the core's CRC-32C of the bytes, as a bigint (null for null). */
 public final class Crc32cFunction extends ValueFunction<Long> {
     private static final long serialVersionUID = 1L;
-    private static final DataType RESULT = Types.of("kbatch_crc32c");
     static final UnboundFunction UNBOUND = unbound("kbatch_crc32c", "kbatch_crc32c(value): CRC-32C of a binary "
         + "column's bytes", Crc32cFunction::new);
 
@@ -15,10 +13,6 @@ public final class Crc32cFunction extends ValueFunction<Long> {
         super("kbatch_crc32c");
     }
 
-    @Override
-    public DataType resultType() {
-        return RESULT;
-    }
 
     // produceResult, not a magic method: a null row's result is null, which a `long` cannot carry
     @Override

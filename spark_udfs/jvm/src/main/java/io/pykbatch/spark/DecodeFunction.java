@@ -20,10 +20,6 @@ public final class DecodeFunction extends ValueFunction<ArrayData> {
         super("kbatch_decode");
     }
 
-    @Override
-    public DataType resultType() {
-        return RESULT;
-    }
 
     @Override
     public ArrayData produceResult(InternalRow input) {

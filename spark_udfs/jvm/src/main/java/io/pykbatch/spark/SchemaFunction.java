@@ -6,16 +6,14 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.catalog.functions.BoundFunction;
-import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
 import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
 import org.apache.spark.sql.types.DataType;
-import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
 /** A value decoder whose schema the driver compiled (kbatch_from_avro, kbatch_from_confluent),
  * defined under a name of its own: Spark's type from the Python function's, a value that cannot be
  * read a null (mode PERMISSIVE) or a failed task naming why (FAILFAST). */
-abstract class SchemaFunction implements UnboundFunction, ScalarFunction<Object> {
+abstract class SchemaFunction extends ValueFunction<Object> implements UnboundFunction {
     private static final long serialVersionUID = 1L;
     private static final Map<String, SchemaFunction> DEFINED = new ConcurrentHashMap<>();
     // each thread's decoding state of the functions it ran last (native memory: a few kept)
@@ -26,7 +24,6 @@ abstract class SchemaFunction implements UnboundFunction, ScalarFunction<Object>
                 return size() > 16;
             }
         });
-    private final String name;
     private final String typeJson;
     private final boolean failFast;
     private transient DataType type;
@@ -45,14 +42,14 @@ abstract class SchemaFunction implements UnboundFunction, ScalarFunction<Object>
     }
 
     SchemaFunction(String name, String typeJson, boolean failFast) {
-        this.name = name;
+        super(name);
         this.typeJson = typeJson;
         this.failFast = failFast;
     }
 
     /** Called on the driver: `f` under its name for the catalog (a record's as a Record). */
     static void define(SchemaFunction f) {
-        DEFINED.put(f.name, isRecord(f.typeJson) ? new Record(f) : f);
+        DEFINED.put(f.name(), isRecord(f.typeJson) ? new Record(f) : f);
     }
 
     static SchemaFunction defined(String name) {
@@ -66,7 +63,7 @@ abstract class SchemaFunction implements UnboundFunction, ScalarFunction<Object>
         private final SchemaFunction of;
 
         Record(SchemaFunction of) {
-            super(of.name, of.typeJson, of.failFast);
+            super(of.name(), of.typeJson, of.failFast);
             this.of = of;
         }
 
@@ -90,7 +87,7 @@ abstract class SchemaFunction implements UnboundFunction, ScalarFunction<Object>
     final <T> T threadState(Supplier<T> make) {
         Owned owned = last;
         if (owned == null || owned.owner != Thread.currentThread()) {
-            owned = new Owned(Thread.currentThread(), STATE.get().computeIfAbsent(name, n -> make.get()));
+            owned = new Owned(Thread.currentThread(), STATE.get().computeIfAbsent(name(), n -> make.get()));
             last = owned;
         }
         return (T) owned.state;
@@ -114,11 +111,6 @@ abstract class SchemaFunction implements UnboundFunction, ScalarFunction<Object>
     }
 
     @Override
-    public DataType[] inputTypes() {
-        return new DataType[] {DataTypes.BinaryType};
-    }
-
-    @Override
     public DataType resultType() {
         if (type == null) {
             type = DataType.fromJson(typeJson);
@@ -129,16 +121,6 @@ abstract class SchemaFunction implements UnboundFunction, ScalarFunction<Object>
     @Override
     public boolean isResultNullable() {
         return true;
-    }
-
-    @Override
-    public String name() {
-        return name;
-    }
-
-    @Override
-    public String canonicalName() {
-        return "pykbatch." + name;
     }
 
     @Override
@@ -155,7 +137,7 @@ abstract class SchemaFunction implements UnboundFunction, ScalarFunction<Object>
     /** A value that cannot be read: null, or (FAILFAST) the task fails saying why. */
     final Object unreadable(String why) {
         if (failFast) {
-            throw new IllegalArgumentException(name + ": " + why + " (mode PERMISSIVE makes such values nulls)");
+            throw new IllegalArgumentException(name() + ": " + why + " (mode PERMISSIVE makes such values nulls)");
         }
         return null;
     }

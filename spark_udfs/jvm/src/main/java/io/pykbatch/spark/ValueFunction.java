@@ -9,11 +9,12 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
-/** A pykbatch function of one binary column (kbatch_decode(value), ...): its name and the one
- * binding they all check. */
+/** A pykbatch function of one binary column (kbatch_decode(value), ...): its name, its Spark type
+ * (the function table's, from the jar) and the one binding they all check. */
 abstract class ValueFunction<R> implements ScalarFunction<R> {
     private static final long serialVersionUID = 1L;
     private final String name;
+    private transient DataType type;
 
     ValueFunction(String name) {
         this.name = name;
@@ -49,6 +50,14 @@ abstract class ValueFunction<R> implements ScalarFunction<R> {
     @Override
     public DataType[] inputTypes() {
         return new DataType[] {DataTypes.BinaryType};
+    }
+
+    @Override
+    public DataType resultType() {
+        if (type == null) {
+            type = Types.of(name);
+        }
+        return type;
     }
 
     @Override
