@@ -1,4 +1,5 @@
 #include "kb_columns.h"
+#include "kb_ranges.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -208,13 +209,14 @@ static void fill_v2(const kb_column_batch *b, kb_columns *c, const kb_column_scr
     for (int32_t i = 0; i < b->count; i++) {
         const kb_record_at *r = &at->records[i];
         int64_t offset = kb_wrap_add64(h->base_offset, r->offset_delta);
-        if (__builtin_expect(b->skip_before && offset < b->from_offset, 0)) {
+        int64_t timestamp = kb_v2_record_timestamp(h, r->timestamp_delta);
+        if (__builtin_expect(b->ranges && !kb_ranges_keeps_record(b->ranges, offset, timestamp), 0)) {
             hat += r->header_count;
             continue;
         }
         int64_t row = c->row++;
         c->offset[row] = offset;
-        c->timestamp[row] = column_timestamp(c, kb_v2_record_timestamp(h, r->timestamp_delta));
+        c->timestamp[row] = column_timestamp(c, timestamp);
         if (c->sequence)
             c->sequence[row] = kb_increment_sequence(h->base_sequence, r->offset_delta);
         put_key_value(c, row, b->buffer, buf, r->key, r->key_len, r->value, r->value_len, stream);
@@ -241,17 +243,40 @@ static void fill_legacy(const kb_column_batch *b, kb_columns *c, int stream)
     int64_t first_row = c->row;
     while (kb_legacy_next(b->records, b->limit, &p, &m, &f) == KB_INNER_MSG) {
         int64_t offset = kb_wrap_add64(b->offset_base, m.offset);
-        if (b->skip_before && offset < b->from_offset)
+        int64_t timestamp = kb_legacy_timestamp(&b->m, &m);
+        if (b->ranges && !kb_ranges_keeps_record(b->ranges, offset, timestamp))
             continue;
         int64_t row = c->row++;
         c->offset[row] = offset;
-        c->timestamp[row] = column_timestamp(c, kb_legacy_timestamp(&b->m, &m));
+        c->timestamp[row] = column_timestamp(c, timestamp);
         if (c->sequence)
             c->sequence[row] = -1;
         put_key_value(c, row, b->buffer, b->records, m.key, m.key_len, m.value, m.value_len, stream);
         c->header_offsets[row + 1] = (int32_t)c->header_row;
     }
     put_batch(c, first_row, c->row, b, b->first_offset, -1, -1, -1, 0, kb_timestamp_type(b->m.magic, b->m.attributes));
+}
+
+/* A count_only store's rows and headers for a batch with ranges: its measured records in range. */
+static void count_kept(const kb_column_batch *b, kb_column_store *s)
+{
+    if (b->magic < 2) {
+        size_t p = b->start;
+        kb_legacy_msg m;
+        kb_fault f;
+        while (kb_legacy_next(b->records, b->limit, &p, &m, &f) == KB_INNER_MSG)
+            s->c.row += kb_ranges_keeps_record(b->ranges, kb_wrap_add64(b->offset_base, m.offset),
+                                               kb_legacy_timestamp(&b->m, &m));
+        return;
+    }
+    for (int32_t i = 0; i < b->count; i++) {
+        const kb_record_at *r = &s->scratch.records[i];
+        if (kb_ranges_keeps_record(b->ranges, kb_wrap_add64(b->h.base_offset, r->offset_delta),
+                                   kb_v2_record_timestamp(&b->h, r->timestamp_delta))) {
+            s->c.row++;
+            s->c.header_row += r->header_count;
+        }
+    }
 }
 
 static void fill(const kb_column_batch *b, kb_column_store *s)
@@ -408,9 +433,13 @@ int kb_columns_add(kb_column_store *s, const kb_column_batch *b, int64_t expect,
         if (rc != 0)
             return rc;
     }
-    if (s->count_only && !b->skip_before) {
-        s->c.row += z.records;
-        s->c.header_row += z.headers;
+    if (s->count_only) {
+        if (b->ranges)
+            count_kept(b, s);
+        else {
+            s->c.row += z.records;
+            s->c.header_row += z.headers;
+        }
         return 0;
     }
     if (expect < 1)

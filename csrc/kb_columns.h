@@ -11,6 +11,8 @@
 #include "kb_legacy.h"
 #include "kb_v2.h"
 
+struct kb_ranges; /* kb_ranges.h */
+
 typedef struct {
     int64_t records;
     int64_t key_bytes;
@@ -35,10 +37,9 @@ typedef struct {
     kb_legacy_msg m;        /* magic 0/1: the message, or the compressed wrapper of the set */
     int64_t offset_base;    /* magic 0/1: added to offset fields (a v1 wrapper's relative offsets) */
     int64_t first_offset;   /* magic 0/1: the first record's offset (the base_offset column) */
-    int skip_before;        /* 1: records below from_offset are measured but not filled (a fetch's
-                             * first batch holds records before the fetch offset); 0 (as a zeroed
-                             * batch is): every record is filled */
-    int64_t from_offset;
+    const struct kb_ranges *ranges; /* records out of range are measured but not filled (a fetch's first
+                             * batch holds records before the fetch offset; a log read's ranges); NULL
+                             * (as a zeroed batch is): every record is filled */
 } kb_column_batch;
 
 /* Arrow buffers (offsets arrays have one more slot than rows, bitmaps -- validity and the two

@@ -1,4 +1,5 @@
 #include "kb_consume.h"
+#include "kb_ranges.h"
 
 #include <string.h>
 
@@ -116,8 +117,8 @@ static int read_batch(const uint8_t *buf, size_t pos, size_t size, const kb_v2_h
     b.count = h->record_count;
     b.entry = entry;
     b.position = (int64_t)pos;
-    b.skip_before = 1;
-    b.from_offset = from;
+    kb_ranges from_on = {.bounds = KB_RANGE_FIRST_OFFSET, .first_offset = from};
+    b.ranges = &from_on;
     b.records = buf;
     b.start = pos + KB_V2_HEADER_SIZE;
     b.limit = pos + size;

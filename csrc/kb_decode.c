@@ -87,6 +87,20 @@ static int legacy_batch(const uint8_t *buf, const kb_entry *e, const kb_decode_o
     return 0;
 }
 
+int kb_decode_legacy_first_offset(const uint8_t *buf, const kb_entry *e, const kb_decode_opts *o, int64_t *first,
+                                  kb_fault *f)
+{
+    kb_column_batch b;
+    kb_fault_place where;
+    kb_decode_opts unchecked = *o;
+    unchecked.verify_crc = 0;
+    memset(&b, 0, sizeof b);
+    if (legacy_batch(buf, e, &unchecked, &b, f, &where) != 0)
+        return -1;
+    *first = b.first_offset;
+    return 0;
+}
+
 int kb_decode_entry(kb_column_store *s, const uint8_t *buf, const kb_entry *e, int32_t entry, int64_t position,
                     const kb_decode_opts *o, int64_t expect, kb_fault *f, kb_fault_place *where,
                     int32_t *record_index)
@@ -95,6 +109,7 @@ int kb_decode_entry(kb_column_store *s, const uint8_t *buf, const kb_entry *e, i
     memset(&b, 0, sizeof b);
     b.entry = entry;
     b.position = position;
+    b.ranges = o->ranges;
     *where = KB_FAULT_IN_BUFFER;
     *record_index = -1;
     int rc = e->magic < 2 ? legacy_batch(buf, e, o, &b, f, where) : v2_batch(buf, e, o, &b, f, where);
@@ -160,25 +175,21 @@ int kb_entry_info_next(const uint8_t *buf, size_t len, size_t *pos, const kb_dec
         out->crc = h.crc;
         out->is_valid = kb_v2_compute_crc(buf + e.pos, e.size) == h.crc;
     } else {
-        kb_column_batch b;
-        kb_fault_place where;
-        kb_decode_opts unchecked = *o;
-        unchecked.verify_crc = 0;
-        memset(&b, 0, sizeof b);
-        if (legacy_batch(buf, &e, &unchecked, &b, f, &where) != 0)  /* the wrapper's first offset */
+        kb_legacy_msg m;
+        if (kb_legacy_read(buf, e.pos, e.size, &m, f) != 0 ||
+            kb_decode_legacy_first_offset(buf, &e, o, &out->base_offset, f) != 0)  /* the wrapper's first offset */
             return 0;
-        out->base_offset = b.first_offset;
-        out->last_offset = b.m.offset;
+        out->last_offset = m.offset;
         out->record_count = -1;
-        out->codec = (int8_t)(b.m.attributes & KB_ATTR_CODEC_MASK);
-        out->timestamp_type = (int8_t)kb_timestamp_type(b.m.magic, b.m.attributes);
-        out->max_timestamp = b.m.timestamp;
+        out->codec = (int8_t)(m.attributes & KB_ATTR_CODEC_MASK);
+        out->timestamp_type = (int8_t)kb_timestamp_type(m.magic, m.attributes);
+        out->max_timestamp = m.timestamp;
         out->producer_id = -1;
         out->producer_epoch = -1;
         out->base_sequence = -1;
         out->partition_leader_epoch = -1;
-        out->crc = b.m.crc;
-        out->is_valid = kb_legacy_compute_crc(buf, &b.m) == b.m.crc;
+        out->crc = m.crc;
+        out->is_valid = kb_legacy_compute_crc(buf, &m) == m.crc;
     }
     *pos = e.pos + e.size;
     return 1;

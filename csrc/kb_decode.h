@@ -16,6 +16,7 @@ typedef struct {
     int verify_crc;
     kb_decompress_fn decompress; /* NULL: a compressed entry is a fault (batch.decompression_failed) */
     void *ctx;
+    const struct kb_ranges *ranges; /* NULL: every record; else only those in range are filled (kb_ranges.h) */
 } kb_decode_opts;
 
 /* Where a fault's position points (kb_decode_entry's *where). */
@@ -28,6 +29,11 @@ typedef enum {
  * `s`: its records get batch_index `entry` and batch_position `position`.  `expect`: as
  * kb_columns_add takes it.  Returns kb_columns_add's answers (0; -1 with *f, *where and
  * *record_index; KB_COLUMNS_NO_MEMORY; KB_COLUMNS_TOO_LARGE); on failure nothing is written. */
+/* The first offset of the complete v0/v1 entry `e`: its own, or a compressed wrapper's inner
+ * set's (decompressed through `o`; its CRC not checked).  0, or -1 with *f. */
+int kb_decode_legacy_first_offset(const uint8_t *buf, const kb_entry *e, const kb_decode_opts *o, int64_t *first,
+                                  kb_fault *f);
+
 int kb_decode_entry(kb_column_store *s, const uint8_t *buf, const kb_entry *e, int32_t entry, int64_t position,
                     const kb_decode_opts *o, int64_t expect, kb_fault *f, kb_fault_place *where,
                     int32_t *record_index);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "kb_legacy.h"
+#include "kb_ranges.h"
 #include "kb_resync.h"
 
 void kb_log_windows_init(kb_log_windows *w, const uint8_t *buf, size_t len, size_t start, size_t end,
@@ -55,6 +56,12 @@ int kb_log_next_window(kb_log_windows *w, kb_fault *f)
         if (e.pos >= w->end) {
             w->done = 1;
             break;
+        }
+        if (w->decode.ranges && !kb_ranges_keeps_entry(w->decode.ranges, w->buf, &e, !w->headers_only, &w->decode)) {
+            w->pos = e.pos + e.size;  /* left out: it closes the window before it, as skipped bytes do */
+            if (w->entries > 0)
+                return 1;
+            continue;
         }
         if (w->entries == 0)
             w->lo = e.pos;

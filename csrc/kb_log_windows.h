@@ -30,7 +30,10 @@ typedef struct {
     int32_t undecoded;     /* of which gave no rows (they could not be decoded) */
 } kb_log_windows;
 
-/* A walk of buf[0, len)'s entries starting in [start, end) (len: none past the end). */
+/* A walk of buf[0, len)'s entries starting in [start, end) (len: none past the end).  With
+ * decode->ranges, an entry that cannot hold records in range (kb_ranges_keeps_entry; in range of
+ * one row an entry with headers_only) is left out and closes the window before it, and a window's
+ * records out of range are not filled. */
 void kb_log_windows_init(kb_log_windows *w, const uint8_t *buf, size_t len, size_t start, size_t end,
                          size_t window_bytes, const kb_decode_opts *decode);
 

@@ -15,6 +15,13 @@
  * message).  `v2_only`: magic 2 only. */
 int kb_entry_sound(const uint8_t *buf, size_t len, size_t pos, int v2_only);
 
+/* Whether an offset index entry (offset, position) of a segment whose base offset is
+ * `segment_base` can be followed: position 0, or a sound entry (kb_entry_sound) at the position
+ * whose first offset lies between the segment's base and the entry's offset (the last offset of the
+ * batch it indexes) -- indexes can be stale or damaged, so a reader starting from one trusts only
+ * what the log confirms. */
+int kb_index_entry_trusted(const uint8_t *buf, size_t len, int64_t position, int64_t segment_base, int64_t offset);
+
 /* The first position at or after `start` where a sound entry starts (`v2_only`: a v2 batch), or
  * -1.  Only positions that look like an entry a client writes are checksummed (see kb_resync.c),
  * so a scan of random bytes stays linear. */

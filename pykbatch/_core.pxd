@@ -136,6 +136,7 @@ cdef extern from "kb_v2.h" nogil:
 
 cdef extern from "kb_resync.h" nogil:
     int kb_entry_sound(const uint8_t *buf, size_t len, size_t pos, int v2_only)
+    int kb_index_entry_trusted(const uint8_t *buf, size_t len, int64_t position, int64_t segment_base, int64_t offset)
     int64_t kb_next_sound_batch(const uint8_t *buf, size_t len, size_t start)
     int64_t kb_next_sound_entry(const uint8_t *buf, size_t len, size_t start, int v2_only)
     int KB_RESYNC_LYING_SIZES
@@ -249,6 +250,19 @@ cdef extern from "kb_validate.h" nogil:
                      size_t cap, kb_summary *s)
 
 
+cdef extern from "kb_ranges.h" nogil:
+    enum:
+        KB_RANGE_FIRST_OFFSET
+        KB_RANGE_END_OFFSET
+        KB_RANGE_FIRST_TIMESTAMP
+        KB_RANGE_END_TIMESTAMP
+    ctypedef struct kb_ranges:
+        int bounds
+        int64_t first_offset
+        int64_t end_offset
+        int64_t first_timestamp
+        int64_t end_timestamp
+
 cdef extern from "kb_columns.h" nogil:
     ctypedef struct kb_column_sizes:
         int64_t records
@@ -272,8 +286,7 @@ cdef extern from "kb_columns.h" nogil:
         kb_legacy_msg m
         int64_t offset_base
         int64_t first_offset
-        int skip_before
-        int64_t from_offset
+        const kb_ranges *ranges
 
     ctypedef struct kb_columns:
         uint8_t *key_views
@@ -439,3 +452,15 @@ cdef extern from "kb_consume.h" nogil:
 cdef extern from "kb_control.h" nogil:
     int kb_control_key(const uint8_t *key, int32_t len, size_t pos, int *type, kb_fault *f)
     int kb_control_marker(const uint8_t *value, int32_t len, size_t pos, int32_t *coordinator_epoch, kb_fault *f)
+
+
+cdef extern from "kb_decode.h" nogil:
+    ctypedef struct kb_decode_opts:
+        int verify_crc
+        kb_decompress_fn decompress
+        void *ctx
+        const kb_ranges *ranges
+
+cdef extern from "kb_ranges.h" nogil:
+    int kb_ranges_keeps_entry(const kb_ranges *r, const uint8_t *buf, const kb_entry *e, int records,
+                              const kb_decode_opts *o)

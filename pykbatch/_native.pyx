@@ -168,6 +168,7 @@ cdef _raise_fault(const kb_fault *f, Py_ssize_t base, Py_ssize_t payload=-1, str
 include "_batches.pxi"
 include "_legacy.pxi"
 include "_entries.pxi"
+include "_ranges.pxi"
 include "_header_table.pxi"
 include "_validate.pxi"
 include "_to_arrow.pxi"

@@ -1,7 +1,7 @@
 # Arrow columns: to_arrow and the row-wise decoder the Spark UDFs use.
 # Included by _native.pyx: one module, one file per concern.
 
-def to_arrow(buf, *, bint verify_crc=True, bint zero_copy=False, bint spark_time=False):
+def to_arrow(buf, *, bint verify_crc=True, bint zero_copy=False, bint spark_time=False, ranges=None):
     """Decode every record of ``buf`` into a ``pyarrow.Table`` (one row per record,
     with the batch columns a user filters on), without a Python object per record.
 
@@ -10,11 +10,13 @@ def to_arrow(buf, *, bint verify_crc=True, bint zero_copy=False, bint spark_time
     by the table and must not be modified while the table is in use; buffers over 2 GiB
     are copied).  ``spark_time``: ``timestamp`` and ``timestampType`` as Spark's Kafka source has them
     (microseconds, UTC; Kafka's type id), filled so by the core (``columns.RECORDS_SPARK_TIME``).
+    ``ranges``: (first_offset, end_offset, first_timestamp, end_timestamp), None for an open side:
+    only the records in range are rows (kb_ranges_keeps_record; the others are still checked).
     Raises the first problem met (``validate`` lists them all)."""
     import numpy as np
     cdef _View v = _view(buf)
     table, _, failed = _decode_rows(v, np.zeros(1, np.int64), np.array([v.length], np.int64), None,
-                                    verify_crc, True, zero_copy, spark_time=spark_time)
+                                    verify_crc, True, zero_copy, spark_time=spark_time, ranges=ranges)
     return table
 
 
@@ -32,7 +34,8 @@ cdef class _ColumnStore:
 
 
 def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_errors, bint zero_copy=False,
-                 size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED, bint spark_time=False):
+                 size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED, bint spark_time=False,
+                 ranges=None):
     """Decode the records of every row v[starts[i]:ends[i]] (rows with valid[i] == 0 are null).
 
     Returns (table of all records, int32 record counts per row, bool array of rows that
@@ -58,6 +61,9 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
     cdef _Decompressor dec = _Decompressor(v, max_decompressed_bytes)
     cdef _ColumnStore store = _ColumnStore()
     cdef kb_columns *c = &store.s.c
+    cdef kb_ranges in_range
+    if ranges is not None:
+        _ranges_of(ranges, &in_range)
     # views point into the input (buffer 0) or into a decompressed payload (buffers 1..)
     store.s.views = zero_copy and v.length <= INT32_MAX and max_decompressed_bytes <= INT32_MAX
     store.s.c.layout = KB_LAYOUT_SPARK_TIME if spark_time else 0
@@ -82,6 +88,8 @@ def _decode_rows(_View v, starts, ends, valid, bint verify_crc, bint raise_error
                     _raise_fault(&f, -<Py_ssize_t> row_start[row])
                 memset(&b, 0, sizeof(b))
                 b.entry, b.position = entry, e.pos - row_start[row]
+                if ranges is not None:
+                    b.ranges = &in_range
                 if e.magic < 2:
                     lb = _legacy_entry(v, &e, verify_crc, entry, dec)
                     lb._load()

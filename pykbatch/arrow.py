@@ -241,7 +241,7 @@ def shift_batches(table: pa.Table, position: int, entry: int) -> pa.Table:
 
 
 def decode_entries(data, entries, *, verify_crc: bool = True, first_entry: int = 0, readable: bool = False,
-                   spark_time: bool = False):
+                   spark_time: bool = False, ranges: tuple | None = None):
     """The records of whole entries ``[(position, size), ...]`` of ``data`` as one ``to_arrow``
     table (``batch_position`` in ``data``, ``batch_index`` from ``first_entry``), and the entries
     whose records cannot be read, ``[(position, entry index, error)]``: those contribute no rows,
@@ -250,19 +250,23 @@ def decode_entries(data, entries, *, verify_crc: bool = True, first_entry: int =
     ``spark_time``: ``timestamp`` / ``timestampType`` as Spark's Kafka source has them (to_arrow's;
     not with ``readable``).
 
+    ``ranges``: only records in (first_offset, end_offset, first_timestamp, end_timestamp) are
+    rows (to_arrow's; not with ``readable``).
+
     ``readable``: such an entry contributes the records ``Batch.readable`` reads of it (a batch
     whose CRC does not match, all of them: the dump prints them too), and is listed as
     ``(position, entry index, [errors], rows)``: what could not be read, and how many rows it gave."""
     start, end = entries[0][0], entries[-1][0] + entries[-1][1]
     try:
-        return shift_batches(_native.to_arrow(data[start:end], verify_crc=verify_crc, spark_time=spark_time), start,
-                             first_entry), []
+        return shift_batches(_native.to_arrow(data[start:end], verify_crc=verify_crc, spark_time=spark_time,
+                                              ranges=ranges), start, first_entry), []
     except errors.KafkaDataError:
         pass
     tables, failed = [], []
     for i, (position, size) in enumerate(entries):
         try:
-            table = _native.to_arrow(data[position:position + size], verify_crc=verify_crc, spark_time=spark_time)
+            table = _native.to_arrow(data[position:position + size], verify_crc=verify_crc, spark_time=spark_time,
+                                     ranges=ranges)
             tables.append(shift_batches(table, position, first_entry + i))
         except errors.KafkaDataError as exc:
             if exc.offset is not None:  # where in ``data``, not in the entry's slice

@@ -58,10 +58,8 @@ def entries_batch(data, entries, segment, topic, partition, mode, validate, sche
     verdicts = pa.array([bad.get(e) for e in range(len(entries))], pa.string())  # per entry; null: it passed
     if mode == "records":
         # CRCs: validate's business; Spark's timestamps filled so by the core
-        table, _ = decode_entries(data, entries, verify_crc=False, spark_time=True)
-        keep = ranges.record_mask(table)
-        if keep is not None:
-            table = table.filter(keep)
+        # records out of range are not rows (the core's rule, kb_ranges_keeps_record)
+        table, _ = decode_entries(data, entries, verify_crc=False, spark_time=True, ranges=ranges.bounds())
         cols = {name: table[name].combine_chunks() for name in table.column_names}
         errors = verdicts.take(cols["batch_index"]) if validate else None  # each record gets its batch's
     else:  # a row an entry whose header reads (one that does not gives none, its neighbours theirs)

@@ -8,9 +8,7 @@ import datetime
 import os
 from typing import NamedTuple
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
+from pykbatch import _native
 from pykbatch.log import (
     LOG, CorruptIndexError, OffsetIndex, Segment, TimeIndex, base_offset_of, is_segment_file, sibling, topic_partition_of,
 )
@@ -77,17 +75,20 @@ class Ranges(NamedTuple):
         return cls(number("startingOffset"), number("endingOffset"), number("startingTimestamp"),
                    number("endingTimestamp"))
 
+    def bounds(self) -> tuple | None:
+        """(first_offset, end_offset, first_timestamp, end_timestamp) as the core takes them
+        (kb_ranges.h), or None when no side is set."""
+        bounds = (self.first_offset, self.end_offset, self.first_timestamp, self.end_timestamp)
+        return None if bounds == (None, None, None, None) else bounds
+
     def keeps_batch(self, b, mode: str = "records") -> bool:
-        """Whether batch header ``b`` is read: in records mode, when any of its records can be in
-        range (a batch stores its maximum timestamp, not its minimum: records are filtered
-        exactly afterwards); in batches mode also only when its first timestamp (v2's
-        baseTimestamp; a v0/v1 entry's own) is before ``end_timestamp``."""
-        if (self.first_offset is not None and b.last_offset < self.first_offset) \
-                or (self.end_offset is not None and b.base_offset >= self.end_offset) \
-                or (self.first_timestamp is not None and b.max_timestamp < self.first_timestamp):
-            return False
-        return mode == "records" or self.end_timestamp is None \
-            or getattr(b, "base_timestamp", b.max_timestamp) < self.end_timestamp
+        """Whether batch ``b`` (of a walk) is read: the core's rule (kb_ranges_keeps_entry, which
+        the JVM reader applies too) -- in records mode, when any of its records can be in range (a
+        batch stores its maximum timestamp, not its minimum: records are filtered exactly
+        afterwards); in batches mode also only when its first timestamp (v2's baseTimestamp; a
+        v0/v1 entry's own) is before ``end_timestamp``."""
+        bounds = self.bounds()
+        return bounds is None or _native.batch_in_ranges(b, bounds, mode == "records")
 
     def keeps_segment(self, base: int, next_base: int | None, topic: str, partition: int) -> bool:
         """Whether a segment of ``topic``-``partition`` named ``base`` can hold records in range:
@@ -96,19 +97,6 @@ class Ranges(NamedTuple):
                     or (self.end_offset is not None and base >= self.end_offset)
                     or (self.topics is not None and topic not in self.topics)
                     or (self.partitions is not None and partition not in self.partitions))
-
-    def record_mask(self, table: pa.Table):
-        """The rows of a records table in range, or None when every row is (its ``timestamp`` in
-        Spark's microseconds; the range's bounds are epoch milliseconds)."""
-        keep = None
-        for column, low, high, scale in (("offset", self.first_offset, self.end_offset, 1),
-                                         ("timestamp", self.first_timestamp, self.end_timestamp, 1000)):
-            for bound, op in ((low, pc.greater_equal), (high, pc.less)):
-                if bound is not None:
-                    at = min(max(bound * scale, -2**63), 2**63 - 1)  # a bound past the type's range holds all or none
-                    test = op(table[column], pa.scalar(at, table.schema.field(column).type))
-                    keep = test if keep is None else pc.and_(keep, test)
-        return keep
 
 
 def next_base_offsets(segments: list) -> dict:

@@ -203,3 +203,21 @@ def test_pushed_filters_narrow_the_ranges_conservatively(tmp_path):
     pruned = read_all(tmp_path, ranges)
     assert sorted(zip(*(pruned[c].to_pylist() for c in ("topic", "partition", "offset", "timestamp")))) == sorted(keep)
     assert keep
+
+
+def test_an_unreadable_wrapper_is_kept_for_its_reader_to_name(tmp_path):
+    """endingOffset needs a compressed v0/v1 wrapper's first offset (its inner set's): a wrapper
+    whose payload does not decompress is kept -- it gives no rows, its neighbours theirs -- where
+    asking its first offset used to raise out of the read (a traceback in Spark)."""
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    good = [kb.build_batch([{"value": b"v%d" % i, "timestamp": 1000}], base_offset=i, magic=1) for i in range(3)]
+    wrapper = bytearray(kb.build_batch([{"value": b"x" * 50, "timestamp": 1000}] * 3, base_offset=3, magic=1,
+                                       compression="gzip"))
+    wrapper[-10:] = bytes(10)  # the gzip stream broken inside the wrapper's value
+    tail = kb.build_batch([{"value": b"w", "timestamp": 1000}], base_offset=6, magic=1)
+    (folder / segment_file_name(0, ".log")).write_bytes(b"".join(good) + bytes(wrapper) + tail)
+    table = read_all(folder, Ranges(end_offset=7))
+    assert table["offset"].to_pylist() == [0, 1, 2, 6]
+    batches = read_all(folder, Ranges(end_offset=7), mode="batches")
+    assert 0 in batches["base_offset"].to_pylist()

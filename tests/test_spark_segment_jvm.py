@@ -51,6 +51,31 @@ def _index(rng: random.Random, entries: list, base: int) -> bytes:
     return out + bytes(8 * rng.choice([0, 3]))
 
 
+def _time_index(rng: random.Random, entries: list, base: int, now_ms: int) -> bytes:
+    """A .timeindex: (timestamp, relative offset) entries drawn about the batches' times, in order or
+    not (a damaged one), and now and then a preallocated zero tail."""
+    picked = sorted(rng.sample(entries, min(len(entries), rng.choice([0, 1, 3]))))
+    stamps = sorted(now_ms + rng.choice([-10**9, -5000, 0, 5000, 10**8]) for _ in picked)
+    if rng.random() < 0.15:
+        rng.shuffle(stamps)
+    out = b"".join(struct.pack(">qi", t, end - 1 - base) for t, (_, end) in zip(stamps, picked))
+    return out + bytes(12 * rng.choice([0, 2]))
+
+
+def _ranges(rng: random.Random, now_ms: int) -> dict:
+    """Range options drawn about the drawn logs' offsets (batches 30 apart) and times."""
+    out = {}
+    if rng.random() < 0.5:
+        out["startingOffset"] = str(rng.choice([0, 1, 29, 30, 47, 95, 150, 10**6]))
+    if rng.random() < 0.35:
+        out["endingOffset"] = str(rng.choice([1, 31, 62, 120, 400]))
+    if rng.random() < 0.4:
+        out["startingTimestamp"] = str(now_ms + rng.choice([-10**9 - 6000, -10**9, -1, 0, 3000, 10**8]))
+    if rng.random() < 0.3:
+        out["endingTimestamp"] = str(now_ms + rng.choice([-10**9 + 4000, 0, 1, 10**8 + 6000]))
+    return out
+
+
 def _write_log(rng: random.Random, root, now_ms: int) -> set:
     """Partition folders of one or two segments each (and a file that is no segment); returns the
     (file, position) of the entries whose compressed payload was damaged."""
@@ -65,6 +90,8 @@ def _write_log(rng: random.Random, root, now_ms: int) -> set:
             log = folder / f"{base:020d}.log"
             log.write_bytes(data)
             (folder / f"{base:020d}.index").write_bytes(_index(rng, entries, base))
+            if rng.random() < 0.7:
+                (folder / f"{base:020d}.timeindex").write_bytes(_time_index(rng, entries, base, now_ms))
             damaged |= {(str(log), pos) for pos in codec_damaged}
             base = entries[-1][1] if entries else base + 1
     return damaged
@@ -80,6 +107,20 @@ def _comparable(row: dict) -> dict:
     if error and error.startswith("Failed to decompress"):
         return dict(row, batch_error=error.split(": ")[0])
     return row
+
+
+def _splits(df) -> int:
+    """A read's input partitions; nothing to read is one (the Python source plans an empty split, the
+    JVM's none)."""
+    return max(1, df.rdd.getNumPartitions())
+
+
+def _first_difference(jvm: list, python: list):
+    """The first rows of two sorted lists that differ, and the fields in which they do."""
+    for i, (a, b) in enumerate(zip(jvm, python)):
+        if a != b:
+            return i, {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+    return len(jvm), len(python)
 
 
 def test_jvm_reader_equals_the_python_source_on_drawn_logs(spark, tmp_path):
@@ -99,30 +140,50 @@ def test_jvm_reader_equals_the_python_source_on_drawn_logs(spark, tmp_path):
         options = {"validate": rng.choice(["true", "false"]), "includePath": "true",
                    "splitBytes": str(rng.choice([100, 2000, 64 << 20])),
                    "windowBytes": str(rng.choice([1, 500, 8 << 20])),
-                   **rng.choice([{}, {}, {"mode": "batches"}, {"deep": "false"}])}  # a row a record, or a batch
+                   **rng.choice([{}, {}, {"mode": "batches"}, {"deep": "false"}]),  # a row a record, or a batch
+                   **(_ranges(rng, now_ms) if rng.random() < 0.6 else {})}
         jvm_df = spark.read.format(NAME).options(**options).load(str(root))
         assert JVM_SCAN in jvm_df._jdf.queryExecution().executedPlan().toString()
         python_df = spark.read.format(PYTHON_NAME).options(**options).load(str(root))
         assert jvm_df.schema == python_df.schema
-        assert jvm_df.rdd.getNumPartitions() == python_df.rdd.getNumPartitions()
+        assert _splits(jvm_df) == _splits(python_df), where
         where = (seed, trial, options)
 
         def keyed(rows):
             return sorted((_comparable(r) for r in rows if (r["path"], r["batch_position"]) not in damaged),
                           key=lambda r: (r["path"], r["batch_position"], r.get("offset", r.get("base_offset"))))
         jvm, python = _rows(jvm_df), _rows(python_df)
-        assert keyed(jvm) == keyed(python), where
+        assert keyed(jvm) == keyed(python), (where, _first_difference(keyed(jvm), keyed(python)))
         assert len(jvm) == len(python), where  # a damaged compressed entry gives rows on both or neither
         # a query that reads no column of the rows: the core counts them without filling any
         assert jvm_df.count() == len(jvm), where
         by_file = {r["path"]: r["count"] for r in jvm_df.groupBy("path").count().collect()}
         assert by_file == {r["path"]: r["count"] for r in python_df.groupBy("path").count().collect()}, where
         total += len(jvm)
+        if rng.random() < 0.5:  # WHERE clauses narrowing the ranges too (pushFilters)
+            low, high = rng.choice([0, 29, 31, 60]), rng.choice([30, 61, 200])
+            stamp = now_ms + rng.choice([-10**9, 0, 10**8])
+            where_clause = rng.choice([f"offset >= {low} AND offset < {high}", f"offset = {low}",
+                                       f"timestamp >= timestamp_millis({stamp})",
+                                       f"offset IN ({low}, {high}) OR timestamp < timestamp_millis({stamp})",
+                                       f"timestamp > timestamp_millis({stamp}) AND offset <= {high}"])
+            if "offset" not in jvm_df.columns:
+                continue
+            spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+            try:
+                pushed = {**options, "pushFilters": "true"}
+                jvm_where = spark.read.format(NAME).options(**pushed).load(str(root)).where(where_clause)
+                python_where = spark.read.format(PYTHON_NAME).options(**pushed).load(str(root)).where(where_clause)
+                assert JVM_SCAN in jvm_where._jdf.queryExecution().executedPlan().toString()
+                assert keyed(_rows(jvm_where)) == keyed(_rows(python_where)), (where, where_clause)
+                assert _splits(jvm_where) == _splits(python_where), (where, where_clause)
+            finally:
+                spark.conf.unset("spark.sql.python.filterPushdown.enabled")
     assert total > 0
 
 
 def test_reads_the_jvm_reader_does_not_serve_go_to_the_python_source(spark, tmp_path):
-    """Options beyond the JVM reader's (ranges, decode...) and a session registered for the Python
+    """Options beyond the JVM reader's (decode, tiered storage...) and a session registered for the Python
     path are served by the Python source under the one name, with its answers; batches mode is the
     JVM's, with the same answer."""
     import pykbatch as kb
@@ -139,8 +200,13 @@ def test_reads_the_jvm_reader_does_not_serve_go_to_the_python_source(spark, tmp_
         return df._jdf.queryExecution().executedPlan().toString()
     served = spark.read.format(NAME).load(str(tmp_path))
     assert JVM_SCAN in plan(served) and served.count() == 10
-    ranged = spark.read.format(NAME).option("startingOffset", "4").load(str(tmp_path))
-    assert JVM_SCAN not in plan(ranged) and sorted(r.offset for r in ranged.collect()) == list(range(4, 10))
+    ranged = spark.read.format(NAME).option("startingOffset", "4").option("endingTimestamp", "1008").load(str(tmp_path))
+    assert JVM_SCAN in plan(ranged) and sorted(r.offset for r in ranged.collect()) == list(range(4, 8))
+    assert ranged.count() == 4  # counted by the core, no column filled: the same rule
+    with pytest.raises(Exception, match="startingOffset must be a whole number"):
+        spark.read.format(NAME).option("startingOffset", "four").load(str(tmp_path)).collect()
+    decoded = spark.read.format(NAME).option("decode", "offsets").load(str(tmp_path))
+    assert JVM_SCAN not in plan(decoded)
     headers = spark.read.format(NAME).option("mode", "batches").load(str(tmp_path))
     assert JVM_SCAN in plan(headers) and sorted(r.base_offset for r in headers.collect()) == list(range(10))
     with pytest.raises(Exception, match="contradicts"):

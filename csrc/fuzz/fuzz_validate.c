@@ -14,6 +14,7 @@
 #include "../kb_crc32c.h"
 #include "../kb_encode.h"
 #include "../kb_log_windows.h"
+#include "../kb_ranges.h"
 #include "../kb_render.h"
 #include "../kb_repair.h"
 #include "../kb_resync.h"
@@ -340,17 +341,26 @@ static void walk_consume(const uint8_t *buf, size_t size)
     }
 }
 
+/* The ranges' promise restated for a row as Spark sees it (its timestamp in microseconds). */
+static int in_range(const kb_ranges *r, int64_t offset, int64_t micros)
+{
+    return !((r->bounds & KB_RANGE_FIRST_OFFSET && offset < r->first_offset) ||
+             (r->bounds & KB_RANGE_END_OFFSET && offset >= r->end_offset) ||
+             (r->bounds & KB_RANGE_FIRST_TIMESTAMP && micros < r->first_timestamp * 1000) ||
+             (r->bounds & KB_RANGE_END_TIMESTAMP && micros >= r->end_timestamp * 1000));
+}
+
 /* A log's split read window by window (kafka-segment's JVM reader): every window inside the
  * buffer and its split, the store's offsets inside its data, and the same rows whatever the
  * window size (an entry decodes or not on its own) and when only counted. */
 static int64_t log_rows(const uint8_t *buf, size_t size, size_t start, size_t end, size_t window_bytes,
-                        int count_only)
+                        int count_only, const kb_ranges *ranges)
 {
     kb_log_windows w;
     memset(&w, 0, sizeof w);
     w.store.c.layout = KB_LAYOUT_SPARK_TIME;
     w.store.count_only = count_only;
-    kb_decode_opts d = {.verify_crc = (int)(size & 1), .decompress = toy_decompress};
+    kb_decode_opts d = {.verify_crc = (int)(size & 1), .decompress = toy_decompress, .ranges = ranges};
     kb_log_windows_init(&w, buf, size, start, end, window_bytes, &d);
     kb_fault f;
     int64_t rows = 0;
@@ -363,7 +373,8 @@ static int64_t log_rows(const uint8_t *buf, size_t size, size_t start, size_t en
         for (int64_t r = 0; !count_only && r < c->row; r++)
             if (c->batch_position[r] < (int64_t)w.lo || c->batch_position[r] >= (int64_t)w.hi ||
                 c->key_offsets[r] > c->key_offsets[r + 1] || c->value_offsets[r] > c->value_offsets[r + 1] ||
-                c->batch_index[r] < 0 || c->batch_index[r] >= w.entries)
+                c->batch_index[r] < 0 || c->batch_index[r] >= w.entries ||
+                (ranges && !in_range(ranges, c->offset[r], c->timestamp[r])))
                 abort();
         if (c->row && !count_only && (c->key_offsets[c->row] > w.store.key_cap || c->value_offsets[c->row] > w.store.value_cap))
             abort();
@@ -376,10 +387,19 @@ static int64_t log_rows(const uint8_t *buf, size_t size, size_t start, size_t en
 
 static void walk_log_windows(const uint8_t *buf, size_t size)
 {
-    int64_t whole = log_rows(buf, size, 0, SIZE_MAX, size + 1, 0);
-    if (log_rows(buf, size, 0, SIZE_MAX, 1, 0) != whole || log_rows(buf, size, 0, SIZE_MAX, 97, 0) != whole ||
-        log_rows(buf, size, 0, SIZE_MAX, 97, 1) != whole)  /* counted without a fill: the same rows */
+    int64_t whole = log_rows(buf, size, 0, SIZE_MAX, size + 1, 0, NULL);
+    if (log_rows(buf, size, 0, SIZE_MAX, 1, 0, NULL) != whole || log_rows(buf, size, 0, SIZE_MAX, 97, 0, NULL) != whole ||
+        log_rows(buf, size, 0, SIZE_MAX, 97, 1, NULL) != whole)  /* counted without a fill: the same rows */
         abort();
+    if (size > 8) {  /* ranges drawn from the input: every row in range, counted as filled, never more */
+        kb_ranges r = {.bounds = buf[4] & 15, .first_offset = (int8_t)buf[5], .end_offset = (int8_t)buf[6],
+                       .first_timestamp = (int64_t)(int8_t)buf[7] * 1000, .end_timestamp = (int64_t)buf[8] * 100000};
+        int64_t ranged = log_rows(buf, size, 0, SIZE_MAX, 97, 0, &r);
+        if (ranged > whole || log_rows(buf, size, 0, SIZE_MAX, 97, 1, &r) != ranged)
+            abort();
+        /* an index entry pointing anywhere: answered from inside the buffer */
+        (void)kb_index_entry_trusted(buf, size, (int64_t)buf[4] * 13 - 7, (int8_t)buf[5], (int8_t)buf[6]);
+    }
     /* a row decoded as kbatch_decode takes it: whole, or nothing of it kept */
     kb_column_store row;
     memset(&row, 0, sizeof row);
@@ -403,7 +423,7 @@ static void walk_log_windows(const uint8_t *buf, size_t size)
         before = pos;
     }
     if (size > 4)  /* a split starting anywhere, ending anywhere */
-        log_rows(buf, size, buf[0] % size, buf[1] % size, (size_t)buf[2] + 1, buf[3] & 1);
+        log_rows(buf, size, buf[0] % size, buf[1] % size, (size_t)buf[2] + 1, buf[3] & 1, NULL);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

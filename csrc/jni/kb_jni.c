@@ -21,6 +21,7 @@
 #include "kb_kafka.h"
 #include "kb_legacy.h"
 #include "kb_log_windows.h"
+#include "kb_ranges.h"
 #include "kb_render.h"
 #include "kb_rules.h"
 #include "kb_v2.h"
@@ -792,6 +793,7 @@ static void write_columns(jlong *o, const kb_columns *c)
 typedef struct {
     kb_jvm_codecs codecs;
     kb_log_windows w;
+    kb_ranges ranges;     /* the read's record ranges (w.decode.ranges points here when any is set) */
     int fd;               /* kept open: the file's size is asked again before each window */
     void *map;
     size_t map_len;
@@ -822,12 +824,19 @@ enum { FILL_COLUMNS = 0, FILL_COUNT = 1, FILL_HEADERS = 2 };
 JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_segmentOpen(JNIEnv *env, jclass cls, jstring path, jlong start,
                                                                  jlong end, jlong window_bytes, jboolean verify_crc,
                                                                  jint fill, jlong max_decompressed,
-                                                                 jobject decompressor, jobject info)
+                                                                 jobject decompressor, jobject info,
+                                                                 jlongArray ranges)
 {
     (void)cls;
     if (null_array(env, path, "kafka-segment: a null path") || null_array(env, decompressor, "kafka-segment: no codecs") ||
-        null_array(env, info, "kafka-segment: a null buffer"))
+        null_array(env, info, "kafka-segment: a null buffer") || null_array(env, ranges, "kafka-segment: no ranges"))
         return 0;
+    jlong r[5];
+    if ((*env)->GetArrayLength(env, ranges) != 5) {
+        throw_named(env, "java/lang/IllegalArgumentException", "kafka-segment: ranges are 5 longs");
+        return 0;
+    }
+    (*env)->GetLongArrayRegion(env, ranges, 0, 5, r);
     jlong *info_at = (*env)->GetDirectBufferAddress(env, info);
     if (info_at == NULL || (*env)->GetDirectBufferCapacity(env, info) < (jlong)(INFO_COUNT * sizeof(jlong))) {
         throw_named(env, "java/lang/IllegalArgumentException", "kafka-segment: the window buffer is too small");
@@ -884,12 +893,15 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_segmentOpen(JNIEnv *env, j
         throw_named(env, "java/lang/OutOfMemoryError", "kafka-segment: no memory for a reader");
         return 0;
     }
-    kb_decode_opts decode = {.verify_crc = verify_crc ? 1 : 0, .decompress = decompress, .ctx = &g->codecs};
+    g->ranges = (kb_ranges){.bounds = (int)r[0], .first_offset = r[1], .end_offset = r[2], .first_timestamp = r[3],
+                            .end_timestamp = r[4]};
+    kb_decode_opts decode = {.verify_crc = verify_crc ? 1 : 0, .decompress = decompress, .ctx = &g->codecs,
+                             .ranges = g->ranges.bounds ? &g->ranges : NULL};
     g->w.store.c.layout = KB_LAYOUT_SPARK_TIME;
     g->w.store.count_only = fill == FILL_COUNT;
-    g->w.headers_only = fill == FILL_HEADERS;
     kb_log_windows_init(&g->w, g->map, g->map_len, start < 0 ? 0 : (size_t)start,
                         end < 0 ? SIZE_MAX : (size_t)end, window_bytes <= 0 ? 1 : (size_t)window_bytes, &decode);
+    g->w.headers_only = fill == FILL_HEADERS;  /* after init, which starts the walk afresh */
     g->info[INFO_BASE] = (jlong)(intptr_t)g->map;
     g->info[INFO_SIZE] = (jlong)g->map_len;
     return (jlong)(intptr_t)g;
@@ -897,6 +909,36 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_segmentOpen(JNIEnv *env, j
 
 /* The next window into the reader's columns, its counts and addresses into the info buffer: 1,
  * 0 when the split is read, -1 with an exception pending. */
+/* kb_index_entry_trusted over the segment file at `path` (mapped for the check): whether its
+ * offset index entry (offset, position) can be followed.  False when the file cannot be read. */
+JNIEXPORT jboolean JNICALL Java_io_pykbatch_spark_Native_indexEntryTrusted(JNIEnv *env, jclass cls, jstring path,
+                                                                         jlong position, jlong segment_base,
+                                                                         jlong offset)
+{
+    (void)cls;
+    if (null_array(env, path, "kafka-segment: a null path"))
+        return JNI_FALSE;
+    if (position == 0)
+        return JNI_TRUE;
+    const char *name = (*env)->GetStringUTFChars(env, path, NULL);
+    if (name == NULL)
+        return JNI_FALSE;
+    int fd = open(name, O_RDONLY | O_CLOEXEC);
+    (*env)->ReleaseStringUTFChars(env, path, name);
+    struct stat st;
+    int trusted = 0;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map != MAP_FAILED) {
+            trusted = kb_index_entry_trusted(map, (size_t)st.st_size, position, segment_base, offset);
+            munmap(map, (size_t)st.st_size);
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    return trusted ? JNI_TRUE : JNI_FALSE;
+}
+
 JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_segmentNext(JNIEnv *env, jclass cls, jlong handle)
 {
     (void)cls;

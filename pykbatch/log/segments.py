@@ -299,9 +299,6 @@ def open_partition(directory) -> Partition:
 
 def index_entry_trusted(data, entry: IndexEntry, segment_base: int) -> bool:
     """Whether an offset index entry can be followed in ``data`` (the segment's bytes): position 0, or a sound entry at its position whose base offset lies
-    between the segment's base and the entry's offset (the last offset of the batch it indexes)."""
-    if entry.position == 0:
-        return True
-    head = bytes(data[entry.position:entry.position + 8])
-    return len(head) == 8 and segment_base <= int.from_bytes(head, "big", signed=True) <= entry.offset \
-        and _native.entry_is_sound(data, entry.position)
+    between the segment's base and the entry's offset (the last offset of the batch it indexes): the core's rule
+    (kb_index_entry_trusted), which the JVM reader's plan applies too."""
+    return _native.index_entry_trusted(data, entry.position, segment_base, entry.offset)

@@ -15,7 +15,10 @@ public final class NullArrayProbe {
         Runnable[] nulls = {
             () -> Native.crc32c(null),
             () -> Native.segmentOpen(null, 0, -1, 1, false, Native.FILL_COLUMNS, 1, new Decompressor(),
-                java.nio.ByteBuffer.allocateDirect(8 * 64)),
+                java.nio.ByteBuffer.allocateDirect(8 * 64), new long[5]),
+            () -> Native.segmentOpen("/dev/null", 0, -1, 1, false, Native.FILL_COLUMNS, 1, new Decompressor(),
+                java.nio.ByteBuffer.allocateDirect(8 * 64), null),
+            () -> Native.indexEntryTrusted(null, 8, 0, 0),
             () -> Native.avroOpen(null, new int[0], java.nio.ByteBuffer.allocateDirect(64)),
             () -> Native.decodeRow(decoder, null, 0, 0),
             () -> Native.batchInfo(decoder, null, 0, 0),

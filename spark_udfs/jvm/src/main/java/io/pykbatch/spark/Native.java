@@ -97,10 +97,15 @@ public final class Native {
     static final int FILL_COLUMNS = 0, FILL_COUNT = 1, FILL_HEADERS = 2;
 
     /** A split [start, end) of the segment file at path (end < 0: to its end), mapped; the windows'
-     * counts and column addresses are written to info (SegmentWindow's layout), filled as `fill` says. */
+     * counts and column addresses are written to info (SegmentWindow's layout), filled as `fill` says;
+     * only entries and records in `ranges` (SegmentRanges.packed()) read. */
     static native long segmentOpen(String path, long start, long end, long windowBytes, boolean verifyCrc,
                                    int fill, long maxDecompressed, Decompressor decompressor,
-                                   java.nio.ByteBuffer info);
+                                   java.nio.ByteBuffer info, long[] ranges);
+
+    /** Whether the segment file's offset index entry (offset, position) can be followed: the core's
+     * kb_index_entry_trusted (false when the file cannot be read). */
+    static native boolean indexEntryTrusted(String path, long position, long segmentBase, long offset);
 
     /** The last window's entry headers: BatchInfoFunction.WIDTH longs each, positions in the segment. */
     static native long[] segmentHeaders(long handle);

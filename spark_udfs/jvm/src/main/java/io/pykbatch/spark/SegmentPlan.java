@@ -36,7 +36,7 @@ final class SegmentPlan {
         return !path.contains("://") || path.startsWith("file://");
     }
 
-    static List<SegmentSplit> splits(String path, long splitBytes) {
+    static List<SegmentSplit> splits(String path, long splitBytes, SegmentRanges ranges) {
         Path root = Paths.get(local(path));
         if (!Files.exists(root)) {
             throw new UncheckedIOException(new FileNotFoundException("[PATH_NOT_FOUND] Path does not exist: " + path
@@ -73,23 +73,36 @@ final class SegmentPlan {
             } catch (NumberFormatException e) {
                 continue;  // a base offset past a long's: no segment of Kafka's
             }
-            long size = p.toFile().length();
-            List<Long> starts = size == 0 ? List.of(0L) : splitPoints(file, size, splitBytes);
-            for (int i = 0; i < starts.size(); i++) {
-                long end = i + 1 < starts.size() ? starts.get(i + 1) : -1;
-                out.add(new SegmentSplit(file, topic, partition, segment, starts.get(i), end));
-            }
+            out.add(new SegmentSplit(file, topic, partition, segment, 0, -1));
         }
         // each segment's next base offset in its folder (segment_plan.next_base_offsets)
         java.util.Map<String, java.util.TreeSet<Long>> bases = new java.util.HashMap<>();
         for (SegmentSplit s : out) {
             bases.computeIfAbsent(parentOf(s.path), k -> new java.util.TreeSet<>()).add(s.segment);
         }
+        List<SegmentSplit> splits = new ArrayList<>();
         for (SegmentSplit s : out) {
             Long next = bases.get(parentOf(s.path)).higher(s.segment);
-            s.next = next == null ? -1 : next;
+            long following = next == null ? -1 : next;
+            if (!ranges.keepsSegment(s.segment, following)) {
+                continue;
+            }
+            long size = new java.io.File(s.path).length();
+            long first = size == 0 ? 0 : ranges.startPosition(s.path, s.segment);
+            List<Long> starts = new ArrayList<>(List.of(first));
+            for (long point : size == 0 ? List.<Long>of() : splitPoints(s.path, s.segment, size, splitBytes)) {
+                if (point > first) {
+                    starts.add(point);
+                }
+            }
+            for (int i = 0; i < starts.size(); i++) {
+                SegmentSplit split = new SegmentSplit(s.path, s.topic, s.partition, s.segment, starts.get(i),
+                    i + 1 < starts.size() ? starts.get(i + 1) : -1);
+                split.next = following;
+                splits.add(split);
+            }
         }
-        return out;
+        return splits;
     }
 
     private static String parentOf(String file) {
@@ -111,24 +124,12 @@ final class SegmentPlan {
     }
 
     /** Batch positions about splitBytes apart from the segment's .index (which holds batch
-     * positions; an unreadable index: one split). */
-    static List<Long> splitPoints(String log, long size, long splitBytes) {
+     * positions; segment_plan.split_points), 0 first; without an index: 0 alone. */
+    static List<Long> splitPoints(String log, long base, long size, long splitBytes) {
         List<Long> starts = new ArrayList<>();
         starts.add(0L);
-        Path index = Paths.get(log.substring(0, log.length() - LOG.length()) + INDEX);
-        byte[] data;
-        try {
-            data = Files.readAllBytes(index);
-        } catch (IOException | OutOfMemoryError e) {
-            return starts;
-        }
-        ByteBuffer b = ByteBuffer.wrap(data);
-        for (int i = 0; i < data.length / 8; i++) {
-            int relative = b.getInt(8 * i);
-            long position = b.getInt(8 * i + 4);
-            if (i > 0 && relative == 0) {
-                break;  // zero-filled preallocated space
-            }
+        long[][] index = SegmentIndexes.read(log, SegmentIndexes.OFFSET_INDEX, base);
+        for (long position : index == null ? new long[0] : index[1]) {
             if (position > 0 && position < size && position - starts.get(starts.size() - 1) >= splitBytes) {
                 starts.add(position);
             }

@@ -25,13 +25,16 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
     private final ColumnVector[] columns;
     private final Validator validator;
     private final long windowBytes;
+    private final long[] ranges;  // SegmentRanges.packed()
     private final boolean countOnly;
     private final boolean batches;  // one row an entry, its header (mode=batches)
     private long handle;
     private ColumnarBatch batch;
 
-    SegmentReader(SegmentSplit split, StructType schema, boolean batches, boolean validate, long windowBytes) {
+    SegmentReader(SegmentSplit split, StructType schema, boolean batches, boolean validate, long windowBytes,
+                  long[] ranges) {
         this.split = split;
+        this.ranges = ranges;
         this.windowBytes = windowBytes;
         this.batches = batches;
         this.columns = new ColumnVector[schema.fields().length];
@@ -106,7 +109,7 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
             int fill = batches ? Native.FILL_HEADERS : countOnly ? Native.FILL_COUNT : Native.FILL_COLUMNS;
             handle = Native.segmentOpen(split.path, split.start, split.end, windowBytes, false, fill,
                 Long.parseLong(Options.DEFAULTS.getProperty("default.max_decompressed_bytes")), codecs,
-                window.buffer);
+                window.buffer, ranges);
             if (handle == 0) {
                 throw new IOException("kafka-segment: cannot open " + split.path);  // the core's exception is pending
             }

@@ -25,14 +25,19 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
     private final StructType schema;
     private StructType read;  // the columns the query reads (all, until Spark prunes them)
     private final SegmentPrune prune = new SegmentPrune();
+    private final SegmentRanges ranges;
+    private final boolean narrows;  // pushFilters: WHERE clauses on offset and timestamp narrow the ranges too
     private final String path;
     private final boolean batches;
     private final boolean validate;
     private final long splitBytes;
     private final long windowBytes;
 
-    SegmentScan(StructType schema, String path, boolean batches, boolean validate, long splitBytes, long windowBytes) {
+    SegmentScan(StructType schema, String path, boolean batches, boolean validate, long splitBytes, long windowBytes,
+                SegmentRanges ranges, boolean pushFilters) {
         this.schema = schema;
+        this.ranges = ranges;
+        this.narrows = pushFilters && !batches;  // segment_plan.narrow: records mode only
         this.read = schema;
         this.path = path;
         this.batches = batches;
@@ -49,11 +54,16 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
     @Override public StructType readSchema() { return read; }
     @Override public void pruneColumns(StructType required) { read = required; }
 
-    /** Every filter stays Spark's to evaluate; those on topic, partition and offset also prune segments. */
+    /** Every filter stays Spark's to evaluate; those on topic, partition and offset also prune
+     * segments, and with the pushFilters option those on offset and timestamp narrow the ranges read
+     * as the Python source's pushFilters does (which changes the windows, hence batch_index: opt-in). */
     @Override
     public Filter[] pushFilters(Filter[] filters) {
         for (Filter f : filters) {
             prune.add(f);
+            if (narrows) {
+                ranges.narrow(f);
+            }
         }
         return filters;
     }
@@ -67,13 +77,13 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
 
     @Override
     public InputPartition[] planInputPartitions() {
-        return SegmentPlan.splits(path, splitBytes).stream().filter(s -> prune.keeps(s, s.next))
+        return SegmentPlan.splits(path, splitBytes, ranges).stream().filter(s -> prune.keeps(s, s.next))
             .toArray(InputPartition[]::new);
     }
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new Readers(read, batches, validate, windowBytes);
+        return new Readers(read, batches, validate, windowBytes, ranges.packed());
     }
 
     /** Sent to the executors: makes each split's columnar reader. */
@@ -83,8 +93,10 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
         private final boolean batches;
         private final boolean validate;
         private final long windowBytes;
+        private final long[] ranges;
 
-        Readers(StructType schema, boolean batches, boolean validate, long windowBytes) {
+        Readers(StructType schema, boolean batches, boolean validate, long windowBytes, long[] ranges) {
+            this.ranges = ranges;
             this.schema = schema;
             this.batches = batches;
             this.validate = validate;
@@ -98,7 +110,7 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
 
         @Override
         public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-            return new SegmentReader((SegmentSplit) partition, schema, batches, validate, windowBytes);
+            return new SegmentReader((SegmentSplit) partition, schema, batches, validate, windowBytes, ranges);
         }
 
         @Override

@@ -16,10 +16,11 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * {@code spark.read.format("kafka-segment")} with pykbatch's jar on the classpath: local segments,
- * one row per record, read columnar by the core on the JVM, WHERE clauses on topic, partition and
- * offset pruning whole segments (SegmentPrune, with no option or setting; the pushFilters option's
- * finer pruning inside a segment, by its indexes, is the Python source's).  A read it does not serve -- options
- * beyond {@link #SERVED} (ranges, decode, tiered storage, value decodings, pushFilters, format),
+ * one row per record or per batch, read columnar by the core on the JVM; ranges of offsets and
+ * timestamps (SegmentRanges: segments by name, starts by their indexes, entries and records by the
+ * core's rule); WHERE clauses on topic, partition and offset pruning whole segments (SegmentPrune,
+ * with no option or setting) and, with pushFilters, narrowing the ranges.  A read it does not serve
+ * -- options beyond {@link #SERVED} (decode, tiered storage, value decodings, format),
  * a remote URL, or a session registered for the Python path -- goes to the Python
  * source, registered by spark_udfs.register(spark) as {@link #PYTHON} (Spark 4.0+), so every
  * option stays reachable under the one name.
@@ -29,7 +30,8 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
     static final String PYTHON = Native.BUILD.getProperty("python_segment_source");
     // lower case: Spark's options are case-insensitive
     static final Set<String> SERVED = new HashSet<>(Arrays.asList(
-        "path", "mode", "deep", "validate", "includepath", "splitbytes", "windowbytes"));
+        "path", "mode", "deep", "validate", "includepath", "splitbytes", "windowbytes", "startingoffset", "endingoffset",
+        "startingtimestamp", "endingtimestamp", "pushfilters"));
     private static final long SPLIT_BYTES = 64L << 20, WINDOW_BYTES = 8L << 20;
     private TableProvider python;
 
@@ -58,7 +60,7 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
         }
         return new SegmentScan(schema(options), options.get("path"), mode(options).equals("batches"),
             flag(options, "validate"), number(options, "splitBytes", SPLIT_BYTES),
-            number(options, "windowBytes", WINDOW_BYTES));
+            number(options, "windowBytes", WINDOW_BYTES), SegmentRanges.of(options), flag(options, "pushFilters"));
     }
 
     /** The Python source's columns (spark_udfs.segment_columns.arrow_schema): [path,] the records' or
