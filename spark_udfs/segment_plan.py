@@ -47,7 +47,9 @@ def find_segments(path: str) -> list[tuple[str, str, int]]:
         fs, root = _fsspec(path).core.url_to_fs(path)
         if not fs.exists(root):
             raise FileNotFoundError(path_not_found(path))
-        files = [fs.unstrip_protocol(f) for f in (fs.find(root) if fs.isdir(root) else [root])]
+        scheme = path.split("://", 1)[0]  # the user's (s3a://, not the file system's first name, s3://)
+        files = [f"{scheme}://{fs.unstrip_protocol(f).split('://', 1)[1]}"
+                 for f in (fs.find(root) if fs.isdir(root) else [root])]
     for f in sorted(files):
         name = f.rstrip("/").rsplit("/", 1)[-1]
         if is_segment_file(name, LOG):

@@ -38,7 +38,7 @@ import os
 import pyarrow as pa
 
 from pykbatch.columns import LOCATION, fields
-from pykbatch.log import Segment, entry_windows
+from pykbatch.log import Segment, base_offset_of, entry_windows
 from pykbatch.retry import retry_io  # noqa: F401  (kafka-segment's remote reads; tests import it from here)
 
 from . import tiered_source, value_columns
@@ -69,8 +69,8 @@ def _open(path: str, fmt: str = "kafka"):
     fsspec = _fsspec(path)
 
     def fetch():
-        with fsspec.open(path, "rb") as f:
-            return Segment(f)  # spooled to a local temporary file: bounded memory
+        with fsspec.open(path, "rb") as f:  # spooled to a local temporary file: bounded memory; the
+            return Segment(f, base_offset_of(path))  # base offset from the URL (a store's file has no name)
     return retry_io(fetch)
 
 

@@ -219,6 +219,9 @@ def test_reads_the_jvm_reader_does_not_serve_go_to_the_python_source(spark, tmp_
         register(spark)
     with pytest.raises(Exception, match="PATH_NOT_FOUND"):
         spark.read.format(NAME).load(str(tmp_path / "nowhere")).collect()
+    # a scheme no Hadoop file system of the session serves: fsspec's, through the Python source
+    with pytest.raises(Exception, match="PATH_NOT_FOUND"):
+        spark.read.format(NAME).load("memory://nowhere/t-0").collect()
     with pytest.raises(Exception, match="splitBytes must be a positive number"):
         spark.read.format(NAME).option("splitBytes", "-3").load(str(tmp_path)).collect()
 
@@ -247,3 +250,82 @@ def test_where_clauses_prune_whole_segments_on_the_jvm(spark, tmp_path):
         assert sorted(map(tuple, jvm.collect())) == sorted(map(tuple, python.collect())), where
         if where != "value IS NOT NULL":
             assert jvm.rdd.getNumPartitions() < everything, where
+
+
+S3A_JOB = r"""
+import json, sys
+from spark_udfs.session import quiet_session
+from spark_udfs.functions import register
+from spark_udfs.segment_source import NAME, PYTHON_NAME
+url, endpoint, jars, runs = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+spark = quiet_session("local[2]", "s3a", **{
+    "spark.jars": jars, "spark.hadoop.fs.s3a.endpoint": endpoint, "spark.hadoop.fs.s3a.path.style.access": "true",
+    "spark.hadoop.fs.s3a.access.key": "testing", "spark.hadoop.fs.s3a.secret.key": "testing",
+    "spark.hadoop.fs.s3a.connection.ssl.enabled": "false", "spark.hadoop.fs.s3a.endpoint.region": "us-east-1",
+    "spark.hadoop.fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"})
+register(spark)
+out = []
+for options in runs:
+    answers = {}
+    for name in (NAME, PYTHON_NAME):
+        df = spark.read.format(name).options(**options).load(url)
+        plan = df._jdf.queryExecution().executedPlan().toString()
+        rows = sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=repr) for r in df.collect())
+        answers[name] = {"jvm": "pykbatch's core on the JVM" in plan, "rows": rows, "count": df.count()}
+    out.append(answers)
+try:
+    spark.read.format(NAME).load(url + "-nowhere").collect()
+    print("MISSING read")
+except Exception as exc:
+    print("MISSING " + ("PATH_NOT_FOUND" if "PATH_NOT_FOUND" in str(exc) else repr(exc)[:300]))
+print("ANSWERS " + json.dumps(out))
+"""
+
+
+def test_a_store_sparks_file_systems_serve_is_read_on_the_jvm(s3_server, tmp_path):
+    """s3a:// -- a real S3-compatible server (moto) through Hadoop's S3A, the path Spark gives --
+    is read by the JVM reader (each segment spooled by its task) with the Python source's rows
+    (fsspec's s3fs over the same bucket), ranges and batches mode included; a URL no Hadoop file
+    system serves still goes to the Python source."""
+    import json
+    import subprocess
+    import sys
+    from tests import kafka_tools
+    pytest.importorskip("s3fs", reason="the Python source reads s3a:// through s3fs")
+    try:
+        jars = kafka_tools.spark_jars("hadoop-aws")
+    except RuntimeError as exc:
+        pytest.skip(f"hadoop-aws could not be fetched from Maven Central: {exc}")
+    seed = int(os.environ.get("PYKBATCH_SEGMENT_SEED", random.randrange(2**32)))
+    print(f"PYKBATCH_SEGMENT_SEED={seed}")
+    rng = random.Random(seed)
+    now_ms = 1_760_000_000_000
+    root = tmp_path / "log"
+    root.mkdir()
+    damaged = _write_log(rng, root, now_ms)
+    url = s3_server.upload(root, "segments", "cluster").replace("s3://", "s3a://", 1)
+    runs = [{"includePath": "true", "validate": "true"}, {"includePath": "true", "mode": "batches"},
+            {"includePath": "true", **_ranges(rng, now_ms)}, {"includePath": "true", "startingOffset": "31"}]
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_ENDPOINT_URL=s3_server.endpoint,
+               AWS_DEFAULT_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true")
+    proc = subprocess.run([sys.executable, "-c", S3A_JOB, url, s3_server.endpoint, jars, json.dumps(runs)],
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    answers = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("ANSWERS "))[len("ANSWERS "):])
+    assert "MISSING PATH_NOT_FOUND" in proc.stdout, proc.stdout[-2000:]
+    local_damage = {(path.replace(str(root), url), position) for path, position in damaged}
+    total = 0
+    for options, answer in zip(runs, answers):
+        jvm, python = answer["kafka-segment"], answer["kafka-segment-python"]
+        assert jvm["jvm"] and not python["jvm"], options
+        def kept(rows):
+            return [json.loads(r) for r in rows if (json.loads(r)["path"], json.loads(r)["batch_position"])
+                    not in local_damage]
+        assert kept(jvm["rows"]) == kept(python["rows"]), \
+            (seed, options, _first_difference(kept(jvm["rows"]), kept(python["rows"])))
+        assert jvm["count"] == len(jvm["rows"]) and len(jvm["rows"]) == len(python["rows"]), (seed, options)
+        assert all(json.loads(r)["path"].startswith(url + "/") for r in jvm["rows"])
+        total += len(jvm["rows"])
+    assert total > 0

@@ -36,26 +36,18 @@ final class SegmentPlan {
         return !path.contains("://") || path.startsWith("file://");
     }
 
-    static List<SegmentSplit> splits(String path, long splitBytes, SegmentRanges ranges) {
-        Path root = Paths.get(local(path));
-        if (!Files.exists(root)) {
-            throw new UncheckedIOException(new FileNotFoundException("[PATH_NOT_FOUND] Path does not exist: " + path
-                + "."));
-        }
-        List<String> files;
-        try (Stream<Path> walk = Files.isRegularFile(root) ? Stream.of(root) : Files.walk(root)) {
-            files = walk.filter(Files::isRegularFile).map(Path::toString).sorted().collect(Collectors.toList());
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+    /** The splits of the segments under path: a local one's cut at its .index's batch positions, from
+     * where its ranges start; one in a store (store not null) whole, as the Python source reads it. */
+    static List<SegmentSplit> splits(String path, long splitBytes, SegmentRanges ranges, SegmentStore store) {
+        List<String> files = store != null ? store.files(path) : localFiles(path);
         List<SegmentSplit> out = new ArrayList<>();
         for (String file : files) {
-            Path p = Paths.get(file);
-            String name = p.getFileName().toString();
+            String[] parts = file.split("/", -1);
+            String name = parts[parts.length - 1];
             if (!isSegmentLog(name)) {
                 continue;
             }
-            String parent = p.getParent() == null ? "" : p.getParent().getFileName().toString();
+            String parent = parts.length > 1 ? parts[parts.length - 2] : "";
             Matcher m = PARTITION_DIR.matcher(parent);
             String topic = parent;
             int partition = -1;
@@ -87,6 +79,11 @@ final class SegmentPlan {
             if (!ranges.keepsSegment(s.segment, following)) {
                 continue;
             }
+            if (store != null) {  // no index read remotely: the segment whole
+                s.next = following;
+                splits.add(s);
+                continue;
+            }
             long size = new java.io.File(s.path).length();
             long first = size == 0 ? 0 : ranges.startPosition(s.path, s.segment);
             List<Long> starts = new ArrayList<>(List.of(first));
@@ -106,8 +103,21 @@ final class SegmentPlan {
     }
 
     private static String parentOf(String file) {
-        Path parent = Paths.get(file).getParent();
-        return parent == null ? "" : parent.toString();
+        int slash = file.lastIndexOf('/');
+        return slash < 0 ? "" : file.substring(0, slash);
+    }
+
+    private static List<String> localFiles(String path) {
+        Path root = Paths.get(local(path));
+        if (!Files.exists(root)) {
+            throw new UncheckedIOException(new FileNotFoundException("[PATH_NOT_FOUND] Path does not exist: " + path
+                + "."));
+        }
+        try (Stream<Path> walk = Files.isRegularFile(root) ? Stream.of(root) : Files.walk(root)) {
+            return walk.filter(Files::isRegularFile).map(Path::toString).sorted().collect(Collectors.toList());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     /** Kafka's segment log name: digits, then .log. */

@@ -26,15 +26,18 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
     private final Validator validator;
     private final long windowBytes;
     private final long[] ranges;  // SegmentRanges.packed()
+    private final SegmentStore store;  // the split's store (null: a local file)
+    private java.nio.file.Path spooled;  // a store's segment copied here while it is read
     private final boolean countOnly;
     private final boolean batches;  // one row an entry, its header (mode=batches)
     private long handle;
     private ColumnarBatch batch;
 
     SegmentReader(SegmentSplit split, StructType schema, boolean batches, boolean validate, long windowBytes,
-                  long[] ranges) {
+                  long[] ranges, SegmentStore store) {
         this.split = split;
         this.ranges = ranges;
+        this.store = store;
         this.windowBytes = windowBytes;
         this.batches = batches;
         this.columns = new ColumnVector[schema.fields().length];
@@ -106,8 +109,13 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
     @Override
     public boolean next() throws IOException {
         if (handle == 0) {
+            String file = split.path;
+            if (store != null) {
+                spooled = store.spool(split.path);
+                file = spooled.toString();
+            }
             int fill = batches ? Native.FILL_HEADERS : countOnly ? Native.FILL_COUNT : Native.FILL_COLUMNS;
-            handle = Native.segmentOpen(split.path, split.start, split.end, windowBytes, false, fill,
+            handle = Native.segmentOpen(file, split.start, split.end, windowBytes, false, fill,
                 Long.parseLong(Options.DEFAULTS.getProperty("default.max_decompressed_bytes")), codecs,
                 window.buffer, ranges);
             if (handle == 0) {
@@ -153,10 +161,14 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
     }
 
     @Override
-    public void close() {
+    public void close() throws IOException {
         if (handle != 0) {
             Native.segmentClose(handle);
             handle = 0;
+        }
+        if (spooled != null) {
+            java.nio.file.Files.deleteIfExists(spooled);
+            spooled = null;
         }
     }
 }

@@ -26,6 +26,7 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
     private StructType read;  // the columns the query reads (all, until Spark prunes them)
     private final SegmentPrune prune = new SegmentPrune();
     private final SegmentRanges ranges;
+    private final SegmentStore store;  // null: local files
     private final boolean narrows;  // pushFilters: WHERE clauses on offset and timestamp narrow the ranges too
     private final String path;
     private final boolean batches;
@@ -34,8 +35,9 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
     private final long windowBytes;
 
     SegmentScan(StructType schema, String path, boolean batches, boolean validate, long splitBytes, long windowBytes,
-                SegmentRanges ranges, boolean pushFilters) {
+                SegmentRanges ranges, boolean pushFilters, SegmentStore store) {
         this.schema = schema;
+        this.store = store;
         this.ranges = ranges;
         this.narrows = pushFilters && !batches;  // segment_plan.narrow: records mode only
         this.read = schema;
@@ -77,13 +79,13 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
 
     @Override
     public InputPartition[] planInputPartitions() {
-        return SegmentPlan.splits(path, splitBytes, ranges).stream().filter(s -> prune.keeps(s, s.next))
+        return SegmentPlan.splits(path, splitBytes, ranges, store).stream().filter(s -> prune.keeps(s, s.next))
             .toArray(InputPartition[]::new);
     }
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new Readers(read, batches, validate, windowBytes, ranges.packed());
+        return new Readers(read, batches, validate, windowBytes, ranges.packed(), store);
     }
 
     /** Sent to the executors: makes each split's columnar reader. */
@@ -94,9 +96,12 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
         private final boolean validate;
         private final long windowBytes;
         private final long[] ranges;
+        private final SegmentStore store;
 
-        Readers(StructType schema, boolean batches, boolean validate, long windowBytes, long[] ranges) {
+        Readers(StructType schema, boolean batches, boolean validate, long windowBytes, long[] ranges,
+                SegmentStore store) {
             this.ranges = ranges;
+            this.store = store;
             this.schema = schema;
             this.batches = batches;
             this.validate = validate;
@@ -110,7 +115,7 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
 
         @Override
         public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-            return new SegmentReader((SegmentSplit) partition, schema, batches, validate, windowBytes, ranges);
+            return new SegmentReader((SegmentSplit) partition, schema, batches, validate, windowBytes, ranges, store);
         }
 
         @Override

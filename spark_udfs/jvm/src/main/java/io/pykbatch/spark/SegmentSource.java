@@ -21,7 +21,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * core's rule); WHERE clauses on topic, partition and offset pruning whole segments (SegmentPrune,
  * with no option or setting) and, with pushFilters, narrowing the ranges.  A read it does not serve
  * -- options beyond {@link #SERVED} (decode, tiered storage, value decodings, format),
- * a remote URL, or a session registered for the Python path -- goes to the Python
+ * a URL no Hadoop file system of the session serves (fsspec's), or a session registered for the
+ * Python path -- goes to the Python
  * source, registered by spark_udfs.register(spark) as {@link #PYTHON} (Spark 4.0+), so every
  * option stays reachable under the one name.
  */
@@ -60,7 +61,8 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
         }
         return new SegmentScan(schema(options), options.get("path"), mode(options).equals("batches"),
             flag(options, "validate"), number(options, "splitBytes", SPLIT_BYTES),
-            number(options, "windowBytes", WINDOW_BYTES), SegmentRanges.of(options), flag(options, "pushFilters"));
+            number(options, "windowBytes", WINDOW_BYTES), SegmentRanges.of(options), flag(options, "pushFilters"),
+            SegmentStore.of(options.get("path")));
     }
 
     /** The Python source's columns (spark_udfs.segment_columns.arrow_schema): [path,] the records' or
@@ -76,8 +78,8 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
         return new StructType(fields.toArray(new StructField[0]));
     }
 
-    /** Whether this read is the JVM's: a local path, records, no option but SERVED, and a session
-     * not registered for the Python path. */
+    /** Whether this read is the JVM's: a local path or one the session's Hadoop file systems serve
+     * (SegmentStore), no option but SERVED, and a session not registered for the Python path. */
     static boolean served(CaseInsensitiveStringMap options) {
         for (String key : options.keySet()) {
             if (!SERVED.contains(key.toLowerCase(Locale.ROOT))) {
@@ -85,7 +87,7 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
             }
         }
         String path = options.get("path");
-        return path != null && SegmentPlan.isLocal(path) && !pythonSession();
+        return path != null && (SegmentPlan.isLocal(path) || SegmentStore.of(path) != null) && !pythonSession();
     }
 
     /** records (every record decoded) or batches (headers only), from mode or deep, as
