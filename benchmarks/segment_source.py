@@ -69,6 +69,8 @@ def main():
                 "JVM records + validate": lambda: spark.read.format(NAME).option("validate", "true").load(tmp)
                 .selectExpr("count_if(batch_ok)").collect(),
                 "JVM records: count()": lambda: spark.read.format(NAME).load(tmp).count(),
+                "JVM batches + validate": lambda: spark.read.format(NAME).option("mode", "batches")
+                .option("validate", "true").load(tmp).selectExpr("count_if(batch_ok)").collect(),
                 "JVM records to Parquet": lambda: spark.read.format(NAME).load(tmp)
                 .write.mode("overwrite").parquet(os.path.join(out, "jvm")),
             })
@@ -94,7 +96,9 @@ def main():
                 ("to Parquet vs the Python source", med["kafka-segment records to Parquet"],
                  "JVM records to Parquet", 1.5),
                 ("validated vs the Python source", med["kafka-segment records + validate"], "JVM records + validate",
-                 None)):
+                 None),
+                ("header-only, validated, vs the Python source", med["kafka-segment batches + validate"],
+                 "JVM batches + validate", None)):
             ratio = theirs / med[case]
             verdict = "" if target is None else f" (target >= {target}) {'met' if ratio >= target else 'NOT MET'}"
             print(f"  JVM reader, {what}: {ratio:.2f}x{verdict}")
