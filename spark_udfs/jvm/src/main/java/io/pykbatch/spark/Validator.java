@@ -23,6 +23,10 @@ final class Validator {
     private static final long NO_OFFSET = Long.MIN_VALUE;
     private static final int TEXT_MESSAGE = 0, TEXT_DETAIL = 1;
     private static final UTF8String NONE = UTF8String.fromString(Native.errorName(0));
+    // texts every damaged row repeats, made once (UTF8String values are shared, never written to)
+    private static final UTF8String[] RULE_ID_TEXTS = java.util.Arrays.stream(Native.RULE_IDS)
+        .map(UTF8String::fromString).toArray(UTF8String[]::new);
+    private static final java.util.Map<Integer, UTF8String> ERROR_NAMES = new java.util.concurrent.ConcurrentHashMap<>();
     private static final ArrayData EMPTY = new GenericArrayData(new Object[0]);
 
     private final Options options;
@@ -97,7 +101,6 @@ final class Validator {
         for (int i = 0; i < kept; i++) {
             int at = i * C_WIDTH;
             int rule = (int) culprits[at + C_RULE];
-            String id = Native.RULE_IDS[rule];
             messages[i] = message(i);
             UTF8String detail = text(rule, TEXT_DETAIL, at);
             long relative = culprits[at + C_RELATIVE_OFFSET];
@@ -105,8 +108,8 @@ final class Validator {
             int code = (int) culprits[at + C_CODE];
             rows[i] = new GenericInternalRow(new Object[] {
                 (int) culprits[at + C_ENTRY], record >= 0 ? (Object) record : null,
-                relative != NO_OFFSET ? (Object) relative : null, code, UTF8String.fromString(Native.errorName(code)),
-                UTF8String.fromString(id), culprits[at + C_POS], culprits[at + C_ENTRY_POS], messages[i],
+                relative != NO_OFFSET ? (Object) relative : null, code, errorName(code),
+                RULE_ID_TEXTS[rule], culprits[at + C_POS], culprits[at + C_ENTRY_POS], messages[i],
                 detail == null || detail.numBytes() == 0 ? null : detail,
                 (Native.RULE_FLAGS[rule] & Native.KAFKA) != 0});
         }
@@ -133,8 +136,13 @@ final class Validator {
             message = UTF8String.fromBytes(Native.recordErrors(code, n, shown, shownMessages));
         }
         return new GenericInternalRow(new Object[] {
-            false, code, UTF8String.fromString(Native.errorName(code)), message, new GenericArrayData(errorRecords),
+            false, code, errorName(code), message, new GenericArrayData(errorRecords),
             new GenericArrayData(rows), summary.get(SUM_CULPRITS), records, tail});
+    }
+
+    /** Kafka's name of an error code, as the result's strings hold it. */
+    private static UTF8String errorName(int code) {
+        return ERROR_NAMES.computeIfAbsent(code, c -> UTF8String.fromString(Native.errorName(c)));
     }
 
     // Native.repairDropped's layout (kb_jni.c D_*)
