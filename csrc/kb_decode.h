@@ -25,15 +25,15 @@ typedef enum {
     KB_FAULT_IN_PAYLOAD = 1, /* f->pos is in the decompressed payload of the entry's records */
 } kb_fault_place;
 
-/* Decodes the complete entry `e` of buf (as kb_next_entry / kb_next_entry_resync found it) into
- * `s`: its records get batch_index `entry` and batch_position `position`.  `expect`: as
- * kb_columns_add takes it.  Returns kb_columns_add's answers (0; -1 with *f, *where and
- * *record_index; KB_COLUMNS_NO_MEMORY; KB_COLUMNS_TOO_LARGE); on failure nothing is written. */
 /* The first offset of the complete v0/v1 entry `e`: its own, or a compressed wrapper's inner
  * set's (decompressed through `o`; its CRC not checked).  0, or -1 with *f. */
 int kb_decode_legacy_first_offset(const uint8_t *buf, const kb_entry *e, const kb_decode_opts *o, int64_t *first,
                                   kb_fault *f);
 
+/* Decodes the complete entry `e` of buf (as kb_next_entry / kb_next_entry_resync found it) into
+ * `s`: its records get batch_index `entry` and batch_position `position`.  `expect`: as
+ * kb_columns_add takes it.  Returns kb_columns_add's answers (0; -1 with *f, *where and
+ * *record_index; KB_COLUMNS_NO_MEMORY; KB_COLUMNS_TOO_LARGE); on failure nothing is written. */
 int kb_decode_entry(kb_column_store *s, const uint8_t *buf, const kb_entry *e, int32_t entry, int64_t position,
                     const kb_decode_opts *o, int64_t expect, kb_fault *f, kb_fault_place *where,
                     int32_t *record_index);

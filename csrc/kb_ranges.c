@@ -20,9 +20,8 @@ int kb_ranges_keeps_entry(const kb_ranges *r, const uint8_t *buf, const kb_entry
         kb_legacy_msg m;
         if (kb_legacy_read(buf, e->pos, e->size, &m, &f) != 0)
             return 1;
-        last = m.offset;
+        first = last = m.offset;
         max_timestamp = first_timestamp = m.timestamp;
-        first = m.offset;
         /* only the end bound needs a wrapper's first offset: decompressed only then */
         if ((r->bounds & KB_RANGE_END_OFFSET) && (m.attributes & KB_ATTR_CODEC_MASK) != KB_CODEC_NONE &&
             kb_decode_legacy_first_offset(buf, e, o, &first, &f) != 0)

@@ -29,19 +29,22 @@ def batch_in_ranges(batch, bounds, bint records=True,
     prune (``records`` False: one row an entry, its first timestamp before the end too).  An entry
     whose header does not read is kept: its reader names the fault."""
     cdef _View v
+    cdef LegacyBatch lb
     cdef kb_ranges r
     cdef kb_entry e
     cdef kb_decode_opts o
-    if isinstance(batch, Batch):
-        v = (<Batch> batch)._v
-    else:
-        v = (<LegacyBatch> batch)._v
     _ranges_of(bounds, &r)
+    memset(&o, 0, sizeof(o))
+    if isinstance(batch, Batch):  # a v2 header says it all: nothing is decompressed
+        v = (<Batch> batch)._v
+    else:  # a compressed wrapper's first offset: through the batch's own decompressor, made once
+        lb = <LegacyBatch> batch
+        v = lb._v
+        if lb._dec is None:
+            lb._dec = _Decompressor(v, max_decompressed_bytes)
+        o.decompress, o.ctx = _decompress_cb, <void *> lb._dec
     e.pos, e.size = batch.position, batch.size
     e.magic = batch.magic
-    memset(&o, 0, sizeof(o))
-    dec = _Decompressor(v, max_decompressed_bytes)
-    o.decompress, o.ctx = _decompress_cb, <void *> dec
     return kb_ranges_keeps_entry(&r, v.ptr, &e, records, &o) != 0
 
 

@@ -907,8 +907,6 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_segmentOpen(JNIEnv *env, j
     return (jlong)(intptr_t)g;
 }
 
-/* The next window into the reader's columns, its counts and addresses into the info buffer: 1,
- * 0 when the split is read, -1 with an exception pending. */
 /* kb_index_entry_trusted over the segment file at `path` (mapped for the check): whether its
  * offset index entry (offset, position) can be followed.  False when the file cannot be read. */
 JNIEXPORT jboolean JNICALL Java_io_pykbatch_spark_Native_indexEntryTrusted(JNIEnv *env, jclass cls, jstring path,
@@ -939,6 +937,8 @@ JNIEXPORT jboolean JNICALL Java_io_pykbatch_spark_Native_indexEntryTrusted(JNIEn
     return trusted ? JNI_TRUE : JNI_FALSE;
 }
 
+/* The next window into the reader's columns, its counts and addresses into the info buffer: 1,
+ * 0 when the split is read, -1 with an exception pending. */
 JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_segmentNext(JNIEnv *env, jclass cls, jlong handle)
 {
     (void)cls;

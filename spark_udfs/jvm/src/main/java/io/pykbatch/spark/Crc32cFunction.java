@@ -13,7 +13,6 @@ public final class Crc32cFunction extends ValueFunction<Long> {
         super("kbatch_crc32c");
     }
 
-
     // produceResult, not a magic method: a null row's result is null, which a `long` cannot carry
     @Override
     public Long produceResult(InternalRow input) {

@@ -20,7 +20,6 @@ public final class DecodeFunction extends ValueFunction<ArrayData> {
         super("kbatch_decode");
     }
 
-
     @Override
     public ArrayData produceResult(InternalRow input) {
         if (input.isNullAt(0)) {

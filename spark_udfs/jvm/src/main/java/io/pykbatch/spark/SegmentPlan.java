@@ -3,7 +3,6 @@ package io.pykbatch.spark;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -23,7 +22,7 @@ import java.util.stream.Stream;
  */
 final class SegmentPlan {
     private static final Pattern PARTITION_DIR = Pattern.compile("^(.+)-(\\d+)$");
-    private static final String LOG = ".log", INDEX = ".index";
+    private static final String LOG = ".log";
 
     private SegmentPlan() { }
 
@@ -85,9 +84,10 @@ final class SegmentPlan {
                 continue;
             }
             long size = new java.io.File(s.path).length();
-            long first = size == 0 ? 0 : ranges.startPosition(s.path, s.segment);
+            long[][] index = size == 0 ? null : SegmentIndexes.read(s.path, SegmentIndexes.OFFSET_INDEX, s.segment);
+            long first = size == 0 ? 0 : ranges.startPosition(s.path, s.segment, index);
             List<Long> starts = new ArrayList<>(List.of(first));
-            for (long point : size == 0 ? List.<Long>of() : splitPoints(s.path, s.segment, size, splitBytes)) {
+            for (long point : size == 0 ? List.<Long>of() : splitPoints(index, size, splitBytes)) {
                 if (point > first) {
                     starts.add(point);
                 }
@@ -133,17 +133,22 @@ final class SegmentPlan {
         return true;
     }
 
-    /** Batch positions about splitBytes apart from the segment's .index (which holds batch
-     * positions; segment_plan.split_points), 0 first; without an index: 0 alone. */
-    static List<Long> splitPoints(String log, long base, long size, long splitBytes) {
+    /** Batch positions about splitBytes apart from the segment's offset index (which holds batch
+     * positions; segment_plan.split_points), 0 first; without an index (null): 0 alone. */
+    static List<Long> splitPoints(long[][] index, long size, long splitBytes) {
         List<Long> starts = new ArrayList<>();
         starts.add(0L);
-        long[][] index = SegmentIndexes.read(log, SegmentIndexes.OFFSET_INDEX, base);
         for (long position : index == null ? new long[0] : index[1]) {
             if (position > 0 && position < size && position - starts.get(starts.size() - 1) >= splitBytes) {
                 starts.add(position);
             }
         }
         return starts;
+    }
+
+    /** Whether a segment named base, followed in its folder by next (-1: none), can hold an offset in
+     * [low, high]: it holds [base, next) (Kafka's log invariant; segment_plan.Ranges.keeps_segment). */
+    static boolean holds(long base, long next, long low, long high) {
+        return base <= high && (next < 0 || next > low);
     }
 }

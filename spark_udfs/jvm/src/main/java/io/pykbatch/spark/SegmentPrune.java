@@ -89,9 +89,6 @@ final class SegmentPrune implements java.io.Serializable {
         if ((topics != null && !topics.contains(s.topic)) || (partitions != null && !partitions.contains(s.partition))) {
             return false;
         }
-        if (low > high) {
-            return false;
-        }
-        return s.segment <= high && (next < 0 || next > low);
+        return low <= high && SegmentPlan.holds(s.segment, next, low, high);
     }
 }

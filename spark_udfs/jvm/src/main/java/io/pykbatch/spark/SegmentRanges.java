@@ -66,7 +66,11 @@ final class SegmentRanges implements java.io.Serializable {
     /** Whether a segment named base, followed in its folder by next (-1: none), can hold offsets in
      * range: it holds [base, next) (Kafka's log invariant; segment_plan.Ranges.keeps_segment). */
     boolean keepsSegment(long base, long next) {
-        return !((firstOffset != null && next >= 0 && next <= firstOffset) || (endOffset != null && base >= endOffset));
+        if (endOffset != null && endOffset == Long.MIN_VALUE) {
+            return false;  // below every offset
+        }
+        return SegmentPlan.holds(base, next, firstOffset == null ? Long.MIN_VALUE : firstOffset,
+            endOffset == null ? Long.MAX_VALUE : endOffset - 1);
     }
 
     // ---- WHERE clauses (segment_plan.narrow): conservative, Spark still evaluates each one ----
@@ -147,10 +151,11 @@ final class SegmentRanges implements java.io.Serializable {
 
     // ---- where a segment's first record in range can start (segment_plan.start_position) ----
 
-    /** The byte position to start a segment at: its .index entry for the first offset in range, and
+    /** The byte position to start a segment at: its offset index (`index`, SegmentIndexes.read's;
+     * null: none) entry for the first offset in range, and
      * for the last .timeindex entry before the first timestamp, whichever is later -- each only where
      * the log confirms it (Native.indexEntryTrusted: indexes can be stale); 0 without them. */
-    long startPosition(String log, long base) {
+    long startPosition(String log, long base, long[][] index) {
         List<Long> targets = new ArrayList<>();
         if (firstOffset != null) {
             targets.add(firstOffset);
@@ -164,11 +169,7 @@ final class SegmentRanges implements java.io.Serializable {
                 }
             }
         }
-        if (targets.isEmpty()) {
-            return 0;
-        }
-        long[][] index = SegmentIndexes.read(log, SegmentIndexes.OFFSET_INDEX, base);
-        if (index == null) {
+        if (targets.isEmpty() || index == null) {
             return 0;
         }
         long start = 0;
