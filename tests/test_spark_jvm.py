@@ -175,6 +175,10 @@ def test_jvm_decode_equals_the_python_decode_on_drawn_input(spark):
     print(f"PYKBATCH_JVM_SEED={seed}")
     rng = random.Random(seed)
     drawn = [_row(rng, 1_760_000_000_000) for _ in range(600)]
+    for magic in (0, 1, 2) * 4:  # and a checksum that fails under a header that reads, of every magic, for sure
+        bad = bytearray(kb.build_batch(_records(rng, 2, 1_760_000_000_000, magic), magic=magic))
+        bad[-1] ^= 1
+        drawn.append((bytes(bad), False))
     df = spark.createDataFrame([(i, row) for i, (row, _) in enumerate(drawn)], "id int, value binary")
     got = {}
     for path in ("python", "jvm"):
