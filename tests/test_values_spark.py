@@ -81,26 +81,33 @@ def test_kbatch_from_confluent_reads_the_registry_on_the_executors(spark, schema
             df.where(f"n = {n}").select(kbatch_from_confluent("value", {**options, "mode": "FAILFAST"})).collect()
 
 
-def _confluent_both(spark, df, options) -> tuple[list, list]:
-    """kbatch_from_confluent on the Python path and on the JVM path, rows by n (PERMISSIVE), each as
-    Spark's hash of the value (None: null): a flipped byte can make a time or timestamp that neither
-    Python's datetime nor Spark's formatting can hold, but Spark's values compare all the same."""
+def _hashes_on_both_paths(spark, df, column) -> tuple[list, list]:
+    """column() on the Python path and on the JVM path, rows by n, each as Spark's hash of the
+    value (None: null): a flipped byte can make a time or timestamp that neither Python's datetime
+    nor Spark's formatting can hold (an Avro time-of-day past 24 h), but Spark's values compare
+    all the same."""
     from pyspark.sql.functions import xxhash64
 
-    from spark_udfs import kbatch_from_confluent
     from spark_udfs.functions import register
     got = {}
     spark.conf.set("spark.sql.legacy.allowHashOnMapType", "true")  # both paths' maps keep the datum's order
     try:
         for path in ("python", "jvm"):
             register(spark, jvm=path == "jvm")
-            decoded = df.select("n", kbatch_from_confluent("value", options).alias("v"))
+            decoded = df.select("n", column().alias("v"))
+            assert ("pykbatch.kbatch_" in decoded._jdf.queryExecution().executedPlan().toString()) == (path == "jvm")
             rows = decoded.select("n", xxhash64("v").alias("h"), decoded.v.isNull().alias("null")).collect()
             got[path] = [None if r.null else r.h for r in sorted(rows, key=lambda r: r.n)]
     finally:
         spark.conf.unset("spark.sql.legacy.allowHashOnMapType")
-    register(spark)
+        register(spark)
     return got["python"], got["jvm"]
+
+
+def _confluent_both(spark, df, options) -> tuple[list, list]:
+    """kbatch_from_confluent (PERMISSIVE) on both paths, as _hashes_on_both_paths gives them."""
+    from spark_udfs import kbatch_from_confluent
+    return _hashes_on_both_paths(spark, df, lambda: kbatch_from_confluent("value", options))
 
 
 def test_kbatch_from_confluent_on_the_jvm_equals_the_python_path_on_drawn_values(spark, schema_registry):
@@ -373,14 +380,10 @@ def test_kbatch_from_avro_on_the_jvm_equals_the_python_function(spark):
     try:
         for reader in (None, ZOO_V2, ZOO_V3):
             options = {"reader.schema": json.dumps(reader)} if reader else {}
-            got = {}
-            for path in ("python", "jvm"):
-                register(spark, jvm=path == "jvm")
-                frame = df.orderBy("n").select(kbatch_from_avro("value", writer, options).alias("v"))
-                assert ("pykbatch.kbatch_from_avro_" in frame._jdf.queryExecution().executedPlan().toString()) == (path == "jvm")
-                got[path] = [_plain(r.v) for r in frame.collect()]
-            assert got["jvm"] == got["python"], (seed, reader and reader["fields"][-1]["name"])
-            assert sum(v is None for v in got["jvm"]) > 10  # damage the decoder refused
+            python, jvm = _hashes_on_both_paths(spark, df, lambda: kbatch_from_avro("value", writer, options))
+            assert jvm == python, (seed, reader and reader["fields"][-1]["name"])
+            assert sum(v is None for v in jvm) > 10  # damage the decoder refused
+            assert len(set(jvm)) > 40  # the sound values are told apart, not all hashed alike
         for path in ("python", "jvm"):
             register(spark, jvm=path == "jvm")
             with pytest.raises(Exception, match="PERMISSIVE"):
