@@ -3,90 +3,33 @@
 
 #include <string.h>
 
-#include "kb_control.h"
+#include "kb_isolation.h"
 #include "kb_kafka.h"
 #include "kb_resync.h"
 #include "kb_wire.h"
 
-/* read_committed's state, as Kafka's consumer keeps it (CompletedFetch): aborted transactions not
- * begun yet (by first offset), and the producers whose transactional batches are being dropped
- * until their ABORT marker. */
-typedef struct {
-    const kb_consume_opts *o;
-    int32_t next_pending;
-    int64_t *aborted;
-    int32_t *count;
-} isolation_t;
-
 typedef enum { KEEP, DROP, UNSETTLED } decision_t;
 
-static int find_producer(const isolation_t *iso, int64_t producer)
-{
-    for (int32_t i = 0; i < *iso->count; i++)
-        if (iso->aborted[i] == producer)
-            return i;
-    return -1;
-}
-
-static void forget_producer(isolation_t *iso, int64_t producer)
-{
-    int i = find_producer(iso, producer);
-    if (i >= 0)
-        iso->aborted[i] = iso->aborted[--*iso->count];
-}
-
-/* The aborted transactions that began at or before `offset` join the set; -1 when it is full. */
-static int begin_aborted_up_to(isolation_t *iso, int64_t offset)
-{
-    const kb_consume_opts *o = iso->o;
-    while (iso->next_pending < o->aborted_count && o->aborted[2 * iso->next_pending] <= offset) {
-        int64_t producer = o->aborted[2 * iso->next_pending + 1];
-        iso->next_pending++;
-        if (find_producer(iso, producer) >= 0)
-            continue;
-        if (*iso->count == KB_CONSUME_MAX_ABORTED)
-            return -1;
-        iso->aborted[(*iso->count)++] = producer;
-    }
-    return 0;
-}
-
-/* Whether an uncompressed control batch's first record is an ABORT marker: 1, 0; -1 when its key
- * is not a control key Kafka reads (the careful path reports it). */
-static int is_abort_marker(const uint8_t *buf, size_t start, size_t limit, const kb_v2_header *h)
-{
-    if (h->record_count <= 0)
-        return 0;
-    kb_record r;
-    kb_fault f;
-    size_t next;
-    int type;
-    if (kb_v2_read_record(buf, start, limit, &r, &f, &next) != 0 ||
-        kb_control_key(buf + r.key, r.key_len, r.key, &type, &f) != 0)
-        return -1;
-    return type == KB_CONTROL_ABORT;
-}
-
-static decision_t decide(isolation_t *iso, const uint8_t *buf, size_t pos, size_t size, const kb_v2_header *h,
+/* kb_isolation's answer for a batch the walk settles: a control batch whose marker it cannot read
+ * (compressed, or a key Kafka would not read), a producer held, or more aborted producers than a
+ * result holds are the careful path's. */
+static decision_t decide(kb_isolation *iso, const uint8_t *buf, size_t pos, size_t size, const kb_v2_header *h,
                          int64_t last)
 {
     int control = (h->attributes & KB_ATTR_CONTROL) != 0;
-    if (iso->o->committed && h->producer_id >= 0) {
-        if (begin_aborted_up_to(iso, last) != 0)
+    int marker = 0;
+    if (kb_isolation_reads_marker(iso, h->producer_id, control)) {
+        if ((h->attributes & KB_ATTR_CODEC_MASK) != KB_CODEC_NONE)
             return UNSETTLED;
-        if (control) {
-            if ((h->attributes & KB_ATTR_CODEC_MASK) != KB_CODEC_NONE)
-                return UNSETTLED;
-            int abort = is_abort_marker(buf, pos + KB_V2_HEADER_SIZE, pos + size, h);
-            if (abort < 0)
-                return UNSETTLED;
-            if (abort)
-                forget_producer(iso, h->producer_id);
-        } else if ((h->attributes & KB_ATTR_TRANSACTIONAL) && find_producer(iso, h->producer_id) >= 0) {
-            return DROP;
-        }
+        marker = kb_isolation_abort_marker(buf, pos + KB_V2_HEADER_SIZE, pos + size, h);
+        if (marker < 0)
+            return UNSETTLED;
     }
-    return control ? DROP : KEEP;
+    int d = kb_isolation_decide(iso, h->producer_id, last, control, (h->attributes & KB_ATTR_TRANSACTIONAL) != 0,
+                                marker);
+    if (d == KB_ISO_NO_MEMORY || d == KB_ISO_HOLD || iso->aborted.count > KB_CONSUME_MAX_ABORTED)
+        return UNSETTLED;
+    return d == KB_ISO_KEEP ? KEEP : DROP;
 }
 
 /* [first, last] became `kind`: joined to the span before it when they meet.  -1: no room. */
@@ -143,10 +86,27 @@ static int read_batch(const uint8_t *buf, size_t pos, size_t size, const kb_v2_h
     return rc;
 }
 
+static kb_consume_status walk(const uint8_t *buf, size_t len, const kb_consume_opts *o, kb_isolation *iso,
+                              kb_column_store *s, kb_consume_result *r);
+
 kb_consume_status kb_consume(const uint8_t *buf, size_t len, const kb_consume_opts *o, kb_column_store *s,
                              kb_consume_result *r)
 {
-    isolation_t iso = {o, 0, r->aborted, &r->aborted_count};
+    kb_isolation iso;
+    if (kb_isolation_init(&iso, o->committed, o->last_stable_offset >= 0 ? &o->last_stable_offset : NULL, o->aborted,
+                          o->aborted_count) != 0)
+        return KB_CONSUME_NO_MEMORY;
+    kb_consume_status st = walk(buf, len, o, &iso, s, r);
+    r->aborted_count = 0;
+    for (int32_t i = 0; st == KB_CONSUME_DONE && i < iso.aborted.count; i++)
+        r->aborted[r->aborted_count++] = iso.aborted.ids[i];
+    kb_isolation_free(&iso);
+    return st;
+}
+
+static kb_consume_status walk(const uint8_t *buf, size_t len, const kb_consume_opts *o, kb_isolation *iso,
+                              kb_column_store *s, kb_consume_result *r)
+{
     int64_t position = o->fetch_offset;
     int64_t expect = 0;
     int ended = 0; /* past the last stable offset: the rest is only checked */
@@ -155,7 +115,6 @@ kb_consume_status kb_consume(const uint8_t *buf, size_t len, const kb_consume_op
     r->tail = SIZE_MAX;
     r->careful_at = 0;
     r->span_count = 0;
-    r->aborted_count = 0;
     for (;; r->entries++) {
         kb_entry e;
         kb_fault f;
@@ -175,7 +134,7 @@ kb_consume_status kb_consume(const uint8_t *buf, size_t len, const kb_consume_op
         int64_t last = kb_wrap_add64(h.base_offset, h.last_offset_delta);
         if (last < position)
             continue; /* wholly before the fetch offset */
-        if (ended || (o->committed && o->last_stable_offset >= 0 && h.base_offset >= o->last_stable_offset)) {
+        if (ended || kb_isolation_past_end(iso, h.base_offset)) {
             ended = 1; /* the careful path would still name a damaged batch here: its records are checked */
             if (read_batch(buf, e.pos, e.size, &h, 0, 0, r->entries, o, s, &expect) != 0)
                 return KB_CONSUME_CAREFUL;
@@ -188,7 +147,7 @@ kb_consume_status kb_consume(const uint8_t *buf, size_t len, const kb_consume_op
         }
         if (expect == 0) /* the columns are first sized for a response of batches like this one */
             expect = len / e.size > 1 ? (int64_t)(len / e.size) : 1;
-        decision_t d = decide(&iso, buf, e.pos, e.size, &h, last);
+        decision_t d = decide(iso, buf, e.pos, e.size, &h, last);
         if (d == UNSETTLED)
             return KB_CONSUME_CAREFUL;
         int rc = read_batch(buf, e.pos, e.size, &h, d == KEEP, position, r->entries, o, s, &expect);

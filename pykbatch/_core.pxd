@@ -464,3 +464,32 @@ cdef extern from "kb_decode.h" nogil:
 cdef extern from "kb_ranges.h" nogil:
     int kb_ranges_keeps_entry(const kb_ranges *r, const uint8_t *buf, const kb_entry *e, int records,
                               const kb_decode_opts *o)
+
+
+cdef extern from "kb_isolation.h" nogil:
+    ctypedef struct kb_producer_set:
+        int64_t *ids
+        int32_t count
+    ctypedef struct kb_isolation:
+        int committed
+        int bounded
+        int64_t last_stable_offset
+        int64_t *pending
+        int32_t pending_count
+        int32_t next_pending
+        kb_producer_set aborted
+        kb_producer_set undecided
+    enum: KB_ISO_KEEP
+    enum: KB_ISO_DROP
+    enum: KB_ISO_HOLD
+    enum: KB_ISO_NO_MEMORY
+    int kb_isolation_init(kb_isolation *iso, int committed, const int64_t *last_stable_offset, const int64_t *pairs,
+                          int32_t n)
+    void kb_isolation_free(kb_isolation *iso)
+    int kb_isolation_past_end(const kb_isolation *iso, int64_t base_offset)
+    int kb_isolation_reads_marker(const kb_isolation *iso, int64_t producer_id, int control)
+    int kb_isolation_decide(kb_isolation *iso, int64_t producer_id, int64_t last_offset, int control, int transactional,
+                            int abort_marker)
+    int kb_isolation_unreadable(kb_isolation *iso, int64_t last_offset)
+    int kb_isolation_add_undecided(kb_isolation *iso, const int64_t *producers, int32_t n)
+    int kb_isolation_settle(kb_isolation *iso, const int64_t *aborted, int32_t n, int64_t next_offset)

@@ -177,6 +177,7 @@ include "_drop_culprits.pxi"
 include "_broker_rebuild.pxi"
 include "_produce.pxi"
 include "_produce_wire.pxi"
+include "_isolation.pxi"
 include "_consume.pxi"
 include "_avro.pxi"
 

@@ -10,6 +10,7 @@
 #include "../kb_avro.h"
 #include "../kb_columns.h"
 #include "../kb_consume.h"
+#include "../kb_isolation.h"
 #include "../kb_crc32.h"
 #include "../kb_crc32c.h"
 #include "../kb_encode.h"
@@ -301,6 +302,59 @@ static void fuzz_avro(const uint8_t *buf, size_t size)
             abort();
 }
 
+/* read_committed's rule driven by the input as a sequence of batches (producer, last offset,
+ * control, transactional, marker) and unreadable entries: control batches are never handed out, a
+ * read_uncommitted one hands out every other, HOLD only for a producer undecided before the batch
+ * and KEEP only for one neither aborted nor undecided after it, an ABORT marker takes its producer
+ * out of both sets, and the sets stay strictly ascending. */
+static int set_sound(const kb_producer_set *s)
+{
+    for (int32_t i = 1; i < s->count; i++)
+        if (s->ids[i - 1] >= s->ids[i])
+            return 0;
+    return 1;
+}
+
+static void walk_isolation(const uint8_t *buf, size_t size)
+{
+    int64_t pairs[8] = {2, 1, 0, 2, 9, 1, 5, 3}; /* (first offset, producer id), out of order */
+    for (int committed = 0; committed < 2; committed++) {
+        kb_isolation iso;
+        int64_t lso = 200;
+        if (kb_isolation_init(&iso, committed, committed ? &lso : NULL, pairs, 4) != 0)
+            abort();
+        int64_t offset = 0;
+        for (size_t i = 0; i + 1 < size && i < 256; i += 2) {
+            int64_t producer = (buf[i] & 3) - 1; /* -1 (no producer), 0, 1, 2 */
+            int control = (buf[i] >> 2) & 1, transactional = (buf[i] >> 3) & 1, marker = (buf[i] >> 4) & 1;
+            offset += buf[i + 1] % 8;
+            if (buf[i] >> 7) {
+                if (kb_isolation_unreadable(&iso, offset) != 0)
+                    abort();
+                continue;
+            }
+            int was_undecided = 0;
+            for (int32_t k = 0; k < iso.undecided.count; k++)
+                was_undecided |= iso.undecided.ids[k] == producer;
+            int d = kb_isolation_decide(&iso, producer, offset, control, transactional, marker);
+            int aborted = 0, undecided = 0;
+            for (int32_t k = 0; k < iso.aborted.count; k++)
+                aborted |= iso.aborted.ids[k] == producer;
+            for (int32_t k = 0; k < iso.undecided.count; k++)
+                undecided |= iso.undecided.ids[k] == producer;
+            if (d < 0 || (control && d != KB_ISO_DROP) || (!committed && !control && d != KB_ISO_KEEP) ||
+                (d == KB_ISO_HOLD && !was_undecided) ||
+                (d == KB_ISO_KEEP && transactional && producer >= 0 && (aborted || undecided)) ||
+                (committed && control && marker && producer >= 0 && (aborted || undecided)) ||
+                !set_sound(&iso.aborted) || !set_sound(&iso.undecided) ||
+                (!committed && (iso.aborted.count || iso.undecided.count)))
+                abort();
+            offset++;
+        }
+        kb_isolation_free(&iso);
+    }
+}
+
 /* A consumer's walk over the bytes as a fetch response, under both isolation levels, from a fetch
  * offset taken from the input: nothing read out of bounds, and when it settles the response its
  * spans run from the fetch offset to the next offset without a gap or an overlap and its rows
@@ -462,6 +516,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     walk_columns(buf, size);
     walk_consume(buf, size);
+    walk_isolation(buf, size);
     walk_log_windows(buf, size);
     fuzz_avro(buf, size);
     free(buf);

@@ -15,11 +15,10 @@ aborted transaction of it or one of its markers is read.  Nothing is guessed.
 """
 from __future__ import annotations
 
-import heapq
 from typing import Iterable, NamedTuple
 
 from pykbatch._catalogue import CONTROL_TYPE_IDS
-from pykbatch._native import control_type
+from pykbatch._native import IsolationState, control_type
 from pykbatch.kafka.producer_state import SnapshotEntry
 
 KEEP, DROP, HOLD = "keep", "drop", "hold"
@@ -58,7 +57,9 @@ def _is_abort_marker(batch) -> bool:
 
 
 class Isolation:
-    """Decides, batch by batch in offset order, what a consumer at ``level`` receives."""
+    """Decides, batch by batch in offset order, what a consumer at ``level`` receives: the core's
+    rule (kb_isolation), which the core's own walks share; the marker of a control batch is read
+    here (Python's batches, compressed or not)."""
 
     def __init__(self, level: str = READ_UNCOMMITTED, aborted: Iterable[AbortedTxn] = (),
                  last_stable_offset: int | None = None, fetch_offset: int | None = None,
@@ -69,37 +70,20 @@ class Isolation:
         producers an earlier fetch's unreadable entry left undecided (``unreadable``)."""
         self.level = check_level(level)
         self.committed = level == READ_COMMITTED
-        self._pending = sorted((t.first_offset, t.producer_id) for t in aborted
-                               if fetch_offset is None or t.last_offset >= fetch_offset) if self.committed else []
-        self._aborted: set[int] = set()
-        self._undecided: set[int] = set(undecided) if self.committed else set()
-        self.last_stable_offset = last_stable_offset if self.committed else None
+        pending = [(t.first_offset, t.producer_id) for t in aborted
+                   if fetch_offset is None or t.last_offset >= fetch_offset] if self.committed else []
+        self._state = IsolationState(self.committed, last_stable_offset, pending, undecided)
+        self.last_stable_offset = self._state.last_stable_offset
 
     def past_end(self, batch) -> bool:
         """Whether ``batch`` and everything after it lie at or beyond the last stable offset."""
-        return self.last_stable_offset is not None and batch.base_offset >= self.last_stable_offset
-
-    def _begin_aborted_up_to(self, offset: int) -> None:
-        while self._pending and self._pending[0][0] <= offset:
-            producer = heapq.heappop(self._pending)[1]
-            self._aborted.add(producer)
-            self._undecided.discard(producer)  # a new aborted transaction: decided by the broker's list
+        return self._state.past_end(batch.base_offset)
 
     def decide(self, batch) -> str:
         """``KEEP``, ``DROP`` or ``HOLD`` for ``batch``'s records (call for every batch, in order)."""
-        if self.committed and batch.producer_id >= 0:
-            self._begin_aborted_up_to(batch.last_offset)
-            if batch.is_control:
-                # an ABORT ends the aborted transaction; a COMMIT of an undecided producer says the
-                # unreadable entry had ended it (an aborted transaction never commits)
-                if _is_abort_marker(batch) or batch.producer_id in self._undecided:
-                    self._aborted.discard(batch.producer_id)
-                self._undecided.discard(batch.producer_id)
-            elif batch.is_transactional and batch.producer_id in self._undecided:
-                return HOLD
-            elif batch.is_transactional and batch.producer_id in self._aborted:
-                return DROP
-        return DROP if batch.is_control else KEEP
+        control = batch.is_control
+        marker = self._state.reads_marker(batch.producer_id, control) and _is_abort_marker(batch)
+        return self._state.decide(batch.producer_id, batch.last_offset, control, batch.is_transactional, marker)
 
     def keeps(self, batch) -> bool:
         """Whether the consumer receives ``batch``'s records (call for every batch, in order)."""
@@ -108,12 +92,12 @@ class Isolation:
     @property
     def aborted(self) -> frozenset[int]:
         """Producers whose transactional records are being dropped (an ABORT marker ends it)."""
-        return frozenset(self._aborted)
+        return self._state.aborted
 
     @property
     def undecided(self) -> frozenset[int]:
         """Producers whose transactional records are held until one of their markers is read."""
-        return frozenset(self._undecided)
+        return self._state.undecided
 
     def unreadable(self, last_offset: int) -> list[int]:
         """An entry that cannot be read ends at ``last_offset``: it may have been the ABORT marker
@@ -121,21 +105,18 @@ class Isolation:
         those producers."""
         if not self.committed:
             return []
-        self._begin_aborted_up_to(last_offset)
-        self._undecided |= self._aborted
-        return sorted(self._aborted)
+        self._state.unreadable(last_offset)
+        return sorted(self._state.aborted)
 
     @property
     def pending(self) -> list[tuple[int, int]]:
         """The aborted transactions not begun yet: ``(first offset, producer id)``, by first offset."""
-        return sorted(self._pending)
+        return self._state.pending
 
     def settled(self, aborted: Iterable[int], next_offset: int) -> None:
         """Takes the state a walk elsewhere (the core's ``consume``) left after deciding every batch
         before ``next_offset``: ``aborted`` the producers being dropped then."""
-        self._pending = [t for t in self._pending if t[0] >= next_offset]
-        heapq.heapify(self._pending)
-        self._aborted = set(aborted)
+        self._state.settle(aborted, next_offset)
 
     def keeps_offset(self, offset: int) -> bool:
         return self.last_stable_offset is None or offset < self.last_stable_offset
