@@ -309,9 +309,20 @@ static int put_bytes(reader *r, int32_t ci, const uint8_t *s, int64_t n)
     return 0;
 }
 
-static int put_number(reader *r, int32_t ci, int64_t iv, double dv, int is_double)
+/* A column's day in its unit: milliseconds (time32) or microseconds (time64). */
+#define KB_DAY_MILLIS INT64_C(86400000)
+
+/* An integer into a column (promoted as the column's kind says); a time of day outside a day is
+ * refused (Avro's spec; Java's TimeConversions throw, Spark's TIME cannot hold it). */
+static int put_number(reader *r, int32_t ci, int64_t iv, double dv, int is_double, const uint8_t *at)
 {
     kb_avro_column *col = &r->c->cols[ci];
+    const kb_avro_colspec *spec = &r->c->specs[ci];
+    if (spec->count == 1 && (spec->kind == KB_COL_INT32 || spec->kind == KB_COL_INT64)) {
+        int64_t day = spec->kind == KB_COL_INT32 ? KB_DAY_MILLIS : KB_DAY_MILLIS * 1000;
+        if (iv < 0 || iv >= day)
+            return fault(r, KB_RULE_VALUE_TIME_OF_DAY, at, iv, day);
+    }
     int rc = begin(r, ci);
     if (rc)
         return rc;
@@ -489,14 +500,14 @@ static int read_node(reader *r, int32_t ni)
     case KB_AVRO_LONG:
         if (read_zigzag(r, nd->op == KB_AVRO_INT ? 5 : 10, &iv))
             return -1;
-        return nd->col >= 0 ? put_number(r, nd->col, iv, 0, 0) : 0;
+        return nd->col >= 0 ? put_number(r, nd->col, iv, 0, 0, at) : 0;
     case KB_AVRO_FLOAT: {
         float fv;
         if (r->end - r->p < 4)
             return truncated(r, at, 4);
         memcpy(&fv, r->p, 4); /* little-endian hosts only (x86_64, aarch64) */
         r->p += 4;
-        return nd->col >= 0 ? put_number(r, nd->col, 0, fv, 1) : 0;
+        return nd->col >= 0 ? put_number(r, nd->col, 0, fv, 1, at) : 0;
     }
     case KB_AVRO_DOUBLE: {
         double dv;
@@ -504,7 +515,7 @@ static int read_node(reader *r, int32_t ni)
             return truncated(r, at, 8);
         memcpy(&dv, r->p, 8);
         r->p += 8;
-        return nd->col >= 0 ? put_number(r, nd->col, 0, dv, 1) : 0;
+        return nd->col >= 0 ? put_number(r, nd->col, 0, dv, 1, at) : 0;
     }
     case KB_AVRO_BYTES:
     case KB_AVRO_STRING:
@@ -545,7 +556,7 @@ static int read_node(reader *r, int32_t ni)
         int32_t mapped = prog->table[nd->aux + iv];
         if (mapped < 0)
             return fault(r, KB_RULE_VALUE_SCHEMA_MISMATCH, at, ni, iv);
-        return nd->col >= 0 ? put_number(r, nd->col, mapped, 0, 0) : 0;
+        return nd->col >= 0 ? put_number(r, nd->col, mapped, 0, 0, at) : 0;
     }
     case KB_AVRO_RECORD:
         for (int32_t k = 0; k < nd->count; k++)

@@ -70,7 +70,8 @@ typedef struct {
     int32_t kind;      /* kb_col_kind */
     int32_t width;     /* FIXED / DECIMAL bytes */
     int32_t child;     /* STRUCT / UNION: first member in column_children; LIST: the item column */
-    int32_t count;     /* STRUCT / UNION members; DECIMAL: the precision (digits) */
+    int32_t count;     /* STRUCT / UNION members; DECIMAL: the precision (digits); INT32 / INT64: 1 a
+                        * time of day (time-millis / time-micros: values in [0, one day)) */
 } kb_avro_colspec;
 
 typedef struct {

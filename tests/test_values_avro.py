@@ -375,3 +375,30 @@ def test_a_long_whose_tenth_byte_overflows_is_refused_as_an_int_is(tenth, ok):
         assert value == {"l": fastavro_read(b"\xff" * 9 + bytes([tenth]) + b"\x02", writer)["l"], "i": 1}
     # the int's own rule: a fifth byte past 32 bits
     assert _one(_record(("i", "int")), b"\xff\xff\xff\xff\x7f")[1] == ["value.bad_varint"]
+
+
+def _zigzag(n: int) -> bytes:
+    z, out = (n << 1) ^ (n >> 63), bytearray()
+    z &= 2**64 - 1
+    while z >= 0x80:
+        out.append(z & 0x7F | 0x80)
+        z >>= 7
+    return bytes(out + bytes([z]))
+
+
+@pytest.mark.parametrize("logical, physical, day", [("time-millis", "int", 86_400_000),
+                                                    ("time-micros", "long", 86_400_000_000)])
+def test_a_time_of_day_outside_a_day_is_a_culprit(logical, physical, day):
+    """Avro's time-millis / time-micros count from midnight: a value below 0 or a day or more
+    (Java's TimeConversions throw; Spark's TIME cannot hold it, and Python's datetime.time fails
+    on it) is value.time_of_day at its byte; the edges of a day decode; the field after it too."""
+    writer = _record(("t", {"type": physical, "logicalType": logical}), ("after", "int"))
+    for t, ok in ((0, True), (day - 1, True), (day, False), (-1, False), (2**31 - 1, physical == "long")):
+        data = _zigzag(t) + b"\x0e"
+        value, rules = _one(writer, data)
+        assert (rules == []) == ok and (rules == ["value.time_of_day"]) == (not ok), (t, rules)
+        if ok:
+            assert value["after"] == 7
+    got = decode_avro([_zigzag(day) + b"\x0e"], json.dumps(writer))
+    c = got.culprits[0]
+    assert (c.position, c.code) == (0, 87) and f"{day}" in c.message, c.message

@@ -449,3 +449,32 @@ def test_a_flat_record_on_the_jvm_is_the_python_functions_row(spark):
         register(spark)
     assert got["jvm"] == got["python"], seed
     assert sum(v is None for v in got["jvm"]) > 5
+
+
+def test_a_time_of_day_outside_a_day_is_a_culprit_on_both_paths(spark):
+    """A time-micros (Spark's TIME) and a time-millis past a day or below midnight: a null on the
+    Python and the JVM path alike (never a value collect() cannot show), its neighbours read;
+    FAILFAST names value.time_of_day on both."""
+    from spark_udfs import kbatch_from_avro
+    from spark_udfs.functions import register
+    from tests.conftest import require_jvm_path
+    from tests.test_values_avro import _zigzag
+    require_jvm_path(spark)
+    schema = {"type": "record", "name": "T", "fields": [
+        {"name": "us", "type": {"type": "long", "logicalType": "time-micros"}},
+        {"name": "ms", "type": {"type": "int", "logicalType": "time-millis"}}]}
+    day_us, day_ms = 86_400_000_000, 86_400_000
+    cases = [(day_us - 1, day_ms - 1, True), (day_us, 0, False), (0, day_ms, False), (-1, 5, False), (0, -1, False),
+             (7, 7, True)]
+    values = [_zigzag(us) + _zigzag(ms) for us, ms, _ in cases]
+    df = spark.createDataFrame(list(enumerate(values)), "n int, value binary")
+    try:
+        for path in ("python", "jvm"):
+            register(spark, jvm=path == "jvm")
+            rows = df.orderBy("n").select(kbatch_from_avro("value", json.dumps(schema)).alias("v")).collect()
+            assert [r.v is not None for r in rows] == [ok for _, _, ok in cases], path
+            assert rows[-1].v.ms == 7 and rows[0].v.ms == day_ms - 1, path  # time-millis is from_avro's int
+            with pytest.raises(Exception, match=r"value\.time_of_day"):
+                df.where("n = 1").select(kbatch_from_avro("value", json.dumps(schema), {"mode": "FAILFAST"})).collect()
+    finally:
+        register(spark)

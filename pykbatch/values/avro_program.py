@@ -134,7 +134,10 @@ class Layout:
             return self._new("FIXED", columns.avro_fixed(t.size), t, width=t.size)
         if t.type in _PHYSICAL_KIND:
             arrow = columns.AVRO_LOGICAL.get(t.logical) or columns.AVRO_PRIMITIVE[t.type]
-            return self._new(_PHYSICAL_KIND[t.type], arrow, t)
+            c = self._new(_PHYSICAL_KIND[t.type], arrow, t)
+            if t.logical in ("time-millis", "time-micros"):
+                self._specs[c.index][3] = 1  # the core refuses a time outside a day (value.time_of_day)
+            return c
         raise SchemaError(f"no Arrow type for {t.type}")
 
 
