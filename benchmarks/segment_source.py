@@ -9,7 +9,8 @@ The kafka-segment cases are the Python source's (registered as kafka-segment-pyt
 jar is on the classpath, whose JVM reader then holds the name).  --jvm adds the JVM reader (the C core
 called from Spark's JVM, columnar batches over its buffers) and issue 36's targets: one row per
 record counted >= 3x the Python source and >= 3x binaryFile's byte rate, to Parquet >= 1.5x the
-Python source.
+Python source.  --tiered (with --jvm) also reads the same segments laid out as a tiered store
+(LocalTieredStorage's folders, no metadata: the listing trusted), on both readers, read_committed.
 """
 import argparse
 import os
@@ -30,6 +31,7 @@ def main():
     ap.add_argument("--mib", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--jvm", action="store_true", help="also the JVM reader (pykbatch's jar)")
+    ap.add_argument("--tiered", action="store_true", help="with --jvm: also the segments as a tiered store")
     args = ap.parse_args()
     from sparkbench import local_session, time_cases
     # binaryFile holds each whole file as one row: 1 GiB of heap is not enough for two 64 MiB
@@ -41,13 +43,18 @@ def main():
     if args.jvm and not on_jvm:
         sys.exit(f"--jvm: no JVM path here: {jvm.unavailable_reason() or 'the jar is not on the classpath'}")
     python_source = PYTHON_NAME if on_jvm else NAME
-    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as out:
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as out, \
+            tempfile.TemporaryDirectory() as store:
         total = 0
         for i in range(args.files):
             part = Path(tmp) / f"orders-{i}"
             part.mkdir()
             write_segment(part / "00000000000000000000.log", args.mib * 2**20)
             total += (part / "00000000000000000000.log").stat().st_size
+            if args.tiered:  # the same bytes as LocalTieredStorage keeps an upload: <topic>-<p>-<id>/<offset>-<id>.log
+                upload = Path(store) / f"orders-{i}-{'T' * 22}"
+                upload.mkdir(parents=True)
+                os.link(part / "00000000000000000000.log", upload / f"{0:020d}-{'U' * 22}.log")
         cases = {
             "binaryFile: sum(length(content))": lambda: spark.read.format("binaryFile")
             .option("pathGlobFilter", "*.log").option("recursiveFileLookup", "true").load(tmp)
@@ -73,6 +80,17 @@ def main():
                 .option("validate", "true").load(tmp).selectExpr("count_if(batch_ok)").collect(),
                 "JVM records to Parquet": lambda: spark.read.format(NAME).load(tmp)
                 .write.mode("overwrite").parquet(os.path.join(out, "jvm")),
+            })
+        if args.jvm and args.tiered:
+            def tiered(source):
+                return spark.read.format(source).option("isolationLevel", "read_committed").load(store)
+            cases.update({
+                "tiered: Python source count()": lambda: tiered(python_source).count(),
+                "tiered: JVM count()": lambda: tiered(NAME).count(),
+                "tiered: Python source to Parquet": lambda: tiered(python_source).write.mode("overwrite")
+                .parquet(os.path.join(out, "tiered-python")),
+                "tiered: JVM to Parquet": lambda: tiered(NAME).write.mode("overwrite")
+                .parquet(os.path.join(out, "tiered-jvm")),
             })
         times = time_cases(cases, args.repeats)
     med = {name: statistics.median(ts) for name, ts in times.items()}
@@ -102,6 +120,10 @@ def main():
             ratio = theirs / med[case]
             verdict = "" if target is None else f" (target >= {target}) {'met' if ratio >= target else 'NOT MET'}"
             print(f"  JVM reader, {what}: {ratio:.2f}x{verdict}")
+        if args.tiered:
+            for what in ("count()", "to Parquet"):
+                print(f"  JVM reader, a tiered store read_committed, {what} vs the Python source: "
+                      f"{med[f'tiered: Python source {what}'] / med[f'tiered: JVM {what}']:.2f}x")
     spark.stop()
 
 

@@ -5,6 +5,7 @@
 #include "kb_legacy.h"
 #include "kb_ranges.h"
 #include "kb_resync.h"
+#include "kb_wire.h"
 
 void kb_log_windows_init(kb_log_windows *w, const uint8_t *buf, size_t len, size_t start, size_t end,
                          size_t window_bytes, const kb_decode_opts *decode)
@@ -32,6 +33,76 @@ static int readable(const uint8_t *buf, const kb_entry *e)
     return kb_v2_check_entry(buf, e->pos, e->size, 0, &h, &f) == 0;
 }
 
+/* The first and last offsets of the readable entry `e` (a compressed v0/v1 wrapper's first is its
+ * inner set's, as Python's LegacyBatch reads it), and its v2 header.  0, or -1: they do not read. */
+static int entry_offsets(const kb_log_windows *w, const kb_entry *e, int64_t *first, int64_t *last,
+                         kb_v2_header *h)
+{
+    kb_fault f;
+    if (e->magic >= 2) {
+        if (kb_v2_check_entry(w->buf, e->pos, e->size, 0, h, &f) != 0)
+            return -1;
+        *first = h->base_offset;
+        *last = kb_wrap_add64(h->base_offset, h->last_offset_delta);
+        return 0;
+    }
+    kb_legacy_msg m;
+    if (kb_legacy_read(w->buf, e->pos, e->size, &m, &f) != 0)
+        return -1;
+    *first = *last = m.offset;
+    if ((m.attributes & KB_ATTR_CODEC_MASK) != KB_CODEC_NONE)
+        return kb_decode_legacy_first_offset(w->buf, e, &w->decode, first, &f);
+    return 0;
+}
+
+/* Whether a v2 control batch's first record is an ABORT marker: 1, 0, -1 when it does not read
+ * (its payload decompressed through the walk's codecs when it is compressed). */
+static int abort_marker(const kb_log_windows *w, const kb_entry *e, const kb_v2_header *h)
+{
+    size_t start = e->pos + KB_V2_HEADER_SIZE, limit = e->pos + e->size;
+    int codec = h->attributes & KB_ATTR_CODEC_MASK;
+    if (codec == KB_CODEC_NONE || h->record_count <= 0)
+        return kb_isolation_abort_marker(w->buf, start, limit, h);
+    const uint8_t *out;
+    size_t n;
+    kb_fault f;
+    if (!w->decode.decompress ||
+        w->decode.decompress(w->decode.ctx, codec, 2, w->buf + start, limit - start, &out, &n, &f) != 0)
+        return -1;
+    return kb_isolation_abort_marker(out, 0, n, h);
+}
+
+enum { RECEIVED = 0, PASSED = 1, ENDED = 2, NO_MEMORY = 3 };
+
+/* The consumer's view of a readable entry, in order: RECEIVED, PASSED (left out), ENDED (the walk
+ * is past the split), NO_MEMORY. */
+static int consumer_view(kb_log_windows *w, const kb_entry *e)
+{
+    kb_log_consumer *c = w->consumer;
+    kb_v2_header h;
+    int64_t first, last;
+    if (entry_offsets(w, e, &first, &last, &h) != 0)
+        return RECEIVED;  /* its reader names the fault, and gives it no rows */
+    if (last < c->first)
+        return PASSED;
+    if (first > c->last)
+        return ENDED;
+    if (kb_isolation_past_end(&c->iso, first))
+        return PASSED;
+    if (e->magic >= 2) {
+        int control = (h.attributes & KB_ATTR_CONTROL) != 0, marker = 0;
+        if (kb_isolation_reads_marker(&c->iso, h.producer_id, control) && (marker = abort_marker(w, e, &h)) < 0)
+            return kb_isolation_unreadable(&c->iso, last) != 0 ? NO_MEMORY : PASSED;
+        int d = kb_isolation_decide(&c->iso, h.producer_id, last, control,
+                                    (h.attributes & KB_ATTR_TRANSACTIONAL) != 0, marker);
+        if (d == KB_ISO_NO_MEMORY)
+            return NO_MEMORY;
+        if (d != KB_ISO_KEEP)
+            return PASSED;
+    }
+    return w->headers_only && first < c->first ? PASSED : RECEIVED;
+}
+
 int kb_log_next_window(kb_log_windows *w, kb_fault *f)
 {
     kb_columns_rewind(&w->store.c, 0, 0);
@@ -57,7 +128,15 @@ int kb_log_next_window(kb_log_windows *w, kb_fault *f)
             w->done = 1;
             break;
         }
-        if (w->decode.ranges && !kb_ranges_keeps_entry(w->decode.ranges, w->buf, &e, !w->headers_only, &w->decode)) {
+        int view = w->consumer ? consumer_view(w, &e) : RECEIVED;
+        if (view == NO_MEMORY)
+            return KB_COLUMNS_NO_MEMORY;
+        if (view == ENDED) {
+            w->done = 1;
+            break;
+        }
+        if (view == PASSED ||
+            (w->decode.ranges && !kb_ranges_keeps_entry(w->decode.ranges, w->buf, &e, !w->headers_only, &w->decode))) {
             w->pos = e.pos + e.size;  /* left out: it closes the window before it, as skipped bytes do */
             if (w->entries > 0)
                 return 1;

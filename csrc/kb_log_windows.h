@@ -12,6 +12,19 @@
 
 #include "kb_columns.h"
 #include "kb_decode.h"
+#include "kb_isolation.h"
+
+/* A log read as a consumer fetching offsets [first, last] receives it (the tiered reader, as
+ * pykbatch.tiered's piece windows): entries ending before `first` are passed over, the walk ends
+ * at one starting after `last`; between, every entry is decided by `iso` in order -- those past
+ * the last stable offset, control batches, aborted and held ones left out -- before the ranges
+ * (a timestamp bound must not hide an ABORT marker from the isolation).  A control batch whose
+ * marker does not read is an unreadable entry to the isolation.  One row an entry (headers only):
+ * an entry starting before `first` is the previous split's. */
+typedef struct {
+    kb_isolation iso;
+    int64_t first, last;
+} kb_log_consumer;
 
 typedef struct {
     const uint8_t *buf;   /* the whole segment */
@@ -22,6 +35,7 @@ typedef struct {
     kb_decode_opts decode;
     int done;
     int headers_only;      /* windows made, nothing decoded (a reader of entry headers: batches mode) */
+    kb_log_consumer *consumer; /* NULL: every entry; else what a consumer receives (set after init) */
     kb_column_store store; /* the last window's records (refilled by each window) */
     int64_t expect;
     /* the last window */

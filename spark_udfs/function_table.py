@@ -5,6 +5,9 @@ Arrow UDFs) and by the JVM path (spark_udfs.jvm: the Spark types written into th
 # the session setting that says which functions register() gave it: "jvm" or "python" (the JVM's
 # kafka-segment reader reads it too, from the jar's build.properties)
 PATH_SETTING = "spark.pykbatch.functions"
+# the driver's Python, which the JVM's kafka-segment reader runs to plan a tiered read
+# (spark_udfs.tiered_plan): set by register() and configure_spark_with_pykbatch()
+PYTHON_SETTING = "spark.pykbatch.python"
 
 
 def on_jvm() -> bool:

@@ -2,6 +2,7 @@
 (``_functions`` pairs them), its DataFrame form (``kbatch_validate(col)``, ...), their SQL
 registration, and ``explode_records`` / ``kbatch_records`` for one row per record."""
 # No `from __future__ import annotations` here: PySpark reads the UDFs' type hints as objects.
+import sys
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
 
@@ -72,7 +73,7 @@ def _per_config(values, configs, fn):
 
 
 from spark_udfs.function_table import functions as _functions  # noqa: E402 (the one table of functions)
-from spark_udfs.function_table import PATH_SETTING  # noqa: E402,F401 (the session's path: "jvm" or "python")
+from spark_udfs.function_table import PATH_SETTING, PYTHON_SETTING  # noqa: E402,F401 (the session's path: "jvm" or "python")
 
 
 @lru_cache(maxsize=None)
@@ -261,8 +262,6 @@ def register(spark: "SparkSession", jvm: Optional[bool] = None) -> str:
                            f"{pyspark.__version__}; on Spark 3.5 build the session with "
                            "spark_udfs.jvm.configure_spark_with_pykbatch(builder) for the JVM functions")
     else:
-        import sys
-
         import pyspark
         print(f"pykbatch: Spark {pyspark.__version__}: the JVM functions only (the Python functions and data "
               "sources need pyspark >= 4.1)", file=sys.stderr)
@@ -276,6 +275,7 @@ def register(spark: "SparkSession", jvm: Optional[bool] = None) -> str:
                 (jvm_path.unavailable_reason() or "pykbatch's jar is not on this session's classpath")
                 + " (build the session with spark_udfs.jvm.configure_spark_with_pykbatch(builder))")
     spark.conf.set(PATH_SETTING, path)
+    spark.conf.set(PYTHON_SETTING, sys.executable)
     return path
 
 

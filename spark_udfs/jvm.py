@@ -20,6 +20,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import zipfile
 from functools import lru_cache
@@ -72,13 +73,19 @@ def _resources(version_file: str = LIBRARY_VERSION) -> dict[str, bytes]:
     import pyarrow as pa
 
     from spark_udfs import segment_columns
-    from spark_udfs.function_table import PATH_SETTING
+    from pykbatch.tiered.layouts import LocalTieredStorage
+    from pykbatch.tiered.tables import EPOCH
+    from spark_udfs.function_table import PATH_SETTING, PYTHON_SETTING
     for part, columns in (("records", segment_columns.RECORD_COLUMNS), ("batches", segment_columns.BATCH_COLUMNS),
-                          ("path", segment_columns.PATH_COLUMN), ("validation", segment_columns.VALIDATION_COLUMNS)):
+                          ("path", segment_columns.PATH_COLUMN), ("validation", segment_columns.VALIDATION_COLUMNS),
+                          ("tiered", [EPOCH])):
         types[f"{segment_columns.NAME}.{part}"] = from_arrow_type(pa.struct(columns)).json()
     with open(version_file) as f:
         version = f.read().strip()
-    build = {"version": version, "path_setting": PATH_SETTING, "python_segment_source": segment_columns.PYTHON_NAME}
+    build = {"version": version, "path_setting": PATH_SETTING, "python_segment_source": segment_columns.PYTHON_NAME,
+             "python_setting": PYTHON_SETTING,
+             # a folder LocalTieredStorage keeps a partition in: how a tiered store is told (Java's syntax)
+             "tiered_folder": LocalTieredStorage.FOLDER.pattern.replace("(?P<", "(?<")}
     return {
         f"{PACKAGE}/build.properties": "".join(f"{k}={_escape(v)}\n" for k, v in build.items()).encode(),
         # kafka-segment's JVM reader under its short name (Spark's ServiceLoader lookup)
@@ -185,7 +192,9 @@ def configure_spark_with_pykbatch(builder):
         return builder
     current = builder._options.get("spark.jars", "") if hasattr(builder, "_options") else ""
     jars = ",".join(filter(None, [current, path]))
-    return builder.config("spark.jars", jars).config(f"spark.sql.catalog.{CATALOG}", CATALOG_CLASS)
+    from spark_udfs.function_table import PYTHON_SETTING
+    return builder.config("spark.jars", jars).config(f"spark.sql.catalog.{CATALOG}", CATALOG_CLASS) \
+        .config(PYTHON_SETTING, sys.executable)
 
 
 def loaded(spark) -> bool:

@@ -123,7 +123,7 @@ def test_a_null_array_is_a_java_exception_not_a_dead_jvm(jar, tmp_path):
     array IndexOutOfBoundsException -- batch info, repair and the Confluent framing included."""
     classes = _compile_probe(jar, tmp_path, "NullArrayProbe")
     done = _run("-cp", _classpath(str(classes), jar), "io.pykbatch.spark.NullArrayProbe")
-    assert done.returncode == 0 and "NPE 10 of 10" in done.stdout and "IOOBE 4 of 4" in done.stdout, \
+    assert done.returncode == 0 and "NPE 11 of 11" in done.stdout and "IOOBE 4 of 4" in done.stdout, \
         done.stdout[-2000:] + done.stderr[-3000:]
 
 

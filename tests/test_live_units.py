@@ -141,6 +141,17 @@ def test_isolation_decides_a_new_aborted_transaction_after_an_unreadable_entry()
     assert Isolation().decide(b[4]) == KEEP
 
 
+def test_a_marker_whose_key_does_not_read_is_an_unreadable_entry():
+    """A control batch (CRC sound) whose key is no control key: it may have been the producer's ABORT
+    marker or not -- the producer's next transactional records are held, never guessed; no
+    exception."""
+    bad = kb.build_batch([(b"\x00\x00\x00", struct.pack(">hi", 0, 0))], base_offset=3, producer_id=7,
+                         producer_epoch=0, is_transactional=True, is_control=True)
+    b = {x.base_offset: x for x in kb.iter_batches(txn(0, 7) + bad + txn(4, 7) + control(7, 7, COMMIT) + txn(8, 7))}
+    iso = Isolation("read_committed", [AbortedTxn(0, 7, 0, 3, -1)], None, None)
+    assert [iso.decide(b[o]) for o in (0, 3, 4, 7, 8)] == [DROP, DROP, HOLD, DROP, KEEP]
+
+
 def test_settings_take_kafkas_names_and_refuse_unknown_ones():
     kw = connection_kwargs({"kafka.bootstrap.servers": "b:9093", "kafka.security.protocol": "sasl_ssl",
                             "kafka.sasl.mechanism": "SCRAM-SHA-512",

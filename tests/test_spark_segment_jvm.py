@@ -183,7 +183,7 @@ def test_jvm_reader_equals_the_python_source_on_drawn_logs(spark, tmp_path):
 
 
 def test_reads_the_jvm_reader_does_not_serve_go_to_the_python_source(spark, tmp_path):
-    """Options beyond the JVM reader's (decode, tiered storage...) and a session registered for the Python
+    """Options beyond the JVM reader's (decode...) and a session registered for the Python
     path are served by the Python source under the one name, with its answers; batches mode is the
     JVM's, with the same answer."""
     import pykbatch as kb

@@ -407,8 +407,8 @@ static int in_range(const kb_ranges *r, int64_t offset, int64_t micros)
 /* A log's split read window by window (kafka-segment's JVM reader): every window inside the
  * buffer and its split, the store's offsets inside its data, and the same rows whatever the
  * window size (an entry decodes or not on its own) and when only counted. */
-static int64_t log_rows(const uint8_t *buf, size_t size, size_t start, size_t end, size_t window_bytes,
-                        int count_only, const kb_ranges *ranges)
+static int64_t log_rows_as(const uint8_t *buf, size_t size, size_t start, size_t end, size_t window_bytes,
+                           int count_only, const kb_ranges *ranges, kb_log_consumer *consumer)
 {
     kb_log_windows w;
     memset(&w, 0, sizeof w);
@@ -416,6 +416,7 @@ static int64_t log_rows(const uint8_t *buf, size_t size, size_t start, size_t en
     w.store.count_only = count_only;
     kb_decode_opts d = {.verify_crc = (int)(size & 1), .decompress = toy_decompress, .ranges = ranges};
     kb_log_windows_init(&w, buf, size, start, end, window_bytes, &d);
+    w.consumer = consumer;
     kb_fault f;
     int64_t rows = 0;
     int rc;
@@ -437,6 +438,38 @@ static int64_t log_rows(const uint8_t *buf, size_t size, size_t start, size_t en
     }
     kb_log_windows_free(&w);
     return rc == 0 ? rows : -1;
+}
+
+static int64_t log_rows(const uint8_t *buf, size_t size, size_t start, size_t end, size_t window_bytes,
+                        int count_only, const kb_ranges *ranges)
+{
+    return log_rows_as(buf, size, start, end, window_bytes, count_only, ranges, NULL);
+}
+
+/* The log read as a consumer of offsets [first, last] receives it (the tiered reader), under both
+ * isolation levels with aborted transactions and a last stable offset from the input, the host's
+ * ranges narrowed to what it may hand out: every row in them (log_rows_as checks), never more
+ * rows than the plain ranged read, and read_committed never more than read_uncommitted. */
+static void walk_log_consumer(const uint8_t *buf, size_t size, int64_t unranged)
+{
+    if (size < 12)
+        return;
+    int64_t first = (int8_t)buf[9] % 8, last = first + buf[10] % 64, lso = buf[11] % 48;
+    int64_t pairs[4] = {(int8_t)buf[5], 0, (int8_t)buf[6], 1};
+    int64_t rows[2];
+    for (int committed = 0; committed < 2; committed++) {
+        kb_log_consumer c = {.first = first, .last = last};
+        if (kb_isolation_init(&c.iso, committed, committed ? &lso : NULL, pairs, 2) != 0)
+            abort();
+        int64_t top = committed && lso - 1 < last ? lso - 1 : last;
+        kb_ranges r = {.bounds = KB_RANGE_FIRST_OFFSET | KB_RANGE_END_OFFSET, .first_offset = first, .end_offset = top + 1};
+        rows[committed] = log_rows_as(buf, size, 0, SIZE_MAX, 97, 0, &r, &c);
+        if (unranged >= 0 && rows[committed] > unranged)
+            abort();
+        kb_isolation_free(&c.iso);
+    }
+    if (rows[0] >= 0 && rows[1] > rows[0])
+        abort();
 }
 
 static void walk_log_windows(const uint8_t *buf, size_t size)
@@ -476,6 +509,7 @@ static void walk_log_windows(const uint8_t *buf, size_t size)
             abort();
         before = pos;
     }
+    walk_log_consumer(buf, size, whole);
     if (size > 4)  /* a split starting anywhere, ending anywhere */
         log_rows(buf, size, buf[0] % size, buf[1] % size, (size_t)buf[2] + 1, buf[3] & 1, NULL);
 }

@@ -799,6 +799,7 @@ typedef struct {
     size_t map_len;
     jobject info_buffer;  /* global ref */
     jlong *info;
+    kb_log_consumer consumer; /* w.consumer points here once segmentConsumer set it */
 } kb_jvm_segment;
 
 static void segment_free(JNIEnv *env, kb_jvm_segment *g)
@@ -807,6 +808,7 @@ static void segment_free(JNIEnv *env, kb_jvm_segment *g)
     if (g->info_buffer)
         (*env)->DeleteGlobalRef(env, g->info_buffer);
     kb_log_windows_free(&g->w);
+    kb_isolation_free(&g->consumer.iso);
     if (g->map)
         munmap(g->map, g->map_len);
     if (g->fd >= 0)
@@ -979,6 +981,41 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_segmentNext(JNIEnv *env, jc
     o[INFO_ENTRIES] = g->w.entries;
     o[INFO_UNDECODED] = g->w.undecoded;
     return rc;
+}
+
+/* The walk of `handle` reads as a consumer of offsets [first, last] receives them (the tiered
+ * reader; kb_log_consumer): spec = {committed, has a last stable offset, that offset, first, last,
+ * then (first offset, producer id) pairs of the aborted transactions}.  Before the first window. */
+JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_segmentConsumer(JNIEnv *env, jclass cls, jlong handle,
+                                                                    jlongArray spec)
+{
+    (void)cls;
+    if (null_array(env, spec, "kafka-segment: a null consumer"))
+        return;
+    kb_jvm_segment *g = (kb_jvm_segment *)(intptr_t)handle;
+    jsize n = (*env)->GetArrayLength(env, spec);
+    if (g == NULL || n < 5 || (n - 5) % 2 != 0 || g->w.consumer != NULL) {
+        throw_named(env, "java/lang/IllegalArgumentException",
+                    "kafka-segment: a consumer is 5 longs and offset pairs, set once on an open reader");
+        return;
+    }
+    jlong *v = malloc((size_t)n * sizeof *v);
+    if (v == NULL) {
+        throw_named(env, "java/lang/OutOfMemoryError", "kafka-segment: no memory for a consumer");
+        return;
+    }
+    (*env)->GetLongArrayRegion(env, spec, 0, n, v);
+    int64_t lso = v[2];
+    g->consumer.first = v[3];
+    g->consumer.last = v[4];
+    int rc = kb_isolation_init(&g->consumer.iso, v[0] != 0, v[1] ? &lso : NULL, (const int64_t *)(v + 5),
+                               (int32_t)((n - 5) / 2));
+    free(v);
+    if (rc != 0) {
+        throw_named(env, "java/lang/OutOfMemoryError", "kafka-segment: no memory for a consumer");
+        return;
+    }
+    g->w.consumer = &g->consumer;
 }
 
 JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_segmentClose(JNIEnv *env, jclass cls, jlong handle)

@@ -19,6 +19,7 @@ from typing import Iterable, NamedTuple
 
 from pykbatch._catalogue import CONTROL_TYPE_IDS
 from pykbatch._native import IsolationState, control_type
+from pykbatch.errors import KafkaDataError
 from pykbatch.kafka.producer_state import SnapshotEntry
 
 KEEP, DROP, HOLD = "keep", "drop", "hold"
@@ -82,7 +83,13 @@ class Isolation:
     def decide(self, batch) -> str:
         """``KEEP``, ``DROP`` or ``HOLD`` for ``batch``'s records (call for every batch, in order)."""
         control = batch.is_control
-        marker = self._state.reads_marker(batch.producer_id, control) and _is_abort_marker(batch)
+        marker = False
+        if self._state.reads_marker(batch.producer_id, control):
+            try:
+                marker = _is_abort_marker(batch)
+            except KafkaDataError:  # a marker that does not read: an unreadable entry (kb_log_windows too)
+                self._state.unreadable(batch.last_offset)
+                return DROP
         return self._state.decide(batch.producer_id, batch.last_offset, control, batch.is_transactional, marker)
 
     def keeps(self, batch) -> bool:

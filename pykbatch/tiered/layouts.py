@@ -130,6 +130,7 @@ _FILE = re.compile(r"^(?P<offset>\d+)-(?P<uuid>[a-zA-Z0-9_-]{22})(?P<suffix>\.[a
 
 class LocalTieredStorage(Layout):
     name = "local-tiered-storage"
+    FOLDER = _TP_DIR  # a partition's folder: how the store is detected (here and by the JVM's reader)
 
     @classmethod
     def detect(cls, fs, root: str) -> bool:

@@ -250,20 +250,28 @@ class TieredPartition:
         return epoch, obj.sizes.get(layouts.LOG, 0)
 
     # -- reading ------------------------------------------------------------------------------
-    def _open_piece(self, piece: Piece, start: int, end: int | None) -> Segment:
-        """The piece's segment, from the index position of ``start`` (a remote object: only the
-        byte range holding [start, end] is fetched)."""
+    def local_segment(self, piece: Piece, start: int) -> Segment | None:
+        """The piece's segment when its bytes are a local file (the broker's log dir, or a store on
+        a local file system), from the index position of ``start``; None for a remote object."""
         if piece.source == "local":
             seg = Segment(piece.path, base_offset=piece.base_offset)
             seg.start_position = _index_start(seg.offset_index, seg, start)
             return seg
         local = self.store.local_path(piece.path)
-        whole = start <= piece.base_offset and (end is None or (piece.copy is not None and end >= piece.copy.end))
-        index = None if whole and local is None else self._remote_index(piece)  # a whole object needs no index
-        if local is not None:
-            seg = Segment(local, base_offset=piece.base_offset)
-            seg.start_position = _index_start(index, seg, start)
+        if local is None:
+            return None
+        seg = Segment(local, base_offset=piece.base_offset)
+        seg.start_position = _index_start(self._remote_index(piece), seg, start)
+        return seg
+
+    def _open_piece(self, piece: Piece, start: int, end: int | None) -> Segment:
+        """The piece's segment, from the index position of ``start`` (a remote object: only the
+        byte range holding [start, end] is fetched)."""
+        seg = self.local_segment(piece, start)
+        if seg is not None:
             return seg
+        whole = start <= piece.base_offset and (end is None or (piece.copy is not None and end >= piece.copy.end))
+        index = None if whole else self._remote_index(piece)  # a whole object needs no index
         entries = index._entries() if index is not None else []
         before = [e for e in entries if e.offset <= start]
         after = [e for e in entries if end is not None and e.offset > end]

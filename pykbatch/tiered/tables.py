@@ -60,7 +60,7 @@ def epoch_column(offsets, starts: np.ndarray, epochs: np.ndarray) -> pa.Array:
     """The lineage's leader epoch of each offset (ascending): one value repeated when a window
     lies in one epoch, as it almost always does; -1 before the lineage's first entry."""
     n = len(offsets)
-    if not len(starts):
+    if not len(starts) or not n:  # a window whose rows the ranges all left out has none
         return pa.repeat(pa.scalar(-1, pa.int32()), n)
     first, last = offsets[0].as_py(), offsets[-1].as_py()
     at_first = np.searchsorted(starts, first, "right") - 1

@@ -19,6 +19,7 @@ public final class NullArrayProbe {
             () -> Native.segmentOpen("/dev/null", 0, -1, 1, false, Native.FILL_COLUMNS, 1, new Decompressor(),
                 java.nio.ByteBuffer.allocateDirect(8 * 64), null),
             () -> Native.indexEntryTrusted(null, 8, 0, 0),
+            () -> Native.segmentConsumer(0, null),
             () -> Native.avroOpen(null, new int[0], java.nio.ByteBuffer.allocateDirect(64)),
             () -> Native.decodeRow(decoder, null, 0, 0),
             () -> Native.batchInfo(decoder, null, 0, 0),

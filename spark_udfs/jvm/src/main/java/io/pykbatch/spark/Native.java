@@ -103,6 +103,11 @@ public final class Native {
                                    int fill, long maxDecompressed, Decompressor decompressor,
                                    java.nio.ByteBuffer info, long[] ranges);
 
+    /** The walk of an open reader reads as a consumer of offsets [first, last] receives them (the
+     * tiered reader: kb_log_consumer): spec = {committed, 1 when a last stable offset is known, that
+     * offset, first, last, then the aborted transactions' (first offset, producer id) pairs}. */
+    static native void segmentConsumer(long handle, long[] spec);
+
     /** Whether the segment file's offset index entry (offset, position) can be followed: the core's
      * kb_index_entry_trusted (false when the file cannot be read). */
     static native boolean indexEntryTrusted(String path, long position, long segmentBase, long offset);

@@ -153,6 +153,33 @@ abstract class NativeColumn extends ColumnVector {
         @Override public UTF8String getUTF8String(int rowId) { return (UTF8String) of(rowId); }
     }
 
+    /** leader_epoch of a tiered read: the lineage's epoch of each row's offset (the offsets column
+     * given: a record's, or a batch's base offset), -1 before its first entry (tiered.tables.epoch_column). */
+    static final class Epoch extends NativeColumn {
+        private final ColumnVector offsets;
+        private final long[] starts;  // ascending start offsets
+        private final int[] epochs;
+        Epoch(DataType type, SegmentWindow window, ColumnVector offsets, long[] starts, int[] epochs) {
+            super(type, window);
+            this.offsets = offsets;
+            this.starts = starts;
+            this.epochs = epochs;
+        }
+        @Override public int getInt(int rowId) {
+            long offset = offsets.getLong(rowId);
+            int lo = 0, hi = starts.length;  // the first start above the offset
+            while (lo < hi) {
+                int mid = (lo + hi) >>> 1;
+                if (starts[mid] <= offset) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            return lo == 0 ? -1 : epochs[lo - 1];
+        }
+    }
+
     /** headers: array<struct<key: string, value: binary>> over the header offsets of each row. */
     static final class Headers extends NativeColumn {
         private final ColumnVector struct;

@@ -63,6 +63,23 @@ final class SegmentRanges implements java.io.Serializable {
         return v == null ? 0 : v;
     }
 
+    /** packed ranges narrowed to offsets [first, end) (end Long.MAX_VALUE: open at the top). */
+    static long[] within(long[] packed, long first, long end) {
+        long[] out = packed.clone();
+        out[1] = (out[0] & FIRST_OFFSET) != 0 ? Math.max(out[1], first) : first;
+        out[0] |= FIRST_OFFSET;
+        if (end != Long.MAX_VALUE) {
+            out[2] = (out[0] & END_OFFSET) != 0 ? Math.min(out[2], end) : end;
+            out[0] |= END_OFFSET;
+        }
+        return out;
+    }
+
+    /** The offsets and timestamps set, as spark_udfs.tiered_plan reads them (null: open). */
+    Long[] bounds() {
+        return new Long[] {firstOffset, endOffset, firstTimestamp, endTimestamp};
+    }
+
     /** Whether a segment named base, followed in its folder by next (-1: none), can hold offsets in
      * range: it holds [base, next) (Kafka's log invariant; segment_plan.Ranges.keeps_segment). */
     boolean keepsSegment(long base, long next) {

@@ -6,6 +6,7 @@ import java.util.Map;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnVector;
@@ -65,7 +66,8 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
     private ColumnVector column(StructField field) {
         DataType t = field.dataType();
         SegmentWindow w = window;
-        if (batches && !java.util.Arrays.asList("topic", "partition", "segment", "path", "batch_ok", "batch_error")
+        if (batches && !java.util.Arrays.asList("topic", "partition", "segment", "path", "batch_ok", "batch_error",
+                                                "leader_epoch")
                 .contains(field.name())) {
             return new NativeColumn.Header(t, w, field.name());
         }
@@ -92,6 +94,11 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
             case "is_control": return new NativeColumn.Flags(t, w, SegmentWindow.IS_CONTROL);
             case "batch_ok": return new NativeColumn.Verdict(t, w, false);
             case "batch_error": return new NativeColumn.Verdict(t, w, true);
+            case "leader_epoch": {
+                ColumnVector offsets = batches ? new NativeColumn.Header(DataTypes.LongType, w, "base_offset")
+                    : new NativeColumn.Longs(DataTypes.LongType, w, SegmentWindow.OFFSET);
+                return new NativeColumn.Epoch(t, w, offsets, split.epochStarts, split.epochs);
+            }
             case "headers": {
                 StructType header = (StructType) ((ArrayType) t).elementType();
                 ColumnVector keys = new NativeColumn.Bytes(header.fields()[0].dataType(), w, SegmentWindow.HEADER_ROWS,
@@ -117,9 +124,12 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
             int fill = batches ? Native.FILL_HEADERS : countOnly ? Native.FILL_COUNT : Native.FILL_COLUMNS;
             handle = Native.segmentOpen(file, split.start, split.end, windowBytes, false, fill,
                 Long.parseLong(Options.DEFAULTS.getProperty("default.max_decompressed_bytes")), codecs,
-                window.buffer, ranges);
+                window.buffer, split.ranges(ranges));
             if (handle == 0) {
                 throw new IOException("kafka-segment: cannot open " + split.path);  // the core's exception is pending
+            }
+            if (split.consumer != null) {
+                Native.segmentConsumer(handle, split.consumer);
             }
         }
         for (;;) {

@@ -33,9 +33,11 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
     private final boolean validate;
     private final long splitBytes;
     private final long windowBytes;
+    private final java.util.Map<String, String> tiered;  // a tiered read's options (TieredPlan), else null
 
     SegmentScan(StructType schema, String path, boolean batches, boolean validate, long splitBytes, long windowBytes,
-                SegmentRanges ranges, boolean pushFilters, SegmentStore store) {
+                SegmentRanges ranges, boolean pushFilters, SegmentStore store, java.util.Map<String, String> tiered) {
+        this.tiered = tiered;
         this.schema = schema;
         this.store = store;
         this.ranges = ranges;
@@ -79,6 +81,9 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
 
     @Override
     public InputPartition[] planInputPartitions() {
+        if (tiered != null) {  // the Python plan's splits (its own pruning by the ranges)
+            return TieredPlan.splits(tiered, splitBytes, ranges).toArray(new InputPartition[0]);
+        }
         return SegmentPlan.splits(path, splitBytes, ranges, store).stream().filter(s -> prune.keeps(s, s.next))
             .toArray(InputPartition[]::new);
     }

@@ -20,8 +20,10 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * timestamps (SegmentRanges: segments by name, starts by their indexes, entries and records by the
  * core's rule); WHERE clauses on topic, partition and offset pruning whole segments (SegmentPrune,
  * with no option or setting) and, with pushFilters, narrowing the ranges.  A read it does not serve
- * -- options beyond {@link #SERVED} (decode, tiered storage, value decodings, format),
- * a URL no Hadoop file system of the session serves (fsspec's), or a session registered for the
+ * A tiered store on a local file system (its metadata, local dirs and isolation level) is planned by
+ * pykbatch's Python on the driver and read by the core (TieredPlan).  A read it does not serve
+ * -- options beyond {@link #SERVED} (decode, value decodings, format), a tiered store in an object
+ * store, a URL no Hadoop file system of the session serves (fsspec's), or a session registered for the
  * Python path -- goes to the Python
  * source, registered by spark_udfs.register(spark) as {@link #PYTHON} (Spark 4.0+), so every
  * option stays reachable under the one name.
@@ -50,7 +52,7 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
                 throw unregistered(e);
             }
         }
-        return schema(options);
+        return schema(options, TieredPlan.isTiered(options, options.get("path"), SegmentStore.of(options.get("path"))));
     }
 
     @Override
@@ -59,18 +61,20 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
         if (!served(options)) {
             return python().getTable(schema, partitioning, properties);
         }
-        return new SegmentScan(schema(options), options.get("path"), mode(options).equals("batches"),
+        SegmentStore store = SegmentStore.of(options.get("path"));
+        boolean tiered = TieredPlan.isTiered(options, options.get("path"), store);
+        return new SegmentScan(schema(options, tiered), options.get("path"), mode(options).equals("batches"),
             flag(options, "validate"), number(options, "splitBytes", SPLIT_BYTES),
             number(options, "windowBytes", WINDOW_BYTES), SegmentRanges.of(options), flag(options, "pushFilters"),
-            SegmentStore.of(options.get("path")));
+            store, tiered ? options.asCaseSensitiveMap() : null);
     }
 
     /** The Python source's columns (spark_udfs.segment_columns.arrow_schema): [path,] the records' or
-     * the batches' [, verdict]. */
-    static StructType schema(CaseInsensitiveStringMap options) {
+     * the batches' [, verdict] [, leader_epoch of a tiered read]. */
+    static StructType schema(CaseInsensitiveStringMap options, boolean tiered) {
         java.util.List<StructField> fields = new java.util.ArrayList<>();
-        for (String part : new String[] {"path", mode(options), "validation"}) {
-            if (!part.equals("path") && !part.equals("validation")
+        for (String part : new String[] {"path", mode(options), "validation", "tiered"}) {
+            if (part.equals("tiered") ? tiered : !part.equals("path") && !part.equals("validation")
                 || flag(options, part.equals("path") ? "includePath" : "validate")) {
                 fields.addAll(Arrays.asList(((StructType) Types.of(NAME + "." + part)).fields()));
             }
@@ -79,15 +83,25 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
     }
 
     /** Whether this read is the JVM's: a local path or one the session's Hadoop file systems serve
-     * (SegmentStore), no option but SERVED, and a session not registered for the Python path. */
+     * (SegmentStore), no option but SERVED and a tiered read's, and a session not registered for the
+     * Python path; a tiered store only on a local file system (TieredPlan). */
     static boolean served(CaseInsensitiveStringMap options) {
+        boolean tieredOptions = false;
         for (String key : options.keySet()) {
-            if (!SERVED.contains(key.toLowerCase(Locale.ROOT))) {
+            tieredOptions |= TieredPlan.isTieredOption(key);
+            if (!SERVED.contains(key.toLowerCase(Locale.ROOT)) && !TieredPlan.isTieredOption(key)) {
                 return false;
             }
         }
         String path = options.get("path");
-        return path != null && (SegmentPlan.isLocal(path) || SegmentStore.of(path) != null) && !pythonSession();
+        if (path == null || pythonSession()) {
+            return false;
+        }
+        SegmentStore store = SegmentPlan.isLocal(path) ? null : SegmentStore.of(path);
+        if (!SegmentPlan.isLocal(path) && store == null) {
+            return false;
+        }
+        return TieredPlan.isTiered(options, path, store) ? store == null : !tieredOptions;
     }
 
     /** records (every record decoded) or batches (headers only), from mode or deep, as

@@ -12,6 +12,23 @@ final class SegmentSplit implements InputPartition {
     final long start;
     final long end;
     long next = -1;  // the next segment's base offset in the same folder (-1: none): offsets here are below it
+    // a tiered read's split (TieredPlan), null otherwise: offsets [first, last] read as a consumer
+    // receives them (Native.segmentConsumer's spec), and leader_epoch's lineage
+    long[] consumer;
+    long[] epochStarts;
+    int[] epochs;
+
+    /** The ranges read in this split: the read's, narrowed to what its consumer may be handed. */
+    long[] ranges(long[] read) {
+        if (consumer == null) {
+            return read;
+        }
+        long first = consumer[3], end = consumer[4] == Long.MAX_VALUE ? Long.MAX_VALUE : consumer[4] + 1;
+        if (consumer[0] != 0 && consumer[1] != 0) {
+            end = Math.min(end, consumer[2]);  // nothing at or past the last stable offset
+        }
+        return SegmentRanges.within(read, first, end);
+    }
 
     SegmentSplit(String path, String topic, int partition, long segment, long start, long end) {
         this.path = path;

@@ -70,6 +70,27 @@ final class SegmentStore implements java.io.Serializable {
         return out;
     }
 
+    /** The names of the folders right under path (none when it is not a folder). */
+    List<String> folders(String path) {
+        org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(path);
+        List<String> out = new ArrayList<>();
+        try {
+            FileSystem fs = root.getFileSystem(conf);
+            if (fs.getFileStatus(root).isDirectory()) {
+                for (org.apache.hadoop.fs.FileStatus child : fs.listStatus(root)) {
+                    if (child.isDirectory()) {
+                        out.add(child.getPath().getName());
+                    }
+                }
+            }
+        } catch (java.io.FileNotFoundException e) {
+            return out;  // named by the read that follows
+        } catch (IOException e) {
+            throw new UncheckedIOException("kafka-segment: cannot list " + path, e);
+        }
+        return out;
+    }
+
     /** The object at url copied to a new local temporary file (the caller deletes it). */
     Path spool(String url) throws IOException {
         org.apache.hadoop.fs.Path remote = new org.apache.hadoop.fs.Path(url);
