@@ -73,6 +73,7 @@ def _resources(version_file: str = LIBRARY_VERSION) -> dict[str, bytes]:
     import pyarrow as pa
 
     from spark_udfs import segment_columns
+    from pykbatch.log.indexes import OffsetIndex, TimeIndex
     from pykbatch.tiered.layouts import LocalTieredStorage
     from pykbatch.tiered.tables import EPOCH
     from spark_udfs.function_table import PATH_SETTING, PYTHON_SETTING
@@ -84,6 +85,8 @@ def _resources(version_file: str = LIBRARY_VERSION) -> dict[str, bytes]:
         version = f.read().strip()
     build = {"version": version, "path_setting": PATH_SETTING, "python_segment_source": segment_columns.PYTHON_NAME,
              "python_setting": PYTHON_SETTING,
+             **{name: f"{kind.SUFFIX} {kind.FORMAT} {kind.RELATIVE}"  # the sparse indexes' layouts
+                for name, kind in (("offset_index", OffsetIndex), ("time_index", TimeIndex))},
              # a folder LocalTieredStorage keeps a partition in: how a tiered store is told (Java's syntax)
              "tiered_folder": LocalTieredStorage.FOLDER.pattern.replace("(?P<", "(?<")}
     return {

@@ -9,41 +9,61 @@ import java.nio.file.Paths;
  * A segment's sparse indexes as the plan reads them (pykbatch.log.indexes: OffsetIndex, TimeIndex):
  * fixed-size big-endian entries after the base offset in the file's name, ending at the first entry
  * after the start whose offset is the base (zero-filled preallocated space); a missing or unreadable
- * file is no index.  Lookups are Python's bisect, so that an index out of order (a damaged one) gives
- * the Python source's answer too.
+ * file is no index.  Each file's layout (suffix, entry fields, which field is relative to the base)
+ * is pykbatch's, written into the jar's build.properties.  Lookups are Python's bisect, so that an
+ * index out of order (a damaged one) gives the Python source's answer too.
  */
 final class SegmentIndexes {
-    /** {suffix, entry size, where the relative offset is, where the other field is, its width} */
-    static final Object[] OFFSET_INDEX = {".index", 8, 0, 4, 4};   // {int32 relative offset, int32 position}
-    static final Object[] TIME_INDEX = {".timeindex", 12, 8, 0, 8}; // {int64 timestamp, int32 relative offset}
+    /** An index file's layout: its suffix, its entry's two fields (struct format), the relative one. */
+    static final class Layout {
+        final String suffix;
+        final int[] width = new int[2];
+        final int relative;
+
+        Layout(String property) {
+            String[] parts = Native.BUILD.getProperty(property).split(" ");  // ".index >ii 0"
+            suffix = parts[0];
+            for (int f = 0; f < 2; f++) {
+                width[f] = parts[1].charAt(1 + f) == 'q' ? 8 : 4;  // '>' then 'q' (int64) or 'i' (int32)
+            }
+            relative = Integer.parseInt(parts[2]);
+        }
+
+        int size() {
+            return width[0] + width[1];
+        }
+    }
+
+    static final Layout OFFSET_INDEX = new Layout("offset_index");  // {relative offset, position}
+    static final Layout TIME_INDEX = new Layout("time_index");      // {timestamp, relative offset}
 
     private SegmentIndexes() { }
 
-    /** {keys, values} of the index of `kind` beside the segment log: an offset index's {offsets,
-     * positions}, a time index's {timestamps, offsets}; null when it cannot be read. */
-    static long[][] read(String log, Object[] kind, long base) {
+    /** The entries' two fields, the relative one made absolute: an offset index's {offsets,
+     * positions}, a time index's {timestamps, offsets}; null when the file cannot be read. */
+    static long[][] read(String log, Layout kind, long base) {
         byte[] data;
         try {
-            data = Files.readAllBytes(Paths.get(log.substring(0, log.length() - ".log".length()) + kind[0]));
+            data = Files.readAllBytes(Paths.get(log.substring(0, log.length() - ".log".length()) + kind.suffix));
         } catch (IOException | OutOfMemoryError | RuntimeException e) {
             return null;
         }
-        int size = (Integer) kind[1], relativeAt = (Integer) kind[2], otherAt = (Integer) kind[3];
-        boolean otherLong = (Integer) kind[4] == 8;
+        int size = kind.size(), slots = data.length / size, n = 0;
         ByteBuffer b = ByteBuffer.wrap(data);
-        int n = 0;
-        long[] offsets = new long[data.length / size], others = new long[data.length / size];
-        for (int i = 0; i < data.length / size; i++) {
-            long offset = base + b.getInt(i * size + relativeAt);
-            if (i > 0 && offset == base) {
+        long[][] out = {new long[slots], new long[slots]};
+        for (int i = 0; i < slots; i++) {
+            long[] entry = new long[2];
+            for (int f = 0, at = i * size; f < 2; at += kind.width[f], f++) {
+                entry[f] = kind.width[f] == 8 ? b.getLong(at) : b.getInt(at);
+            }
+            entry[kind.relative] += base;
+            if (i > 0 && entry[kind.relative] == base) {
                 break;
             }
-            offsets[n] = offset;
-            others[n++] = otherLong ? b.getLong(i * size + otherAt) : b.getInt(i * size + otherAt);
+            out[0][n] = entry[0];
+            out[1][n++] = entry[1];
         }
-        offsets = java.util.Arrays.copyOf(offsets, n);
-        others = java.util.Arrays.copyOf(others, n);
-        return otherLong ? new long[][] {others, offsets} : new long[][] {offsets, others};
+        return new long[][] {java.util.Arrays.copyOf(out[0], n), java.util.Arrays.copyOf(out[1], n)};
     }
 
     /** Python's bisect.bisect_left over a (maybe unsorted) array. */

@@ -34,6 +34,7 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
     private final long splitBytes;
     private final long windowBytes;
     private final java.util.Map<String, String> tiered;  // a tiered read's options (TieredPlan), else null
+    private InputPartition[] tieredSplits;  // its plan: a Python process run on the driver, so run once
 
     SegmentScan(StructType schema, String path, boolean batches, boolean validate, long splitBytes, long windowBytes,
                 SegmentRanges ranges, boolean pushFilters, SegmentStore store, java.util.Map<String, String> tiered) {
@@ -81,8 +82,11 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
 
     @Override
     public InputPartition[] planInputPartitions() {
-        if (tiered != null) {  // the Python plan's splits (its own pruning by the ranges)
-            return TieredPlan.splits(tiered, splitBytes, ranges).toArray(new InputPartition[0]);
+        if (tiered != null) {  // the Python plan's splits (its own pruning by the ranges), planned once
+            if (tieredSplits == null) {
+                tieredSplits = TieredPlan.splits(tiered, splitBytes, ranges).toArray(new InputPartition[0]);
+            }
+            return tieredSplits;
         }
         return SegmentPlan.splits(path, splitBytes, ranges, store).stream().filter(s -> prune.keeps(s, s.next))
             .toArray(InputPartition[]::new);
