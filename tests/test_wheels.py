@@ -124,6 +124,12 @@ with open(os.path.join(log, "00000000000000000000.log"), "wb") as f:
     stored_crc[17] ^= 1  # readable records, a refused batch
     f.write(b"".join([good, bytes(stored_crc), kb.build_batch([{"value": b"x", "timestamp": 2}] * 4, base_offset=6)]))
 segment = spark.read.format("kafka-segment").option("validate", "true").load(log)
+store = os.path.join(tempfile.mkdtemp(), "store")  # a tiered store (LocalTieredStorage's layout), no metadata
+upload = os.path.join(store, "orders-0-" + "T" * 22)
+os.makedirs(upload)
+with open(os.path.join(upload, "00000000000000000000-" + "U" * 22 + ".log"), "wb") as f:
+    f.write(good + kb.build_batch([{"value": b"x", "timestamp": 2}] * 4, base_offset=3))
+tiered = spark.read.format("kafka-segment").option("isolationLevel", "read_committed").load(store)
 from spark_udfs import explode_records, kbatch_batch_info, kbatch_repair
 future = kb.build_batch([{"value": b"a", "timestamp": 1}, {"value": b"late", "timestamp": 2**41},
                          {"value": b"c", "timestamp": 2}], compression="zstd")  # one record from the far future
@@ -139,7 +145,10 @@ print("SPARK", json.dumps({"path": spark.conf.get("spark.pykbatch.functions"), "
                            "ok": [r.v.ok for r in rows], "rule": rows[1].v.culprits[0].rule,
                            "spark": spark.version, "configured": [r.v.ok for r in configured],
                            "segment": segment.selectExpr("count(*) AS n", "count_if(batch_ok) AS ok").first().asDict(),
-                           "segment_on_jvm": "on the JVM" in segment._jdf.queryExecution().executedPlan().toString()}))
+                           "segment_on_jvm": "on the JVM" in segment._jdf.queryExecution().executedPlan().toString(),
+                           "tiered": tiered.selectExpr("count(*) AS n", "sum(offset) AS offsets",
+                                                       "max(leader_epoch) AS epoch").first().asDict(),
+                           "tiered_on_jvm": "on the JVM" in tiered._jdf.queryExecution().executedPlan().toString()}))
 spark.stop()
 """
 
@@ -149,9 +158,10 @@ SPARK_35 = "3.5.5"  # Spark 3.5, the LTS line of many managed platforms (Scala 2
 
 @pytest.mark.parametrize("spark_version", ["this", SPARK_35])
 def test_the_hosts_wheel_runs_a_spark_job_on_the_jvm_path(spark_version, manylinux_wheel, tmp_path):
-    """A fresh venv with the wheel and pyspark, and no javac on its PATH: the wheel's own jar (its
-    JNI library inside, compiled against this pyspark) serves kbatch_validate and kafka-segment in
-    Spark's JVM -- in this Spark, and in Spark 3.5, where pykbatch's Python functions and sources
+    """A fresh venv with the wheel and pyspark (and fsspec, for tiered stores), and no javac on its
+    PATH: the wheel's own jar (its JNI library inside, compiled against this pyspark) serves
+    kbatch_validate and kafka-segment -- a tiered store too, planned by the venv's Python -- in
+    Spark's JVM, in this Spark, and in Spark 3.5, where pykbatch's Python functions and sources
     cannot run."""
     import shutil
     pyspark = pytest.importorskip("pyspark", reason="the JVM path's smoke test installs the same pyspark")
@@ -165,7 +175,7 @@ def test_the_hosts_wheel_runs_a_spark_job_on_the_jvm_path(spark_version, manylin
     subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, timeout=300)
     venv_python = str(env / "bin" / "python")
     installed = subprocess.run([venv_python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel),
-                                f"pyspark=={version}", "pandas<3"], capture_output=True, text=True,
+                                f"pyspark=={version}", "pandas<3", "fsspec"], capture_output=True, text=True,
                                timeout=1200)
     if installed.returncode != 0 and "No matching distribution" in installed.stderr:
         pytest.skip("pyspark cannot be fetched: " + installed.stderr.strip().splitlines()[-1])
@@ -184,6 +194,8 @@ def test_the_hosts_wheel_runs_a_spark_job_on_the_jvm_path(spark_version, manylin
     assert smoke["spark"] == version and smoke["configured"] == [True, False], smoke
     # kafka-segment's JVM reader: every record of the log, the refused batch's marked
     assert smoke["segment_on_jvm"] and smoke["segment"] == {"n": 10, "ok": 7}, smoke
+    # a tiered store on the JVM (its plan made by the venv's Python): every offset, no lineage
+    assert smoke["tiered_on_jvm"] and smoke["tiered"] == {"n": 7, "offsets": 21, "epoch": -1}, smoke
     # kbatch_repair (a zstd batch rebuilt by the JVM's codecs), kbatch_batch_info, explode_records
     assert smoke["repaired"] == [["a", "c"], []] and smoke["dropped"] == [["late"], [None]], smoke
     assert smoke["unrepairable"] == [0, 1] and smoke["exploded"] == 3, smoke
