@@ -6,10 +6,14 @@ lineage behind ``leader_epoch`` -- as JSON.
 The JVM runs it on the driver (TieredPlan.java), as Spark runs a Python data source's planner:
 ``python -m spark_udfs.tiered_plan`` reads ``{"options": {...}, "splitBytes": n, "ranges": [first
 offset, end offset, first timestamp, end timestamp]}`` on stdin and writes ``{"splits": [...],
-"warnings": [...]}`` on stdout, or ``{"error": ...}`` and exit status 1.  Only stores whose files
-are local (a broker's log dirs, LocalTieredStorage on a local or shared file system) are the
-JVM's; a split that is an object of a remote store is an error (the JVM hands such reads to the
-Python source before planning).
+"warnings": [...]}`` on stdout, or ``{"error": ...}`` and exit status 1.  A split whose piece is a
+local file (a broker's log dirs, LocalTieredStorage on a local or shared file system) names the
+file and the byte to start at; one whose piece is an object of a remote store names the object
+(its URL in the read's scheme, which the JVM reads through Spark's Hadoop file systems) and the
+byte ranges pykbatch's reader fetches of it (TieredPartition.remote_ranges), joined into the
+segment the core reads.  The store is reached with the read's ``fs.*`` options, or, for
+``s3a://`` without them, with the session's ``fs.s3a.*`` settings the JVM passes as ``hadoop``
+(spark_udfs.s3a_options).
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ import sys
 from pykbatch.kafka.isolation import AbortedTxn, Isolation
 from pykbatch.tiered.tables import lineage_arrays
 
-from . import tiered_source
+from . import s3a_options, tiered_source
 from .segment_plan import Ranges
 
 
@@ -33,35 +37,53 @@ class _Warnings(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-def split_json(split: tiered_source.TieredSplit) -> dict:
+def split_json(split: tiered_source.TieredSplit, scheme: str) -> dict:
     """One split as the JVM reads it (SegmentSplit's tiered fields)."""
     part, piece = split.part, split.piece
     seg = part.local_segment(piece, split.lo)
-    if seg is None:
-        raise ValueError(f"{piece.path} is an object of a remote store: the Python source reads it")
-    try:
-        path, start = seg.path, seg.start_position
-    finally:
-        seg.close()
+    if seg is not None:
+        try:
+            where = {"path": seg.path, "start": seg.start_position}
+        finally:
+            seg.close()
+    else:  # an object: its URL in the read's own scheme (s3a://, not s3fs's first name, s3://)
+        url = part.store.fs.unstrip_protocol(piece.path).split("://", 1)[1]
+        known = len(part.reports)
+        spans = part.fetch_ranges(piece, split.lo, split.hi)
+        for r in part.reports[known:]:  # an object that cannot be read: no rows, said as the Python source says it
+            tiered_source.LOG.warning("kafka-segment (tiered): %s", r.line())
+        where = {"path": piece.path, "start": 0, "url": f"{scheme}://{url}",
+                 "byteRanges": [[a, -1 if b is None else b] for a, b in spans]}
     iso = Isolation(split.level, [AbortedTxn(*t) for t in split.aborted], split.last_stable_offset,
                     fetch_offset=split.lo)
     starts, epochs = lineage_arrays(part, piece)
     return {"topic": part.partition.topic, "partition": part.partition.partition, "segment": piece.base_offset,
-            "path": path, "start": start, "lo": split.lo, "hi": split.hi, "committed": iso.committed,
+            **where, "lo": split.lo, "hi": split.hi, "committed": iso.committed,
             "lastStableOffset": iso.last_stable_offset, "aborted": [list(p) for p in iso.pending],
             "epochStarts": [int(o) for o in starts], "epochs": [int(e) for e in epochs]}
 
 
-def plan_json(request: dict) -> dict:
+def read_options(request: dict) -> dict:
+    """The read's options; an s3a:// store without ``fs.*`` options reached with the session's
+    ``fs.s3a.*`` settings."""
     options = {str(k): str(v) for k, v in request["options"].items()}
+    path = options.get("path", "")
+    if path.startswith("s3a://") and not any(k.startswith("fs.") for k in options):
+        options.update({f"fs.{k}": v for k, v in s3a_options.storage_options(request.get("hadoop", {}), path).items()})
+    return options
+
+
+def plan_json(request: dict) -> dict:
+    options = read_options(request)
     ranges = Ranges(*request.get("ranges", [None] * 4))
     caught = _Warnings()
     tiered_source.LOG.addHandler(caught)
     try:
         splits = tiered_source.plan(options, ranges, int(request["splitBytes"]))
+        scheme = options["path"].split("://", 1)[0] if "://" in options["path"] else "file"
+        return {"splits": [split_json(s, scheme) for s in splits], "warnings": caught.lines}
     finally:
         tiered_source.LOG.removeHandler(caught)
-    return {"splits": [split_json(s) for s in splits], "warnings": caught.lines}
 
 
 def main() -> int:

@@ -230,3 +230,14 @@ class Broker:
 
     def files(self, *suffixes: str) -> list[str]:
         return sorted(str(p) for p in self.data.rglob("*") if p.suffix in suffixes and p.is_file())
+
+
+def s3a_jars_or_skip(why_s3fs: str) -> str:
+    """hadoop-aws (Spark's s3a://) as ``spark.jars``, or the test skipped with the reason: s3fs (the
+    Python side's way to the same bucket) missing, or Maven Central unreachable."""
+    import pytest
+    pytest.importorskip("s3fs", reason=why_s3fs)
+    try:
+        return spark_jars("hadoop-aws")
+    except RuntimeError as exc:
+        pytest.skip(f"hadoop-aws could not be fetched from Maven Central: {exc}")

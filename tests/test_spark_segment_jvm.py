@@ -291,11 +291,7 @@ def test_a_store_sparks_file_systems_serve_is_read_on_the_jvm(s3_server, tmp_pat
     import subprocess
     import sys
     from tests import kafka_tools
-    pytest.importorskip("s3fs", reason="the Python source reads s3a:// through s3fs")
-    try:
-        jars = kafka_tools.spark_jars("hadoop-aws")
-    except RuntimeError as exc:
-        pytest.skip(f"hadoop-aws could not be fetched from Maven Central: {exc}")
+    jars = kafka_tools.s3a_jars_or_skip("the Python source reads s3a:// through s3fs")
     seed = int(os.environ.get("PYKBATCH_SEGMENT_SEED", random.randrange(2**32)))
     print(f"PYKBATCH_SEGMENT_SEED={seed}")
     rng = random.Random(seed)

@@ -627,6 +627,19 @@ def _damage_store(rng, root: Path) -> list[str]:
     return done
 
 
+def _drawn_options(rng, stage: Stage) -> dict:
+    """A tiered read's options, drawn: isolation, validate, includePath, split and window sizes,
+    batches mode, local dirs or not, an offset or timestamp range."""
+    return {"remoteLogMetadata": metadata_of(stage)[0], "isolationLevel": rng.choice(ISOLATIONS),
+            "validate": rng.choice(["true", "false"]), "includePath": rng.choice(["true", "false"]),
+            "splitBytes": str(rng.choice([700, 64 << 20])), "windowBytes": str(rng.choice([1, 900, 8 << 20])),
+            **rng.choice([{}, {}, {"mode": "batches"}]),
+            **({"localDirs": str(stage.data)} if rng.random() < 0.6 else {}),
+            **rng.choice([{}, {"startingOffset": str(rng.randrange(0, 200))},
+                          {"endingOffset": str(rng.randrange(1, 300))},
+                          {"startingTimestamp": "0", "endingTimestamp": str(2**62)}])}
+
+
 @pytest.mark.spark
 def test_the_jvm_reader_reads_a_tiered_store_as_the_python_source_does(stages, spark, tmp_path):
     """kafka-segment over a tiered store on a local file system, on the JVM (planned by pykbatch's
@@ -663,14 +676,7 @@ def test_the_jvm_reader_reads_a_tiered_store_as_the_python_source_does(stages, s
             root = tmp_path / f"store{trial}"
             shutil.copytree(stage.remote, root)
             damage = _damage_store(rng, root)
-        options = {"remoteLogMetadata": metadata_of(stage)[0], "isolationLevel": rng.choice(ISOLATIONS),
-                   "validate": rng.choice(["true", "false"]), "includePath": rng.choice(["true", "false"]),
-                   "splitBytes": str(rng.choice([700, 64 << 20])), "windowBytes": str(rng.choice([1, 900, 8 << 20])),
-                   **rng.choice([{}, {}, {"mode": "batches"}]),
-                   **({"localDirs": str(stage.data)} if rng.random() < 0.6 else {}),
-                   **rng.choice([{}, {"startingOffset": str(rng.randrange(0, 200))},
-                                 {"endingOffset": str(rng.randrange(1, 300))},
-                                 {"startingTimestamp": "0", "endingTimestamp": str(2**62)}])}
+        options = _drawn_options(rng, stage)
         if trial < 2:  # the cases the class turns on, whatever the draw: splits cut inside a piece, read_committed
             options.update(splitBytes="700", isolationLevel="read_committed", **({"mode": "batches"} if trial else {}))
         where = (seed, trial, stage.name, damage, options)
@@ -695,3 +701,89 @@ def test_the_jvm_reader_reads_a_tiered_store_as_the_python_source_does(stages, s
             finally:
                 spark.conf.unset("spark.sql.python.filterPushdown.enabled")
     assert compared > 0
+
+
+S3A_TIERED_JOB = r"""
+import json, sys
+from spark_udfs.session import quiet_session
+from spark_udfs.functions import register
+from spark_udfs.segment_source import NAME, PYTHON_NAME
+from tests.test_tiered import _spark_rows
+endpoint, jars, runs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+spark = quiet_session("local[2]", "s3a-tiered", **{
+    "spark.jars": jars, "spark.hadoop.fs.s3a.endpoint": endpoint.split("://", 1)[1],
+    "spark.hadoop.fs.s3a.connection.ssl.enabled": "false", "spark.hadoop.fs.s3a.path.style.access": "true",
+    "spark.hadoop.fs.s3a.access.key": "testing", "spark.hadoop.fs.s3a.secret.key": "testing",
+    "spark.hadoop.fs.s3a.endpoint.region": "us-east-1",
+    "spark.hadoop.fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"})
+register(spark)
+out = []
+for run in runs:
+    jvm = spark.read.format(NAME).options(**run["options"]).load(run["url"])
+    python = spark.read.format(PYTHON_NAME).options(**run["options"], **run["fs"]).load(run["url"])
+    out.append({"jvm_scan": "pykbatch's core on the JVM" in jvm._jdf.queryExecution().executedPlan().toString(),
+                "same_schema": jvm.schema == python.schema, "count": jvm.count(),
+                "jvm": json.loads(json.dumps(_spark_rows(jvm), default=repr)),
+                "python": json.loads(json.dumps(_spark_rows(python), default=repr))})
+print("ANSWERS " + json.dumps(out))
+"""
+
+
+@pytest.mark.spark
+def test_the_jvm_reader_reads_a_tiered_store_in_s3_as_the_python_source_does(stages, s3_server, tmp_path):
+    """A tiered store in an S3-compatible server (moto), read as s3a:// by a session whose only
+    settings for it are Hadoop's fs.s3a.* (no AWS environment): on the JVM (the plan reaches the
+    store with those settings said as s3fs options; each split fetches the byte ranges the plan
+    names) with the Python source's rows (fsspec with the fs.* options), read_committed over the
+    sound store what the consumer read, over drawn stages, options and damage (bytes flipped, cut
+    or zeroed; an object deleted).  Seed printed;
+    PYKBATCH_TIERED_SEED repeats a run."""
+    import json
+    import random
+    import subprocess
+    import sys
+
+    from tests.test_spark_segment_jvm import _first_difference
+    jars = kafka_tools.s3a_jars_or_skip("the tiered plan reaches s3a:// through s3fs")
+    seed = int(os.environ.get("PYKBATCH_TIERED_SEED", random.randrange(2**32)))
+    print(f"PYKBATCH_TIERED_SEED={seed}")
+    rng = random.Random(seed)
+    fs = {f"fs.{k}.{kk}" if isinstance(v, dict) else f"fs.{k}": vv
+          for k, v in s3_server.storage_options().items()
+          for kk, vv in (v.items() if isinstance(v, dict) else [(None, v)])}
+    s = stages["retained"]
+    runs = [{"url": s3_server.upload(s.remote, "tiered-jvm", "sound").replace("s3://", "s3a://", 1),
+             "options": {"remoteLogMetadata": metadata_of(s)[0], "localDirs": str(s.data),
+                         "isolationLevel": "read_committed", "splitBytes": "700"}, "fs": fs, "why": "sound"}]
+    for trial in range(4):
+        stage = stages[rng.choice(STAGES)]
+        root, damage = Path(stage.remote), []
+        if trial % 2 or rng.random() < 0.5:
+            root = tmp_path / f"store{trial}"
+            shutil.copytree(stage.remote, root)
+            damage = _damage_store(rng, root)
+            if trial == 3:  # an object the metadata names and the store lost: reported, nothing read of it
+                lost = rng.choice(uploads(root, rng.randrange(2)))
+                lost.unlink()
+                damage.append(f"deleted {lost.name}")
+        options = _drawn_options(rng, stage)
+        if trial < 2:  # ranged fetches inside a piece, whatever the draw
+            options.update(splitBytes="700", isolationLevel="read_committed")
+        runs.append({"url": s3_server.upload(root, "tiered-jvm", f"trial{trial}").replace("s3://", "s3a://", 1),
+                     "options": options, "fs": fs, "why": [seed, trial, stage.name, damage, options]})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, AWS_EC2_METADATA_DISABLED="true")
+    proc = subprocess.run([sys.executable, "-c", S3A_TIERED_JOB, s3_server.endpoint, jars, json.dumps(runs)],
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    answers = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("ANSWERS "))[len("ANSWERS "):])
+    for run, answer in zip(runs, answers):
+        assert answer["jvm_scan"] and answer["same_schema"], run["why"]
+        assert answer["jvm"] == answer["python"], (run["why"], _first_difference(answer["jvm"], answer["python"]))
+        assert answer["count"] == len(answer["jvm"]), run["why"]
+    sound = sorted((r["partition"], r["offset"], r["timestamp"], r["key"], r["value"]) for r in answers[0]["jvm"]
+                   if r["topic"] == TOPIC)
+    consumed = s.consumed["read_committed"]
+    assert [(p, o) for p, o, *_ in sound] == [(p, o) for p, o, *_ in consumed]
+    assert sum(len(a["jvm"]) for a in answers[1:]) > 0

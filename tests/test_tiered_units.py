@@ -164,3 +164,35 @@ def test_a_trusted_listing_with_local_dirs_plans_the_newest_upload_up_to_the_loc
         (part,) = tiered.TieredTopicStore(store).partitions([str(tmp_path / "data")])
     assert [(p.start, p.end, p.source) for p in part.pieces] == [(0, 9, "remote"), (10, 14, "remote"), (15, None, "local")]
     assert [r.offset for _, r in part.records()] == list(range(25))
+
+
+def test_the_sessions_s3a_settings_reach_the_store_as_s3fs_options():
+    """What a Spark session reads s3a:// with (Hadoop's fs.s3a.*) is what the tiered plan reaches
+    the store with: an endpoint without a scheme takes http when SSL is off, a bucket's own
+    settings win over the general ones, anonymous access and path-style addressing carry over."""
+    from pykbatch.tiered.layouts import storage_options
+    from spark_udfs import s3a_options
+    hadoop = {"fs.s3a.endpoint": "127.0.0.1:9000", "fs.s3a.connection.ssl.enabled": "false",
+              "fs.s3a.path.style.access": "true", "fs.s3a.access.key": "general", "fs.s3a.secret.key": "s",
+              "fs.s3a.endpoint.region": "eu-west-1", "fs.s3a.bucket.logs.access.key": "for-logs",
+              "fs.s3a.bucket.other.endpoint": "https://elsewhere", "fs.s3a.threads.max": "64", "fs.defaultFS": "x"}
+    got = storage_options(s3a_options.storage_options(hadoop, "s3a://logs/tiered").items())
+    assert got == {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9000", "region_name": "eu-west-1"},
+                   "use_ssl": False, "config_kwargs": {"s3": {"addressing_style": "path"}},
+                   "key": "for-logs", "secret": "s"}
+    other = s3a_options.storage_options(hadoop, "s3a://other/x")
+    assert other["client_kwargs.endpoint_url"] == "https://elsewhere" and other["key"] == "general"
+    assert s3a_options.storage_options({"fs.s3a.endpoint": "s3.example.com"}, "s3a://b") == \
+        {"client_kwargs.endpoint_url": "https://s3.example.com"}
+    anon = {"fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider"}
+    assert s3a_options.storage_options(anon, "s3a://b") == {"anon": "true"}
+    assert s3a_options.storage_options({}, "s3a://b") == {}
+
+
+def test_the_planner_uses_the_reads_fs_options_before_the_sessions():
+    from spark_udfs.tiered_plan import read_options
+    hadoop = {"fs.s3a.access.key": "from-session"}
+    assert read_options({"options": {"path": "s3a://b/t"}, "hadoop": hadoop})["fs.key"] == "from-session"
+    mine = read_options({"options": {"path": "s3a://b/t", "fs.key": "mine"}, "hadoop": hadoop})
+    assert mine["fs.key"] == "mine" and "fs.secret" not in mine
+    assert read_options({"options": {"path": "/local/store"}, "hadoop": hadoop}) == {"path": "/local/store"}

@@ -36,17 +36,18 @@ RANGE_BLOCK = 16 << 20  # bytes per ranged request of a remote object: few reque
 IN_MEMORY_BYTES = 64 << 20  # a fetched range up to this size stays in memory; larger ones spool to disk
 
 
-def _batch_if_needed(read, path: str, position: int, end: int, next_position: int | None) -> bytes:
-    """The batch at ``position`` when it can hold offsets up to ``end``: a v2 header's base offset
-    says where it starts (a v0/v1 entry's offset is its last, so that one is always taken)."""
+def _batch_range(read, path: str, position: int, end: int, next_position: int | None) -> tuple[int, int] | None:
+    """The bytes of the batch at ``position`` when it can hold offsets up to ``end``: a v2 header's
+    base offset says where it starts (a v0/v1 entry's offset is its last, so that one is always
+    taken); None when it cannot."""
     head = read(path, position, position + 17)
     if len(head) < 17:
-        return head
+        return (position, position + len(head)) if head else None
     base, length, magic = int.from_bytes(head[:8], "big", signed=True), int.from_bytes(head[8:12], "big"), head[16]
     if magic >= 2 and base > end:
-        return b""
+        return None
     stop = position + 12 + length
-    return head + read(path, position + 17, stop if next_position is None else min(stop, next_position))
+    return position, max(position + 17, stop if next_position is None else min(stop, next_position))
 
 
 class NoMetadataWarning(UserWarning):
@@ -266,10 +267,29 @@ class TieredPartition:
 
     def _open_piece(self, piece: Piece, start: int, end: int | None) -> Segment:
         """The piece's segment, from the index position of ``start`` (a remote object: only the
-        byte range holding [start, end] is fetched)."""
+        byte ranges holding [start, end] are fetched)."""
         seg = self.local_segment(piece, start)
         if seg is not None:
             return seg
+        spans = self.remote_ranges(piece, start, end)
+        if spans[-1][1] is not None:
+            data = b"".join(self.store.read(piece.path, a, b) for a, b in spans)
+            seg = Segment.in_memory(data, piece.base_offset, piece.path)
+        else:
+            spool = tempfile.NamedTemporaryFile(suffix=".spool")  # bounded memory; deleted on close
+            with self.store.open(piece.path, block_size=RANGE_BLOCK, exact=True) as f:
+                f.seek(spans[0][0])
+                for chunk in iter(lambda: f.read(RANGE_BLOCK), b""):
+                    spool.write(chunk)
+            spool.flush()
+            seg = Segment(spool, base_offset=piece.base_offset)
+        seg.start_position = 0
+        return seg
+
+    def remote_ranges(self, piece: Piece, start: int, end: int | None) -> list[tuple[int, int | None]]:
+        """The byte ranges [a, b) of a remote piece's object that a read of offsets [start, end]
+        fetches, in order (their bytes, joined, are the segment it reads; b None: to the object's
+        end, spooled to disk).  The Python reader and the JVM's (spark_udfs.tiered_plan) fetch these."""
         whole = start <= piece.base_offset and (end is None or (piece.copy is not None and end >= piece.copy.end))
         index = None if whole else self._remote_index(piece)  # a whole object needs no index
         entries = index._entries() if index is not None else []
@@ -280,28 +300,20 @@ class TieredPartition:
         # first entry past ``end`` holds every batch before that one, which may still hold ``end``;
         # and the batch at the last entry before ``start`` is skipped when it ends before ``start``
         hi = after[0].position if after else size
-        read = self.store.read
         lo = before[-1].position if before else 0
         if before and before[-1].offset < start:
-            head = read(piece.path, lo, lo + 12)
+            head = self.store.read(piece.path, lo, lo + 12)
             if len(head) == 12:
                 lo += 12 + int.from_bytes(head[8:12], "big")
-        if hi is not None and hi - lo <= IN_MEMORY_BYTES:
-            data = read(piece.path, lo, hi)
-            if after:
-                data += _batch_if_needed(read, piece.path, after[0].position, end,
-                                         after[1].position if len(after) > 1 else size)
-            seg = Segment.in_memory(data, piece.base_offset, piece.path)
-        else:
-            spool = tempfile.NamedTemporaryFile(suffix=".spool")  # bounded memory; deleted on close
-            with self.store.open(piece.path, block_size=RANGE_BLOCK, exact=True) as f:
-                f.seek(lo)
-                for chunk in iter(lambda: f.read(RANGE_BLOCK), b""):
-                    spool.write(chunk)
-            spool.flush()
-            seg = Segment(spool, base_offset=piece.base_offset)
-        seg.start_position = 0
-        return seg
+        if hi is None or hi - lo > IN_MEMORY_BYTES:
+            return [(lo, None)]
+        spans: list[tuple[int, int | None]] = [(lo, hi)]
+        if after:
+            tail = _batch_range(self.store.read, piece.path, after[0].position, end,
+                                after[1].position if len(after) > 1 else size)
+            if tail is not None:
+                spans.append(tail)
+        return spans
 
     def _remote_index(self, piece: Piece) -> OffsetIndex | None:
         path = piece.obj.files.get(layouts.INDEX) if piece.obj else None
@@ -334,8 +346,20 @@ class TieredPartition:
         try:
             return self._open_piece(piece, lo, hi)
         except OSError as exc:
-            self._report("missing_object", piece.start, piece.end, f"cannot be read: {exc}", piece.path)
+            self._unreadable(piece, exc)
             return None
+
+    def fetch_ranges(self, piece: Piece, lo: int, hi: int | None) -> list[tuple[int, int | None]]:
+        """remote_ranges for offsets [lo, hi], or none (reported as open_piece reports) when the
+        object cannot be read."""
+        try:
+            return self.remote_ranges(piece, lo, hi)
+        except OSError as exc:
+            self._unreadable(piece, exc)
+            return []
+
+    def _unreadable(self, piece: Piece, exc: OSError) -> None:
+        self._report("missing_object", piece.start, piece.end, f"cannot be read: {exc}", piece.path)
 
     def piece_batches(self, piece: Piece, seg: Segment, lo: int, hi: int | None):
         """The batches of ``seg`` holding offsets in [lo, hi]; a framing error or an object that

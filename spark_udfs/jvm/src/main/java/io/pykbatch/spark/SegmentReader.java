@@ -20,6 +20,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * own vectorized readers); close() frees it.
  */
 final class SegmentReader implements PartitionReader<ColumnarBatch> {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger("pykbatch.tiered");
     private final SegmentSplit split;
     private final SegmentWindow window = new SegmentWindow();
     private final Decompressor codecs = new Decompressor();
@@ -117,7 +118,18 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
     public boolean next() throws IOException {
         if (handle == 0) {
             String file = split.path;
-            if (store != null) {
+            if (split.url != null) {
+                try {
+                    spooled = store.spoolRanges(split.url, split.byteRanges);
+                } catch (java.io.FileNotFoundException e) {
+                    // gone since the plan: no rows, said as the Python source says it (a missing object)
+                    LOG.warn("kafka-segment (tiered): {}: missing_object [{}, {}] cannot be read: {} ({})",
+                        split.topic + "-" + split.partition, split.consumer[3], split.consumer[4], e.getMessage(),
+                        split.path);
+                    return false;
+                }
+                file = spooled.toString();
+            } else if (store != null) {
                 spooled = store.spool(split.path);
                 file = spooled.toString();
             }

@@ -84,7 +84,7 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
     public InputPartition[] planInputPartitions() {
         if (tiered != null) {  // the Python plan's splits (its own pruning by the ranges), planned once
             if (tieredSplits == null) {
-                tieredSplits = TieredPlan.splits(tiered, splitBytes, ranges).toArray(new InputPartition[0]);
+                tieredSplits = TieredPlan.splits(tiered, splitBytes, ranges, store).toArray(new InputPartition[0]);
             }
             return tieredSplits;
         }

@@ -19,12 +19,12 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * one row per record or per batch, read columnar by the core on the JVM; ranges of offsets and
  * timestamps (SegmentRanges: segments by name, starts by their indexes, entries and records by the
  * core's rule); WHERE clauses on topic, partition and offset pruning whole segments (SegmentPrune,
- * with no option or setting) and, with pushFilters, narrowing the ranges.  A read it does not serve
- * A tiered store on a local file system (its metadata, local dirs and isolation level) is planned by
- * pykbatch's Python on the driver and read by the core (TieredPlan).  A read it does not serve
- * -- options beyond {@link #SERVED} (decode, value decodings, format), a tiered store in an object
- * store, a URL no Hadoop file system of the session serves (fsspec's), or a session registered for the
- * Python path -- goes to the Python
+ * with no option or setting) and, with pushFilters, narrowing the ranges.  A tiered store (its
+ * metadata, local dirs and isolation level), on a local file system or in a store the session's
+ * Hadoop file systems serve, is planned by pykbatch's Python on the driver and read by the core
+ * (TieredPlan).  A read it does not serve -- options beyond {@link #SERVED} (decode, value decodings,
+ * format), a URL no Hadoop file system of the session serves (fsspec's), fs.* options outside a
+ * tiered read, or a session registered for the Python path -- goes to the Python
  * source, registered by spark_udfs.register(spark) as {@link #PYTHON} (Spark 4.0+), so every
  * option stays reachable under the one name.
  */
@@ -84,7 +84,7 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
 
     /** Whether this read is the JVM's: a local path or one the session's Hadoop file systems serve
      * (SegmentStore), no option but SERVED and a tiered read's, and a session not registered for the
-     * Python path; a tiered store only on a local file system (TieredPlan). */
+     * Python path; a tiered store wherever those are (TieredPlan). */
     static boolean served(CaseInsensitiveStringMap options) {
         boolean tieredOptions = false;
         for (String key : options.keySet()) {
@@ -101,7 +101,7 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
         if (!SegmentPlan.isLocal(path) && store == null) {
             return false;
         }
-        return TieredPlan.isTiered(options, path, store) ? store == null : !tieredOptions;
+        return TieredPlan.isTiered(options, path, store) || !tieredOptions;
     }
 
     /** records (every record decoded) or batches (headers only), from mode or deep, as

@@ -17,6 +17,10 @@ final class SegmentSplit implements InputPartition {
     long[] consumer;
     long[] epochStarts;
     int[] epochs;
+    // a tiered split whose piece is an object of a remote store: its URL (read through Spark's Hadoop
+    // file systems) and the byte ranges [a, b) of it (b -1: to its end) joined into the segment read
+    String url;
+    long[] byteRanges;
 
     /** The ranges read in this split: the read's, narrowed to what its consumer may be handed. */
     long[] ranges(long[] read) {

@@ -104,6 +104,52 @@ final class SegmentStore implements java.io.Serializable {
         return local;
     }
 
+    /** The byte ranges [a, b) of the object at url (b -1: to its end; an object shorter than b ends
+     * the range there, as an object store's ranged read does) joined into a new local temporary file
+     * (the caller deletes it). */
+    Path spoolRanges(String url, long[] ranges) throws IOException {
+        org.apache.hadoop.fs.Path remote = new org.apache.hadoop.fs.Path(url);
+        Path local = Files.createTempFile("pykbatch-tiered-", ".log");
+        if (ranges.length == 0) {
+            return local;  // the plan found the object unreadable (and said so): nothing to read
+        }
+        byte[] buffer = new byte[1 << 20];
+        try (org.apache.hadoop.fs.FSDataInputStream in = remote.getFileSystem(conf).open(remote);
+             java.io.OutputStream out = Files.newOutputStream(local)) {
+            for (int i = 0; i + 1 < ranges.length; i += 2) {
+                try {
+                    in.seek(ranges[i]);
+                } catch (java.io.EOFException e) {
+                    continue;  // past the object's end: no bytes, as a ranged read there gives none
+                }
+                long left = ranges[i + 1] < 0 ? Long.MAX_VALUE : ranges[i + 1] - ranges[i];
+                while (left > 0) {
+                    int n = in.read(buffer, 0, (int) Math.min(buffer.length, left));
+                    if (n < 0) {
+                        break;
+                    }
+                    out.write(buffer, 0, n);
+                    left -= n;
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            Files.deleteIfExists(local);
+            throw e;
+        }
+        return local;
+    }
+
+    /** The settings whose names start with prefix (values as the configuration resolves them). */
+    java.util.Map<String, String> settings(String prefix) {
+        java.util.Map<String, String> out = new java.util.TreeMap<>();
+        for (java.util.Map.Entry<String, String> e : conf) {
+            if (e.getKey().startsWith(prefix)) {
+                out.put(e.getKey(), conf.get(e.getKey()));
+            }
+        }
+        return out;
+    }
+
     private void writeObject(ObjectOutputStream out) throws IOException {
         out.defaultWriteObject();
         conf.write(out);

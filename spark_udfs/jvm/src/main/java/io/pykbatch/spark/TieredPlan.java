@@ -30,8 +30,10 @@ import org.slf4j.LoggerFactory;
  * log dirs) on the JVM.  Planned by pykbatch's Python on the driver -- spark_udfs/tiered_plan.py, run
  * as Spark runs a Python data source's planner, so the plan's rules (pykbatch.tiered: copies, holes,
  * lineage, aborted transactions, the last stable offset) have one home -- and read by the core split
- * by split as a consumer receives it (Native.segmentConsumer: kb_log_consumer).  Only a store whose
- * files are local is the JVM's; one in an object store stays the Python source's (fsspec reads it).
+ * by split as a consumer receives it (Native.segmentConsumer: kb_log_consumer).  A store on a local
+ * file system is read in place; one in an object store Spark's Hadoop file systems serve (s3a://...)
+ * is reached by the planner through fsspec (the read's fs.* options, else the session's fs.s3a.*
+ * settings) and each split fetches the byte ranges the plan names (SegmentStore.spoolRanges).
  */
 final class TieredPlan {
     private static final Logger LOG = LoggerFactory.getLogger("pykbatch.tiered");
@@ -66,10 +68,14 @@ final class TieredPlan {
     }
 
     /** The splits of a tiered read: the Python plan's, each with its file, start, consumer and lineage. */
-    static List<SegmentSplit> splits(Map<String, String> options, long splitBytes, SegmentRanges ranges) {
+    static List<SegmentSplit> splits(Map<String, String> options, long splitBytes, SegmentRanges ranges,
+                                     SegmentStore store) {
         ObjectMapper json = new ObjectMapper();
         Map<String, Object> request = new HashMap<>();
         request.put("options", options);
+        if (store != null) {  // how the planner reaches an s3a:// store without fs.* options (s3a_options.py)
+            request.put("hadoop", store.settings("fs.s3a."));
+        }
         request.put("splitBytes", splitBytes);
         request.put("ranges", ranges.bounds());
         JsonNode plan = run(json, request);
@@ -80,6 +86,15 @@ final class TieredPlan {
         for (JsonNode s : plan.path("splits")) {
             SegmentSplit split = new SegmentSplit(s.get("path").asText(), s.get("topic").asText(),
                 s.get("partition").asInt(), s.get("segment").asLong(), s.get("start").asLong(), -1);
+            if (s.has("url")) {  // an object of a remote store: the ranges the Python reader fetches of it
+                split.url = s.get("url").asText();
+                JsonNode spans = s.get("byteRanges");
+                split.byteRanges = new long[2 * spans.size()];
+                for (int i = 0; i < spans.size(); i++) {
+                    split.byteRanges[2 * i] = spans.get(i).get(0).asLong();
+                    split.byteRanges[2 * i + 1] = spans.get(i).get(1).asLong();
+                }
+            }
             JsonNode lso = s.get("lastStableOffset"), hi = s.get("hi");
             JsonNode aborted = s.get("aborted");
             long[] consumer = new long[5 + 2 * aborted.size()];
@@ -168,7 +183,9 @@ final class TieredPlan {
         }
     }
 
+    /** A tiered read's own options, and fsspec's (fs.*) with which its planner reaches the store. */
     static boolean isTieredOption(String key) {
-        return OPTIONS.contains(key.toLowerCase(Locale.ROOT));
+        String k = key.toLowerCase(Locale.ROOT);
+        return OPTIONS.contains(k) || k.startsWith("fs.");
     }
 }
