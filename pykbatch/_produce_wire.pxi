@@ -1,4 +1,4 @@
-# Produce requests written and Produce responses read, versions 3-11 (9+ "flexible": compact
+# Produce requests written and Produce responses read, versions 3-12 (12: 11's bytes, KIP-890) (9+ "flexible": compact
 # lengths and tagged fields), without an object per field: a producer at Kafka's default
 # batch.size sends a request for every three batches or so, and in Python the framing and the
 # answer's decoding cost more than building the batches.  The layouts are Kafka's
@@ -28,7 +28,7 @@ cdef uint8_t *_put_length(uint8_t *p, Py_ssize_t n, bint flexible, int width):
 def produce_request(int version, int32_t correlation_id, client_id, transactional_id, int16_t acks,
                     int32_t timeout_ms, batches) -> bytearray:
     """A whole Produce request, its size first (``batches``: topic -> [(partition, records)])."""
-    if not 3 <= version <= 11:
+    if not 3 <= version <= 12:
         raise ValueError(f"Produce v{version} is not written here")
     cdef bint flexible = version >= PRODUCE_FLEXIBLE
     cdef bytes client = client_id.encode() if client_id is not None else None
@@ -178,12 +178,12 @@ cdef class _AnswerReader:
 
 
 def produce_answer(frame, int version):
-    """A Produce response frame (without its size), versions 3-11: ``(correlation_id,
+    """A Produce response frame (without its size), versions 3-12: ``(correlation_id,
     throttle_time_ms, partitions)``, each partition ``(topic, partition, error_code, base_offset,
     log_append_time_ms, record_errors, error_message)`` and ``record_errors`` KIP-467's
     ``[(batch_index, message)]``.  Tagged fields (KIP-951's leader hints) are skipped.  A frame
     that ends early or does not decode raises ValueError."""
-    if not 3 <= version <= 11:
+    if not 3 <= version <= 12:
         raise ValueError(f"Produce v{version} is not read here")
     cdef _AnswerReader r = _AnswerReader(frame, version >= PRODUCE_FLEXIBLE)
     cdef int32_t correlation_id = <int32_t> r.be(4)

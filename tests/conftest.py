@@ -101,6 +101,18 @@ def kafka_broker(tmp_path_factory):
     broker.stop()
 
 
+@pytest.fixture(params=[2, 1], ids=["txn-v2", "txn-v1"])
+def transaction_version(request, kafka_broker):
+    """The session broker's finalized transaction.version for one test: 2 (KIP-890, Kafka 4.x's
+    default) or 1 (an older cluster's protocol), set back to 2 after it."""
+    from tests import kafka_tools
+    kafka_tools.set_transaction_version(kafka_broker.bootstrap, request.param)
+    try:
+        yield request.param
+    finally:
+        kafka_tools.set_transaction_version(kafka_broker.bootstrap, 2)
+
+
 @pytest.fixture(scope="session")
 def secured_broker(kafka_broker):
     """The session broker with what its secured listeners' tests read (tests/test_live_security.py,

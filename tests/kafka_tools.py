@@ -241,3 +241,25 @@ def s3a_jars_or_skip(why_s3fs: str) -> str:
         return spark_jars("hadoop-aws")
     except RuntimeError as exc:
         pytest.skip(f"hadoop-aws could not be fetched from Maven Central: {exc}")
+
+
+def set_transaction_version(bootstrap: str, level: int, timeout: float = 30) -> None:
+    """The cluster's finalized ``transaction.version`` set to ``level`` (UpdateFeatures: 2 is
+    KIP-890's transactions v2, the default of Kafka 4.x; 1 an older cluster's protocol), waited
+    for until the broker's ApiVersions shows it."""
+    from kafka.protocol.admin import UpdateFeaturesRequest
+
+    from pykbatch.live import protocol
+    from pykbatch.live.cluster import Cluster
+    key = UpdateFeaturesRequest.FeatureUpdateKey
+    with Cluster({"bootstrap.servers": bootstrap}) as cluster:
+        node = cluster.any_node()
+        r = cluster.request(node, UpdateFeaturesRequest(
+            timeout_ms=30000, validate_only=False, min_version=1, max_version=1,
+            feature_updates=[key(feature=protocol.TXN_V2_FEATURE, max_version_level=level, upgrade_type=1 if level >= 2 else 2)]))
+        codes = [r.error_code] + [f.error_code for f in r.results]
+        assert not any(codes), r
+        deadline = time.monotonic() + timeout
+        while protocol.transaction_version(cluster.request(node, protocol.api_versions())) != level:
+            assert time.monotonic() < deadline, f"transaction.version never became {level}"
+            time.sleep(0.2)

@@ -124,15 +124,17 @@ def test_broker_restart_mid_stream_loses_and_repeats_nothing(kafka_broker):
     assert_once_in_order(consume_all(kafka_broker.bootstrap, topic, n), n)
 
 
-def test_transactions_commit_without_their_poison_records(kafka_broker):
+def test_transactions_commit_without_their_poison_records(kafka_broker, transaction_version):
     """KIP-1059: a poison record dropped by the policy does not doom its transaction; committed
-    transactions are read by read_committed exactly, an aborted one not at all."""
+    transactions are read by read_committed exactly, an aborted one not at all -- under
+    transactions v2 (KIP-890) and v1."""
     bootstrap = kafka_broker.bootstrap
-    topic = "txn-poison"
+    topic = f"txn-poison-v{transaction_version}"
     create_topic(bootstrap, topic, **{"cleanup.policy": "compact"})
-    with Producer({"bootstrap.servers": bootstrap, "transactional.id": "txn-poison", "errors.tolerance": "all",
+    with Producer({"bootstrap.servers": bootstrap, "transactional.id": topic, "errors.tolerance": "all",
                    "preflight": False}) as producer:
         producer.init_transactions()
+        assert producer.transaction_version == transaction_version
         producer.begin_transaction()
         first = producer.produce(poisoned("nokey", n=30), topic=topic)
         producer.commit_transaction()
@@ -160,14 +162,15 @@ def abort_then_commit(p, topic: str, value: bytes) -> None:
     p.commit_transaction()
 
 
-def test_a_failed_record_makes_the_transaction_abortable(kafka_broker):
+def test_a_failed_record_makes_the_transaction_abortable(kafka_broker, transaction_version):
     """errors.tolerance=none inside a transaction: the culprit fails, the commit refuses
     (abortable), the abort works and the producer goes on."""
     bootstrap = kafka_broker.bootstrap
-    topic = "txn-abortable"
+    topic = f"txn-abortable-v{transaction_version}"
     create_topic(bootstrap, topic, **{"cleanup.policy": "compact"})
-    with Producer({"bootstrap.servers": bootstrap, "transactional.id": "txn-abortable", "preflight": False}) as p:
+    with Producer({"bootstrap.servers": bootstrap, "transactional.id": topic, "preflight": False}) as p:
         p.init_transactions()
+        assert p.transaction_version == transaction_version
         p.begin_transaction()
         with pytest.raises(Exception):
             p.produce(poisoned("nokey", n=10), topic=topic)
@@ -175,18 +178,18 @@ def test_a_failed_record_makes_the_transaction_abortable(kafka_broker):
     assert [v for *_, v, _, _ in consume_all(bootstrap, topic, 1, read_committed=True)] == [b"after-abort"]
 
 
-def test_fenced_producer_is_fatal(kafka_broker):
+def test_fenced_producer_is_fatal(kafka_broker, transaction_version):
     """A second producer with the same transactional.id fences the first: its next record is
     refused (INVALID_PRODUCER_EPOCH), its commit refuses, and the abort learns from the
     coordinator that it was fenced -- fatal: the producer takes nothing more."""
     bootstrap = kafka_broker.bootstrap
-    topic = "txn-fenced"
+    topic = f"txn-fenced-v{transaction_version}"
     create_topic(bootstrap, topic)
-    old = Producer({"bootstrap.servers": bootstrap, "transactional.id": "txn-fenced"})
+    old = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic})
     old.init_transactions()
     old.begin_transaction()
     old.produce([{"key": b"k", "value": b"before"}], topic=topic)
-    new = Producer({"bootstrap.servers": bootstrap, "transactional.id": "txn-fenced"})
+    new = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic})
     new.init_transactions()  # a newer epoch: the old producer's transaction is aborted, it is fenced
     with pytest.raises(ProduceFailedError) as caught:
         old.produce([{"key": b"k", "value": b"zombie"}], topic=topic)
@@ -205,20 +208,112 @@ def test_fenced_producer_is_fatal(kafka_broker):
     assert [v for *_, v, _, _ in consume_all(bootstrap, topic, 1, read_committed=True)] == [b"new"]
 
 
-def test_a_timed_out_transaction_is_abortable_and_recovers(kafka_broker):
+def test_a_timed_out_transaction_is_abortable_and_recovers(kafka_broker, transaction_version):
     """The coordinator aborts a transaction past transaction.timeout.ms and bumps the epoch: the
-    next produce is refused (INVALID_PRODUCER_EPOCH, abortable), the commit refuses, the abort
-    gets a new epoch (KIP-360) and the next transaction commits."""
+    next produce is refused (INVALID_PRODUCER_EPOCH), the commit refuses (abortable).  Then what the
+    coordinator answers: under transactions v2 the abort succeeds (a retried abort of a bumped
+    epoch) with the epoch to go on with, and the next transaction commits; under v1 (this broker
+    at transaction.version 1) the abort and KIP-360's InitProducerId are answered PRODUCER_FENCED,
+    as Kafka's own client is (TransactionsTest.testFencingOnTransactionExpiration): fatal, said
+    with both possible causes, and a new producer with the same id goes on.  Either way
+    read_committed sees only what was committed after."""
     bootstrap = kafka_broker.bootstrap
-    topic = "txn-timeout"
+    topic = f"txn-timeout-v{transaction_version}"
     create_topic(bootstrap, topic)
-    with Producer({"bootstrap.servers": bootstrap, "transactional.id": "txn-timeout",
-                   "transaction.timeout.ms": 1500}) as p:
+    settings = {"bootstrap.servers": bootstrap, "transactional.id": topic, "transaction.timeout.ms": 1500}
+    with Producer(settings) as p:
         p.init_transactions()
+        assert p.transaction_version == transaction_version
         p.begin_transaction()
         p.produce([{"key": b"k", "value": b"slow-1"}], topic=topic)
         time.sleep(4)
-        with pytest.raises(Exception):
+        with pytest.raises(ProduceFailedError, match="INVALID_PRODUCER_EPOCH"):
             p.produce([{"key": b"k", "value": b"slow-2"}], topic=topic)
-        abort_then_commit(p, topic, b"fresh")
+        if transaction_version == 2:
+            abort_then_commit(p, topic, b"fresh")
+        else:
+            with pytest.raises(TransactionAbortableError):
+                p.commit_transaction()
+            with pytest.raises(ProducerFencedError, match="transaction.timeout.ms"):
+                p.abort_transaction()
+            with pytest.raises(RuntimeError, match="fatal"):
+                p.send(topic, b"more")
+    if transaction_version == 1:
+        with Producer(settings) as again:
+            again.init_transactions()
+            again.begin_transaction()
+            again.produce([{"key": b"k", "value": b"fresh"}], topic=topic)
+            again.commit_transaction()
     assert [v for *_, v, _, _ in consume_all(bootstrap, topic, 1, read_committed=True)] == [b"fresh"]
+
+
+def test_drawn_transactions_read_committed_exactly_and_epochs_follow_the_version(kafka_broker, transaction_version):
+    """Drawn transactions (commit or abort, partitions, sizes, poison records the policy drops,
+    a group's offsets sent with some) under transactions v2 and v1: read_committed (librdkafka)
+    holds exactly the committed ones' delivered records, in order in each partition; the group's
+    committed offsets are the last committed transaction's; each transaction's records carry the
+    epoch the version says -- v2 one more at every end (KIP-890: a late write of an ended
+    transaction is fenced), v1 the same throughout.  Seed printed; PYKBATCH_TXN_SEED repeats."""
+    import os
+    import random
+
+    import confluent_kafka
+
+    import pykbatch as kb
+    from pykbatch.live.cluster import TopicPartition
+    seed = int(os.environ.get("PYKBATCH_TXN_SEED", random.randrange(2**32)))
+    print(f"PYKBATCH_TXN_SEED={seed}")
+    rng = random.Random(seed)
+    bootstrap = kafka_broker.bootstrap
+    topic, group = f"txn-drawn-v{transaction_version}-{seed}", f"txn-drawn-group-{transaction_version}-{seed}"
+    create_topic(bootstrap, topic, partitions=3, **{"cleanup.policy": "compact"})
+    want: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+    ended, group_offsets = [], None
+    with Producer({"bootstrap.servers": bootstrap, "transactional.id": topic, "errors.tolerance": "all",
+                   "preflight": False, "linger.ms": rng.choice([0, 5])}) as p:
+        p.init_transactions()
+        assert p.transaction_version == transaction_version
+        for t in range(rng.randrange(4, 9)):
+            p.begin_transaction()
+            sent: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+            for i in range(rng.randrange(1, 40)):
+                part = rng.randrange(3)
+                value = b"t%d-r%d" % (t, i)
+                poison = rng.random() < 0.1  # no key on a compacted topic: the broker names it, the policy drops it
+                p.send(topic, value, key=None if poison else b"k%d" % i, partition=part)
+                if not poison:
+                    sent[part].append(value)
+            offsets = None
+            if rng.random() < 0.4:
+                offsets = {TopicPartition(topic, 0): rng.randrange(1000)}
+                p.send_offsets_to_transaction(offsets, group)
+            commit = rng.random() < 0.7
+            if commit:
+                p.commit_transaction()
+                for part, values in sent.items():
+                    want[part].extend(values)
+                group_offsets = offsets or group_offsets
+            else:
+                p.abort_transaction()
+            ended.append((t, commit))
+    committed = consume_all(bootstrap, topic, sum(map(len, want.values())), read_committed=True)
+    for part in want:
+        assert [v for pp, _, _, v, _, _ in committed if pp == part] == want[part], (seed, part)
+    c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        got = c.committed([confluent_kafka.TopicPartition(topic, 0)], timeout=30)[0].offset
+    finally:
+        c.close()
+    assert got == (group_offsets[TopicPartition(topic, 0)] if group_offsets else confluent_kafka.OFFSET_INVALID), seed
+    epochs: dict[int, set] = {}  # transaction -> the epochs its records carry, read off the broker's own log
+    for log in sorted(kafka_broker.data.glob(f"{topic}-*/*.log")):
+        with kb.read_segment(str(log)) as seg:
+            for b in seg.batches():
+                if not b.is_control:
+                    for r in b.records():
+                        epochs.setdefault(int(r.value.split(b"-")[0][1:]), set()).add(b.producer_epoch)
+    assert epochs, seed
+    first = min(min(e) for e in epochs.values())
+    for t, _ in ended:
+        if t in epochs:
+            assert epochs[t] == {first + t if transaction_version == 2 else first}, (seed, t, epochs)

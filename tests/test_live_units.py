@@ -506,3 +506,30 @@ def test_records_checked_before_compression_get_the_verdict_of_the_compressed_ba
         refused += want
         kept += not want
     assert refused >= 10 and kept >= 10  # both verdicts drawn
+
+
+def test_the_transactions_version_follows_the_cluster_and_caps_the_apis():
+    """transaction.version 2 finalized and the v2 versions offered: v2; a broker without them, or
+    a cluster at 1 or none: v1's requests (Produce below 12, TxnOffsetCommit below 5, EndTxn below
+    5); the software version a broker checks stays in its alphabet."""
+    import re
+    from types import SimpleNamespace as NS
+
+    from pykbatch.live import protocol
+
+    def answer(level, produce=12, end_txn=5):
+        keys = [NS(api_key=0, max_version=produce), NS(api_key=28, max_version=5), NS(api_key=26, max_version=end_txn)]
+        features = [] if level is None else [NS(name="transaction.version", max_version_level=level)]
+        return NS(api_keys=keys, finalized_features=features)
+    assert protocol.transaction_version(answer(2)) == 2
+    assert protocol.transaction_version(answer(1)) == 1
+    assert protocol.transaction_version(answer(None)) == 0
+    assert protocol.transaction_version(answer(2, produce=11)) == 1
+    assert protocol.transaction_version(answer(2, end_txn=4)) == 1
+    assert protocol.produce_range(None) == (3, 12) and protocol.produce_range(2) == (3, 12)
+    assert protocol.produce_range(1) == (3, 11) and protocol.produce_range(0) == (3, 11)
+    assert protocol._versions("EndTxn", 1)["max_version"] == 4 and protocol._versions("EndTxn", 2)["max_version"] == 5
+    assert protocol._versions("TxnOffsetCommit", 0)["max_version"] == 4
+    assert protocol._versions("TxnOffsetCommit", 2)["max_version"] == 5
+    assert protocol._versions("InitProducerId", 1) == protocol._versions("InitProducerId", 2)
+    assert re.fullmatch(r"[a-zA-Z0-9](?:[a-zA-Z0-9.\-]*[a-zA-Z0-9])?", protocol.api_versions().client_software_version)

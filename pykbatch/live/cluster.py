@@ -282,19 +282,22 @@ class Cluster:
         return self._client.send(node, request)
 
     def send_produce(self, node: int, batches: Mapping[str, list], *, acks: int, timeout_ms: int,
-                     transactional_id: str | None = None):
+                     transactional_id: str | None = None, txn_version: int | None = None):
         """A Produce request to ``node``, whose connection is ``ready``: written by pykbatch on the
         library's connection when it can be (``frames.writable``; the answer read by
         ``protocol.read_produce_answer``), else the library's own request; a handle either way
-        (its value: ``protocol.read_produce_answer``'s tuple, or the library's ProduceResponse)."""
+        (its value: ``protocol.read_produce_answer``'s tuple, or the library's ProduceResponse).
+        ``txn_version``: a transactional producer's transactions version (below 2: Produce v11
+        at most)."""
         conn = self._client._manager._conns.get(node)
         receiver = frames.writable(conn) if acks != 0 else None
         if receiver is None:
             return self.send_now(node, protocol.produce(batches, acks=acks, timeout_ms=timeout_ms,
-                                                       transactional_id=transactional_id))
+                                                       transactional_id=transactional_id, txn_version=txn_version))
         version = receiver.versions.get("Produce")
         if version is None:
             version = receiver.versions["Produce"] = protocol.produce_version(conn)
+        version = min(version, protocol.produce_range(txn_version)[1])
         correlation_id = conn.parser._next_correlation_id()
         answer = frames.Answer(conn, lambda frame: protocol.read_produce_answer(frame, version))
         receiver.expect(correlation_id, answer)

@@ -81,7 +81,8 @@ METRICS = ("total-records", "total-record-failures", "total-record-errors", "tot
            "total-errors-logged", "deadletterqueue-produce-requests", "deadletterqueue-produce-failures",
            "records-sent", "batches-sent", "produce-requests", "records-named-by-broker", "records-named-by-preflight",
            "batch-splits", "metadata-refreshes", "network-errors", "throttle-time-ms", "handler-calls",
-           "possibly-persisted-batches", "possibly-duplicated-records")
+           "possibly-persisted-batches", "possibly-duplicated-records", "transactions-committed",
+           "transactions-aborted")
 
 
 def _flag(value) -> bool:
@@ -562,8 +563,14 @@ class Producer:
         unfinished transaction to end."""
         if self.transactional_id is None:
             raise ValueError("init_transactions needs transactional.id")
+        self._sender.txn_version = self._sender.call(self._coordinator.transaction_version)
         self._sender.pid = self._sender.call(self._coordinator.init_producer_id)
         self._txn_state = "ready"
+
+    @property
+    def transaction_version(self) -> int | None:
+        """The transactions protocol in use (1, or 2: KIP-890) once init_transactions ran."""
+        return self._sender.txn_version
 
     def begin_transaction(self) -> None:
         self._check_open()
@@ -583,7 +590,8 @@ class Producer:
             raise FatalProducerError("a transactional producer sends records only inside a transaction "
                                      "(begin_transaction first)")
         try:
-            self._coordinator.add_partitions(self._sender.pid, new)
+            if self._sender.txn_version != 2:  # v2: the broker enlists them on Produce v12
+                self._coordinator.add_partitions(self._sender.pid, new)
         except (ProducerFencedError, FatalProducerError) as exc:
             self._fatal = exc
             raise
@@ -593,7 +601,8 @@ class Producer:
         """Commits a consumer group's ``offsets`` (the next offsets to read) with the transaction."""
         if self._txn_state != "in_transaction":
             raise RuntimeError("send_offsets_to_transaction outside a transaction")
-        self._sender.call(self._coordinator.add_offsets, self._sender.pid, group_id)
+        if self._sender.txn_version != 2:  # v2: TxnOffsetCommit v5 enlists the group
+            self._sender.call(self._coordinator.add_offsets, self._sender.pid, group_id)
         self._sender.call(self._coordinator.commit_offsets, self._sender.pid, group_id, dict(offsets))
 
     def commit_transaction(self, timeout: float | None = None) -> None:
@@ -608,7 +617,7 @@ class Producer:
             raise TransactionAbortableError(f"{len(self._txn_failed)} record(s) failed in the transaction; first: "
                                             f"{first}", first.code)
         try:
-            self._sender.call(self._coordinator.end, self._sender.pid, True)
+            self._sender.call(self._ended, True)
         except TransactionAbortableError:
             self._txn_state = "abortable"
             raise
@@ -623,18 +632,34 @@ class Producer:
             raise RuntimeError(f"abort_transaction in state {self._txn_state}")
         self.flush(timeout, raise_fatal=False)
         try:
-            self._sender.call(self._coordinator.end, self._sender.pid, False)
+            self._sender.call(self._ended, False)
         except ProducerFencedError:
-            # the coordinator aborted it already (transaction.timeout.ms) and bumped the epoch:
-            # a new epoch from InitProducerId (KIP-360) -- unless another producer took the id,
-            # which InitProducerId answers with PRODUCER_FENCED: fatal
+            # the coordinator aborted it already (transaction.timeout.ms) and bumped the epoch
+            # (under v2 it answers a retried abort itself): a new epoch from InitProducerId
+            # (KIP-360) -- unless the coordinator cannot resume this epoch, or another producer
+            # took the id, which InitProducerId answers with PRODUCER_FENCED: fatal
             try:
                 self._sender.pid = self._sender.call(self._coordinator.init_producer_id, self._sender.pid)
-            except (ProducerFencedError, FatalProducerError) as exc:
+            except ProducerFencedError as exc:
+                self._fatal = ProducerFencedError(
+                    f"{exc}: either the transaction ran past transaction.timeout.ms and the coordinator, having "
+                    "aborted it, cannot resume this producer's epoch, or another producer took transactional.id "
+                    f"{self.transactional_id!r}; close this producer (a new one with the same id goes on)", exc.code)
+                raise self._fatal from exc
+            except FatalProducerError as exc:
                 self._fatal = exc
                 raise
             self._sender.call(self._sender.reset_sequences)
         self._txn_state = "ready"
+
+    def _ended(self, commit: bool) -> None:
+        """Network thread: EndTxn; under v2 the next transaction goes on with the epoch the
+        coordinator bumped, every partition's sequences from 0."""
+        pid = self._coordinator.end(self._sender.pid, commit)
+        if pid != self._sender.pid:
+            self._sender.pid = pid
+            self._sender.reset_sequences()
+        self.metrics["transactions-committed" if commit else "transactions-aborted"] += 1
 
     # -- waiting, closing ---------------------------------------------------------------------
     def flush(self, timeout: float | None = None, *, raise_fatal: bool = True) -> None:

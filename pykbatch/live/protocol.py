@@ -15,7 +15,8 @@ from pykbatch import _native
 
 
 VERSIONS: dict[str, tuple[int, int]] = {
-    "Produce": (3, 11),          # v3: record batches; v12 (KIP-890 part 2: the broker enlists partitions) not used
+    "ApiVersions": (3, 4),       # v3: the cluster's finalized features (transaction.version)
+    "Produce": (3, 12),          # v3: record batches; v12: transactions v2 (below)
     "Fetch": (4, 12),            # v4: read_committed's aborted transactions; 13+ name topics by id
     "FetchInSession": (7, 12),   # v7: incremental fetch sessions (KIP-227)
     "ListOffsets": (1, 8),
@@ -28,14 +29,57 @@ VERSIONS: dict[str, tuple[int, int]] = {
     "InitProducerId": (0, 5),
     "AddPartitionsToTxn": (0, 3),
     "AddOffsetsToTxn": (0, 3),
-    "TxnOffsetCommit": (0, 4),
-    "EndTxn": (0, 4),
+    "TxnOffsetCommit": (0, 5),
+    "EndTxn": (0, 5),
 }
 
+# Transactions v2 (KIP-890 part 2): a transactional producer that sends these APIs at these
+# versions asks for it -- the broker enlists a partition on its first Produce and a group on
+# TxnOffsetCommit (no AddPartitionsToTxn / AddOffsetsToTxn), and every EndTxn bumps the
+# producer's epoch -- so one under transactions v1 stays below them.
+TXN_V2_FROM: dict[str, int] = {"Produce": 12, "TxnOffsetCommit": 5, "EndTxn": 5}
+TXN_V2_FEATURE = "transaction.version"
 
-def _versions(api: str) -> dict:
+
+def _versions(api: str, txn_version: int | None = None) -> dict:
+    """The version range of ``api``; for a transactional producer under transactions v1
+    (``txn_version`` < 2), below the versions that mean v2."""
     low, high = VERSIONS[api]
+    if txn_version is not None and txn_version < 2 and api in TXN_V2_FROM:
+        high = min(high, TXN_V2_FROM[api] - 1)
     return {"min_version": low, "max_version": high}
+
+
+# -- the cluster's features -----------------------------------------------------------------------
+def api_versions():
+    from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+
+    import re
+    try:
+        from pykbatch._version import __version__
+    except ImportError:  # a source tree never built
+        __version__ = "unknown"
+    # a broker refuses (INVALID_REQUEST) a software version outside [a-zA-Z0-9.-], as a local
+    # version's "+g1234" is
+    version = re.sub(r"[^a-zA-Z0-9.\-]", "-", __version__).strip(".-") or "unknown"
+    return ApiVersionsRequest(client_software_name="pykbatch", client_software_version=version,
+                              **_versions("ApiVersions"))
+
+
+def transaction_version(response) -> int:
+    """The transactions version a producer uses with the broker that sent ``response`` (an
+    ApiVersions answer): the cluster's finalized ``transaction.version`` (0 when none is
+    finalized: v1's protocol), and 1 at most when this broker or this module lacks the v2
+    versions of the APIs (Produce v12, TxnOffsetCommit v5, EndTxn v5)."""
+    from kafka.protocol.api_key import ApiKey
+    level = max((f.max_version_level for f in (response.finalized_features or ()) if f.name == TXN_V2_FEATURE),
+                default=0)
+    highest = {k.api_key: k.max_version for k in response.api_keys}
+    for api, v2 in TXN_V2_FROM.items():
+        if highest.get(int(ApiKey[api]), -1) < v2 or VERSIONS[api][1] < v2:
+            return min(level, 1)
+    return level
+
 
 
 def error_class(code: int):
@@ -170,13 +214,13 @@ class FetchSession:
 
 # -- producing -----------------------------------------------------------------------------------------
 def produce(batches: Mapping[str, list[tuple[int, bytes]]], *, acks: int, timeout_ms: int,
-            transactional_id: str | None = None):
+            transactional_id: str | None = None, txn_version: int | None = None):
     """``batches``: topic -> [(partition, records)]."""
     from kafka.protocol.producer import ProduceRequest
     T = ProduceRequest.TopicProduceData
     return ProduceRequest(transactional_id=transactional_id, acks=acks, timeout_ms=timeout_ms,
                           topic_data=[T(name=n, partition_data=[T.PartitionProduceData(index=p, records=bytes(r)) for p, r in ps])
-                                      for n, ps in batches.items()], **_versions("Produce"))
+                                      for n, ps in batches.items()], **_versions("Produce", txn_version))
 
 
 # Produce written and its answer read by the core bindings (_produce_wire.pxi), not by the
@@ -210,6 +254,12 @@ def produce_answer_of(response) -> tuple[int, int, list[tuple]]:
               getattr(p, "error_message", None)) for t in response.responses for p in t.partition_responses])
 
 
+def produce_range(txn_version: int | None = None) -> tuple[int, int]:
+    """The Produce versions a producer may send (a transactional one under v1: below v12)."""
+    v = _versions("Produce", txn_version)
+    return v["min_version"], v["max_version"]
+
+
 def produce_version(conn) -> int:
     """The Produce version a connection's broker and this module agree on (the library's choice)."""
     return conn.broker_version_data.api_version(produce({}, acks=1, timeout_ms=0))
@@ -238,7 +288,7 @@ def add_offsets_to_txn(transactional_id: str, producer_id: int, producer_epoch: 
 
 def txn_offset_commit(transactional_id: str, group: str, producer_id: int, producer_epoch: int,
                       offsets: Mapping[str, list[tuple[int, int]]], generation_id: int, member_id: str,
-                      group_instance_id: str | None):
+                      group_instance_id: str | None, txn_version: int):
     from kafka.protocol.producer import TxnOffsetCommitRequest as R
     T = R.TxnOffsetCommitRequestTopic
     P = T.TxnOffsetCommitRequestPartition
@@ -247,13 +297,13 @@ def txn_offset_commit(transactional_id: str, group: str, producer_id: int, produ
              group_instance_id=group_instance_id,
              topics=[T(name=n, partitions=[P(partition_index=p, committed_offset=o, committed_leader_epoch=-1,
                                              committed_metadata="") for p, o in ps]) for n, ps in offsets.items()],
-             **_versions("TxnOffsetCommit"))
+             **_versions("TxnOffsetCommit", txn_version))
 
 
-def end_txn(transactional_id: str, producer_id: int, producer_epoch: int, commit: bool):
+def end_txn(transactional_id: str, producer_id: int, producer_epoch: int, commit: bool, txn_version: int):
     from kafka.protocol.producer import EndTxnRequest
     return EndTxnRequest(transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
-                         committed=commit, **_versions("EndTxn"))
+                         committed=commit, **_versions("EndTxn", txn_version))
 
 
 # -- security ------------------------------------------------------------------------------------------

@@ -94,6 +94,7 @@ class Sender:
         self.on_add_partitions = on_add_partitions
         self.metrics = metrics
         self.pid = ProducerId()
+        self.txn_version: int | None = None  # a transactional producer's (Coordinator.transaction_version)
         self._parts: dict[TopicPartition, _SendQueue] = {}
         self._lock = threading.Lock()
         self._tasks: queue.SimpleQueue = queue.SimpleQueue()
@@ -296,7 +297,7 @@ class Sender:
         self.metrics["produce-requests"] += 1
         try:
             f = self.cluster.send_produce(node, topics, acks=self.acks, timeout_ms=self.request_timeout_ms,
-                                          transactional_id=self.transactional_id)
+                                          transactional_id=self.transactional_id, txn_version=self.txn_version)
         except Exception as exc:  # noqa: BLE001 (not connected: the batches go back, unchanged)
             f = exc
         if self.acks == 0:  # no answer comes: the records count as delivered, offsets unknown

@@ -2,8 +2,15 @@
 and a transaction's partitions, offsets and end (AddPartitionsToTxn, AddOffsetsToTxn,
 TxnOffsetCommit, EndTxn), each answer sorted by the producer's error classes.
 
-Transactions use the protocol every Kafka broker since 2.5 takes from a client (transaction
-version 1: partitions added before the first record goes to them; Produce up to v11).
+Two protocols, chosen by the cluster's finalized ``transaction.version`` (ApiVersions):
+- v1 (every broker since 2.5): partitions added before the first record goes to them
+  (AddPartitionsToTxn), a group before its offsets (AddOffsetsToTxn); Produce up to v11; the
+  producer's epoch stays the same from one transaction to the next.
+- v2 (KIP-890 part 2; Kafka 4.0+, on by default there): the broker enlists a partition on the
+  transaction's first Produce (v12) to it and a group on TxnOffsetCommit (v5), and EndTxn (v5)
+  bumps the epoch at every commit or abort, answering with the producer id and epoch to go on
+  with -- so a late write of an ended transaction is fenced by its old epoch, never appended to
+  the next one.  TRANSACTION_ABORTABLE (120) makes the transaction abortable.
 """
 from __future__ import annotations
 
@@ -66,6 +73,14 @@ class Coordinator:
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
         self.deadline_ms = deadline_ms
+        self.version = 1  # transactions v1 or v2 (transaction_version)
+
+    def transaction_version(self) -> int:
+        """The transactions version to use from now on (v2 where the cluster has finalized
+        ``transaction.version`` 2 or more and the coordinator takes v2's requests), kept."""
+        r = self._call("ApiVersions", protocol.api_versions, lambda r: (r.error_code, None))
+        self.version = 2 if protocol.transaction_version(r) >= 2 else 1
+        return self.version
 
     def _node(self) -> int:
         if self.transactional_id is None:
@@ -137,7 +152,7 @@ class Coordinator:
 
         def make():
             return protocol.txn_offset_commit(self.transactional_id, group, pid.id, pid.epoch, topics, generation_id,
-                                              member_id, group_instance_id)
+                                              member_id, group_instance_id, self.version)
 
         def error_of(r):
             codes = [p.error_code for t in r.topics for p in t.partitions if p.error_code]
@@ -145,7 +160,15 @@ class Coordinator:
         self._call(f"TxnOffsetCommit for group {group!r}", make, error_of,
                    node=lambda: self.cluster.coordinator(group, "group"))
 
-    def end(self, pid: ProducerId, commit: bool) -> None:
-        self._call("EndTxn " + ("commit" if commit else "abort"),
-                   lambda: protocol.end_txn(self.transactional_id, pid.id, pid.epoch, commit),
-                   lambda r: (r.error_code, None))
+    def end(self, pid: ProducerId, commit: bool) -> ProducerId:
+        """Ends the transaction; the producer id and epoch to go on with (v2: the epoch the
+        coordinator bumped, or a new producer id when the epoch ran out; v1: ``pid``)."""
+        r = self._call("EndTxn " + ("commit" if commit else "abort"),
+                       lambda: protocol.end_txn(self.transactional_id, pid.id, pid.epoch, commit, self.version),
+                       lambda r: (r.error_code, None))
+        if self.version >= 2:
+            if getattr(r, "producer_id", -1) < 0 or getattr(r, "producer_epoch", -1) < 0:
+                raise FatalProducerError(f"EndTxn v{r.version} under transactions v2 answered no producer epoch "
+                                         "to go on with")
+            return ProducerId(r.producer_id, r.producer_epoch)
+        return pid
