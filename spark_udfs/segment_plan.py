@@ -94,8 +94,11 @@ class Ranges(NamedTuple):
 
     def keeps_segment(self, base: int, next_base: int | None, topic: str, partition: int) -> bool:
         """Whether a segment of ``topic``-``partition`` named ``base`` can hold records in range:
-        it holds offsets in [base, next_base) (Kafka's log invariant)."""
-        return not ((self.first_offset is not None and next_base is not None and next_base <= self.first_offset)
+        it holds offsets in [base, next_base) (Kafka's log invariant).  An empty offset range (a
+        WHERE clause's contradictory bounds) keeps none."""
+        return not ((self.first_offset is not None and self.end_offset is not None
+                     and self.first_offset >= self.end_offset)
+                    or (self.first_offset is not None and next_base is not None and next_base <= self.first_offset)
                     or (self.end_offset is not None and base >= self.end_offset)
                     or (self.topics is not None and topic not in self.topics)
                     or (self.partitions is not None and partition not in self.partitions))

@@ -263,3 +263,18 @@ def set_transaction_version(bootstrap: str, level: int, timeout: float = 30) -> 
         while protocol.transaction_version(cluster.request(node, protocol.api_versions())) != level:
             assert time.monotonic() < deadline, f"transaction.version never became {level}"
             time.sleep(0.2)
+
+
+def open_transactions(bootstrap: str, prefix: str) -> list[tuple[str, str]]:
+    """(transactional id, state) of every transaction whose id starts with ``prefix`` that the
+    cluster still holds open (ListTransactions: not CompleteCommit / CompleteAbort / Empty / Dead)."""
+    from kafka.protocol.admin import ListTransactionsRequest
+
+    from pykbatch.live.cluster import Cluster
+    ended = {"CompleteCommit", "CompleteAbort", "Empty", "Dead"}
+    with Cluster({"bootstrap.servers": bootstrap}) as cluster:
+        r = cluster.request(cluster.any_node(), ListTransactionsRequest(state_filters=[], producer_id_filters=[],
+                                                                        min_version=0, max_version=0))
+        assert not r.error_code, r
+        return sorted((t.transactional_id, t.transaction_state) for t in r.transaction_states
+                      if t.transactional_id.startswith(prefix) and t.transaction_state not in ended)

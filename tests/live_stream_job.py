@@ -2,6 +2,8 @@
 (SIGKILL: no clean stop) and start it again on the same checkpoint.
 
     python tests/live_stream_job.py BOOTSTRAP TOPIC OUT CHECKPOINT MODE
+OUT: a Parquet folder, or ``kafka-kbatch:GUARANTEE:TOPIC`` -- kafka-kbatch's sink into TOPIC with
+deliveryGuarantee GUARANTEE (exactly_once or at_least_once).
 MODE: "run" (a trigger every 200 ms until killed) or "finish" (the same, stopped cleanly once the
 checkpoint's last committed batch ends at the topic's latest offsets).  Not Trigger.AvailableNow:
 restarted with an uncommitted batch in its checkpoint, Spark 4.3 runs that batch again and stops
@@ -22,7 +24,13 @@ def main(bootstrap, topic, out, checkpoint, mode):
     stream = (spark.readStream.format("kafka-kbatch").option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", topic).option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "150")
               .option("errors.tolerance", "all").load())
-    writer = stream.writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
+    if out.startswith("kafka-kbatch:"):
+        _, guarantee, output = out.split(":", 2)
+        writer = (stream.select("key", "value").writeStream.format("kafka-kbatch")
+                  .option("kafka.bootstrap.servers", bootstrap).option("topic", output)
+                  .option("deliveryGuarantee", guarantee).option("checkpointLocation", checkpoint))
+    else:
+        writer = stream.writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
     query = writer.trigger(processingTime="200 milliseconds").start()
     print("STARTED", flush=True)
     if mode == "finish":

@@ -317,3 +317,42 @@ def test_drawn_transactions_read_committed_exactly_and_epochs_follow_the_version
     for t, _ in ended:
         if t in epochs:
             assert epochs[t] == {first + t if transaction_version == 2 else first}, (seed, t, epochs)
+
+
+def test_the_exactly_once_sink_writes_a_replayed_batch_once_and_aborts_a_killed_attempt(kafka_broker):
+    """The sink's task (spark_udfs.live_sink.write_batches with a transaction) without Spark:
+    an attempt killed mid-transaction (its producer gone, the transaction open) is aborted by the
+    next attempt's InitProducerId; a batch written and then handed over again (a replayed
+    micro-batch, a task retried after its commit) writes nothing; the next batch writes.
+    read_committed holds each batch's rows once, the killed attempt's never."""
+    import pyarrow as pa
+
+    from spark_udfs import exactly_once as eo
+    from spark_udfs.live_sink import write_batches
+    bootstrap = kafka_broker.bootstrap
+    topic = "eos-task"
+    create_topic(bootstrap, topic, partitions=2)
+    settings = eo.Settings(None, topic)
+    props = {"bootstrap.servers": bootstrap}
+
+    def rows(tag: bytes, n: int = 7):
+        return [pa.RecordBatch.from_pydict({"key": [b"k%d" % i for i in range(n)],
+                                            "value": [tag + b"-%d" % i for i in range(n)]})]
+    zombie = Producer({**props, "transactional.id": "pykbatch-q-0"})
+    zombie.init_transactions()
+    zombie.begin_transaction()
+    zombie.produce([{"key": b"z", "value": b"killed-attempt"}], topic=topic)
+    zombie._sender.close(1)  # killed: no EndTxn, the transaction left open
+    zombie.cluster.close()
+
+    first = write_batches(props, topic, rows(b"batch-3"), (settings, eo.TaskTransaction("pykbatch-q-0", 3)))
+    assert (first.delivered, first.replayed) == (7, False)
+    again = write_batches(props, topic, rows(b"batch-3-again"), (settings, eo.TaskTransaction("pykbatch-q-0", 3)))
+    assert (again.records, again.replayed) == (0, True)
+    older = write_batches(props, topic, rows(b"batch-2"), (settings, eo.TaskTransaction("pykbatch-q-0", 2)))
+    assert older.replayed
+    nxt = write_batches(props, topic, rows(b"batch-4", 3), (settings, eo.TaskTransaction("pykbatch-q-0", 4)))
+    assert (nxt.delivered, nxt.replayed) == (3, False)
+    got = sorted(v for *_, v, _, _ in consume_all(bootstrap, topic, 10, read_committed=True))
+    assert got == sorted([b"batch-3-%d" % i for i in range(7)] + [b"batch-4-%d" % i for i in range(3)])
+    assert kafka_tools.open_transactions(bootstrap, "pykbatch-q-") == []

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests import kafka_tools
-from tests.live_damage import BATCH, BATCHES, TOPIC, create_topic, produce_batches, unreadable
+from tests.live_damage import BATCH, BATCHES, TOPIC, create_topic, produce_batches, unreadable, value_of
 
 pytest.importorskip("pyspark", reason="pyspark is the [spark] extra")
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(kafka_tools.unavailable() is not None,
@@ -90,7 +90,7 @@ def test_unknown_options_and_missing_ones_are_named(registered, live_damaged):
         kbatch(registered, live_damaged.broker.bootstrap, subscribe=TOPIC, startingOfsets="earliest").load().count()
 
 
-def run_job(bootstrap, topic, out, checkpoint, mode, *, kill_after_commits=None, timeout=240):
+def run_job(bootstrap, topic, out, checkpoint, mode, *, kill_after_commits=None, kill_delay=0.0, timeout=240):
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "live_stream_job.py"), bootstrap, topic, str(out),
                              str(checkpoint), mode], cwd=ROOT, env=env, stdout=subprocess.PIPE,
@@ -106,7 +106,8 @@ def run_job(bootstrap, topic, out, checkpoint, mode, *, kill_after_commits=None,
         if done >= kill_after_commits:
             break
         assert proc.poll() is None, proc.stdout.read()[-3000:]
-        time.sleep(0.2)
+        time.sleep(0.05)
+    time.sleep(kill_delay)  # a drawn point of the next micro-batch: its tasks writing, committing, or after
     os.killpg(proc.pid, signal.SIGKILL)  # the driver JVM and its Python workers, no clean stop
     proc.wait()
 
@@ -126,6 +127,45 @@ def test_a_streaming_query_killed_twice_writes_every_offset_once(registered, kaf
     assert got == [(p, o) for p in (0, 1) for o in range(30 * BATCH)]  # each once: none lost, none twice
     batches = sorted(int(p.name) for p in (checkpoint / "commits").glob("*") if p.name.isdigit())
     assert len(batches) >= 30 * BATCH * 2 // 150  # maxOffsetsPerTrigger=150 admitted it in pieces
+
+
+@pytest.mark.slow
+def test_the_exactly_once_sink_killed_at_drawn_points_writes_every_row_once(registered, kafka_broker, tmp_path):
+    """kafka-kbatch to kafka-kbatch with deliveryGuarantee=exactly_once: the driver (and its
+    Python workers) SIGKILLed three times at drawn points -- after a drawn number of committed
+    micro-batches, a drawn delay into the next (tasks writing, committing, the checkpoint's commit
+    after theirs) -- and restarted on the checkpoint: the output read with read_committed holds
+    every input row exactly once, and no transaction of the query is left open.  Seed printed;
+    PYKBATCH_EOS_SEED repeats a run."""
+    import random
+
+    from tests.test_live_produce import consume_all
+    seed = int(os.environ.get("PYKBATCH_EOS_SEED", random.randrange(2**32)))
+    print(f"PYKBATCH_EOS_SEED={seed}")
+    rng = random.Random(seed)
+    bootstrap = kafka_broker.bootstrap
+    source, output = f"eos-in-{seed}", f"eos-out-{seed}"
+    create_topic(bootstrap, source, partitions=2)
+    create_topic(bootstrap, output, partitions=2)
+    produce_batches(bootstrap, source, 30, partition=0)
+    produce_batches(bootstrap, source, 30, partition=1, first_offset=1_000_000)
+    checkpoint = tmp_path / "checkpoint"
+    sink = f"kafka-kbatch:exactly_once:{output}"
+    commits = 0
+    for _ in range(3):
+        commits += rng.randrange(1, 4)
+        run_job(bootstrap, source, sink, checkpoint, "run", kill_after_commits=commits, kill_delay=rng.uniform(0, 0.8))
+    run_job(bootstrap, source, sink, checkpoint, "finish")
+    want = sorted(value_of(o) for o in range(30 * BATCH)) + sorted(value_of(1_000_000 + o) for o in range(30 * BATCH))
+    got = consume_all(bootstrap, output, len(want), read_committed=True)
+    values = sorted(v for _, _, _, v, _, _ in got)
+    assert values == sorted(want), (seed, len(values), len(want), len(values) - len(set(values)))
+    import json
+    query = json.loads((checkpoint / "metadata").read_text())["id"]  # the transactional ids name the query
+    deadline = time.monotonic() + 30
+    while kafka_tools.open_transactions(bootstrap, f"pykbatch-{query}-") and time.monotonic() < deadline:
+        time.sleep(0.5)  # a marker still being written
+    assert kafka_tools.open_transactions(bootstrap, f"pykbatch-{query}-") == [], seed
 
 
 def test_the_live_pages_examples_run(registered, kafka_broker, capsys):

@@ -533,3 +533,25 @@ def test_the_transactions_version_follows_the_cluster_and_caps_the_apis():
     assert protocol._versions("TxnOffsetCommit", 2)["max_version"] == 5
     assert protocol._versions("InitProducerId", 1) == protocol._versions("InitProducerId", 2)
     assert re.fullmatch(r"[a-zA-Z0-9](?:[a-zA-Z0-9.\-]*[a-zA-Z0-9])?", protocol.api_versions().client_software_version)
+
+
+def test_the_exactly_once_sinks_transactions_are_named_by_query_partition_and_batch():
+    from spark_udfs import exactly_once as eo
+    assert eo.settings_of({"deliveryGuarantee": "at_least_once"}, None) is None
+    assert eo.settings_of({}, "t") is None
+    s = eo.settings_of({"DELIVERYGUARANTEE": "Exactly_Once"}, "out")
+    assert s == eo.Settings(None, "out")
+    t = eo.task_transaction(s, 3, "17", "q-1", streaming=True)
+    assert (t.transactional_id, t.group, t.batch_id) == ("pykbatch-q-1-3", "pykbatch-q-1-3", 17)
+    named = eo.settings_of({"deliveryGuarantee": "exactly_once", "transactionalIdPrefix": "nightly.2026-11-28"}, "out")
+    assert eo.task_transaction(named, 0, None, None, streaming=False) == eo.TaskTransaction("nightly.2026-11-28-0", 0)
+    for options, topic, match in (({"deliveryGuarantee": "twice"}, "t", "at_least_once or exactly_once"),
+                                  ({"deliveryGuarantee": "exactly_once"}, None, "needs the topic option"),
+                                  ({"transactionalIdPrefix": "x"}, "t", "is for deliveryGuarantee=exactly_once"),
+                                  ({"deliveryGuarantee": "exactly_once", "transactionalIdPrefix": "a b"}, "t", "letters")):
+        with pytest.raises(ValueError, match=match):
+            eo.settings_of(options, topic)
+    with pytest.raises(ValueError, match="needs transactionalIdPrefix"):
+        eo.task_transaction(s, 0, None, None, streaming=False)
+    with pytest.raises(RuntimeError, match="no micro-batch id"):
+        eo.task_transaction(s, 0, None, "q", streaming=True)

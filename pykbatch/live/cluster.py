@@ -502,8 +502,13 @@ class Cluster:
         for tp in tps:
             topics.setdefault(tp.topic, []).append(tp.partition)
         response = self.request(self.coordinator(group), protocol.offset_fetch(group, topics))
-        if getattr(response, "error_code", 0):
-            raise ClusterError(f"OffsetFetch for group {group!r}: error {response.error_code}", response.error_code)
+        code = getattr(response, "error_code", 0)
+        if code:
+            err = protocol.error_class(code)
+            if code in (15, 16):  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: asked again
+                self.forget_coordinator(group, "group")
+            raise ClusterError(f"OffsetFetch for group {group!r}: {err.__name__}({code})", code,
+                               retriable=getattr(err, "retriable", False))
         out: dict[TopicPartition, int | None] = {tp: None for tp in tps}
         for t in response.topics:
             for p in t.partitions:

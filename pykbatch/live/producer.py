@@ -605,6 +605,12 @@ class Producer:
             self._sender.call(self._coordinator.add_offsets, self._sender.pid, group_id)
         self._sender.call(self._coordinator.commit_offsets, self._sender.pid, group_id, dict(offsets))
 
+    def committed(self, group_id: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """The offsets ``group_id`` committed for ``partitions`` (None: none), read on this
+        producer's connections once no transaction holds them pending (OffsetFetch,
+        require_stable) -- what a writer checks to know whether its own commit landed."""
+        return self._sender.call(self.cluster.committed, group_id, list(partitions))
+
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Flushes, then commits.  A record that failed in it (not dropped or dead-lettered by the
         policy) makes the transaction abortable: ``TransactionAbortableError``, abort and retry."""

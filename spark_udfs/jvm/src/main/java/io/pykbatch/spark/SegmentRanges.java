@@ -83,8 +83,8 @@ final class SegmentRanges implements java.io.Serializable {
     /** Whether a segment named base, followed in its folder by next (-1: none), can hold offsets in
      * range: it holds [base, next) (Kafka's log invariant; segment_plan.Ranges.keeps_segment). */
     boolean keepsSegment(long base, long next) {
-        if (endOffset != null && endOffset == Long.MIN_VALUE) {
-            return false;  // below every offset
+        if (endOffset != null && (endOffset == Long.MIN_VALUE || firstOffset != null && firstOffset >= endOffset)) {
+            return false;  // below every offset, or an empty range
         }
         return SegmentPlan.holds(base, next, firstOffset == null ? Long.MIN_VALUE : firstOffset,
             endOffset == null ? Long.MAX_VALUE : endOffset - 1);
