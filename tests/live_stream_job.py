@@ -2,8 +2,9 @@
 (SIGKILL: no clean stop) and start it again on the same checkpoint.
 
     python tests/live_stream_job.py BOOTSTRAP TOPIC OUT CHECKPOINT MODE
-OUT: a Parquet folder, or ``kafka-kbatch:GUARANTEE:TOPIC`` -- kafka-kbatch's sink into TOPIC with
-deliveryGuarantee GUARANTEE (exactly_once or at_least_once).
+OUT: a Parquet folder, ``kafka-kbatch:GUARANTEE:TOPIC`` -- kafka-kbatch's sink into TOPIC with
+deliveryGuarantee GUARANTEE (exactly_once or at_least_once) -- or ``kafka:TOPIC``, Spark's own
+Kafka sink (its jars from Maven Central through tests/kafka_tools).
 MODE: "run" (a trigger every 200 ms until killed) or "finish" (the same, stopped cleanly once the
 checkpoint's last committed batch ends at the topic's latest offsets).  Not Trigger.AvailableNow:
 restarted with an uncommitted batch in its checkpoint, Spark 4.3 runs that batch again and stops
@@ -19,7 +20,11 @@ sys.path.insert(0, ROOT)
 def main(bootstrap, topic, out, checkpoint, mode):
     import spark_udfs
     from spark_udfs.session import quiet_session
-    spark = quiet_session("local[2]", "kafka-kbatch-stream", **{"spark.sql.shuffle.partitions": "2"})
+    conf = {"spark.sql.shuffle.partitions": "2"}
+    if out.startswith("kafka:"):
+        from tests import kafka_tools
+        conf["spark.jars"] = kafka_tools.spark_kafka_jars()
+    spark = quiet_session("local[2]", "kafka-kbatch-stream", **conf)
     spark_udfs.register(spark)
     stream = (spark.readStream.format("kafka-kbatch").option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", topic).option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "150")
@@ -29,6 +34,10 @@ def main(bootstrap, topic, out, checkpoint, mode):
         writer = (stream.select("key", "value").writeStream.format("kafka-kbatch")
                   .option("kafka.bootstrap.servers", bootstrap).option("topic", output)
                   .option("deliveryGuarantee", guarantee).option("checkpointLocation", checkpoint))
+    elif out.startswith("kafka:"):
+        writer = (stream.select("key", "value").writeStream.format("kafka")
+                  .option("kafka.bootstrap.servers", bootstrap).option("topic", out.split(":", 1)[1])
+                  .option("checkpointLocation", checkpoint))
     else:
         writer = stream.writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
     query = writer.trigger(processingTime="200 milliseconds").start()
