@@ -356,3 +356,35 @@ def test_the_exactly_once_sink_writes_a_replayed_batch_once_and_aborts_a_killed_
     got = sorted(v for *_, v, _, _ in consume_all(bootstrap, topic, 10, read_committed=True))
     assert got == sorted([b"batch-3-%d" % i for i in range(7)] + [b"batch-4-%d" % i for i in range(3)])
     assert kafka_tools.open_transactions(bootstrap, "pykbatch-q-") == []
+
+
+def test_the_exactly_once_sinks_culprits_go_to_the_dead_letters_inside_its_transaction(kafka_broker):
+    """A task's rows with poison among them (no key on a compacted topic), tolerance all and a
+    dead-letter topic: the good rows and the dead letters commit together, once, and a replay of
+    the batch adds neither; read_committed sees both topics whole."""
+    import pyarrow as pa
+
+    from spark_udfs import exactly_once as eo
+    from spark_udfs.live_sink import write_batches
+    bootstrap = kafka_broker.bootstrap
+    topic, dlq = "eos-poison", "eos-poison-dlq"
+    create_topic(bootstrap, topic, **{"cleanup.policy": "compact"})
+    create_topic(bootstrap, dlq)
+    props = {"bootstrap.servers": bootstrap, "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq,
+             "preflight": "false"}
+    keys = [None if i % 5 == 4 else b"k%d" % i for i in range(20)]
+    batch = pa.RecordBatch.from_pydict({"key": keys, "value": [b"v%d" % i for i in range(20)]})
+    txn = (eo.Settings(None, topic), eo.TaskTransaction("pykbatch-poison-0", 0))
+    first = write_batches(props, topic, [batch], txn)
+    assert (first.delivered, first.dead_lettered, first.failed) == (16, 4, 0)
+    assert write_batches(props, topic, [batch], txn).replayed
+    good = consume_all(bootstrap, topic, 16, read_committed=True)
+    assert sorted(v for *_, v, _, _ in good) == sorted(b"v%d" % i for i in range(20) if i % 5 != 4)
+    letters = consume_all(bootstrap, dlq, 4, read_committed=True)
+    assert len(letters) == 4
+    import pykbatch as kb
+    written = []
+    for log in sorted(kafka_broker.data.glob(f"{dlq}-*/*.log")):
+        with kb.read_segment(str(log)) as seg:
+            written += [b.is_transactional for b in seg.batches() if not b.is_control]
+    assert written and all(written)  # in the task's transaction, not beside it
