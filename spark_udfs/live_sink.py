@@ -140,6 +140,11 @@ def writer_classes():
 
     def summarize(messages) -> None:
         done = [m.written for m in messages if m is not None]
+        replayed = sum(w.replayed for w in done)
+        if replayed:  # said louder: under a reused batch job name this is rows not written
+            log.warning("kafka-kbatch sink (exactly_once): %d task(s) found their batch committed before and wrote "
+                        "nothing (a replayed micro-batch, a retried task, or a batch job run again under the same "
+                        "transactionalIdPrefix)", replayed)
         log.info("kafka-kbatch sink: %d records: %d delivered, %d dropped, %d dead-lettered, %d failed; "
                  "%d task(s) found their batch written before (exactly_once)",
                  sum(w.records for w in done), sum(w.delivered for w in done), sum(w.dropped for w in done),

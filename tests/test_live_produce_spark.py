@@ -81,6 +81,32 @@ def test_kafka_kbatch_sink_delivers_every_other_row(registered, kafka_broker):
         {b"org.apache.kafka.common.InvalidRecordException"}
 
 
+def test_a_batch_write_exactly_once_is_named_and_a_rerun_under_its_name_writes_nothing(registered, kafka_broker):
+    """df.write with deliveryGuarantee=exactly_once: refused without transactionalIdPrefix (on the
+    driver, naming it); with one, the good rows once and the culprits in the dead letters, in each
+    task's transaction; the same job again under the same name adds nothing, under a new name it
+    writes again."""
+    bootstrap = kafka_broker.bootstrap
+    topic, dlq = "spark-sink-eos", "spark-sink-eos-dlq"
+    create_topic(bootstrap, topic, partitions=2, **{"cleanup.policy": "compact"})
+    create_topic(bootstrap, dlq)
+
+    def write(**extra):
+        (poison_frame(registered).repartition(3).write.format("kafka-kbatch").option("kafka.bootstrap.servers", bootstrap)
+         .option("topic", topic).option("errors.tolerance", "all").option("errors.deadletterqueue.topic.name", dlq)
+         .option("deliveryGuarantee", "exactly_once").options(**extra).mode("append").save())
+    with pytest.raises(Exception, match="needs transactionalIdPrefix"):
+        write()
+    write(transactionalIdPrefix="nightly-1")
+    write(transactionalIdPrefix="nightly-1")  # a rerun: every task finds its batch written
+    once = consume_all(bootstrap, topic, len(good_values()), read_committed=True)
+    assert sorted(v for *_, v, _, _ in once) == good_values()
+    assert len(consume_all(bootstrap, dlq, ROWS // POISON_EVERY, read_committed=True)) == ROWS // POISON_EVERY
+    write(transactionalIdPrefix="nightly-2")
+    twice = consume_all(bootstrap, topic, 2 * len(good_values()), read_committed=True)
+    assert sorted(v for *_, v, _, _ in twice) == sorted(good_values() * 2)
+
+
 def test_kafka_kbatch_sink_tolerance_none_fails_the_task_naming_the_row(registered, kafka_broker):
     topic = "spark-sink-none"
     create_topic(kafka_broker.bootstrap, topic, **{"cleanup.policy": "compact"})
