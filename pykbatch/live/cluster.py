@@ -15,8 +15,12 @@ from dataclasses import dataclass
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from pykbatch import errors as kb_errors
 from pykbatch.live import frames, protocol, wire_logs
 from pykbatch.live.settings import SettingsError, connection_kwargs, redacted
+
+# NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE: the coordinator is asked for again
+COORDINATOR_MOVED = frozenset({kb_errors.CODE["NOT_COORDINATOR"], kb_errors.CODE["COORDINATOR_NOT_AVAILABLE"]})
 
 log = logging.getLogger("pykbatch.live")
 
@@ -505,7 +509,7 @@ class Cluster:
         code = getattr(response, "error_code", 0)
         if code:
             err = protocol.error_class(code)
-            if code in (15, 16):  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: asked again
+            if code in COORDINATOR_MOVED:  # asked again
                 self.forget_coordinator(group, "group")
             raise ClusterError(f"OffsetFetch for group {group!r}: {err.__name__}({code})", code,
                                retriable=getattr(err, "retriable", False))

@@ -590,8 +590,7 @@ class Producer:
             raise FatalProducerError("a transactional producer sends records only inside a transaction "
                                      "(begin_transaction first)")
         try:
-            if self._sender.txn_version != 2:  # v2: the broker enlists them on Produce v12
-                self._coordinator.add_partitions(self._sender.pid, new)
+            self._coordinator.add_partitions(self._sender.pid, new)
         except (ProducerFencedError, FatalProducerError) as exc:
             self._fatal = exc
             raise
@@ -601,8 +600,7 @@ class Producer:
         """Commits a consumer group's ``offsets`` (the next offsets to read) with the transaction."""
         if self._txn_state != "in_transaction":
             raise RuntimeError("send_offsets_to_transaction outside a transaction")
-        if self._sender.txn_version != 2:  # v2: TxnOffsetCommit v5 enlists the group
-            self._sender.call(self._coordinator.add_offsets, self._sender.pid, group_id)
+        self._sender.call(self._coordinator.add_offsets, self._sender.pid, group_id)
         self._sender.call(self._coordinator.commit_offsets, self._sender.pid, group_id, dict(offsets))
 
     def committed(self, group_id: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:

@@ -52,9 +52,9 @@ def _versions(api: str, txn_version: int | None = None) -> dict:
 
 # -- the cluster's features -----------------------------------------------------------------------
 def api_versions():
-    from kafka.protocol.metadata.api_versions import ApiVersionsRequest
-
     import re
+
+    from kafka.protocol.metadata.api_versions import ApiVersionsRequest
     try:
         from pykbatch._version import __version__
     except ImportError:  # a source tree never built
@@ -79,7 +79,6 @@ def transaction_version(response) -> int:
         if highest.get(int(ApiKey[api]), -1) < v2 or VERSIONS[api][1] < v2:
             return min(level, 1)
     return level
-
 
 
 def error_class(code: int):

@@ -20,10 +20,9 @@ from dataclasses import dataclass
 
 from pykbatch import errors as kb_errors
 from pykbatch.live import protocol
-from pykbatch.live.cluster import AuthorizationError, Cluster, ClusterError, TopicPartition
+from pykbatch.live.cluster import COORDINATOR_MOVED, AuthorizationError, Cluster, ClusterError, TopicPartition
 
 _FENCED = {kb_errors.CODE["PRODUCER_FENCED"], kb_errors.CODE["INVALID_PRODUCER_EPOCH"]}
-_COORDINATOR_MOVED = {kb_errors.CODE["NOT_COORDINATOR"], kb_errors.CODE["COORDINATOR_NOT_AVAILABLE"]}
 
 
 class ProducerFencedError(ClusterError):
@@ -104,7 +103,7 @@ class Coordinator:
             code, message = error_of(response)
             if not code:
                 return response
-            if code in _COORDINATOR_MOVED and self.transactional_id is not None:
+            if code in COORDINATOR_MOVED and self.transactional_id is not None:
                 self.cluster.forget_coordinator(self.transactional_id, "transaction")
             exc = _fail(code, what, message)
             if not getattr(exc, "retriable", False) or time.monotonic() > deadline:
@@ -122,6 +121,9 @@ class Coordinator:
         return ProducerId(r.producer_id, r.producer_epoch)
 
     def add_partitions(self, pid: ProducerId, tps: list[TopicPartition]) -> None:
+        """Enlists ``tps`` in the transaction (v2: nothing to send, Produce v12 enlists them)."""
+        if self.version >= 2:
+            return
         topics: dict[str, list[int]] = {}
         for tp in tps:
             topics.setdefault(tp.topic, []).append(tp.partition)
@@ -140,6 +142,9 @@ class Coordinator:
         self._call(f"AddPartitionsToTxn {', '.join(map(str, tps))}", make, error_of)
 
     def add_offsets(self, pid: ProducerId, group: str) -> None:
+        """Enlists ``group`` in the transaction (v2: nothing to send, TxnOffsetCommit v5 enlists it)."""
+        if self.version >= 2:
+            return
         self._call(f"AddOffsetsToTxn for group {group!r}",
                    lambda: protocol.add_offsets_to_txn(self.transactional_id, pid.id, pid.epoch, group),
                    lambda r: (r.error_code, None))
