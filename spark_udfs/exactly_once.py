@@ -33,7 +33,6 @@ aborts the transaction and fails the task, with nothing of it visible.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 
 DELIVERY = "deliveryguarantee"
@@ -110,17 +109,10 @@ def running_task(settings: Settings, streaming: bool) -> TaskTransaction:
 def written_before(producer, settings: Settings, txn: TaskTransaction, timeout_s: float = 60) -> bool:
     """Whether ``txn``'s batch was committed already (its group's offset says so).  Read after
     InitProducerId, which settled any earlier attempt's transaction."""
-    from pykbatch.live.cluster import ClusterError, TopicPartition
+    from pykbatch.live.cluster import TopicPartition
     marker = TopicPartition(settings.topic, 0)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            committed = producer.committed(txn.group, [marker])[marker]
-            return committed is not None and committed > txn.batch_id
-        except ClusterError as exc:  # UNSTABLE_OFFSET_COMMIT while a marker is being written
-            if not exc.retriable or time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+    committed = producer.committed(txn.group, [marker], timeout=timeout_s)[marker]
+    return committed is not None and committed > txn.batch_id
 
 
 def record_written(producer, settings: Settings, txn: TaskTransaction) -> None:

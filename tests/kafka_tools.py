@@ -278,3 +278,19 @@ def open_transactions(bootstrap: str, prefix: str) -> list[tuple[str, str]]:
         assert not r.error_code, r
         return sorted((t.transactional_id, t.transaction_state) for t in r.transaction_states
                       if t.transactional_id.startswith(prefix) and t.transaction_state not in ended)
+
+
+def describe_transaction(bootstrap: str, transactional_id: str) -> dict:
+    """DescribeTransactions of one transactional id, asked of its coordinator: its state, producer
+    id and epoch, and the partitions its open transaction holds."""
+    from kafka.protocol.admin import DescribeTransactionsRequest
+
+    from pykbatch.live.cluster import Cluster
+    with Cluster({"bootstrap.servers": bootstrap}) as cluster:
+        node = cluster.coordinator(transactional_id, "transaction")
+        r = cluster.request(node, DescribeTransactionsRequest(transactional_ids=[transactional_id],
+                                                              min_version=0, max_version=0))
+        (t,) = r.transaction_states
+        assert not t.error_code, t
+        return {"state": t.transaction_state, "producer_id": t.producer_id, "epoch": t.producer_epoch,
+                "partitions": sorted((x.topic, p) for x in t.topics for p in x.partitions)}

@@ -11,12 +11,12 @@ import argparse
 import os
 import sys
 
-from pykbatch.commands import consume, dump, produce, redpanda, repair, rules, sample, tiered, validate
+from pykbatch.commands import consume, copy, dump, produce, redpanda, repair, rules, sample, tiered, validate
 from pykbatch.commands.common import CANNOT_RUN, EXIT_CODES, UsageError, Verdict
 from pykbatch.log.files import STDIN
 
 # in the order --help lists them
-COMMANDS = (dump, validate, repair, sample, rules, redpanda, tiered, consume, produce)
+COMMANDS = (dump, validate, repair, sample, rules, redpanda, tiered, consume, produce, copy)
 
 
 class _PrintVersion(argparse.Action):

@@ -501,6 +501,12 @@ class Cluster:
 
     def committed(self, group: str, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The offsets ``group`` committed for ``tps`` (None: nothing committed)."""
+        return {tp: offset for tp, (offset, _) in self.committed_with_metadata(group, tps).items()}
+
+    def committed_with_metadata(self, group: str, tps: Iterable[TopicPartition]) \
+            -> dict[TopicPartition, tuple[int | None, str]]:
+        """The offsets ``group`` committed for ``tps`` (None: nothing committed) and the metadata
+        committed with each (a consumer's note: "" when none)."""
         tps = list(tps)
         topics: dict[str, list[int]] = {}
         for tp in tps:
@@ -513,12 +519,13 @@ class Cluster:
                 self.forget_coordinator(group, "group")
             raise ClusterError(f"OffsetFetch for group {group!r}: {err.__name__}({code})", code,
                                retriable=getattr(err, "retriable", False))
-        out: dict[TopicPartition, int | None] = {tp: None for tp in tps}
+        out: dict[TopicPartition, tuple[int | None, str]] = {tp: (None, "") for tp in tps}
         for t in response.topics:
             for p in t.partitions:
                 if p.error_code:
                     self._raise_partition_error(TopicPartition(t.name, p.partition_index), p.error_code, "OffsetFetch")
-                out[TopicPartition(t.name, p.partition_index)] = p.committed_offset if p.committed_offset >= 0 else None
+                out[TopicPartition(t.name, p.partition_index)] = (p.committed_offset if p.committed_offset >= 0
+                                                                  else None, p.metadata or "")
         return out
 
     def commit(self, group: str, offsets: Mapping[TopicPartition, int], metadata: str = "") -> None:

@@ -82,6 +82,58 @@ class Probe:
                     break
         return None
 
+    def crossing(self, first: int, last: int) -> ProbeResult | None:
+        """The first sound batch inside ``[first, last]`` (offsets the broker would not serve) that
+        a fetch from before ``first`` reaches by carrying on past damage.  The broker finds where a
+        fetch starts by scanning batch headers from its offset index, and the scan reads the header
+        after the batch it wants, so damage makes it refuse every offset from its index entry on --
+        the sound batches just before and after the damage included -- while a fetch that starts
+        before all that (a segment's base offset, an offset whose index entry lies past the
+        damage) is answered with the file's bytes as they are, past the damage when large enough.
+        Tries just before ``first``, where the partition was last served, offsets further back
+        doubling (and 0), and a segment's base offset when an answer ends at its segment's end;
+        from each, sizes double from the fetch size up to ``max_batch_bytes``.  The answer is the
+        fetch's records from that batch on."""
+        candidates = [first - 1] + ([self.p.served] if 0 <= self.p.served < first - 1 else [])
+        step = 2
+        while step <= BACK_LIMIT and first - step >= 0:
+            candidates.append(first - step)
+            step *= 2
+        if first <= BACK_LIMIT:
+            candidates.append(0)
+        tried: set[int] = set()
+        while candidates:
+            start = candidates.pop(0)
+            if start < 0 or start in tried:
+                continue
+            tried.add(start)
+            size = max(self.p.fetch_bytes, 1)
+            while size <= max(self.reader.max_batch_bytes, 1):
+                data = self.reader._fetch_one(self.p, start, size)
+                if data.error_code or not data.records:
+                    break  # not served from here: the next candidate
+                records, before, past = data.records, None, False
+                for batch in _native.BatchReader(records, verify_crc=False, on_lost=_ignore):
+                    if not _native.entry_is_sound(records, batch.position):
+                        continue  # damage whose framing holds: its offsets mean nothing
+                    if batch.last_offset < first:
+                        before = batch.last_offset
+                        continue
+                    if batch.base_offset > last:
+                        past = True
+                        break
+                    return ProbeResult(max(batch.base_offset, first), _sliced(data, batch.position))
+                if past:
+                    if before is not None:
+                        return None  # the bytes ran from before the range to past it: nothing sound inside
+                    break  # the broker's search jumped the range (damage misled it): the next candidate
+                if len(records) < size:  # the answer ran to its segment's end
+                    if before is not None and before + 1 < first:
+                        candidates.insert(0, before + 1)  # the next segment starts there
+                    break
+                size *= 2
+        return None
+
     def island(self, first: int, last: int) -> ProbeResult | None:
         """The first sound batch the broker serves inside ``[first, last]`` (offsets a fetch at
         ``first`` passed over), or None: ``next_offset`` is where it starts being delivered."""
@@ -141,6 +193,30 @@ class Probe:
             return ProbeResult(limit)
         base = int.from_bytes(bytes(found.records[:8]), "big", signed=True)
         return ProbeResult(base, found)
+
+
+class _Sliced:
+    """A partition's fetch answer whose records start at a later batch of its own."""
+
+    def __init__(self, data, records, aborted_transactions):
+        self._data, self.records, self.aborted_transactions = data, records, aborted_transactions
+
+    def __getattr__(self, name):
+        return getattr(self._data, name)
+
+
+def _sliced(data, position: int) -> _Sliced:
+    """``data`` from byte ``position`` on.  The aborted transactions the broker listed for the
+    whole answer lose those whose producer's marker lies in the bytes left out (read_committed
+    would otherwise hold that producer's later, committed records as aborted)."""
+    records = data.records
+    ended: dict[int, int] = {}  # producer id -> the offset of its last marker before ``position``
+    for batch in _native.BatchReader(memoryview(records)[:position], verify_crc=False, on_lost=_ignore):
+        if batch.is_control and _native.entry_is_sound(records, batch.position):
+            ended[batch.producer_id] = max(ended.get(batch.producer_id, -1), batch.last_offset)
+    aborted = [t for t in (data.aborted_transactions or ())
+               if not (t.producer_id in ended and t.first_offset <= ended[t.producer_id])]
+    return _Sliced(data, memoryview(records)[position:], aborted)
 
 
 def _ignore(span) -> None:

@@ -596,18 +596,37 @@ class Producer:
             raise
         self._txn_partitions.update(new)
 
-    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
-        """Commits a consumer group's ``offsets`` (the next offsets to read) with the transaction."""
+    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str,
+                                    metadata: Mapping[TopicPartition, str] | None = None) -> None:
+        """Commits a consumer group's ``offsets`` (the next offsets to read), with ``metadata``
+        per partition when given, in the transaction."""
         if self._txn_state != "in_transaction":
             raise RuntimeError("send_offsets_to_transaction outside a transaction")
         self._sender.call(self._coordinator.add_offsets, self._sender.pid, group_id)
-        self._sender.call(self._coordinator.commit_offsets, self._sender.pid, group_id, dict(offsets))
+        self._sender.call(self._coordinator.commit_offsets, self._sender.pid, group_id, dict(offsets), -1, "", None,
+                          metadata)
 
-    def committed(self, group_id: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+    def committed(self, group_id: str, partitions: Iterable[TopicPartition],
+                  timeout: float = 60) -> dict[TopicPartition, int | None]:
         """The offsets ``group_id`` committed for ``partitions`` (None: none), read on this
         producer's connections once no transaction holds them pending (OffsetFetch,
         require_stable) -- what a writer checks to know whether its own commit landed."""
-        return self._sender.call(self.cluster.committed, group_id, list(partitions))
+        return {tp: offset for tp, (offset, _) in self.committed_with_metadata(group_id, partitions, timeout).items()}
+
+    def committed_with_metadata(self, group_id: str, partitions: Iterable[TopicPartition],
+                                timeout: float = 60) -> dict[TopicPartition, tuple[int | None, str]]:
+        """``committed`` with the metadata committed beside each offset.  A retriable answer
+        (UNSTABLE_OFFSET_COMMIT while a transaction's marker is written, a coordinator loading or
+        moving) is asked again for up to ``timeout`` seconds."""
+        partitions = list(partitions)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self._sender.call(self.cluster.committed_with_metadata, group_id, partitions)
+            except ClusterError as exc:
+                if not exc.retriable or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Flushes, then commits.  A record that failed in it (not dropped or dead-lettered by the

@@ -286,8 +286,9 @@ def add_offsets_to_txn(transactional_id: str, producer_id: int, producer_epoch: 
 
 
 def txn_offset_commit(transactional_id: str, group: str, producer_id: int, producer_epoch: int,
-                      offsets: Mapping[str, list[tuple[int, int]]], generation_id: int, member_id: str,
+                      offsets: Mapping[str, list[tuple[int, int, str]]], generation_id: int, member_id: str,
                       group_instance_id: str | None, txn_version: int):
+    """``offsets``: topic -> [(partition, next offset, metadata)]."""
     from kafka.protocol.producer import TxnOffsetCommitRequest as R
     T = R.TxnOffsetCommitRequestTopic
     P = T.TxnOffsetCommitRequestPartition
@@ -295,7 +296,7 @@ def txn_offset_commit(transactional_id: str, group: str, producer_id: int, produ
              producer_epoch=producer_epoch, generation_id=generation_id, member_id=member_id,
              group_instance_id=group_instance_id,
              topics=[T(name=n, partitions=[P(partition_index=p, committed_offset=o, committed_leader_epoch=-1,
-                                             committed_metadata="") for p, o in ps]) for n, ps in offsets.items()],
+                                             committed_metadata=m) for p, o, m in ps]) for n, ps in offsets.items()],
              **_versions("TxnOffsetCommit", txn_version))
 
 

@@ -120,6 +120,9 @@ class _FetchState:
     last stable offset (as of the last answer)."""
     backoff_until: float = 0.0
     ledger: Ledger | None = None
+    served: int = -1
+    """The last offset a fetch of this partition was answered records at: where a probe can start
+    a fetch that runs past damage the broker's own search cannot cross."""
 
     @property
     def done(self) -> bool:
@@ -306,6 +309,8 @@ class Reader:
                 data = parts.get((p.tp.topic, p.tp.partition))
                 try:
                     if data is not None:
+                        if not data.error_code and data.records:
+                            p.served = p.position  # what this fetch asked for
                         table, found = self._handle(p, data)
                     elif p.position < p.limit and not p.done:  # left out of a session's answer below its end
                         table, found = self._handle(p, self._fetch_solo(p), solo=True)
@@ -434,7 +439,10 @@ class Reader:
         request = self._fetch_request([p], offset=offset, max_bytes=max_bytes)
         self.metrics.add("probe-requests")
         response = self.cluster.request(self.cluster.leader(p.tp).node, request)
-        return response.responses[0].partitions[0]
+        data = response.responses[0].partitions[0]
+        if not data.error_code and data.records and offset <= p.position:
+            p.served = max(p.served, offset)
+        return data
 
     def _fetch_solo(self, p: _FetchState):
         """``p`` at its position alone in a request, with its whole fetch size: the answer Kafka
@@ -569,7 +577,10 @@ class Reader:
         the rest is a named skip.  ``(None, skips)``: the answer in hand goes on from ``last + 1``."""
         if p.end is not None:
             last = min(last, p.end - 1)
-        island = Probe(self, p).island(first, last) if last > first else None
+        probe = Probe(self, p)
+        island = probe.island(first, last) if last > first else None
+        if island is None or island.next_offset > first:  # sound batches only a fetch from before reaches
+            island = probe.crossing(first, last if island is None else island.next_offset - 1) or island
         if island is not None:
             if island.next_offset > first:
                 skip = gap_skip(p.tp.topic, p.tp.partition, first, island.next_offset - 1)
@@ -669,7 +680,10 @@ class Reader:
                message_fields: Mapping | None = None):
         """Finds the first offset after ``p.position`` that the broker serves as a sound entry,
         skips up to it and delivers what that fetch holds."""
-        result = Probe(self, p).run(damage)
+        probe = Probe(self, p)
+        result = probe.run(damage)
+        if result.next_offset > p.position:  # sound batches the broker serves only to a fetch from before
+            result = probe.crossing(p.position, result.next_offset - 1) or result
         if p.end is not None and result.next_offset > p.end:  # the rest is the next range's business
             result = ProbeResult(p.end)
         first, last = p.position, result.next_offset - 1

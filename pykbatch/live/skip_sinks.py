@@ -1,10 +1,11 @@
 """Where a live reader's skipped ranges go: each as one dead letter carrying the skipped bytes
 and KIP-298's error context.
 
-A sink is any callable ``sink(skip, context)``.  Two come with pykbatch: ``JsonLinesDeadLetters``
-(a local file, one JSON document per skip, the bytes base64-encoded) and ``DeadLetterTopic`` (a
+A sink is any callable ``sink(skip, context)``.  Three come with pykbatch: ``JsonLinesDeadLetters``
+(a local file, one JSON document per skip, the bytes base64-encoded), ``DeadLetterTopic`` (a
 Kafka topic, the bytes as the record's value and Connect's ``__connect.errors.*`` headers, so the
-tools that read Connect's dead-letter queues read these).  A dead letter keeps the bytes: that is
+tools that read Connect's dead-letter queues read these) and ``ProducerDeadLetters`` (the same
+records through a producer: in its transaction, for a copy that must dead-letter exactly once).  A dead letter keeps the bytes: that is
 its purpose.  Logs never do unless ``include_messages`` asks (``pykbatch.policy``).
 """
 from __future__ import annotations
@@ -39,6 +40,18 @@ def skip_context(skip: Skip, *, include_bytes: bool) -> dict:
     return doc
 
 
+def skip_key(skip: Skip) -> bytes:
+    """A skip's dead letter's key: ``topic-partition@first offset``."""
+    return f"{skip.topic}-{skip.partition}@{skip.first_offset}".encode()
+
+
+def skip_headers(skip: Skip) -> list[tuple[str, bytes]]:
+    """A skip's dead letter's headers: Connect's error context, then the range's end and the rule."""
+    return context_headers(skip.topic, skip.partition, skip.first_offset, skip.code, skip.message,
+                           stage="VALIDATE") + list(zip(SKIP_HEADERS, (str(skip.last_offset).encode(),
+                                                                      skip.rule.encode(), str(skip.held).encode())))
+
+
 class JsonLinesDeadLetters:
     """Appends one JSON line per skip to ``path`` (bytes base64-encoded under record.value)."""
 
@@ -65,11 +78,7 @@ class DeadLetterTopic:
         self.timeout_ms = timeout_ms
 
     def __call__(self, skip: Skip, context: dict) -> None:
-        headers = context_headers(skip.topic, skip.partition, skip.first_offset, skip.code, skip.message,
-                                  stage="VALIDATE") + list(zip(SKIP_HEADERS, (str(skip.last_offset).encode(),
-                                                                             skip.rule.encode(), str(skip.held).encode())))
-        batch = _native.build_batch([{"key": f"{skip.topic}-{skip.partition}@{skip.first_offset}".encode(),
-                                      "value": skip.data, "headers": headers}])
+        batch = _native.build_batch([{"key": skip_key(skip), "value": skip.data, "headers": skip_headers(skip)}])
         request = protocol.produce({self.tp.topic: [(self.tp.partition, batch)]}, acks=-1, timeout_ms=self.timeout_ms)
         response = self.cluster.request(self.cluster.leader(self.tp).node, request)
         for t in response.responses:
@@ -80,3 +89,20 @@ class DeadLetterTopic:
 
     def __repr__(self) -> str:
         return f"DeadLetterTopic({self.tp})"
+
+
+class ProducerDeadLetters:
+    """Sends one record per skip to ``topic`` through ``producer`` (a ``pykbatch.live.Producer``):
+    inside its transaction when one is open, so a skip's dead letter is committed -- or aborted --
+    with the records read beside it.  Key, value and headers as ``DeadLetterTopic``'s."""
+
+    def __init__(self, producer, topic: str, partition: int = 0):
+        self.producer = producer
+        self.tp = TopicPartition(topic, partition)
+
+    def __call__(self, skip: Skip, context: dict) -> None:
+        self.producer.send(self.tp.topic, value=skip.data, key=skip_key(skip), headers=skip_headers(skip),
+                           partition=self.tp.partition)
+
+    def __repr__(self) -> str:
+        return f"ProducerDeadLetters({self.tp})"

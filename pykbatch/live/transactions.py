@@ -150,10 +150,11 @@ class Coordinator:
                    lambda r: (r.error_code, None))
 
     def commit_offsets(self, pid: ProducerId, group: str, offsets: Mapping[TopicPartition, int],
-                       generation_id: int = -1, member_id: str = "", group_instance_id: str | None = None) -> None:
+                       generation_id: int = -1, member_id: str = "", group_instance_id: str | None = None,
+                       metadata: Mapping[TopicPartition, str] | None = None) -> None:
         topics: dict[str, list] = {}
         for tp, offset in offsets.items():
-            topics.setdefault(tp.topic, []).append((tp.partition, offset))
+            topics.setdefault(tp.topic, []).append((tp.partition, offset, (metadata or {}).get(tp, "")))
 
         def make():
             return protocol.txn_offset_commit(self.transactional_id, group, pid.id, pid.epoch, topics, generation_id,
