@@ -27,7 +27,7 @@ PAGES = sorted(p.name for p in DOCS.glob("*.md"))
 BLOCK = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
 BROKER_FILES = ROOT / "tests" / "kafka" / "broker-files"
 SPARK_PAGES = {"spark.md"}
-LIVE_PAGES = {"live.md", "produce.md"}  # need a broker: run by tests/test_live_spark.py and test_live_produce.py against the session's
+LIVE_PAGES = {"live.md", "produce.md", "copy.md"}  # need a broker: run by tests/test_live_spark.py, test_live_produce.py and test_live_copy.py against the session's
 REGISTRY_PAGES = {"values.md"}  # need a schema registry (and Spark): run by tests/test_values_spark.py
 
 

@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.live_damage import OnDisk, batches_on_disk, create_topic, damage, wait_until_served
+from tests.live_damage import (
+    batches_on_disk,
+    create_topic,
+    damage,
+    wait_until_served,
+)
 
 pytestmark = pytest.mark.usefixtures("kafka_broker")
 ck = pytest.importorskip("confluent_kafka")
@@ -23,7 +28,8 @@ ck = pytest.importorskip("confluent_kafka")
 PARTITIONS = 3
 BATCHES = 30  # per partition, of 20 records
 BATCH = 20
-T0 = 1_700_000_000_000
+RETENTION_MS = 30 * 86_400_000  # set on the source: its copy is created with it
+T0 = (int(time.time()) - 3600) * 1000  # an hour ago: records older than retention.ms go with their segment
 
 
 def value(p: int, i: int) -> bytes | None:
@@ -62,7 +68,6 @@ def _produce(bootstrap: str, source: Source) -> None:
                            compression_type="lz4")
     for p in range(PARTITIONS):
         source.written[p], source.aborted[p] = [], []
-    n = 0
     for b in range(BATCHES):
         for p in range(PARTITIONS):
             producer = packed if b % 3 == 2 else plain
@@ -79,11 +84,10 @@ def _produce(bootstrap: str, source: Source) -> None:
             acked = []
             for j in range(30):
                 txn.produce(source.topic, value=b"aborted %d" % j, partition=1,
-                            on_delivery=lambda err, m: acked.append(m.offset()))
+                            on_delivery=lambda err, m, acked=acked: acked.append(m.offset()))
             txn.flush(30)
             txn.abort_transaction(30)
             source.aborted[1] = acked
-        n += 1
     plain.close()
     packed.close()
 
@@ -100,7 +104,10 @@ def _damage(broker, source: Source, rng: random.Random) -> None:
             on_disk = [b for b in batches_on_disk(broker.data / f"{source.topic}-{p}")]
             last = max(b.path for b in on_disk)
             used_segments = set()
-            for attempt in range(rng.randint(1, 3) + (p == 0)):
+            wanted = rng.randint(1, 3)
+            for _ in range(200):  # draws until ``wanted`` batches are damaged (each a closed segment's)
+                if sum(d[0] == p for d in source.damaged) >= wanted:
+                    break
                 i = rng.randrange(1, len(on_disk) - 1)
                 b = on_disk[i]
                 prev, nxt = on_disk[i - 1], on_disk[i + 1]
@@ -112,7 +119,8 @@ def _damage(broker, source: Source, rng: random.Random) -> None:
                     + (["garbage", "zeros"] if inside else [])
                 # partition 0 starts with a zeroed batch where it can: a fetch of the batch after it is
                 # refused (the broker's scan from its index meets the zeros), small fetches stop there
-                how = "zeros" if p == 0 and attempt == 0 and inside else rng.choice(kinds)
+                first_here = not any(d[0] == p for d in source.damaged)
+                how = "zeros" if p == 0 and first_here and inside else rng.choice(kinds)
                 kwargs: dict = {}
                 if how == "length":
                     kwargs["record"] = rng.randrange(0, BATCH)
@@ -132,7 +140,8 @@ def source(kafka_broker):
     seed = int(os.environ.get("PYKBATCH_COPY_SEED", random.randrange(1 << 32)))
     print(f"PYKBATCH_COPY_SEED={seed}")
     src = Source(f"copy-src-{seed}-{int(time.time())}", seed)
-    create_topic(kafka_broker.bootstrap, src.topic, PARTITIONS, **{"internal.segment.bytes": 16384})
+    create_topic(kafka_broker.bootstrap, src.topic, PARTITIONS, **{"internal.segment.bytes": 16384,
+                                                                    "retention.ms": RETENTION_MS})
     _produce(kafka_broker.bootstrap, src)
     _damage(kafka_broker, src, random.Random(seed))
     print("damage:", [(p, b.base_offset, how, kw) for p, b, how, kw in src.damaged])
@@ -257,6 +266,13 @@ def test_a_damaged_topic_copied_by_a_command_killed_three_times_holds_each_reada
     parts = {p["partition"]: p for p in report["partitions"]}
     assert sum(p["copied"] for p in parts.values()) == sum(len(source.expected(p)) for p in range(PARTITIONS))
     assert sum(p["skips"] for p in parts.values()) == sum(len(r) for r in ranges.values())
+
+    # B was created with what is set on A
+    from confluent_kafka.admin import AdminClient, ConfigResource
+    resource = ConfigResource(ConfigResource.Type.TOPIC, dest)
+    admin = AdminClient({"bootstrap.servers": bs})  # kept alive until its answer is in
+    configs = admin.describe_configs([resource])[resource].result(30)
+    assert configs["retention.ms"].value == str(RETENTION_MS)
 
     # the copy's group sits at A's end, and nothing of the copy is left open
     c = ck.Consumer({"bootstrap.servers": bs, "group.id": f"pykbatch-copy-{source.topic}-{dest}"})
@@ -387,3 +403,70 @@ def test_the_copy_command_on_what_a_new_user_gets_wrong(kafka_broker, source, tm
     nowhere = subprocess.run(_command("127.0.0.1:1", "--from-topic", "a", "--to-topic", "b"), capture_output=True,
                              text=True, timeout=120)
     assert nowhere.returncode == 2 and "Traceback" not in nowhere.stderr, nowhere.stderr
+
+
+def test_the_pages_examples_run_against_the_broker(kafka_broker, source, capsys):
+    """docs/copy.md's Python examples, in order: its "payments" is the damaged source."""
+    from tests.test_docs import blocks
+    bs = kafka_broker.bootstrap
+    group = f"billing-{source.topic}"
+    c = ck.Consumer({"bootstrap.servers": bs, "group.id": group})
+    c.commit(offsets=[ck.TopicPartition(source.topic, 0, 25)], asynchronous=False)
+    c.close()
+    namespace: dict = {}
+    for code in blocks("copy.md", "python"):
+        code = code.replace("localhost:9092", bs).replace("payments", source.topic).replace('"billing"', repr(group))
+        exec(compile(code, "docs/copy.md", "exec"), namespace)
+    assert namespace["report"].ok is False and namespace["report"].to_topic == f"{source.topic}-repaired"
+    moved = namespace["moved"]
+    assert moved[0] == (25, namespace["offsets"].translate(0, 25))
+    assert "records copied" in capsys.readouterr().out
+
+
+def test_a_second_copy_under_the_name_fences_the_first_and_a_signal_ends_one_cleanly(kafka_broker, source):
+    """A copy started under the name of one still running (--follow) fences it: the older one stops
+    at its next write (status 2, named, no traceback) and the destination holds each record once;
+    --follow ends on SIGTERM after its transaction, with the copy's verdict."""
+    from kafka import KafkaProducer
+    bs = kafka_broker.bootstrap
+    src, dest = f"{source.topic}-live", f"{source.topic}-fenced"
+    create_topic(bs, src, PARTITIONS)
+    writer = KafkaProducer(bootstrap_servers=bs, acks="all")
+    for i in range(600):
+        writer.send(src, key=b"k%d" % i, value=b"v%d" % i, partition=i % PARTITIONS)
+    writer.flush()
+    args = ["--from-topic", src, "--to-topic", dest, "--commit-interval-ms", "100",
+            "--max-transaction-records", "20", "--consumer-property", "max.partition.fetch.bytes=1024"]
+    first = subprocess.Popen(_command(bs, *args, "--follow"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        for line in first.stderr:
+            if "committed" in line:
+                break
+        second = subprocess.run(_command(bs, *args, "--quiet"), capture_output=True, text=True, timeout=300)
+        assert second.returncode == 0, second.stderr  # done, nothing damaged
+        writer.send(src, key=b"late", value=b"late", partition=0)  # the older copy wakes to write it: fenced
+        writer.flush()
+        out, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 2 and "Traceback" not in err and "pykbatch copy: error:" in err, err
+    assert "fenced: another copy under the name" in err or "EndTxn" in err, err
+    got = _read_all(bs, dest, PARTITIONS)
+    assert sorted(m.value() for v in got.values() for m in v) == sorted(b"v%d" % i for i in range(600))
+    # a copy following the source ends on SIGTERM after its transaction, saying what it found
+    follower = subprocess.Popen(_command(bs, "--from-topic", source.topic, "--to-topic", f"{source.topic}-follow",
+                                         "--follow"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in follower.stderr:  # its first transaction committed: the signal handler is in place
+        seen.append(line)
+        if "committed" in line:
+            break
+    follower.send_signal(signal.SIGTERM)
+    out, err = follower.communicate(timeout=60)
+    err = "".join(seen) + err
+    assert follower.returncode == 1, err  # the source's damage, named
+    assert "stopping after this transaction" in err and "range(s) skipped" in out, out
+    check_copy(source, _read_all(bs, f"{source.topic}-follow", PARTITIONS))
+    writer.close()

@@ -10,7 +10,12 @@ import json
 import signal
 import sys
 
-from pykbatch.commands.common import CANNOT_RUN, UsageError, client_properties, key_values
+from pykbatch.commands.common import (
+    CANNOT_RUN,
+    UsageError,
+    client_properties,
+    key_values,
+)
 
 
 def add_parser(sub) -> None:
@@ -99,7 +104,8 @@ def _copy(args) -> int:
         args.verdict.found(not report.ok)
         moves = {g: move_group({**props, **consumer}, g, args.from_topic, args.to_topic, name=args.name,
                                map_topic=args.offset_map_topic) for g in args.move_group}
-    except (ClusterError, SettingsError, FatalProducerError, ValueError) as exc:
+    except (ClusterError, SettingsError, FatalProducerError, ValueError, RuntimeError) as exc:
+        # RuntimeError: a producer a newer copy under the name fenced, named in the message
         print(f"pykbatch copy: error: {exc}", file=sys.stderr)
         return args.verdict.end(CANNOT_RUN)
     finally:

@@ -31,6 +31,20 @@ LIBRARY_EVERY_S = 0.05  # the library's own loop runs at least this often while 
 _TLS_RECORD_TYPES = (0x15, 0x16)  # a TLS alert or handshake record, read as a response's length
 
 
+def asked_until_answered(ask, timeout_s: float = 60):
+    """``ask()``, asked again while it raises a retriable ``ClusterError`` (UNSTABLE_OFFSET_COMMIT
+    while a transaction's markers are written, a coordinator loading or moving) for up to
+    ``timeout_s`` seconds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return ask()
+        except ClusterError as exc:
+            if not exc.retriable or isinstance(exc, AuthorizationError) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 class ClusterError(Exception):
     """A cluster refused or could not answer: ``code`` is Kafka's error code when it gave one."""
 

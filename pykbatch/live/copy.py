@@ -37,7 +37,16 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from pykbatch.live.cluster import EARLIEST, LATEST, Cluster, ClusterError, TopicPartition, UnknownTopicError
+from pykbatch.errors import CODE
+from pykbatch.live.cluster import (
+    EARLIEST,
+    LATEST,
+    Cluster,
+    ClusterError,
+    TopicPartition,
+    UnknownTopicError,
+    asked_until_answered,
+)
 from pykbatch.live.fetched import Skip
 from pykbatch.live.producer import Producer
 from pykbatch.live.reader import Reader
@@ -49,6 +58,7 @@ log = logging.getLogger("pykbatch.live.copy")
 MAP_SUFFIX, DEAD_LETTER_SUFFIX = "-offset-map", "-dead-letters"
 METADATA_KEY = "pykbatch.copy"  # marks a group commit's metadata as a copy's running counts
 COLUMNS = ("key", "value", "headers", "timestamp", "partition")  # what B's records keep of A's
+FENCED = (CODE["PRODUCER_FENCED"], CODE["INVALID_PRODUCER_EPOCH"])  # a newer producer took the transactional.id
 TRANSACTION_TIMEOUT_MS = 60_000  # a killed copy's transaction is aborted by the coordinator after this
 
 
@@ -174,7 +184,7 @@ def copy_topic(props: Mapping[str, Any], from_topic: str, to_topic: str, *, name
     try:
         cluster.connect()
         parts = cluster.partitions(from_topic)
-        _ensure_topics(cluster, to_topic, map_topic, dead_letter_topic, len(parts))
+        _ensure_topics(cluster, from_topic, to_topic, map_topic, dead_letter_topic, len(parts))
         with Producer({**props, **(producer or {}), "transactional.id": name, "acks": "all",
                        "enable.idempotence": "true", "errors.tolerance": errors_tolerance,
                        "errors.deadletterqueue.topic.name": dead_letter_topic,
@@ -195,14 +205,20 @@ def copy_topic(props: Mapping[str, Any], from_topic: str, to_topic: str, *, name
         cluster.close()
 
 
-def _ensure_topics(cluster: Cluster, to_topic: str, map_topic: str, dead_letter_topic: str, partitions: int) -> None:
-    for topic, count, configs in ((to_topic, partitions, {}), (map_topic, partitions, {"cleanup.policy": "compact"}),
+def _ensure_topics(cluster: Cluster, from_topic: str, to_topic: str, map_topic: str, dead_letter_topic: str,
+                   partitions: int) -> None:
+    """B (with A's partition count and the configurations set on A: its retention, its cleanup
+    policy, its timestamp type), the offset map and the dead-letter topic, where missing."""
+    from pykbatch.live.topic_limits import overrides
+    for topic, count, configs in ((to_topic, partitions, None), (map_topic, partitions, {"cleanup.policy": "compact"}),
                                   (dead_letter_topic, 1, {})):
         try:
             cluster.refresh([topic])
         except UnknownTopicError:
+            if configs is None:
+                configs = overrides(cluster, from_topic)
             if cluster.create_topic(topic, count, configs=configs):
-                log.info("created topic %s (%d partitions)", topic, count)
+                log.info("created topic %s (%d partitions, %s)", topic, count, configs or "the broker's defaults")
             _wait_for_partitions(cluster, topic)
     have = len(cluster.partitions(to_topic))
     if have < partitions:
@@ -272,8 +288,11 @@ class _Pending:
 def _run(reader: Reader, writer: Producer, report: CopyReport, interval_ms: int, max_records: int,
          on_commit, stop) -> None:
     from_topic, to_topic = report.from_topic, report.to_topic
+    open_ = False
     while True:
-        writer.begin_transaction()
+        if not open_:
+            writer.begin_transaction()
+            open_ = True
         started, skips_before, positions_before = time.monotonic(), len(reader.skips), reader.positions()
         pending: list[_Pending] = []
         records = 0
@@ -289,13 +308,17 @@ def _run(reader: Reader, writer: Producer, report: CopyReport, interval_ms: int,
                 break
         positions = reader.positions()
         if not pending and len(reader.skips) == skips_before and positions == positions_before:
-            return  # nothing read: the open transaction enlisted nothing, so there is nothing to end
+            if reader.finished or (stop and stop()):
+                return  # the open transaction enlisted nothing: there is nothing to end
+            continue  # following an idle topic: the same (empty) transaction waits for records
         try:
             writer.flush()
             for p in pending:
                 p.outcomes.wait()
             if any(p.outcomes.failed() for p in pending):
                 first = next(c for p in pending for c in p.outcomes.failed())
+                if first.error.code in FENCED:
+                    raise _fenced(report.name, first.error)
                 raise CopyError(f"{to_topic} refused a record of {from_topic} ({first.error}); nothing of this "
                                 "transaction is written (errors.tolerance=all dead-letters such records)", first.error.code)
             _write_map(writer, report, pending)
@@ -310,8 +333,11 @@ def _run(reader: Reader, writer: Producer, report: CopyReport, interval_ms: int,
                 {TopicPartition(from_topic, p): c.position for p, c in report.partitions.items()}, report.name,
                 metadata={TopicPartition(from_topic, p): c.metadata(to_topic) for p, c in report.partitions.items()})
             writer.commit_transaction()
-        except BaseException:
+            open_ = False
+        except BaseException as exc:
             _abort_quietly(writer)
+            if isinstance(exc, ClusterError) and exc.code in FENCED and not isinstance(exc, CopyError):
+                raise _fenced(report.name, exc) from exc
             raise
         report.skips += reader.skips[skips_before:]
         report.transactions += 1
@@ -319,6 +345,11 @@ def _run(reader: Reader, writer: Producer, report: CopyReport, interval_ms: int,
             on_commit(report)
         if reader.finished or (stop and stop()):
             return
+
+
+def _fenced(name: str, error) -> CopyError:
+    return CopyError(f"fenced: another copy under the name {name!r} took over (the broker answered {error}); this "
+                     "one stops, its open transaction aborted", getattr(error, "code", None))
 
 
 def _write_map(writer: Producer, report: CopyReport, pending: list[_Pending]) -> None:
@@ -368,16 +399,32 @@ class OffsetMap:
 
     @classmethod
     def read(cls, props: Mapping[str, Any] | Cluster, from_topic: str, to_topic: str,
-             map_topic: str | None = None) -> OffsetMap:
-        """The map as committed (read_committed) in ``map_topic`` (default ``<B>-offset-map``)."""
+             map_topic: str | None = None, timeout_s: float = 30) -> OffsetMap:
+        """The map as committed in ``map_topic`` (default ``<B>-offset-map``), read_committed up to
+        its end as of the call: a commit that just returned has its markers written within
+        moments, so the read waits for them, up to ``timeout_s`` (a copy still running holds the
+        last transaction open: what is past it is left out, and logged)."""
         map_topic = map_topic or to_topic + MAP_SUFFIX
         runs: dict[int, list[tuple[int, int, int]]] = {}
-        with Reader(props, subscribe=map_topic, starting_offsets="earliest", ending_offsets="latest",
-                    isolation_level="read_committed") as reader:
-            for record in reader:
-                doc = json.loads(record.value)
-                if doc.get("from_topic") == from_topic and doc.get("to_topic") == to_topic:
-                    runs.setdefault(int(doc["partition"]), []).extend(tuple(r) for r in doc["runs"])
+        own = not isinstance(props, Cluster)
+        cluster = Cluster(consumer_settings(props)[0]) if own else props
+        try:
+            cluster.connect()
+            ends = cluster.list_offsets({TopicPartition(map_topic, p): LATEST for p in cluster.partitions(map_topic)})
+            with Reader(cluster, subscribe=map_topic, starting_offsets="earliest",
+                        ending_offsets={map_topic: {str(tp.partition): o for tp, o in ends.items()}},
+                        isolation_level="read_committed") as reader:
+                for poll in reader.polls(timeout_s):
+                    for record in poll.records():
+                        doc = json.loads(record.value)
+                        if doc.get("from_topic") == from_topic and doc.get("to_topic") == to_topic:
+                            runs.setdefault(int(doc["partition"]), []).extend(tuple(r) for r in doc["runs"])
+                if not reader.finished:
+                    log.warning("%s: read up to %s, short of %s after %s s (a transaction still open: a copy running)",
+                                map_topic, reader.positions(), ends, timeout_s)
+        finally:
+            if own:
+                cluster.close()
         for p in runs:
             runs[p].sort()
         return cls(from_topic, to_topic, runs)
@@ -412,8 +459,8 @@ def move_group(props: Mapping[str, Any], group: str, from_topic: str, to_topic: 
     with Cluster(cluster_props) as cluster:
         cluster.connect()
         tps = [TopicPartition(from_topic, p) for p in cluster.partitions(from_topic)]
-        at = cluster.committed(group, tps)
-        copied = cluster.committed(name, tps)
+        at = asked_until_answered(lambda: cluster.committed(group, tps))
+        copied = asked_until_answered(lambda: cluster.committed(name, tps))
         if all(v is None for v in at.values()):
             raise CopyError(f"group {group!r} has committed no offsets of {from_topic}")
         offset_map = OffsetMap.read(cluster, from_topic, to_topic, map_topic)

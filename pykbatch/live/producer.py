@@ -43,7 +43,7 @@ import numpy as np
 from pykbatch import _native
 from pykbatch import errors as kb_errors
 from pykbatch.live import wire_logs
-from pykbatch.live.cluster import Cluster, ClusterError, TopicPartition, UnknownTopicError
+from pykbatch.live.cluster import Cluster, ClusterError, TopicPartition, UnknownTopicError, asked_until_answered
 from pykbatch.live.produced import (
     DEAD_LETTERED, DROPPED, FAILED, Delivery, ProduceError, ProduceFailedError, ProduceReport,
 )
@@ -619,14 +619,8 @@ class Producer:
         (UNSTABLE_OFFSET_COMMIT while a transaction's marker is written, a coordinator loading or
         moving) is asked again for up to ``timeout`` seconds."""
         partitions = list(partitions)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                return self._sender.call(self.cluster.committed_with_metadata, group_id, partitions)
-            except ClusterError as exc:
-                if not exc.retriable or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        return asked_until_answered(
+            lambda: self._sender.call(self.cluster.committed_with_metadata, group_id, partitions), timeout)
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Flushes, then commits.  A record that failed in it (not dropped or dead-lettered by the

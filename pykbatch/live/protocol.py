@@ -110,11 +110,13 @@ def create_topic(name: str, partitions: int, replication_factor: int, configs: M
                                timeout_ms=timeout_ms, validate_only=False, **_versions("CreateTopics"))
 
 
-def describe_topic_configs(topics: Iterable[str], keys: Iterable[str], resource_type: int):
+def describe_topic_configs(topics: Iterable[str], keys: Iterable[str] | None, resource_type: int):
+    """``keys`` None: every configuration."""
     from kafka.protocol.admin import DescribeConfigsRequest
     R = DescribeConfigsRequest.DescribeConfigsResource
     return DescribeConfigsRequest(resources=[R(resource_type=resource_type, resource_name=t,
-                                               configuration_keys=list(keys)) for t in topics],
+                                               configuration_keys=None if keys is None else list(keys))
+                                             for t in topics],
                                   include_synonyms=False, include_documentation=False, **_versions("DescribeConfigs"))
 
 

@@ -22,6 +22,7 @@ from pykbatch.live.cluster import AuthorizationError, Cluster, ClusterError, Unk
 KEYS = ("max.message.bytes", "cleanup.policy", "message.timestamp.type", "message.timestamp.before.max.ms",
         "message.timestamp.after.max.ms", "compression.type", "segment.bytes")
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
+DYNAMIC_TOPIC_CONFIG = 1  # DescribeConfigs' ConfigSource of a value set on the topic itself
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,23 @@ def _timestamp_type(value: str | None) -> str:
 
 def describe(cluster: Cluster, topics: list[str]) -> dict[str, TopicLimits]:
     """Each topic's limits, read with DescribeConfigs (errors name the topic)."""
-    request = protocol.describe_topic_configs(topics, KEYS, TOPIC_RESOURCE)
+    return {r.resource_name: TopicLimits.from_configs(r.resource_name, {c.name: c.value for c in r.configs})
+            for r in _described(cluster, topics, KEYS)}
+
+
+def overrides(cluster: Cluster, topic: str) -> dict[str, str]:
+    """The configurations set on ``topic`` itself (not the broker's defaults): what a copy of it
+    is created with."""
+    (r,) = _described(cluster, [topic], None)
+    return {c.name: c.value for c in r.configs if getattr(c, "config_source", -1) == DYNAMIC_TOPIC_CONFIG
+            and c.value is not None and not c.is_sensitive}
+
+
+def _described(cluster: Cluster, topics: list[str], keys) -> list:
+    request = protocol.describe_topic_configs(topics, keys, TOPIC_RESOURCE)
     node = cluster.any_node()
     response = cluster.request(node, request)
-    out: dict[str, TopicLimits] = {}
+    out = []
     for r in response.results:
         if r.error_code:
             err = protocol.error_class(r.error_code)
@@ -82,7 +96,7 @@ def describe(cluster: Cluster, topics: list[str]) -> dict[str, TopicLimits]:
             if r.error_code == kb_errors.CODE["UNKNOWN_TOPIC_OR_PARTITION"]:
                 raise UnknownTopicError(text, r.error_code)
             raise ClusterError(text, r.error_code, retriable=getattr(err, "retriable", False))
-        out[r.resource_name] = TopicLimits.from_configs(r.resource_name, {c.name: c.value for c in r.configs})
+        out.append(r)
     return out
 
 
