@@ -555,3 +555,31 @@ def test_the_exactly_once_sinks_transactions_are_named_by_query_partition_and_ba
         eo.task_transaction(s, 0, None, None, streaming=False)
     with pytest.raises(RuntimeError, match="no micro-batch id"):
         eo.task_transaction(s, 0, None, "q", streaming=True)
+
+
+def test_the_copys_offset_map_runs_and_translation():
+    """runs_of cuts where either log skips an offset; translate sends a consumer of A to the first
+    copied record at or after its offset (inside a damaged range: the record after it)."""
+    import numpy as np
+
+    from pykbatch.live.copy import OffsetMap, runs_of
+    a = np.array([0, 1, 2, 5, 6, 7, 8, 20], np.int64)    # A: 3-4 skipped, 9-19 gone
+    b = np.array([0, 1, 2, 3, 4, 6, 7, 8], np.int64)     # B: a commit marker at 5
+    runs = runs_of(a, b)
+    assert runs == [[0, 0, 3], [5, 3, 2], [7, 6, 2], [20, 8, 1]]
+    assert runs_of(np.zeros(0, np.int64), np.zeros(0, np.int64)) == []
+    m = OffsetMap("a", "b", {0: [tuple(r) for r in runs]})
+    assert [m.translate(0, x) for x in (0, 2, 3, 4, 5, 6, 7, 8, 9, 19, 20, 21, 99)] == \
+        [0, 2, 3, 3, 3, 4, 6, 7, 8, 8, 8, 9, 9]
+    assert m.translate(1, 5) is None  # nothing of partition 1 copied
+
+
+def test_a_copys_running_counts_travel_in_its_commit_metadata_and_a_foreign_group_is_refused():
+    from pykbatch.live.copy import CopyError, PartitionCopy, _counts
+    c = PartitionCopy(0, 10, 50, copied=35, skips=2, skipped=5, refused=1)
+    assert _counts(c.metadata("B"), "name", "B") == {"copied": 35, "skips": 2, "skipped": 5, "refused": 1}
+    with pytest.raises(CopyError, match="not 'C'"):
+        _counts(c.metadata("B"), "name", "C")
+    for foreign in ("", "consumer's note", '{"x": 1}'):
+        with pytest.raises(CopyError, match="no copy committed"):
+            _counts(foreign, "name", "B")

@@ -5,7 +5,7 @@ each transaction (``send_offsets_to_transaction``), a commit every second or 50,
 same source topic (3 partitions, 100-byte values, 8-byte keys, one header), the same transaction
 bounds, measured interleaved in one run, medians.
 
-    python benchmarks/copy.py [--records 300000] [--repeats 3] [--bootstrap HOST:PORT]
+    python benchmarks/copy_topic.py [--records 300000] [--repeats 3] [--bootstrap HOST:PORT]
 
 Prints records/s end to end (start -> the last transaction committed) for each and their ratio.
 Without --bootstrap it starts the test harness's broker in a temporary directory.
@@ -34,7 +34,8 @@ def source_topic(bootstrap: str, records: int) -> str:
 
     from pykbatch.live import Producer
     name = f"bench-copy-src-{int(time.time())}"
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(name, 3, 1)])[name].result(60)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the topic exists
+    admin.create_topics([NewTopic(name, 3, 1)])[name].result(60)
     data = pa.table({"key": pa.array([b"%08d" % i for i in range(records)], pa.binary()),
                      "value": pa.array([VALUE] * records, pa.binary()),
                      "headers": pa.array([[{"key": "h", "value": b"1"}]] * records,
@@ -58,7 +59,8 @@ def confluent_copy(bootstrap: str, source: str, records: int) -> int:
     from confluent_kafka.admin import AdminClient, NewTopic
     run = next(_runs)
     dest, group = f"{source}-confluent-{run}", f"bench-copy-{run}"
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(dest, 3, 1)])[dest].result(60)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the topic exists
+    admin.create_topics([NewTopic(dest, 3, 1)])[dest].result(60)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                          "enable.auto.commit": False, "isolation.level": "read_committed"})
     consumer.assign([__import__("confluent_kafka").TopicPartition(source, p) for p in range(3)])
