@@ -411,6 +411,24 @@ class Cluster:
             raise ClusterError(text, result.error_code, retriable=getattr(err, "retriable", False))
         return True
 
+    def wait_for_topic(self, topic: str, timeout_s: float = 30) -> None:
+        """A topic just created: until the metadata names a leader for each of its partitions (the
+        broker's metadata lags a creation: UNKNOWN_TOPIC_OR_PARTITION meanwhile, asked again)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.refresh([topic])
+                if self.known_partitions(topic):
+                    for p in self.partitions(topic):
+                        self.leader(TopicPartition(topic, p))
+                    return
+            except ClusterError as exc:
+                if not (exc.retriable or isinstance(exc, UnknownTopicError)) or time.monotonic() > deadline:
+                    raise
+            if time.monotonic() > deadline:
+                raise ClusterError(f"topic {topic} has no partitions {timeout_s} s after it was created", retriable=True)
+            time.sleep(0.1)
+
     def known_partitions(self, topic: str) -> list[int] | None:
         """``topic``'s partitions as the last metadata said, without asking (None: not asked yet)."""
         return self._partitions.get(topic)

@@ -219,29 +219,11 @@ def _ensure_topics(cluster: Cluster, from_topic: str, to_topic: str, map_topic: 
                 configs = overrides(cluster, from_topic)
             if cluster.create_topic(topic, count, configs=configs):
                 log.info("created topic %s (%d partitions, %s)", topic, count, configs or "the broker's defaults")
-            _wait_for_partitions(cluster, topic)
+            cluster.wait_for_topic(topic)
     have = len(cluster.partitions(to_topic))
     if have < partitions:
         raise CopyError(f"{to_topic} has {have} partition(s), fewer than the source's {partitions}: a copy keeps "
                         "each record's partition (add partitions to it, or copy to a new topic)")
-
-
-def _wait_for_partitions(cluster: Cluster, topic: str, timeout_s: float = 30) -> None:
-    """A topic just created: until the metadata names a leader for each of its partitions."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            cluster.refresh([topic])
-            if cluster.known_partitions(topic):
-                for p in cluster.partitions(topic):
-                    cluster.leader(TopicPartition(topic, p))
-                return
-        except ClusterError as exc:  # UnknownTopicError too: the broker's metadata lags the creation
-            if not (exc.retriable or isinstance(exc, UnknownTopicError)) or time.monotonic() > deadline:
-                raise
-        if time.monotonic() > deadline:
-            raise CopyError(f"topic {topic} has no partitions {timeout_s} s after it was created")
-        time.sleep(0.2)
 
 
 def _resume(cluster: Cluster, writer: Producer, from_topic: str, to_topic: str, parts: list[int], name: str,
@@ -325,10 +307,9 @@ def _run(reader: Reader, writer: Producer, report: CopyReport, interval_ms: int,
             new_skips = reader.skips[skips_before:]
             for p, c in report.partitions.items():
                 c.position = positions[TopicPartition(from_topic, p)]
-                for s in new_skips:
-                    if s.partition == p:
-                        c.skips += 1
-                        c.skipped += s.count
+            for s in new_skips:
+                report.partitions[s.partition].skips += 1
+                report.partitions[s.partition].skipped += s.count
             writer.send_offsets_to_transaction(
                 {TopicPartition(from_topic, p): c.position for p, c in report.partitions.items()}, report.name,
                 metadata={TopicPartition(from_topic, p): c.metadata(to_topic) for p, c in report.partitions.items()})
@@ -339,7 +320,7 @@ def _run(reader: Reader, writer: Producer, report: CopyReport, interval_ms: int,
             if isinstance(exc, ClusterError) and exc.code in FENCED and not isinstance(exc, CopyError):
                 raise _fenced(report.name, exc) from exc
             raise
-        report.skips += reader.skips[skips_before:]
+        report.skips += new_skips
         report.transactions += 1
         if on_commit is not None:
             on_commit(report)
@@ -356,11 +337,12 @@ def _write_map(writer: Producer, report: CopyReport, pending: list[_Pending]) ->
     """The transaction's offset map entries (one record per partition of A it wrote to), and the
     counts of what it delivered and what B refused."""
     from pykbatch.live.produced import DEAD_LETTERED, OUTCOMES
-    partition = np.concatenate([p.partition for p in pending]) if pending else np.zeros(0, np.int32)
-    a = np.concatenate([p.offset for p in pending]) if pending else np.zeros(0, np.int64)
-    b = np.concatenate([p.outcomes.offset for p in pending]) if pending else np.zeros(0, np.int64)
-    refused = np.concatenate([p.outcomes.outcome for p in pending]) == OUTCOMES.index(DEAD_LETTERED) \
-        if pending else np.zeros(0, bool)
+    if not pending:
+        return
+    partition = np.concatenate([p.partition for p in pending])
+    a = np.concatenate([p.offset for p in pending])
+    b = np.concatenate([p.outcomes.offset for p in pending])
+    refused = np.concatenate([p.outcomes.outcome for p in pending]) == OUTCOMES.index(DEAD_LETTERED)
     for p, c in report.partitions.items():
         mine = partition == p
         if not mine.any():

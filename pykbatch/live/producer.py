@@ -43,7 +43,7 @@ import numpy as np
 from pykbatch import _native
 from pykbatch import errors as kb_errors
 from pykbatch.live import wire_logs
-from pykbatch.live.cluster import Cluster, ClusterError, TopicPartition, UnknownTopicError, asked_until_answered
+from pykbatch.live.cluster import Cluster, TopicPartition, UnknownTopicError, asked_until_answered
 from pykbatch.live.produced import (
     DEAD_LETTERED, DROPPED, FAILED, Delivery, ProduceError, ProduceFailedError, ProduceReport,
 )
@@ -207,16 +207,7 @@ class Producer:
         if self.cluster.create_topic(self.dead_letter_topic, s["errors.deadletterqueue.topic.partitions"],
                                      s["errors.deadletterqueue.topic.replication.factor"]):
             log.info("created the dead-letter topic %s", self.dead_letter_topic)
-        deadline = time.monotonic() + s["request.timeout.ms"] / 1000
-        while True:  # the new topic's leader takes a moment to be known
-            try:
-                self.cluster.refresh([self.dead_letter_topic])
-                self.cluster.leader(TopicPartition(self.dead_letter_topic, 0))
-                return
-            except (UnknownTopicError, ClusterError):
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        self.cluster.wait_for_topic(self.dead_letter_topic, s["request.timeout.ms"] / 1000)
 
     # -- records one by one -------------------------------------------------------------------
     def send(self, topic: str, value=None, key=None, headers: Iterable = (), partition: int | None = None,
