@@ -24,6 +24,10 @@ The design, and why:
   micro-batch across tasks needs KIP-939's prepared transactions, which no Kafka release ships.
   The replayed micro-batch must be planned into the same partitions with the same rows (Spark's
   own sources replay so; ``kafka-kbatch`` as a source does).
+- **Read-process-write** (``sourceOffsetsGroup``): the transaction also commits, for a consumer
+  group, the offsets after the source records its rows came from (``spark_udfs.source_offsets``),
+  so Kafka to Kafka through Spark is exactly once end to end: the output and the group agree
+  whatever became of the checkpoint.
 - Batch writes: ``transactionalIdPrefix`` is required and names the job; a rerun of the job under
   the same name writes nothing twice (its "batch" is 0).
 
@@ -35,9 +39,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from . import source_offsets
+
 DELIVERY = "deliveryguarantee"
 PREFIX = "transactionalidprefix"
-OPTIONS = {DELIVERY, PREFIX}
+OPTIONS = {DELIVERY, PREFIX} | source_offsets.OPTIONS
 AT_LEAST_ONCE, EXACTLY_ONCE = "at_least_once", "exactly_once"
 TIMEOUT_MS = 60_000  # a transaction no attempt comes back for is aborted by the coordinator after this
 # Spark's local properties of a micro-batch's jobs (MicroBatchExecution / StreamExecution)
@@ -49,6 +55,8 @@ class Settings:
     """The sink's exactly-once options (None from ``settings_of`` for at-least-once)."""
     prefix: str | None
     topic: str
+    source_group: str | None = None  # read-process-write: the group the source's offsets go to
+    source_column: str = source_offsets.DEFAULT_COLUMN
 
 
 def settings_of(options, topic: str | None) -> Settings | None:
@@ -57,8 +65,10 @@ def settings_of(options, topic: str | None) -> Settings | None:
     if mode not in (AT_LEAST_ONCE, EXACTLY_ONCE):
         raise ValueError(f"kafka-kbatch sink: deliveryGuarantee is {AT_LEAST_ONCE} or {EXACTLY_ONCE}, not {mode!r}")
     if mode == AT_LEAST_ONCE:
-        if PREFIX in values:
-            raise ValueError("kafka-kbatch sink: transactionalIdPrefix is for deliveryGuarantee=exactly_once")
+        for option in sorted(OPTIONS - {DELIVERY}):
+            if option in values:  # committed "exactly once" only inside a transaction
+                named = next(k for k in dict(options) if k.lower() == option)
+                raise ValueError(f"kafka-kbatch sink: {named} is for deliveryGuarantee=exactly_once")
         return None
     if not topic:
         raise ValueError("kafka-kbatch sink: deliveryGuarantee=exactly_once needs the topic option (the commit of "
@@ -66,7 +76,12 @@ def settings_of(options, topic: str | None) -> Settings | None:
     prefix = values.get(PREFIX)
     if prefix is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,200}", prefix):
         raise ValueError("kafka-kbatch sink: transactionalIdPrefix takes letters, digits, '.', '_' and '-'")
-    return Settings(prefix, topic)
+    group = values.get(source_offsets.GROUP)
+    if group is not None and not str(group).strip():
+        raise ValueError("kafka-kbatch sink: sourceOffsetsGroup names a consumer group")
+    if source_offsets.COLUMN in values and group is None:
+        raise ValueError("kafka-kbatch sink: sourceOffsetsColumn is for sourceOffsetsGroup")
+    return Settings(prefix, topic, group, values.get(source_offsets.COLUMN, source_offsets.DEFAULT_COLUMN))
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,9 @@ Columns are Spark's Kafka sink's: ``value`` (binary or string), optional ``key``
 Connect's ``errors.tolerance``, ``errors.deadletterqueue.topic.name``, ``errors.log.enable``,
 ``errors.log.include.messages``, plus ``preflight``; ``deliveryGuarantee`` (``at_least_once``, or
 ``exactly_once``: a transaction per task that also records the batch as written,
-``spark_udfs.exactly_once``) and ``transactionalIdPrefix``.  Each task produces its rows through one
+``spark_udfs.exactly_once``) and ``transactionalIdPrefix``; with ``exactly_once``,
+``sourceOffsetsGroup`` and ``sourceOffsetsColumn`` commit the source's offsets in the same
+transactions (read-process-write, ``spark_udfs.source_offsets``).  Each task produces its rows through one
 producer (Arrow batches as Spark hands them, read in place) and reports what became of them in its
 commit message; with ``errors.tolerance`` ``none`` (the default, as Spark's sink) a refused row
 fails the task after every other row has its outcome.
@@ -28,7 +30,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from . import exactly_once
+from . import exactly_once, source_offsets
 
 log = logging.getLogger("pykbatch.spark.sink")
 
@@ -77,6 +79,7 @@ class Written:
     failed: int
     culprits: list
     replayed: bool = False  # exactly_once: the batch was committed before, nothing written again
+    source_reached: dict | None = None  # sourceOffsetsGroup: the source offsets committed with the rows
 
 
 def write_batches(props: dict, topic: str | None, batches,
@@ -88,7 +91,10 @@ def write_batches(props: dict, topic: str | None, batches,
 
     from pykbatch.live import ProduceFailedError, Producer
     reports = []
+    positions = None
     if eos is not None:
+        if eos[0].source_group is not None:
+            positions = source_offsets.SourcePositions(eos[0].source_column)
         props = {**props, "transactional.id": eos[1].transactional_id}
         props.setdefault("transaction.timeout.ms", exactly_once.TIMEOUT_MS)
     with Producer(props) as producer:
@@ -100,6 +106,8 @@ def write_batches(props: dict, topic: str | None, batches,
                 return Written(0, 0, 0, 0, 0, [], replayed=True)
             producer.begin_transaction()
         for batch in batches:
+            if positions is not None:
+                batch = positions.take(batch)
             if batch.num_rows:
                 reports.append(producer.produce_arrow(pa.Table.from_batches([batch]), topic=topic, wait=False))
         producer.flush()
@@ -112,6 +120,8 @@ def write_batches(props: dict, topic: str | None, batches,
                 producer.abort_transaction()  # none of the task's rows visible; the task fails below
             else:
                 exactly_once.record_written(producer, *eos)
+                if positions is not None and positions.reached:  # the rows' source records, read
+                    producer.send_offsets_to_transaction(positions.reached, eos[0].source_group)
                 producer.commit_transaction()
     counts = {k: sum(r.counts[k] for r in reports) for k in ("delivered", "dropped", "dead_lettered", "failed")}
     culprits = [c.as_dict() for r in reports for c in r.culprits][:20]
@@ -119,7 +129,7 @@ def write_batches(props: dict, topic: str | None, batches,
         # every other row has landed; the task fails as Spark's sink fails it, naming the culprit
         raise ProduceFailedError(next(r for r in reports if r.failed()))
     return Written(sum(r.records for r in reports), counts["delivered"], counts["dropped"], counts["dead_lettered"],
-                   counts["failed"], culprits)
+                   counts["failed"], culprits, source_reached=None if positions is None else positions.reached)
 
 
 def refuse_overwrite(overwrite: bool) -> None:
@@ -165,11 +175,16 @@ def writer_classes():
             eos = None if self.eos is None else (self.eos, exactly_once.running_task(self.eos, self.streaming))
             return Message(write_batches(self.props, self.topic, iterator, eos))
 
-    # commit and abort only report: what landed stays (Kafka has no undo outside a
-    # transaction), as with Spark's own sink
+    # commit and abort report (and commit refuses a read-process-write batch it cannot vouch
+    # for): what landed stays (Kafka has no undo outside a transaction), as with Spark's own sink
+    def committed(messages) -> None:
+        summarize(messages)
+        source_offsets.one_task_per_partition([m.written.source_reached for m in messages
+                                                if m is not None and m.written.source_reached])
+
     class ArrowWriter(Produces, DataSourceArrowWriter):
         def commit(self, messages):
-            summarize(messages)
+            committed(messages)
 
         def abort(self, messages):
             summarize(messages)
@@ -178,7 +193,7 @@ def writer_classes():
         streaming = True
 
         def commit(self, messages, batchId):
-            summarize(messages)
+            committed(messages)
 
         def abort(self, messages, batchId):
             summarize(messages)

@@ -9,7 +9,9 @@ is skipped by the error policy and dead-lettered (``pykbatch.live``).
     stream = spark.readStream.format("kafka-kbatch").option(...).option("maxOffsetsPerTrigger", 100000).load()
 
 Options are Spark's Kafka source's (``kafka.*`` client properties, ``subscribe``, ``assign``,
-``startingOffsets``, ``endingOffsets``, ``startingTimestamp``, ``startingOffsetsByTimestamp``,
+``startingOffsets`` (also ``committed``: the offsets of the group ``kafka.group.id``, earliest
+where it has none -- where a read-process-write sink's ``sourceOffsetsGroup`` left off),
+``endingOffsets``, ``startingTimestamp``, ``startingOffsetsByTimestamp``,
 ``includeHeaders``, ``kafka.isolation.level``, ``failOnDataLoss``, ``maxOffsetsPerTrigger``) and
 its columns, plus Connect's error options: ``errors.tolerance`` (none|all),
 ``errors.deadletterqueue.topic.name``, ``errors.log.enable``, ``errors.log.include.messages``.
@@ -59,7 +61,8 @@ class Options:
     log_enable: bool
     include_messages: bool
     max_errors: int | None
-    decodings: tuple = ()  # values / keys as their schemas say (spark_udfs/value_columns.py)
+    decodings: tuple = ()
+    group_id: str | None = None  # kafka.group.id: whose offsets startingOffsets=committed resumes  # values / keys as their schemas say (spark_udfs/value_columns.py)
 
     @classmethod
     def parse(cls, options, *, streaming: bool) -> Options:
@@ -99,7 +102,7 @@ class Options:
                    str(opts.get("errors.log.enable", "false")).lower() == "true",
                    str(opts.get("errors.log.include.messages", "false")).lower() == "true",
                    int(opts["errors.max"]) if "errors.max" in opts else None,
-                   tuple(value_columns.decodings(options)))
+                   tuple(value_columns.decodings(options)), opts.get("kafka.group.id"))
 
     def schema(self) -> pa.Schema:
         return value_columns.extend_schema(_schema(self.include_headers), list(self.decodings))
@@ -126,7 +129,8 @@ def resolve(options: Options, which: str):
         tps = assigned(cluster, options.assign, options.subscribe)
         if which == "start":
             got = starting_positions(cluster, tps, options.starting, starting_timestamp=options.starting_timestamp,
-                                     starting_offsets_by_timestamp=options.starting_by_timestamp, isolation_level=level)
+                                     starting_offsets_by_timestamp=options.starting_by_timestamp,
+                                     group_id=options.group_id, isolation_level=level)
         else:
             got = ending_positions(cluster, tps, options.ending if which == "end" else "latest", isolation_level=level)
     out: dict = {}

@@ -107,6 +107,47 @@ def test_a_batch_write_exactly_once_is_named_and_a_rerun_under_its_name_writes_n
     assert sorted(v for *_, v, _, _ in twice) == sorted(good_values() * 2)
 
 
+def test_batch_jobs_from_a_group_go_on_where_the_last_committed_and_a_shuffle_is_refused(registered, kafka_broker):
+    """Read-process-write in batch: a job reading kafka-kbatch from its group's committed offsets
+    and writing with sourceOffsetsGroup commits them in its transactions, so the next job (a new
+    name) reads only what came after; the output holds each row once and the group ends at the
+    input's end.  A job whose shuffle spreads a source partition over two tasks is refused."""
+    from pyspark.sql.functions import struct
+
+    from pykbatch.live import Cluster, TopicPartition
+    from tests.live_damage import produce_batches, value_of
+    bootstrap = kafka_broker.bootstrap
+    source, output, group = "rpw-batch-in", "rpw-batch-out", "rpw-batch"
+    create_topic(bootstrap, source, partitions=2)
+    create_topic(bootstrap, output, partitions=2)
+
+    def job(name, shuffle=False):
+        df = (registered.read.format("kafka-kbatch").option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", source).option("startingOffsets", "committed").option("kafka.group.id", group)
+              .load().select("key", "value", struct("topic", "partition", "offset").alias("source")))
+        if shuffle:
+            df = df.repartition(2, "value")
+        (df.write.format("kafka-kbatch").option("kafka.bootstrap.servers", bootstrap).option("topic", output)
+         .option("deliveryGuarantee", "exactly_once").option("transactionalIdPrefix", name)
+         .option("sourceOffsetsGroup", group).mode("append").save())
+
+    produce_batches(bootstrap, source, 3, partition=0)
+    produce_batches(bootstrap, source, 2, partition=1, first_offset=1000)
+    job("rpw-1")
+    produce_batches(bootstrap, source, 2, partition=0, first_offset=60)
+    job("rpw-2")
+    job("rpw-3")  # nothing new: nothing read, nothing written
+    want = sorted([value_of(o) for o in range(100)] + [value_of(1000 + o) for o in range(40)])
+    got = consume_all(bootstrap, output, len(want), read_committed=True)
+    assert sorted(v for *_, v, _, _ in got) == want
+    tps = [TopicPartition(source, 0), TopicPartition(source, 1)]
+    with Cluster({"bootstrap.servers": bootstrap}) as cluster:
+        assert cluster.committed(group, tps) == {tps[0]: 100, tps[1]: 40}
+    produce_batches(bootstrap, source, 3, partition=1, first_offset=1040)
+    with pytest.raises(Exception, match="was written by two tasks of one batch"):
+        job("rpw-4", shuffle=True)
+
+
 def test_kafka_kbatch_sink_tolerance_none_fails_the_task_naming_the_row(registered, kafka_broker):
     topic = "spark-sink-none"
     create_topic(kafka_broker.bootstrap, topic, **{"cleanup.policy": "compact"})

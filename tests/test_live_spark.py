@@ -1,7 +1,9 @@
 """kafka-kbatch, Spark's Kafka source read by pykbatch's live reader, on the session broker and
 Spark: the damaged topic (tests/live_damage.py) read in a batch query gives every readable record
 and no failed task; a streaming query killed twice (SIGKILL) and restarted on its checkpoint
-writes every offset exactly once to Parquet."""
+writes every offset exactly once to Parquet; a read-process-write query into kafka-kbatch's
+exactly-once sink on local-cluster, its executors and driver killed at drawn points and its
+checkpoint once lost, writes every row once and leaves its group at the input's end."""
 from __future__ import annotations
 
 import os
@@ -90,26 +92,72 @@ def test_unknown_options_and_missing_ones_are_named(registered, live_damaged):
         kbatch(registered, live_damaged.broker.bootstrap, subscribe=TOPIC, startingOfsets="earliest").load().count()
 
 
-def run_job(bootstrap, topic, out, checkpoint, mode, *, kill_after_commits=None, kill_delay=0.0, timeout=240):
+def executors_of(session: int) -> list[int]:
+    """The executor JVMs a job started in its own session runs (local-cluster)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getsid(int(entry.name)) == session and \
+                        b"CoarseGrainedExecutorBackend" in (entry / "cmdline").read_bytes():
+                    pids.append(int(entry.name))
+            except OSError:  # gone meanwhile
+                pass
+    return sorted(pids)
+
+
+def run_job(bootstrap, topic, out, checkpoint, mode, *, kill_after_commits=None, kill_delay=0.0, timeout=240,
+            master="local[2]", executor_kill=None, relative=False):
+    """The job of tests/live_stream_job.py, to its end (``kill_after_commits`` None) or SIGKILLed
+    with its Python workers ``kill_delay`` seconds after its checkpoint holds that many
+    commits; ``executor_kill`` (commits, delay): before either, one of its executor JVMs is
+    SIGKILLed the same way (local-cluster).  Commits counted from the run's start when
+    ``relative``.  Returns the executors killed."""
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "live_stream_job.py"), bootstrap, topic, str(out),
-                             str(checkpoint), mode], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             str(checkpoint), mode, master], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + timeout
-    if kill_after_commits is None:
-        output, _ = proc.communicate(timeout=timeout)
+
+    def to_its_end():
+        output, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
         assert proc.returncode == 0, output[-3000:]
-        return
+
+    if kill_after_commits is None and executor_kill is None:
+        to_its_end()
+        return []
     commits = checkpoint / "commits"
-    while time.monotonic() < deadline:
-        done = len([p for p in commits.glob("*") if p.name.isdigit()]) if commits.exists() else 0
-        if done >= kill_after_commits:
-            break
-        assert proc.poll() is None, proc.stdout.read()[-3000:]
-        time.sleep(0.05)
+
+    def done():
+        return len([p for p in commits.glob("*") if p.name.isdigit()]) if commits.exists() else 0
+
+    before = done() if relative else 0
+
+    def wait_for(count):
+        while time.monotonic() < deadline:
+            if done() - before >= count:
+                return
+            assert proc.poll() is None, proc.stdout.read()[-30000:]
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError(f"the job did not reach {count} commits in {timeout} s: {proc.stdout.read()[-3000:]}")
+
+    killed = []
+    if executor_kill is not None:
+        wait_for(executor_kill[0])
+        time.sleep(executor_kill[1])  # a drawn point of a micro-batch: its tasks reading, writing, committing
+        executors = executors_of(proc.pid)
+        if executors:
+            killed.append(executors[int(executor_kill[1] * 1000) % len(executors)])
+            os.kill(killed[-1], signal.SIGKILL)  # Spark runs the task again elsewhere
+    if kill_after_commits is None:
+        to_its_end()
+        return killed
+    wait_for(kill_after_commits)
     time.sleep(kill_delay)  # a drawn point of the next micro-batch: its tasks writing, committing, or after
-    os.killpg(proc.pid, signal.SIGKILL)  # the driver JVM and its Python workers, no clean stop
+    os.killpg(proc.pid, signal.SIGKILL)  # the driver JVM, its executors and Python workers, no clean stop
     proc.wait()
+    return killed
 
 
 @pytest.mark.slow
@@ -130,42 +178,66 @@ def test_a_streaming_query_killed_twice_writes_every_offset_once(registered, kaf
 
 
 @pytest.mark.slow
-def test_the_exactly_once_sink_killed_at_drawn_points_writes_every_row_once(registered, kafka_broker, tmp_path):
-    """kafka-kbatch to kafka-kbatch with deliveryGuarantee=exactly_once: the driver (and its
-    Python workers) SIGKILLed three times at drawn points -- after a drawn number of committed
-    micro-batches, a drawn delay into the next (tasks writing, committing, the checkpoint's commit
-    after theirs) -- and restarted on the checkpoint: the output read with read_committed holds
-    every input row exactly once, and no transaction of the query is left open.  Seed printed;
-    PYKBATCH_EOS_SEED repeats a run."""
+def test_read_process_write_killed_at_drawn_points_holds_each_row_once_and_the_group_agrees(registered, kafka_broker,
+                                                                                           tmp_path):
+    """kafka-kbatch to kafka-kbatch, deliveryGuarantee=exactly_once with the source's offsets
+    committed to a group in the sink's transactions, on local-cluster (executors in JVMs of their
+    own): three runs, each with one executor JVM SIGKILLed at a drawn point (Spark runs its task
+    again elsewhere: the attempt killed mid-transaction is fenced or aborted by the next one's
+    InitProducerId), the first two then with the driver and everything under it at a later drawn
+    point (before a task's commit, between the tasks' commits and the checkpoint's, during
+    EndTxn), the third to the input's end; one drawn restart without its checkpoint (lost: the
+    new query starts where the group's committed offsets say the output ends).  The output read
+    with read_committed holds every input row exactly once, the group's offsets are the input's
+    end, and no transaction of the job is left open (ListTransactions).  Seed printed;
+    PYKBATCH_EOS_SEED repeats a run.  (An off-by-one in the committed offsets fails it with
+    duplicates at the lost checkpoint: tried.)"""
     import random
+    import shutil
 
+    from pykbatch.live import Cluster, TopicPartition
     from tests.test_live_produce import consume_all
     seed = int(os.environ.get("PYKBATCH_EOS_SEED", random.randrange(2**32)))
     print(f"PYKBATCH_EOS_SEED={seed}")
     rng = random.Random(seed)
     bootstrap = kafka_broker.bootstrap
-    source, output = f"eos-in-{seed}", f"eos-out-{seed}"
+    source, output, group = f"eos-in-{seed}", f"eos-out-{seed}", f"eos-rpw-{seed}"
     create_topic(bootstrap, source, partitions=2)
     create_topic(bootstrap, output, partitions=2)
     produce_batches(bootstrap, source, 30, partition=0)
     produce_batches(bootstrap, source, 30, partition=1, first_offset=1_000_000)
     checkpoint = tmp_path / "checkpoint"
-    sink = f"kafka-kbatch:exactly_once:{output}"
-    commits = 0
-    for _ in range(3):
-        commits += rng.randrange(1, 4)
-        run_job(bootstrap, source, sink, checkpoint, "run", kill_after_commits=commits, kill_delay=rng.uniform(0, 0.8))
-    run_job(bootstrap, source, sink, checkpoint, "finish")
+    sink, master = f"kafka-kbatch:exactly_once:{output}:{group}", "local-cluster[2,1,1024]"
+    import pyspark
+    work = Path(os.environ.get("SPARK_HOME", os.path.dirname(pyspark.__file__))) / "work"
+    apps_before = set(work.glob("app-*"))
+    lost = rng.randrange(1, 3)  # the run that starts without the checkpoint
+    killed = []
+    try:
+        for run in range(3):  # 20 micro-batches of 60 offsets: the killed runs commit 2-5 of them each
+            if run == lost:
+                shutil.rmtree(checkpoint)
+            at = rng.randrange(1, 3)
+            last = run == 2  # the last run goes on to the input's end after its executor is killed
+            killed += run_job(bootstrap, source, sink, checkpoint, "finish" if last else "run", master=master,
+                              timeout=300, relative=True, executor_kill=(at, rng.uniform(0, 0.8)),
+                              kill_after_commits=None if last else at + rng.randrange(1, 3),
+                              kill_delay=rng.uniform(0, 0.8))
+    finally:
+        for app in set(work.glob("app-*")) - apps_before:  # a killed driver leaves its executors' folders
+            shutil.rmtree(app, ignore_errors=True)
+    assert len(killed) == 3, killed  # an executor JVM was found and killed in each run
     want = sorted(value_of(o) for o in range(30 * BATCH)) + sorted(value_of(1_000_000 + o) for o in range(30 * BATCH))
     got = consume_all(bootstrap, output, len(want), read_committed=True)
     values = sorted(v for _, _, _, v, _, _ in got)
     assert values == sorted(want), (seed, len(values), len(want), len(values) - len(set(values)))
-    import json
-    query = json.loads((checkpoint / "metadata").read_text())["id"]  # the transactional ids name the query
+    with Cluster({"bootstrap.servers": bootstrap}) as cluster:
+        committed = cluster.committed(group, [TopicPartition(source, 0), TopicPartition(source, 1)])
+    assert committed == {TopicPartition(source, 0): 30 * BATCH, TopicPartition(source, 1): 30 * BATCH}
     deadline = time.monotonic() + 30
-    while kafka_tools.open_transactions(bootstrap, f"pykbatch-{query}-") and time.monotonic() < deadline:
+    while kafka_tools.open_transactions(bootstrap, f"{group}-") and time.monotonic() < deadline:
         time.sleep(0.5)  # a marker still being written
-    assert kafka_tools.open_transactions(bootstrap, f"pykbatch-{query}-") == [], seed
+    assert kafka_tools.open_transactions(bootstrap, f"{group}-") == [], seed
 
 
 def test_the_live_pages_examples_run(registered, kafka_broker, capsys):

@@ -557,6 +557,47 @@ def test_the_exactly_once_sinks_transactions_are_named_by_query_partition_and_ba
         eo.task_transaction(s, 0, None, "q", streaming=True)
 
 
+def test_read_process_write_notes_each_source_partitions_next_offset_and_drops_the_column():
+    """The sink's source positions: the offset after the highest source record of each
+    partition, across batches and out of order; the column kept out of what is produced; a row
+    without its source refused; two tasks of one batch on one source partition refused."""
+    import pyarrow as pa
+
+    from pykbatch.live import TopicPartition
+    from spark_udfs import exactly_once as eo
+    from spark_udfs import source_offsets as so
+    s = eo.settings_of({"deliveryGuarantee": "exactly_once", "sourceOffsetsGroup": "g"}, "out")
+    assert (s.source_group, s.source_column) == ("g", "source")
+    assert eo.settings_of({"deliveryGuarantee": "exactly_once", "sourceOffsetsGroup": "g",
+                           "sourceOffsetsColumn": "from"}, "out").source_column == "from"
+    for options, match in (({"sourceOffsetsGroup": "g"}, "sourceOffsetsGroup is for deliveryGuarantee=exactly_once"),
+                           ({"deliveryGuarantee": "exactly_once", "sourceOffsetsColumn": "c"}, "is for sourceOffsetsGroup"),
+                           ({"deliveryGuarantee": "exactly_once", "sourceOffsetsGroup": " "}, "names a consumer group")):
+        with pytest.raises(ValueError, match=match):
+            eo.settings_of(options, "out")
+
+    def batch(rows, column="source"):
+        source = pa.array([None if r is None else {"topic": r[0], "partition": r[1], "offset": r[2]} for r in rows],
+                          pa.struct([("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64())]))
+        return pa.RecordBatch.from_arrays([pa.array([b"v"] * len(rows)), source], ["value", column])
+
+    positions = so.SourcePositions("source")
+    out = positions.take(batch([("a", 0, 7), ("a", 1, 3), ("a", 0, 5)]))
+    assert out.schema.names == ["value"] and out.num_rows == 3
+    positions.take(batch([("a", 0, 6), ("b", 0, 0)]))  # lower than seen: the highest stays
+    positions.take(batch([]))
+    assert positions.reached == {TopicPartition("a", 0): 8, TopicPartition("a", 1): 4, TopicPartition("b", 0): 1}
+    with pytest.raises(ValueError, match="is null"):
+        so.SourcePositions("source").take(batch([("a", 0, 1), None]))
+    with pytest.raises(ValueError, match="needs the column 'source'"):
+        so.SourcePositions("source").take(batch([("a", 0, 1)], column="src"))
+    with pytest.raises(TypeError, match="struct<topic"):
+        so.SourcePositions("value").take(batch([("a", 0, 1)]))
+    so.one_task_per_partition([{TopicPartition("a", 0): 8}, {TopicPartition("a", 1): 4}])
+    with pytest.raises(RuntimeError, match="source partition a-0 was written by two tasks of one batch"):
+        so.one_task_per_partition([{TopicPartition("a", 0): 8}, {TopicPartition("a", 0): 9}])
+
+
 def test_the_copys_offset_map_runs_and_translation():
     """runs_of cuts where either log skips an offset; translate sends a consumer of A to the first
     copied record at or after its offset (inside a damaged range: the record after it)."""

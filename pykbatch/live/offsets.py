@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from pykbatch.live.cluster import EARLIEST, LATEST, Cluster, TopicPartition
+from pykbatch.live.cluster import EARLIEST, LATEST, Cluster, TopicPartition, asked_until_answered
 
 SPEC_NAMES = {"earliest": EARLIEST, "latest": LATEST}
+# a killed transactional writer's pending offsets are settled by its coordinator within the
+# transaction's timeout (Kafka's default 60 s) plus its check's interval (10 s)
+COMMITTED_WAIT_S = 90
 
 
 def _json(value: Any, what: str):
@@ -82,7 +85,9 @@ def starting_positions(cluster: Cluster, tps: list[TopicPartition], starting_off
     elif isinstance(starting_offsets, str) and starting_offsets.strip().lower() == "committed":
         if not group_id:
             raise ValueError("startingOffsets=committed needs a group id")
-        committed = cluster.committed(group_id, tps)
+        # asked again while a transaction holds the group's offsets pending (a killed writer's,
+        # until its coordinator aborts it): its outcome decides where to start
+        committed = asked_until_answered(lambda: cluster.committed(group_id, tps), COMMITTED_WAIT_S)
         wanted = {tp: LATEST if reset == "latest" else EARLIEST for tp, offset in committed.items() if offset is None}
         fixed = {tp: offset for tp, offset in committed.items() if offset is not None}
         return {**fixed, **cluster.list_offsets(wanted, isolation_level)} if wanted else fixed
