@@ -110,3 +110,56 @@ def test_produces_over_oauthbearer(broker):
         assert producer.produce([{"value": b"with a token"}], topic=topic).counts["delivered"] == 1
     with pytest.raises(AuthenticationError, match="OAUTHBEARER"):
         Producer({**props, "sasl.oauthbearer.token.provider": unsecured_token("carol", lifetime_s=-60)})
+
+
+def test_the_copy_command_over_sasl_ssl_with_sessions_that_end(broker, tmp_path):
+    """``pykbatch copy --follow`` through the SCRAM-SHA-512 listener, whose sessions end every
+    REAUTH_MS, with its properties in a --command-config file, as an operator runs it against a
+    secured cluster: records arriving over twice that long are copied once each (the offset map
+    and the group written over the same listener), SIGTERM ends it cleanly, and the password
+    reaches neither its output nor its report.  A wrong password ends it at once with exit 2
+    naming the user."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    from pykbatch.live import Producer
+    source, dest = "secured-copy-a", "secured-copy-b"
+    create_topic(broker.bootstrap, source, partitions=2)
+    config = tmp_path / "client.properties"
+
+    def write_config(password):
+        config.write_text("security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+                          "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+                          f'username="{SCRAM_USER}" password="{password}";\n'
+                          f"ssl.truststore.type=PEM\nssl.truststore.location={broker.certs.ca}\n")
+
+    def copy(*extra):
+        return [sys.executable, "-c", "import sys; from pykbatch.commands import main; sys.exit(main())", "copy",
+                "--bootstrap-server", broker.sasl_bootstrap, "--from-topic", source, "--to-topic", dest,
+                "--command-config", str(config), "--commit-interval-ms", "300", *extra]
+    write_config(SCRAM_PASSWORD)
+    follower = subprocess.Popen(copy("--follow", "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with Producer({"bootstrap.servers": broker.bootstrap}) as producer:
+            for round_ in range(5):  # over 2 * REAUTH_MS: the copy's connections re-authenticate meanwhile
+                producer.produce([{"key": b"k%d" % i, "value": b"v%d-%d" % (round_, i), "partition": i % 2}
+                                  for i in range(120)], topic=source)
+                time.sleep(kafka_tools.REAUTH_MS / 2000)
+        got = consume_all(broker.bootstrap, dest, 600, read_committed=True)
+    finally:
+        follower.send_signal(signal.SIGTERM)
+        out, err = follower.communicate(timeout=60)
+    assert follower.returncode == 0, err[-3000:]
+    report = json.loads(out)
+    assert report["ok"] and sum(p["copied"] for p in report["partitions"]) == 600
+    assert SCRAM_PASSWORD not in out + err
+    want = consume_all(broker.bootstrap, source, 600)
+    assert [(p, k, v) for p, _, k, v, _, _ in got] == [(p, k, v) for p, _, k, v, _, _ in want]
+    write_config("not-" + SCRAM_PASSWORD)
+    started = time.monotonic()
+    refused = subprocess.run(copy("--name", "secured-copy-wrong"), capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and time.monotonic() - started < 30, refused.stderr[-2000:]
+    assert SCRAM_USER in refused.stderr and "Traceback" not in refused.stderr
+    assert "not-" + SCRAM_PASSWORD not in refused.stdout + refused.stderr
