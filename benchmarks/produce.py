@@ -35,11 +35,11 @@ VALUE = bytes(range(100))
 _topics = itertools.count()
 
 
-def new_topic(bootstrap: str, who: str) -> str:
+def new_topic(bootstrap: str, who: str, partitions: int = 3) -> str:
     from confluent_kafka.admin import AdminClient, NewTopic
     name = f"bench-produce-{who}-{next(_topics)}-{int(time.time())}"
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the topic exists
-    admin.create_topics([NewTopic(name, 3, 1)])[name].result(60)
+    admin.create_topics([NewTopic(name, max(3, partitions), 1)])[name].result(60)
     return name
 
 
@@ -99,16 +99,22 @@ def spark_compare(bootstrap: str, n: int, repeats: int, batch: int) -> None:
     df = spark.range(0, n).selectExpr("CAST(lpad(CAST(id AS STRING), 8, '0') AS BINARY) AS key",
                                       f"unhex(repeat('ab', {len(VALUE)})) AS value").cache()
     df.count()
-    sinks = {"Spark's kafka sink": ("kafka", {}), "kafka-kbatch sink": ("kafka-kbatch", {}),
-             "kafka-kbatch exactly_once": ("kafka-kbatch", {"deliveryGuarantee": "exactly_once"})}
+    # read-process-write: each row names a source record (a 2-partition topic: one per Spark partition)
+    source = new_topic(bootstrap, "rpw-source", partitions=df.rdd.getNumPartitions())
+    sourced = df.selectExpr("key", "value", f"named_struct('topic', '{source}', 'partition', spark_partition_id(), "
+                            "'offset', monotonically_increasing_id()) AS source")
+    eos = {"deliveryGuarantee": "exactly_once"}
+    sinks = {"Spark's kafka sink": ("kafka", {}, df), "kafka-kbatch sink": ("kafka-kbatch", {}, df),
+             "kafka-kbatch exactly_once": ("kafka-kbatch", eos, df),
+             "exactly_once + source offsets": ("kafka-kbatch", {**eos, "sourceOffsetsGroup": "bench-rpw"}, sourced)}
     times: dict[str, list[float]] = {name: [] for name in sinks}
     for r in range(repeats):
-        for name, (fmt, extra) in sinks.items():
+        for name, (fmt, extra, frame) in sinks.items():
             topic = new_topic(bootstrap, fmt)
             if extra:  # a batch write's job name: each repeat a job of its own (a rerun under one writes nothing)
                 extra = {**extra, "transactionalIdPrefix": f"bench-{topic}"}
             t0 = time.perf_counter()
-            (df.write.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+            (frame.write.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
              .option("kafka.acks", "all").option("kafka.enable.idempotence", "true")
              .option("kafka.batch.size", batch).option("kafka.linger.ms", "5").options(**extra).mode("append").save())
             times[name].append(time.perf_counter() - t0)
@@ -122,6 +128,8 @@ def spark_compare(bootstrap: str, n: int, repeats: int, batch: int) -> None:
     eos, at_least_once, theirs = med["kafka-kbatch exactly_once"], med["kafka-kbatch sink"], med["Spark's kafka sink"]
     print(f"targets (issue 37): exactly_once >= 0.8x kafka-kbatch at-least-once: {at_least_once / eos:.2f}x; "
           f">= 1.0x Spark's (at-least-once) kafka sink: {theirs / eos:.2f}x")
+    print(f"read-process-write (source offsets committed in the transactions) vs exactly_once alone: "
+          f"{eos / med['exactly_once + source offsets']:.2f}x")
     spark.stop()
 
 
