@@ -13,8 +13,10 @@ Options are Spark's Kafka source's (``kafka.*`` client properties, ``subscribe``
 where it has none -- where a read-process-write sink's ``sourceOffsetsGroup`` left off),
 ``endingOffsets``, ``startingTimestamp``, ``startingOffsetsByTimestamp``,
 ``includeHeaders``, ``kafka.isolation.level``, ``failOnDataLoss``, ``maxOffsetsPerTrigger``) and
-its columns, plus Connect's error options: ``errors.tolerance`` (none|all),
-``errors.deadletterqueue.topic.name``, ``errors.log.enable``, ``errors.log.include.messages``.
+its columns; ``commitOffsets`` (streaming: each micro-batch's end offsets committed to the group
+``kafka.group.id`` once Spark commits the batch, for lag tools -- Spark's source never commits);
+and Connect's error options: ``errors.tolerance`` (none|all), ``errors.deadletterqueue.topic.name``,
+``errors.log.enable``, ``errors.log.include.messages``.
 Offsets in the checkpoint are ``{"topic": {"partition": next offset}}``, as Spark's source keeps
 them; a micro-batch reads exactly the offsets between two of them, so a restarted query reads
 again exactly what its checkpoint says was not committed.
@@ -22,6 +24,7 @@ again exactly what its checkpoint says was not committed.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -29,11 +32,14 @@ import pyarrow as pa
 from pykbatch.columns import CONSUMED
 from spark_udfs import value_columns
 
+log = logging.getLogger("pykbatch.spark.source")
+
 NAME = "kafka-kbatch"
+COMMIT_WAIT_S = 10  # a coordinator moving or loading: asked again this long before the next batch's turn
 SOURCE_OPTIONS = {"subscribe", "assign", "subscribepattern", "startingoffsets", "endingoffsets", "startingtimestamp",
                   "startingoffsetsbytimestamp", "includeheaders", "failondataloss", "maxoffsetspertrigger",
                   "minpartitions", "errors.tolerance", "errors.deadletterqueue.topic.name", "errors.log.enable",
-                  "errors.log.include.messages", "errors.max"}
+                  "errors.log.include.messages", "errors.max", "commitoffsets"}
 CLIENT_IGNORED = {"group.id", "isolation.level", "auto.offset.reset", "enable.auto.commit", "key.deserializer",
                   "value.deserializer"}  # the reader's own business, as in Spark's source
 
@@ -62,7 +68,8 @@ class Options:
     include_messages: bool
     max_errors: int | None
     decodings: tuple = ()
-    group_id: str | None = None  # kafka.group.id: whose offsets startingOffsets=committed resumes  # values / keys as their schemas say (spark_udfs/value_columns.py)
+    group_id: str | None = None  # kafka.group.id: whose offsets startingOffsets=committed resumes
+    commit_offsets: bool = False  # each micro-batch's end committed to group_id (lag for the usual tools)  # values / keys as their schemas say (spark_udfs/value_columns.py)
 
     @classmethod
     def parse(cls, options, *, streaming: bool) -> Options:
@@ -90,6 +97,14 @@ class Options:
         if tolerance not in ("none", "all"):
             raise ValueError("kafka-kbatch: errors.tolerance is none or all")
         level = dict(options).get("kafka.isolation.level", "read_uncommitted")
+        commit = str(opts.get("commitoffsets", "false")).strip().lower()
+        if commit not in ("true", "false"):
+            raise ValueError("kafka-kbatch: commitOffsets is true or false")
+        if commit == "true" and not opts.get("kafka.group.id"):
+            raise ValueError("kafka-kbatch: commitOffsets=true commits to the group named by kafka.group.id")
+        if commit == "true" and not streaming:
+            raise ValueError("kafka-kbatch: commitOffsets is for streaming queries (a batch query that writes to "
+                             "kafka-kbatch commits its source offsets with the sink's sourceOffsetsGroup)")
         return cls(props, opts.get("assign"), opts.get("subscribe"),
                    opts.get("startingoffsets", "latest" if streaming else "earliest"),
                    None if streaming else (ending or "latest"),
@@ -102,7 +117,7 @@ class Options:
                    str(opts.get("errors.log.enable", "false")).lower() == "true",
                    str(opts.get("errors.log.include.messages", "false")).lower() == "true",
                    int(opts["errors.max"]) if "errors.max" in opts else None,
-                   tuple(value_columns.decodings(options)), opts.get("kafka.group.id"))
+                   tuple(value_columns.decodings(options)), opts.get("kafka.group.id"), commit == "true")
 
     def schema(self) -> pa.Schema:
         return value_columns.extend_schema(_schema(self.include_headers), list(self.decodings))
@@ -154,6 +169,28 @@ def read_range(options: Options, topic: str, partition: int, start: int, end: in
                 yield from value_columns.decode_batches(batches, list(options.decodings))
 
 
+def commit_to_group(options: Options, end: dict) -> bool:
+    """A committed micro-batch's end offsets, committed to ``options.group_id`` so that lag tools
+    (``kafka-consumer-groups --describe``, Burrow, ...) see the query as a consumer; the
+    checkpoint stays what the query resumes from.  A commit the cluster refuses for a while is
+    logged and left to the next micro-batch's (False); one the group's ACLs refuse fails the query."""
+    from pykbatch.live import AuthorizationError, Cluster, ClusterError, TopicPartition
+    from pykbatch.live.cluster import asked_until_answered
+    offsets = {TopicPartition(t, int(p)): int(o) for t, parts in end.items() for p, o in parts.items()}
+    if not offsets:
+        return True
+    try:
+        with Cluster(options.props) as cluster:
+            asked_until_answered(lambda: cluster.commit(options.group_id, offsets), COMMIT_WAIT_S)
+        return True
+    except AuthorizationError:
+        raise
+    except ClusterError as exc:
+        log.warning("kafka-kbatch: the end offsets of a micro-batch were not committed to group %r (%s); the next "
+                    "trigger's commit carries them", options.group_id, exc)
+        return False
+
+
 def _ranges(start: dict, end: dict):
     for topic, parts in end.items():
         for p, last in parts.items():
@@ -186,6 +223,7 @@ def data_source_class():
     class StreamReader(DataSourceStreamReader):
         def __init__(self, options: Options):
             self.options = options
+            self._group_at = None  # what was last committed to the group (commitOffsets)
 
         def initialOffset(self):
             return resolve(self.options, "start")
@@ -195,6 +233,8 @@ def data_source_class():
             return ReadMaxRows(n) if n else ReadAllAvailable()
 
         def latestOffset(self, start=None, limit=None):
+            if start is not None:  # asked at every trigger, once the micro-batch ending at start is done
+                self._committed_to_group(start)
             latest = resolve(self.options, "latest")
             if start is None or limit is None or not isinstance(limit, ReadMaxRows):
                 return latest
@@ -207,7 +247,16 @@ def data_source_class():
             return read_range(self.options, r.topic, r.partition, r.start, r.end)
 
         def commit(self, end):
-            pass  # the checkpoint holds the offsets, as for Spark's own source
+            # the checkpoint holds the offsets, as for Spark's own source; the group is told when asked
+            self._committed_to_group(end)
+
+        def _committed_to_group(self, end):
+            # Spark commits a batch to its source only when it plans the next one, which waits for
+            # new records: the end of the last batch is also committed from latestOffset, which
+            # Spark asks at every trigger once the batch before it is done (not with
+            # asyncProgressTrackingEnabled, where planning runs ahead of the batches)
+            if self.options.commit_offsets and end != self._group_at and commit_to_group(self.options, end):
+                self._group_at = end
 
     class KafkaKbatchDataSource(DataSource):
         @classmethod

@@ -279,3 +279,61 @@ def test_the_spark_source_dead_letters_to_a_topic(registered, live_damaged):
     assert len(letters) == len(live_damaged.done)
     assert all(any(h.key == "__connect.errors.topic" and bytes(h.value) == TOPIC.encode() for h in r.headers)
                for r in letters)
+
+
+def test_a_stream_commits_each_micro_batch_to_its_group_as_kafkas_own_tool_shows(registered, kafka_broker, tmp_path):
+    """commitOffsets=true: each micro-batch's end offsets are committed to kafka.group.id once
+    Spark commits the batch, so the query's lag reads like any consumer's -- Kafka's own
+    kafka-consumer-groups --describe shows CURRENT-OFFSET at the log end and LAG 0 when the query
+    is caught up, and follows new records.  The committed offsets only move forward, a micro-batch
+    at a time.  Without a group, or in a batch query, the option is refused by name."""
+    from pykbatch.live import Cluster, TopicPartition
+    bootstrap = kafka_broker.bootstrap
+    topic, group = "stream-commits", "stream-commits-lag"
+    create_topic(bootstrap, topic, partitions=2)
+    for p in (0, 1):
+        produce_batches(bootstrap, topic, 3, partition=p)
+    tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+    query = (kbatch_stream(registered, bootstrap, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger=20,
+                           commitOffsets="true", **{"kafka.group.id": group})
+             .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(processingTime="200 milliseconds").start())
+    seen = []
+
+    def committed_until(want):
+        deadline = time.monotonic() + 90
+        with Cluster({"bootstrap.servers": bootstrap}) as cluster:
+            while time.monotonic() < deadline:
+                now = cluster.committed(group, tps)
+                if not seen or seen[-1] != now:
+                    seen.append(now)
+                if now == want:
+                    return
+                time.sleep(0.05)
+        raise AssertionError(f"the group's offsets are {seen[-1]}, not {want}")
+    try:
+        committed_until({tps[0]: 3 * BATCH, tps[1]: 3 * BATCH})
+        lines = kafka_tools.java("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
+                                 bootstrap, "--describe", "--group", group, timeout=120).stdout.splitlines()
+        rows = [line.split() for line in lines if line.split()[:2] == [group, topic]]
+        assert sorted((int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in rows) == \
+            [(0, 3 * BATCH, 3 * BATCH, 0), (1, 3 * BATCH, 3 * BATCH, 0)], lines
+        produce_batches(bootstrap, topic, 1, partition=1)
+        committed_until({tps[0]: 3 * BATCH, tps[1]: 4 * BATCH})
+    finally:
+        query.stop()
+    for before, after in zip(seen, seen[1:]):
+        assert all((before[tp] or 0) <= (after[tp] or 0) for tp in tps), seen
+    assert len(seen) >= 4, seen  # 140 offsets by 20 a micro-batch: seen between batches, not only at the end
+    with pytest.raises(Exception, match="commitOffsets=true commits to the group named by kafka.group.id"):
+        kbatch_stream(registered, bootstrap, subscribe=topic, commitOffsets="true").writeStream.format("noop") \
+            .option("checkpointLocation", str(tmp_path / "refused")).start().processAllAvailable()
+    with pytest.raises(Exception, match="commitOffsets is for streaming queries"):
+        kbatch(registered, bootstrap, subscribe=topic, commitOffsets="true", **{"kafka.group.id": group}).load().count()
+
+
+def kbatch_stream(spark, bootstrap, **options):
+    reader = spark.readStream.format("kafka-kbatch").option("kafka.bootstrap.servers", bootstrap)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load()
