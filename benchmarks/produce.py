@@ -102,7 +102,8 @@ def spark_compare(bootstrap: str, n: int, repeats: int, batch: int) -> None:
     # read-process-write: each row names a source record (a 2-partition topic: one per Spark partition)
     source = new_topic(bootstrap, "rpw-source", partitions=df.rdd.getNumPartitions())
     sourced = df.selectExpr("key", "value", f"named_struct('topic', '{source}', 'partition', spark_partition_id(), "
-                            "'offset', monotonically_increasing_id()) AS source")
+                            "'offset', monotonically_increasing_id()) AS source").cache()
+    sourced.count()  # cached as df is: the sinks compared, not the making of their input
     eos = {"deliveryGuarantee": "exactly_once"}
     sinks = {"Spark's kafka sink": ("kafka", {}, df), "kafka-kbatch sink": ("kafka-kbatch", {}, df),
              "kafka-kbatch exactly_once": ("kafka-kbatch", eos, df),
