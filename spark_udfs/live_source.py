@@ -100,13 +100,16 @@ class Options:
         commit = str(opts.get("commitoffsets", "false")).strip().lower()
         if commit not in ("true", "false"):
             raise ValueError("kafka-kbatch: commitOffsets is true or false")
+        starting = opts.get("startingoffsets", "latest" if streaming else "earliest")
+        if str(starting).strip().lower() == "committed" and not opts.get("kafka.group.id"):
+            raise ValueError("kafka-kbatch: startingOffsets=committed starts from the offsets of the group named by "
+                             "kafka.group.id")
         if commit == "true" and not opts.get("kafka.group.id"):
             raise ValueError("kafka-kbatch: commitOffsets=true commits to the group named by kafka.group.id")
         if commit == "true" and not streaming:
             raise ValueError("kafka-kbatch: commitOffsets is for streaming queries (a batch query that writes to "
                              "kafka-kbatch commits its source offsets with the sink's sourceOffsetsGroup)")
-        return cls(props, opts.get("assign"), opts.get("subscribe"),
-                   opts.get("startingoffsets", "latest" if streaming else "earliest"),
+        return cls(props, opts.get("assign"), opts.get("subscribe"), starting,
                    None if streaming else (ending or "latest"),
                    int(opts["startingtimestamp"]) if "startingtimestamp" in opts else None,
                    opts.get("startingoffsetsbytimestamp"),

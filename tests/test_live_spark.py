@@ -328,6 +328,8 @@ def test_a_stream_commits_each_micro_batch_to_its_group_as_kafkas_own_tool_shows
     with pytest.raises(Exception, match="commitOffsets=true commits to the group named by kafka.group.id"):
         kbatch_stream(registered, bootstrap, subscribe=topic, commitOffsets="true").writeStream.format("noop") \
             .option("checkpointLocation", str(tmp_path / "refused")).start().processAllAvailable()
+    with pytest.raises(Exception, match="startingOffsets=committed starts from the offsets of the group named by"):
+        kbatch(registered, bootstrap, subscribe=topic, startingOffsets="committed").load().count()
     with pytest.raises(Exception, match="commitOffsets is for streaming queries"):
         kbatch(registered, bootstrap, subscribe=topic, commitOffsets="true", **{"kafka.group.id": group}).load().count()
 
