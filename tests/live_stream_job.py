@@ -6,7 +6,8 @@ OUT: a Parquet folder, ``kafka-kbatch:GUARANTEE:TOPIC`` -- kafka-kbatch's sink i
 deliveryGuarantee GUARANTEE (exactly_once or at_least_once) --,
 ``kafka-kbatch:exactly_once:TOPIC:GROUP`` -- read-process-write: the source's offsets committed to
 GROUP in the sink's transactions, a new checkpoint starting from GROUP's offsets, transactional
-ids prefixed GROUP, transactions timing out after 10 s, micro-batches of 60 offsets -- or ``kafka:TOPIC``, Spark's own Kafka
+ids prefixed GROUP, transactions timing out after 10 s, micro-batches of 60 offsets (200 in "finish")
+-- or ``kafka:TOPIC``, Spark's own Kafka
 sink (its jars from Maven Central through tests/kafka_tools).  MASTER: local[2] unless given
 (``local-cluster[2,1,1024]``: executors in JVMs of their own).
 MODE: "run" (a trigger every 200 ms until killed) or "finish" (the same, stopped cleanly once the
@@ -31,7 +32,8 @@ def main(bootstrap, topic, out, checkpoint, mode, master="local[2]"):
     spark = quiet_session(master, "kafka-kbatch-stream", **conf)
     spark_udfs.register(spark)
     group = out.split(":")[3] if out.startswith("kafka-kbatch:") and out.count(":") == 3 else None
-    per_trigger = "150" if group is None else "60"  # more, smaller micro-batches to kill the job in
+    # read-process-write: more, smaller micro-batches to kill the job in; the run to the end goes faster
+    per_trigger = "150" if group is None else ("60" if mode == "run" else "200")
     source = (spark.readStream.format("kafka-kbatch").option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", topic).option("maxOffsetsPerTrigger", per_trigger).option("errors.tolerance", "all"))
     if group is None:

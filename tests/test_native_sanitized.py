@@ -1,7 +1,7 @@
 """The C core on its own, under AddressSanitizer + UndefinedBehaviorSanitizer: every vector and
 mutations of it through the fuzz target's driver, then a libFuzzer run (clang).
 
-PYKBATCH_FUZZ_SECONDS sets the libFuzzer run (default 30 on CI, 10 elsewhere; 0 skips it)."""
+PYKBATCH_FUZZ_SECONDS sets the libFuzzer run (default 20 on CI, 10 elsewhere; 0 skips it)."""
 import os
 import shutil
 import subprocess
@@ -47,7 +47,7 @@ def test_vectors_and_mutations_under_sanitizers(tmp_path):
 
 @pytest.mark.skipif(shutil.which("clang") is None, reason="libFuzzer needs clang (apt-get install clang)")
 def test_libfuzzer_smoke(tmp_path):
-    seconds = int(os.environ.get("PYKBATCH_FUZZ_SECONDS", "30" if os.environ.get("CI") else "10"))
+    seconds = int(os.environ.get("PYKBATCH_FUZZ_SECONDS", "20" if os.environ.get("CI") else "10"))
     if seconds <= 0:
         pytest.skip("PYKBATCH_FUZZ_SECONDS=0")
     fuzzer = make("fuzz_validate")
