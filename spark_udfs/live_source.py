@@ -67,9 +67,9 @@ class Options:
     log_enable: bool
     include_messages: bool
     max_errors: int | None
-    decodings: tuple = ()
+    decodings: tuple = ()  # values / keys as their schemas say (spark_udfs/value_columns.py)
     group_id: str | None = None  # kafka.group.id: whose offsets startingOffsets=committed resumes
-    commit_offsets: bool = False  # each micro-batch's end committed to group_id (lag for the usual tools)  # values / keys as their schemas say (spark_udfs/value_columns.py)
+    commit_offsets: bool = False  # each micro-batch's end committed to group_id (lag for the usual tools)
 
     @classmethod
     def parse(cls, options, *, streaming: bool) -> Options:
