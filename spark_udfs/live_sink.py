@@ -179,8 +179,7 @@ def writer_classes():
     # for): what landed stays (Kafka has no undo outside a transaction), as with Spark's own sink
     def committed(messages) -> None:
         summarize(messages)
-        source_offsets.one_task_per_partition([m.written.source_reached for m in messages
-                                                if m is not None and m.written.source_reached])
+        source_offsets.one_task_per_partition([None if m is None else m.written.source_reached for m in messages])
 
     class ArrowWriter(Produces, DataSourceArrowWriter):
         def commit(self, messages):

@@ -31,8 +31,9 @@ def registered(spark):
     return spark
 
 
-def kbatch(spark, bootstrap, **options):
-    reader = spark.read.format("kafka-kbatch").option("kafka.bootstrap.servers", bootstrap)
+def kbatch(spark, bootstrap, stream=False, **options):
+    reader = (spark.readStream if stream else spark.read).format("kafka-kbatch") \
+        .option("kafka.bootstrap.servers", bootstrap)
     for k, v in options.items():
         reader = reader.option(k, v)
     return reader
@@ -294,8 +295,8 @@ def test_a_stream_commits_each_micro_batch_to_its_group_as_kafkas_own_tool_shows
     for p in (0, 1):
         produce_batches(bootstrap, topic, 3, partition=p)
     tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
-    query = (kbatch_stream(registered, bootstrap, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger=20,
-                           commitOffsets="true", **{"kafka.group.id": group})
+    query = (kbatch(registered, bootstrap, stream=True, subscribe=topic, startingOffsets="earliest",
+                    maxOffsetsPerTrigger=20, commitOffsets="true", **{"kafka.group.id": group}).load()
              .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "checkpoint"))
              .trigger(processingTime="200 milliseconds").start())
     seen = []
@@ -326,16 +327,11 @@ def test_a_stream_commits_each_micro_batch_to_its_group_as_kafkas_own_tool_shows
         assert all((before[tp] or 0) <= (after[tp] or 0) for tp in tps), seen
     assert len(seen) >= 4, seen  # 140 offsets by 20 a micro-batch: seen between batches, not only at the end
     with pytest.raises(Exception, match="commitOffsets=true commits to the group named by kafka.group.id"):
-        kbatch_stream(registered, bootstrap, subscribe=topic, commitOffsets="true").writeStream.format("noop") \
-            .option("checkpointLocation", str(tmp_path / "refused")).start().processAllAvailable()
+        kbatch(registered, bootstrap, stream=True, subscribe=topic, commitOffsets="true").load() \
+            .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "refused")).start() \
+            .processAllAvailable()
     with pytest.raises(Exception, match="startingOffsets=committed starts from the offsets of the group named by"):
         kbatch(registered, bootstrap, subscribe=topic, startingOffsets="committed").load().count()
     with pytest.raises(Exception, match="commitOffsets is for streaming queries"):
         kbatch(registered, bootstrap, subscribe=topic, commitOffsets="true", **{"kafka.group.id": group}).load().count()
 
-
-def kbatch_stream(spark, bootstrap, **options):
-    reader = spark.readStream.format("kafka-kbatch").option("kafka.bootstrap.servers", bootstrap)
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    return reader.load()
