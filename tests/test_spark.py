@@ -44,6 +44,17 @@ def as_python(value):
     return value
 
 
+def collect_plain(df) -> list[dict]:
+    """A frame's rows as plain dicts, its timestamps as epoch microseconds: a damaged batch's
+    timestamp may lie beyond year 9999, which Spark holds and Python's datetime (PySpark's
+    collect) cannot, and comparisons of damaged reads must not fail on the way out."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampType
+    plain = df.select(*[F.unix_micros(F.col(f.name)).alias(f.name) if isinstance(f.dataType, TimestampType)
+                        else F.col(f.name) for f in df.schema.fields])
+    return [as_python(r.asDict(recursive=True)) for r in plain.collect()]
+
+
 def test_validate_equals_direct_call(frame, spark_path):
     import pyarrow as pa
     from spark_udfs import kbatch_validate

@@ -13,7 +13,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark", reason="pyspark is the [spark] extra")
 
 from tests.conftest import require_jvm_path  # noqa: E402
-from tests.test_spark import as_python  # noqa: E402
+from tests.test_spark import as_python, collect_plain  # noqa: E402
 from tests.test_spark_jvm import _batch, _damage  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -98,7 +98,7 @@ def _write_log(rng: random.Random, root, now_ms: int) -> set:
 
 
 def _rows(df) -> list:
-    return [as_python(r.asDict(recursive=True)) for r in df.collect()]
+    return collect_plain(df)
 
 
 def _comparable(row: dict) -> dict:

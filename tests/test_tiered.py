@@ -601,9 +601,8 @@ def test_the_backfill_job_is_idempotent_and_dead_letters_damaged_batches(stages,
 # -- kafka-segment's JVM reader over a tiered store -----------------------------------------------
 
 def _spark_rows(df) -> list[dict]:
-    from tests.test_spark import as_python
-    rows = [as_python(r.asDict(recursive=True)) for r in df.collect()]
-    return sorted(rows, key=lambda r: (r["topic"], r["partition"], r.get("offset", r.get("base_offset")),
+    from tests.test_spark import collect_plain
+    return sorted(collect_plain(df), key=lambda r: (r["topic"], r["partition"], r.get("offset", r.get("base_offset")),
                                        r.get("batch_position", 0)))
 
 
