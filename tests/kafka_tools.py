@@ -164,6 +164,11 @@ class Broker:
             "share.coordinator.state.topic.min.isr=1",
             "share.coordinator.state.topic.num.partitions=1",
             "group.initial.rebalance.delay.ms=0",
+            # KIP-848 groups notice a killed member within seconds, not the default 45
+            "group.consumer.min.session.timeout.ms=6000",
+            "group.consumer.session.timeout.ms=8000",
+            "group.consumer.min.heartbeat.interval.ms=500",
+            "group.consumer.heartbeat.interval.ms=1000",
             # a transaction past transaction.timeout.ms is aborted within a second, not ten
             "transaction.abort.timed.out.transaction.cleanup.interval.ms=1000",
             "log.cleaner.backoff.ms=200",

@@ -109,21 +109,25 @@ def damage(b: OnDisk, how: str, *, record: int = 0, seed: int = 0) -> None:
     b.path.write_bytes(bytes(data))
 
 
-def damaged_broker(broker, topic: str, plan) -> tuple[list[OnDisk], dict]:
+def damaged_broker(broker, topic: str, plan, also=()) -> tuple[list[OnDisk], dict]:
     """Stops ``broker`` cleanly, damages batch ``i`` as ``plan(on_disk)[i]`` says (``(how,
-    kwargs)``), and starts it again on the same data; the batches as they were on disk, and the plan."""
+    kwargs)``), and starts it again on the same data; the batches as they were on disk, and the
+    plan.  ``also``: more ``(partition directory name, plan)`` damaged in the same stop."""
     broker.stop()
     try:
-        on_disk = batches_on_disk(broker.data / f"{topic}-0")
-        last_segment = max(b.path for b in on_disk)
-        plan = plan(on_disk)
-        for i, (how, kwargs) in plan.items():
-            assert on_disk[i].path != last_segment, "damage goes into closed segments"
-            damage(on_disk[i], how, **kwargs)
+        plans = []
+        for name, planned in ((f"{topic}-0", plan), *also):
+            on_disk = batches_on_disk(broker.data / name)
+            last_segment = max(b.path for b in on_disk)
+            planned = planned(on_disk)
+            for i, (how, kwargs) in planned.items():
+                assert on_disk[i].path != last_segment, "damage goes into closed segments"
+                damage(on_disk[i], how, **kwargs)
+            plans.append((on_disk, planned))
     finally:
         broker.start()
     wait_until_served(broker.bootstrap, topic)
-    return on_disk, plan
+    return plans[0] if not also else plans
 
 
 def wait_until_served(bootstrap: str, topic: str, timeout: float = 60) -> None:
@@ -171,19 +175,38 @@ def index_of(done, how) -> int:
     return i
 
 
+# a consumer group's topic damaged in the same restart: six partitions of GROUP_BATCHES batches,
+# two of them damaged (partition -> batch index -> damage)
+GROUP_TOPIC = "live-damaged-group"
+GROUP_PARTITIONS = 6
+GROUP_BATCHES = 24
+GROUP_PLAN = {1: {8: ("flip", {})}, 4: {5: ("length", {"record": 3}), 15: ("garbage", {"seed": 4})}}
+
+
 @dataclass
 class DamagedTopic:
     broker: object
     on_disk: list
     done: dict
+    group_on_disk: dict = None
+    """GROUP_TOPIC's damaged partitions: partition -> (batches as they were on disk, the damage done)."""
+
+    def group_unreadable(self) -> dict[int, set[int]]:
+        """GROUP_TOPIC's offsets the plan made unreadable, by partition."""
+        return {p: unreadable(on_disk, done) for p, (on_disk, done) in self.group_on_disk.items()}
 
 
 def make_damaged_topic(broker) -> DamagedTopic:
-    """``TOPIC`` written in ``BATCHES`` batches, then damaged on disk as ``plan`` says."""
+    """``TOPIC`` written in ``BATCHES`` batches and ``GROUP_TOPIC`` in ``GROUP_BATCHES`` per
+    partition, then damaged on disk as ``plan`` and ``GROUP_PLAN`` say (one restart)."""
     create_topic(broker.bootstrap, TOPIC, **{"internal.segment.bytes": 16384})
     produce_batches(broker.bootstrap, TOPIC, BATCHES, compressed=COMPRESSED)
-    on_disk, done = damaged_broker(broker, TOPIC, plan)
-    return DamagedTopic(broker, on_disk, done)
+    create_topic(broker.bootstrap, GROUP_TOPIC, GROUP_PARTITIONS, **{"internal.segment.bytes": 8192})
+    for p in range(GROUP_PARTITIONS):
+        produce_batches(broker.bootstrap, GROUP_TOPIC, GROUP_BATCHES, partition=p)
+    also = [(f"{GROUP_TOPIC}-{p}", lambda on_disk, p=p: GROUP_PLAN[p]) for p in sorted(GROUP_PLAN)]
+    (on_disk, done), *group = damaged_broker(broker, TOPIC, plan, also)
+    return DamagedTopic(broker, on_disk, done, dict(zip(sorted(GROUP_PLAN), group)))
 
 
 def unreadable(on_disk, done) -> set[int]:

@@ -122,7 +122,7 @@ LAYERS = (
     ("the catalogue and the words every layer uses",
      ("pykbatch._catalogue", "pykbatch._version", "pykbatch.rules", "pykbatch.errors", "pykbatch.config",
       "pykbatch.result", "pykbatch.codecs", "pykbatch.columns", "pykbatch.retry", "pykbatch.progress",
-      "pykbatch.parallel", "pykbatch.policy")),
+      "pykbatch.parallel", "pykbatch.policy", "pykbatch.schemas")),
     ("the core bindings", ("pykbatch._native",)),
     ("functions over the core", ("pykbatch.arrow", "pykbatch.samples")),
     ("Kafka's formats and value types", ("pykbatch.kafka",)),

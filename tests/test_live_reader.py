@@ -475,7 +475,7 @@ def test_the_reader_takes_the_java_consumers_property_names(kafka_broker):
                 ending_offsets="latest") as reader:  # no commits: auto.offset.reset says where
         assert reader.read().num_rows == 0
     with pytest.raises(SettingsError, match=r"Reader.commit\(\)"):
-        Reader({**props, "enable.auto.commit": "true"}, subscribe=topic)
+        Reader({**props, "enable.auto.commit": "true"}, subscribe=topic, ending_offsets="latest")
 
 
 def test_the_consume_command_keeps_its_verdict_wherever_the_reader_leaves(damaged, tmp_path):

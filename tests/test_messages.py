@@ -61,7 +61,7 @@ def test_every_indexed_definition_is_the_one_in_its_jar():
     jars = {p.rsplit("/", 1)[-1]: p for p in kafka_tools.classpath().split(":")}
     folder = resources.files("pykbatch").joinpath("schemas", "messages")
     index = json.loads(folder.joinpath("index.json").read_text("utf-8"))
-    sections = [*index["topics"].values(), index["embedded"], index["control"]]
+    sections = [*index["topics"].values(), index["embedded"], index["control"], index["protocol"]]
     named = set()
     for section in sections:
         with zipfile.ZipFile(jars[f"{section['jar']}-4.3.1.jar"]) as z:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pykbatch import errors as kb_errors
@@ -161,6 +161,7 @@ class Cluster:
         self._leaders: dict[TopicPartition, Leader] = {}
         self._partitions: dict[str, list[int]] = {}
         self._coordinators: dict[tuple[str, str], int] = {}
+        self._topic_names: dict[bytes, str] = {}  # topic id -> name (KIP-848 assigns by id)
         self._connected = False
         self._sasl_drops = 0
 
@@ -266,7 +267,7 @@ class Cluster:
             return self._client.send_and_receive(node, request, timeout_ms=timeout_ms)
         except (AuthenticationError, ClusterError):
             raise
-        except Exception as exc:  # noqa: BLE001 (the connection layer's errors, named with the request)
+        except Exception as exc:
             raise ClusterError(f"{type(request).__name__} to node {node} failed: {exc}", retriable=True) from exc
 
     def request_all(self, requests: Iterable[tuple[int, Any]], timeout_ms: int | None = None) -> list:
@@ -560,14 +561,49 @@ class Cluster:
                                                                   else None, p.metadata or "")
         return out
 
-    def commit(self, group: str, offsets: Mapping[TopicPartition, int], metadata: str = "") -> None:
+    def commit(self, group: str, offsets: Mapping[TopicPartition, int], metadata: str | Mapping[TopicPartition, str] = "",
+               *, member: tuple[str, int, str | None] | None = None) -> None:
         """Commits ``offsets`` (the next offset to read, as Kafka's consumers commit) for
-        ``group`` as a standalone committer (no membership, generation -1)."""
+        ``group`` as a standalone committer (no membership, generation -1) or, with ``member``
+        (member id, epoch, instance id), as a member of its KIP-848 group; ``metadata``: one
+        note for every partition, or one per partition."""
         topics: dict[str, list] = {}
         for tp, offset in offsets.items():
-            topics.setdefault(tp.topic, []).append((tp.partition, offset))
-        response = self.request(self.coordinator(group), protocol.offset_commit(group, topics, metadata))
+            note = metadata if isinstance(metadata, str) else metadata.get(tp, "")
+            topics.setdefault(tp.topic, []).append((tp.partition, offset, note))
+        response = self.request(self.coordinator(group), protocol.offset_commit(group, topics, member=member))
         for t in response.topics:
             for p in t.partitions:
                 if p.error_code:
+                    if p.error_code in COORDINATOR_MOVED:
+                        self.forget_coordinator(group, "group")
                     self._raise_partition_error(TopicPartition(t.name, p.partition_index), p.error_code, "OffsetCommit")
+
+    # -- KIP-848's group protocol ------------------------------------------------------------------
+    def heartbeat(self, group: str, request):
+        """A KIP-848 heartbeat (``protocol.consumer_group_heartbeat``) to ``group``'s coordinator:
+        its answer (a moved coordinator is asked for again next time)."""
+        response = self.request(self.coordinator(group), request)
+        if response.error_code in COORDINATOR_MOVED:
+            self.forget_coordinator(group, "group")
+        return response
+
+    def topic_names(self, ids: Iterable[bytes]) -> dict[bytes, str]:
+        """Topic names of topic ids (16 bytes), as the metadata names them (every topic's
+        metadata asked again for an id not known yet: a topic just created)."""
+        ids = set(ids)
+        if ids - set(self._topic_names):
+            self._learn_topic_ids(self.request(self.any_node(), protocol.metadata(None)))
+        return {i: self._topic_names[i] for i in ids if i in self._topic_names}
+
+    def topic_ids(self, names: Iterable[str]) -> dict[str, bytes]:
+        """Topic ids (16 bytes) of topic names that exist, from the metadata."""
+        names = set(names)
+        if names - set(self._topic_names.values()):
+            self._learn_topic_ids(self.request(self.any_node(), protocol.metadata(sorted(names))))
+        return {n: i for i, n in self._topic_names.items() if n in names}
+
+    def _learn_topic_ids(self, response) -> None:
+        for t in response.topics:
+            if not t.error_code and getattr(t, "topic_id", None) is not None and t.topic_id.int:
+                self._topic_names[t.topic_id.bytes] = t.name

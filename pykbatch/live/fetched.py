@@ -71,6 +71,9 @@ class Skip:
     culprits: list = field(default_factory=list, repr=False)
     data: bytes | None = field(default=None, repr=False)
     held: bool = False
+    reported: bool = False
+    """A consumer group's member reported the range before (its commit metadata names it):
+    skipped again by the member that took the partition over, not reported twice."""
 
     @property
     def count(self) -> int:
@@ -84,11 +87,11 @@ class Skip:
     def as_dict(self) -> dict:
         return {"topic": self.topic, "partition": self.partition, "first_offset": self.first_offset,
                 "last_offset": self.last_offset, "rule": self.rule, "code": self.code, "name": self.name,
-                "message": self.message, "position": self.position, "held": self.held,
+                "message": self.message, "position": self.position, "held": self.held, "reported": self.reported,
                 "culprits": [c.as_dict() if isinstance(c, Culprit) else c for c in self.culprits]}
 
     def line(self) -> str:
-        what = "held back" if self.held else "skipped"
+        what = "held back" if self.held else "skipped again (the group reported it)" if self.reported else "skipped"
         return (f"{self.topic}-{self.partition} offsets [{self.first_offset}, {self.last_offset}] {what}: "
                 f"{self.name}({self.code}) {self.rule}: {self.message}")
 

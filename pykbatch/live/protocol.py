@@ -9,10 +9,10 @@ other module imports kafka-python (``tests/test_layers.py``).
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pykbatch import _native
-
 
 VERSIONS: dict[str, tuple[int, int]] = {
     "ApiVersions": (3, 4),       # v3: the cluster's finalized features (transaction.version)
@@ -26,6 +26,9 @@ VERSIONS: dict[str, tuple[int, int]] = {
     "FindCoordinator": (1, 4),
     "OffsetFetch": (1, 7),
     "OffsetCommit": (2, 8),
+    "OffsetCommitInGroup": (9, 9),      # a KIP-848 member's commit: v9 checks its member epoch; 10+ topic ids
+    "ConsumerGroupHeartbeat": (1, 1),   # KIP-848; v1: the member makes its own id (KIP-1082)
+    "ConsumerGroupDescribe": (0, 1),
     "InitProducerId": (0, 5),
     "AddPartitionsToTxn": (0, 3),
     "AddOffsetsToTxn": (0, 3),
@@ -95,9 +98,10 @@ def errors():
 
 
 # -- metadata and topics ---------------------------------------------------------------------------
-def metadata(topics: Iterable[str]):
+def metadata(topics: Iterable[str] | None):
+    """Metadata of ``topics`` (None: every topic)."""
     from kafka.protocol.metadata import MetadataRequest
-    return MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+    return MetadataRequest(topics=None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
                            allow_auto_topic_creation=False, **_versions("Metadata"))
 
 
@@ -144,17 +148,69 @@ def offset_fetch(group: str, topics: Mapping[str, list[int]]):
                               require_stable=True, **_versions("OffsetFetch"))
 
 
-def offset_commit(group: str, offsets: Mapping[str, list[tuple[int, int]]], metadata: str):
-    """``offsets``: topic -> [(partition, next offset)], as a standalone committer (generation -1)."""
+def offset_commit(group: str, offsets: Mapping[str, list[tuple[int, int, str]]], *,
+                  member: tuple[str, int, str | None] | None = None):
+    """``offsets``: topic -> [(partition, next offset, metadata)], as a standalone committer
+    (generation -1) or, with ``member`` (member id, member epoch, instance id), as a KIP-848
+    group's member (OffsetCommit v9: the coordinator checks the epoch)."""
     from kafka.protocol.consumer.group import OffsetCommitRequest
     T = OffsetCommitRequest.OffsetCommitRequestTopic
     P = T.OffsetCommitRequestPartition
-    return OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
-                               retention_time_ms=-1,
+    member_id, epoch, instance = member or ("", -1, None)
+    return OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=epoch, member_id=member_id,
+                               group_instance_id=instance, retention_time_ms=-1,
                                topics=[T(name=n, partitions=[P(partition_index=p, committed_offset=o,
-                                                               committed_leader_epoch=-1, committed_metadata=metadata)
-                                                             for p, o in ps]) for n, ps in offsets.items()],
-                               **_versions("OffsetCommit"))
+                                                               committed_leader_epoch=-1, committed_metadata=m)
+                                                             for p, o, m in ps]) for n, ps in offsets.items()],
+                               **_versions("OffsetCommitInGroup" if member else "OffsetCommit"))
+
+
+# -- KIP-848's group protocol: classes from Kafka's own definitions (pykbatch.schemas.messages),
+# built by kafka-python's loader as its own are, since the library defines none for it
+_KIP848: dict[str, Any] = {}  # name -> class (held here: the library's response registry keeps a weak proxy)
+
+
+def _kip848(name: str):
+    if not _KIP848:
+        from kafka.protocol.api_message import ApiMessage
+
+        import pykbatch.schemas.messages as definitions
+
+        class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=definitions):
+            pass
+
+        class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=definitions):
+            pass
+
+        class ConsumerGroupDescribeRequest(ApiMessage, load_json=definitions):
+            pass
+
+        class ConsumerGroupDescribeResponse(ApiMessage, load_json=definitions):
+            pass
+        _KIP848.update((c.__name__, c) for c in (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
+                                                 ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse))
+    return _KIP848[name]
+
+
+def consumer_group_heartbeat(group: str, member_id: str, epoch: int, *, instance_id: str | None = None,
+                             rack_id: str | None = None, rebalance_timeout_ms: int = -1,
+                             topics: list[str] | None = None, regex: str | None = None,
+                             assignor: str | None = None, owned: Mapping[bytes, list[int]] | None = None):
+    """A member's heartbeat (epoch 0 joins, -1 leaves, -2 leaves a static member's place open);
+    ``owned``: topic id (16 bytes) -> partitions, what the member holds now (None: unchanged)."""
+    R = _kip848("ConsumerGroupHeartbeatRequest")
+    import uuid
+    return R(group_id=group, member_id=member_id, member_epoch=epoch, instance_id=instance_id, rack_id=rack_id,
+             rebalance_timeout_ms=rebalance_timeout_ms, subscribed_topic_names=topics, subscribed_topic_regex=regex,
+             server_assignor=assignor,
+             topic_partitions=None if owned is None else [
+                 R.TopicPartitions(topic_id=uuid.UUID(bytes=t), partitions=sorted(ps)) for t, ps in owned.items()],
+             **_versions("ConsumerGroupHeartbeat"))
+
+
+def consumer_group_describe(groups: list[str]):
+    R = _kip848("ConsumerGroupDescribeRequest")
+    return R(group_ids=groups, include_authorized_operations=False, **_versions("ConsumerGroupDescribe"))
 
 
 # -- fetching ----------------------------------------------------------------------------------------

@@ -24,25 +24,38 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import pyarrow as pa
 
 from pykbatch import _native
 from pykbatch.columns import CONSUMED
 from pykbatch.errors import CONTINUE, FAIL, KafkaDataError
-from pykbatch.kafka.isolation import READ_COMMITTED, Isolation, check_level
-from pykbatch.live.cluster import (
-    EARLIEST, LATEST, AuthorizationError, Cluster, ClusterError, TopicPartition,
-)
-from pykbatch.live.fetched import OFFSET_GAP, Damage, Fetched, Skip, gap_skip, read_fetched
+from pykbatch.kafka.isolation import READ_COMMITTED, AbortedTxn, Isolation, check_level
 from pykbatch.live import protocol
+from pykbatch.live.cluster import (
+    EARLIEST,
+    LATEST,
+    AuthorizationError,
+    Cluster,
+    ClusterError,
+    TopicPartition,
+)
+from pykbatch.live.fetched import (
+    OFFSET_GAP,
+    Damage,
+    Fetched,
+    Skip,
+    gap_skip,
+    read_fetched,
+)
 from pykbatch.live.ledger import Ledger
+from pykbatch.live.membership import Membership
 from pykbatch.live.offsets import assigned, ending_positions, starting_positions
 from pykbatch.live.probe import Probe, ProbeResult
-from pykbatch.live.settings import consumer_settings
-from pykbatch.kafka.isolation import AbortedTxn
+from pykbatch.live.settings import SettingsError, consumer_settings
 from pykbatch.policy import ErrorPolicy
 from pykbatch.rules import BY_ID
 
@@ -137,7 +150,7 @@ class Metrics:
         "total-errors-logged", "deadletterqueue-produce-requests", "deadletterqueue-produce-failures",
         "records-consumed", "bytes-fetched", "fetch-requests", "probe-requests", "offsets-skipped",
         "offsets-held", "offsets-compacted", "fetch-size-increases", "leader-refreshes", "solo-fetches",
-        "prefetches", "prefetches-set-aside"), 0))
+        "prefetches", "prefetches-set-aside", "offsets-skipped-reported-before"), 0))
     last_error_timestamp: int = -1
 
     def add(self, name: str, n: int = 1) -> None:
@@ -157,7 +170,21 @@ class Reader:
         ``fetch.max.bytes``, ``fetch.max.wait.ms``, ``auto.offset.reset`` (with ``group.id``: the
         group's committed offsets, this where it has none; without: the starting offsets) -- a
         keyword given here wins over its property.  Consumer properties with no use here
-        (``enable.auto.commit=true``, deserializers, group membership) are refused, naming what does it.
+        (deserializers, ``max.poll.records``) are refused, naming what does it.
+        With ``group.id`` as a property and ``subscribe`` (and no ``ending_offsets``), the reader
+        joins the group as Kafka's Java consumer does on subscribe (``pykbatch.live.membership``:
+        KIP-848's protocol, ``group.protocol=consumer``): the coordinator assigns partitions, which
+        start at the group's commits; ``enable.auto.commit`` (default true),
+        ``auto.commit.interval.ms``, ``group.instance.id`` (static membership),
+        ``group.remote.assignor``, ``max.poll.interval.ms``, ``client.rack`` as the Java consumer
+        has them.  ``join_group`` False keeps such a reader out of the group (it reads every
+        partition of ``subscribe`` and commits under ``group.id`` when asked); True joins with a
+        ``Cluster`` given instead of properties.
+    on_assigned, on_revoked, on_lost
+        A member's rebalance callbacks (Kafka's ConsumerRebalanceListener), each called in the
+        poll that applies the change with the partitions it concerns: revoked ones still held
+        (committed first with ``enable.auto.commit``; a callback may commit), lost ones already
+        someone else's.
     assign / subscribe, starting_offsets, ending_offsets, starting_timestamp,
     starting_offsets_by_timestamp
         Spark's Kafka source's options (``pykbatch.live.offsets``); ``starting_offsets="committed"``
@@ -196,10 +223,16 @@ class Reader:
                  policy: ErrorPolicy | None = None, dead_letters: Callable[[Skip, dict], Any] | None = None,
                  max_partition_fetch_bytes: int | None = None, fetch_max_bytes: int | None = None,
                  max_wait_ms: int | None = None, max_batch_bytes: int = 64 << 20, positions: Mapping | None = None,
-                 fetch_sessions: bool = True, compacted: bool | None = None, prefetch: bool = True):
+                 fetch_sessions: bool = True, compacted: bool | None = None, prefetch: bool = True,
+                 join_group: bool | None = None, on_assigned: Callable | None = None,
+                 on_revoked: Callable | None = None, on_lost: Callable | None = None):
         java: dict[str, Any] = {}
-        if not isinstance(props, Cluster):
+        given_props = not isinstance(props, Cluster)
+        if given_props:
             props, java = consumer_settings(props)
+        if join_group is None:  # as the Java consumer: group.id and subscribe make a member
+            join_group = (given_props and "group_id" in java and subscribe is not None and assign is None
+                          and ending_offsets is None and positions is None)
         group_id = group_id if group_id is not None else java.get("group_id")
         reset = java.get("auto_offset_reset")
         if starting_offsets is None:  # a group resumes its commits, as the Java consumer does
@@ -227,7 +260,19 @@ class Reader:
         self._policies: dict[str, tuple[bool, float]] = {}  # topic -> (compacted, when it was read)
         self._failures = 0
         self._rotation = 0
+        self._fetch_bytes = max_partition_fetch_bytes
         self.cluster.connect()
+        self._membership: Membership | None = None
+        if join_group:
+            self._parts = {}
+            self._membership = _join(self.cluster, group_id, subscribe, java, reset=reset or "latest",
+                                     isolation_level=self._iso_code, starting_offsets=starting_offsets,
+                                     ending_offsets=ending_offsets, assign=assign, positions=positions,
+                                     callbacks=(on_assigned, on_revoked, on_lost))
+            return
+        if java.get("enable_auto_commit"):
+            raise SettingsError("enable.auto.commit=true: a reader outside a group commits when asked "
+                                "(Reader.commit(); consume --commit); group.id with subscribe joins the group")
         tps = assigned(self.cluster, assign, subscribe)
         if positions is not None:
             start = {tp: positions[tp] for tp in tps}
@@ -259,11 +304,20 @@ class Reader:
 
     @property
     def finished(self) -> bool:
-        """Every partition reached its ending offset (never, for an unbounded reader)."""
-        return all(p.done for p in self._parts.values())
+        """Every partition reached its ending offset (never, for an unbounded reader or a group's member)."""
+        return self._membership is None and all(p.done for p in self._parts.values())
+
+    @property
+    def member(self):
+        """The reader's ``GroupMember`` (None outside a group): its id, epoch, group."""
+        return None if self._membership is None else self._membership.member
 
     def commit(self, group_id: str | None = None) -> None:
-        """Commits the positions for ``group_id`` (default: the reader's)."""
+        """Commits the positions for ``group_id`` (default: the reader's; a member commits as
+        one, with its partitions' skip notes)."""
+        if self._membership is not None and group_id in (None, self.group_id):
+            self._membership.commit(self.positions())
+            return
         group = group_id or self.group_id
         if not group:
             raise ValueError("commit needs a group id")
@@ -272,6 +326,11 @@ class Reader:
     def poll(self, timeout_ms: int | None = None) -> Poll:
         """One round of fetches (one request per leader), waiting up to ``max_wait_ms`` for data."""
         tables, skips = [], []
+        if self._membership is not None:
+            self._membership.before_poll(self)
+            if not self._parts:  # nothing assigned (yet): the member's heartbeats go on meanwhile
+                time.sleep(min(0.1, (timeout_ms or self.max_wait_ms) / 1000))
+                return Poll(SCHEMA.empty_table(), [], {})
         active = [p for p in self._parts.values() if not p.done and p.backoff_until <= time.monotonic()]
         if not active:
             if not self.finished:
@@ -348,8 +407,23 @@ class Reader:
             yield from poll.records()
 
     def close(self) -> None:
-        if self._owns_cluster:
-            self.cluster.close()
+        """Leaves the group (a member: its last automatic commit first), closes the connections."""
+        try:
+            if self._membership is not None:
+                membership, self._membership = self._membership, None
+                membership.close(self)
+        finally:
+            if self._owns_cluster:
+                self.cluster.close()
+
+    # -- a member's partitions come and go (pykbatch.live.membership) ---------------------------
+    def _drop(self, tps) -> None:
+        for tp in tps:
+            self._parts.pop(tp, None)
+
+    def _add(self, starts: Mapping[TopicPartition, int]) -> None:
+        for tp, start in starts.items():
+            self._parts[tp] = _FetchState(tp, start, None, self._fetch_bytes, ledger=Ledger(tp.topic, tp.partition, start))
 
     def __enter__(self) -> Reader:
         return self
@@ -609,7 +683,15 @@ class Reader:
 
     # -- what cannot be read -------------------------------------------------------------------
     def _apply(self, skip: Skip) -> None:
-        """The policy for one skip: fail (position kept), or count, log, dead-letter and move on."""
+        """The policy for one skip: fail (position kept), or count, log, dead-letter and move on
+        (in a group: once for the group, see ``pykbatch.live.membership``)."""
+        if self._membership is not None and self._membership.reported(skip):
+            skip.reported = True
+            self.skips.append(skip)
+            self._parts[TopicPartition(skip.topic, skip.partition)].ledger.skips += 1
+            self.metrics.add("offsets-skipped-reported-before", skip.count)
+            log.info("%s", skip.line())
+            return
         policy = self.policy
         self.metrics.add("total-record-failures")
         self.metrics.add("total-record-errors")
@@ -646,6 +728,8 @@ class Reader:
                 raise
         else:
             self.metrics.add("total-records-skipped")
+        if self._membership is not None:
+            self._membership.note(skip)
 
     def _out_of_range(self, p: _FetchState, data) -> list[Skip]:
         tp = p.tp
@@ -720,3 +804,40 @@ def _clipped(skip: Skip, end: int | None) -> Skip:
         return skip
     from dataclasses import replace
     return replace(skip, last_offset=end - 1)
+
+
+def _join(cluster: Cluster, group_id, subscribe, java: dict, *, reset: str, isolation_level: int, starting_offsets,
+          ending_offsets, assign, positions, callbacks) -> Membership:
+    """A reader's membership of ``group_id`` (``Reader``'s doc), refusing what a member cannot do."""
+    from pykbatch.live.group import GroupMember
+    if not group_id:
+        raise SettingsError("joining a group needs group.id")
+    for name, value in (("assign", assign), ("ending_offsets", ending_offsets), ("positions", positions)):
+        if value is not None:
+            raise SettingsError(f"{name}: a group's member reads what the coordinator assigns, from the group's "
+                                "commits, without end (join_group=False reads on its own)")
+    if starting_offsets not in (None, "committed"):
+        raise SettingsError("starting_offsets: a group's member starts at the group's commits "
+                            "(auto.offset.reset where there are none)")
+    protocol_name = java.get("group_protocol", "consumer").lower()
+    if protocol_name != "consumer":
+        raise SettingsError(f"group.protocol={protocol_name}: pykbatch's reader joins groups with KIP-848's "
+                            "protocol (group.protocol=consumer, Kafka 4.0+); the classic protocol is not built yet")
+    topics = [t.strip() for t in (subscribe.split(",") if isinstance(subscribe, str) else subscribe) if t.strip()]
+    if not topics:
+        raise SettingsError("subscribe: name the topics the member reads")
+    poll_ms = java.get("max_poll_interval_ms", 300_000)
+    member = GroupMember(cluster.props, group_id, topics, instance_id=java.get("group_instance_id"),
+                         rebalance_timeout_ms=poll_ms, assignor=java.get("group_remote_assignor"),
+                         rack_id=java.get("client_rack"), max_poll_interval_ms=poll_ms)
+    on_assigned, on_revoked, on_lost = callbacks
+    membership = Membership(cluster, member, auto_commit=java.get("enable_auto_commit", True),
+                            auto_commit_interval_ms=java.get("auto_commit_interval_ms", 5000), reset=reset,
+                            isolation_level=isolation_level, on_assigned=on_assigned, on_revoked=on_revoked,
+                            on_lost=on_lost)
+    try:
+        member.start()
+    except BaseException:
+        member.close(leave=False)
+        raise
+    return membership

@@ -51,6 +51,13 @@ KNOWN = frozenset(_PLAIN) | frozenset(_JAVA_PEM) | _OTHER
 
 
 # The Java consumer's own properties the Reader honours: its keyword, and the value's conversion
+def _flag(value) -> bool:
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise SettingsError(f"expected true or false, not {value!r}")
+    return text == "true"
+
+
 CONSUMER: dict[str, tuple[str, Any]] = {
     "group.id": ("group_id", str),
     "isolation.level": ("isolation_level", str),
@@ -58,20 +65,25 @@ CONSUMER: dict[str, tuple[str, Any]] = {
     "fetch.max.bytes": ("fetch_max_bytes", int),
     "fetch.max.wait.ms": ("max_wait_ms", int),
     "auto.offset.reset": ("auto_offset_reset", str),
+    # a group's member (group.id with subscribe: pykbatch.live.membership)
+    "group.protocol": ("group_protocol", str),
+    "group.instance.id": ("group_instance_id", str),
+    "group.remote.assignor": ("group_remote_assignor", str),
+    "enable.auto.commit": ("enable_auto_commit", _flag),
+    "auto.commit.interval.ms": ("auto_commit_interval_ms", int),
+    "max.poll.interval.ms": ("max_poll_interval_ms", int),
+    "client.rack": ("client_rack", str),
 }
-_NO_GROUP = ("the reader joins no consumer group: it reads the partitions of assign/subscribe (Spark's options), "
-             "and group.id names whose offsets Reader.commit() writes")
+_BROKER_SIDE = ("under KIP-848's group protocol the coordinator sets it (the broker's group.consumer.{}); "
+                "Kafka's Java consumer refuses it with group.protocol=consumer too")
 # ... and those a reader of this kind has no use for: what does it instead
 CONSUMER_REFUSED = {
-    "enable.auto.commit": "the reader commits when asked (Reader.commit(); consume --commit): "
-                          "enable.auto.commit=false is what it does",
-    "auto.commit.interval.ms": "the reader commits when asked: Reader.commit()",
     "key.deserializer": "keys and values come as bytes (an Arrow table's columns); pykbatch.values decodes them",
     "value.deserializer": "keys and values come as bytes (an Arrow table's columns); pykbatch.values decodes them",
     "max.poll.records": "a poll returns what one fetch brought; Reader.polls() yields them one by one",
-    "session.timeout.ms": _NO_GROUP, "heartbeat.interval.ms": _NO_GROUP, "max.poll.interval.ms": _NO_GROUP,
-    "group.instance.id": _NO_GROUP, "partition.assignment.strategy": _NO_GROUP,
-    "group.protocol": _NO_GROUP,
+    "session.timeout.ms": _BROKER_SIDE.format("session.timeout.ms"),
+    "heartbeat.interval.ms": _BROKER_SIDE.format("heartbeat.interval.ms"),
+    "partition.assignment.strategy": "the coordinator assigns: group.remote.assignor (uniform or range)",
 }
 
 
@@ -154,15 +166,16 @@ def connection_kwargs(props: Mapping[str, Any]) -> dict[str, Any]:
 def consumer_settings(props: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``props`` split into the connection's and the Reader's keywords for the Java consumer's
     properties (``CONSUMER``; ``kafka.`` prefixes dropped); a consumer property with no use here
-    is refused with what does it instead, and ``enable.auto.commit=false`` is taken as said."""
+    is refused with what does it instead."""
     connection, reader = {}, {}
     for key, value in props.items():
         name = key[6:] if key.startswith("kafka.") else key
         if name in CONSUMER:
             keyword, convert = CONSUMER[name]
-            reader[keyword] = convert(value)
-        elif name == "enable.auto.commit" and str(value).lower() == "false":
-            continue
+            try:
+                reader[keyword] = convert(value)
+            except (TypeError, ValueError) as exc:
+                raise SettingsError(f"{name}: {exc}") from None
         elif name in CONSUMER_REFUSED:
             raise SettingsError(f"{name}: {CONSUMER_REFUSED[name]}")
         else:
