@@ -12,6 +12,11 @@ local broker kept off it), medians of wall time to read every record once.
 bare cost of their decompression (every batch's payload through the codec, from the broker's log
 files: local broker only) plus reading the uncompressed topic; issue 35's target is <= 1.1x.
 
+With --group, a member of a consumer group on each side (issue 38): pykbatch's Reader in a KIP-848
+group (``group.id`` with ``subscribe``: joined, assigned by the coordinator, auto-commit on) to
+Arrow beside confluent-kafka's consumer in a KIP-848 group (``group.protocol=consumer``, subscribe,
+auto-commit on), each in a new group every run, joining included; target >= 4x.
+
 With --spark it also sets pykbatch's ``kafka-kbatch`` source beside Spark's own Kafka source
 (spark-sql-kafka from Maven Central, tests/kafka_harness/spark-kafka) in one local[2] session: a
 count and a Parquet write of the topic, medians, and the ratio.
@@ -117,6 +122,36 @@ def confluent(bootstrap: str, n: int) -> int:
                 count += 1
     c.close()
     return count
+
+
+def pykbatch_group_member(bootstrap: str, n: int) -> int:
+    from pykbatch.live import Reader
+    props = {"bootstrap.servers": bootstrap, "group.id": f"bench-member-{time.time_ns()}",
+             "auto.offset.reset": "earliest", "max.partition.fetch.bytes": 8 << 20}
+    count = 0
+    with Reader(props, subscribe=TOPIC) as r:
+        while count < n:
+            count += r.poll().table.num_rows
+    return count
+
+
+def confluent_group_member(bootstrap: str, n: int) -> int:
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-member-{time.time_ns()}",
+                  "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 8 << 20})
+    c.subscribe([TOPIC])
+    count = 0
+    while count < n:
+        for m in c.consume(num_messages=10000, timeout=1.0):
+            if not m.error():
+                m.value()
+                count += 1
+    c.close()
+    return count
+
+
+GROUP_CONTENDERS = {"confluent-kafka consume": confluent_group_member, "pykbatch to Arrow": pykbatch_group_member}
 
 
 def aiokafka_getmany(bootstrap: str, n: int) -> int:
@@ -270,6 +305,8 @@ def main() -> None:
     ap.add_argument("--codecs", default="", help="compressed topics to read too, e.g. lz4,zstd")
     ap.add_argument("--spark", action="store_true", help="also kafka-kbatch vs Spark's Kafka source")
     ap.add_argument("--spark-only", action="store_true")
+    ap.add_argument("--group", action="store_true", help="group members only: pykbatch's Reader in a KIP-848 group "
+                                                           "against confluent-kafka's (issue 38)")
     args = ap.parse_args()
     with local_broker.broker(args.bootstrap, client_core=args.core) as bootstrap:
         run(args, bootstrap)
@@ -286,7 +323,7 @@ def run(args, bootstrap: str) -> None:
             return
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.core})  # the consumers' threads inherit it: one core for all
-    contenders = {k: v for k, v in CONTENDERS.items() if k not in args.skip}
+    contenders = {k: v for k, v in (GROUP_CONTENDERS if args.group else CONTENDERS).items() if k not in args.skip}
     if args.baseline:
         contenders[f"pykbatch {args.baseline} to Arrow"] = baseline_contender(args.baseline, 8 << 20)
         contenders[f"pykbatch {args.baseline} to Arrow, 1 MiB"] = baseline_contender(args.baseline, 1 << 20)
@@ -313,6 +350,10 @@ def run(args, bootstrap: str) -> None:
         ratio = f"{base / t:5.2f}x confluent-kafka" if base else ""
         print(f"  {name:34s} {args.records / t / 1e6:6.3f} M records/s  {ratio}")
     arrow = args.records / med["pykbatch to Arrow"] / 1e6
+    if args.group:
+        print(f"issue 38 (group members, KIP-848, joining included): to Arrow >= 4x confluent-kafka's member: "
+              f"{base / med['pykbatch to Arrow']:.2f}x, {arrow:.2f} M/s")
+        return
     if base:
         print(f"targets: to Arrow >= 4x and >= 1 M/s: {base / med['pykbatch to Arrow']:.2f}x, {arrow:.2f} M/s; "
               f"to objects >= 1.5x: {base / med['pykbatch to objects']:.2f}x")

@@ -223,3 +223,154 @@ def test_librdkafkas_group_consumer_does_not_get_past_the_damaged_batch(live_dam
         c.close()
     assert seen and max(seen) < first, "librdkafka's member stays before the damaged batch"
     assert errors, "and reports errors"
+
+
+def _cli(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pykbatch", *argv], capture_output=True, text=True, timeout=timeout,
+                          cwd=Path(__file__).parent.parent)
+
+
+def test_the_consume_command_in_a_group_goes_on_where_its_last_run_committed(live_damaged):
+    """`pykbatch consume --group G --max-messages N` twice: the second run prints from where the
+    first stopped -- not from where its last poll ended (a poll past N is not committed) -- so the
+    two print every readable record once; each run names the damage it met (exit 1)."""
+    bootstrap = live_damaged.broker.bootstrap
+    group = f"pykbatch-consume-{time.monotonic_ns()}"
+    unreadable = live_damaged.group_unreadable()
+    readable = {(p, o) for p in range(GROUP_PARTITIONS) for o in range(END) if o not in unreadable.get(p, ())}
+    first_n = random.Random(time.monotonic_ns()).randrange(50, 1000)
+    printed, statuses = [], []
+    for n in (first_n, len(readable) - first_n):
+        run = _cli("consume", "--bootstrap-server", bootstrap, "--topic", GROUP_TOPIC, "--group", group,
+                   "--from", "earliest", "--max-messages", str(n), "--jsonl",
+                   "--consumer-property", "max.partition.fetch.bytes=4096")
+        lines = run.stdout.splitlines()
+        assert len(lines) == n, (first_n, run.stderr[-2000:])
+        printed += [(r["partition"], r["offset"]) for r in map(json.loads, lines)]
+        statuses.append(run.returncode)
+        assert f"records read in group {group}" in run.stderr, run.stderr[-2000:]
+    assert sorted(printed) == sorted(readable) and len(printed) == len(set(printed)), first_n
+    assert 1 in statuses, "the damage met is never 'nothing wrong'"
+    refused = _cli("consume", "--bootstrap-server", bootstrap, "--topic", GROUP_TOPIC, "--group", group, "--to", "9")
+    assert refused.returncode == 2 and "--to: a group's member reads on" in refused.stderr
+
+
+def test_groups_describe_shows_what_kafkas_tool_shows_and_the_ranges_skipped(live_damaged):
+    """Two members caught up and committed (one with commit_async: its callback comes in a later
+    poll, with no error): `pykbatch groups describe` has Kafka's
+    `kafka-consumer-groups --describe` rows (offsets, log ends, lag, the member of each partition);
+    after they leave, no active members, the same offsets, and the ranges skipped in partitions 1
+    and 4 named (exit 1)."""
+    from pykbatch.live import Reader
+    from pykbatch.policy import ErrorPolicy
+    bootstrap = live_damaged.broker.bootstrap
+    group = f"pykbatch-describe-{time.monotonic_ns()}"
+    props = _props(bootstrap, group, **{"auto.commit.interval.ms": "100"})
+    readers = [Reader(props, subscribe=GROUP_TOPIC, policy=ErrorPolicy(tolerance="all")) for _ in range(2)]
+    try:
+        def caught_up():
+            for r in readers:
+                r.poll(timeout_ms=50)
+            held = [tp for r in readers for tp in r.assignment]
+            return len(held) == GROUP_PARTITIONS and all(r.positions()[tp] == END for r in readers for tp in r.assignment)
+        _wait(caught_up, 90, "the two members never read to the end")
+        answered = []
+        readers[0].commit_async(lambda offsets, error: answered.append((dict(offsets), error)))
+        readers[1].commit()
+        _wait(lambda: (readers[0].poll(timeout_ms=50), answered)[1], 30, "commit_async's callback never came")
+        assert answered == [(readers[0].positions(), None)]
+
+        def ours():
+            run = _cli("groups", "describe", "--bootstrap-server", bootstrap, "--group", group)
+            return run, sorted(line.split()[:7] for line in run.stdout.splitlines() if line.split()[:1] == [group])
+        run, rows = ours()
+        tool = sorted(r[:7] for r in _describe(bootstrap, group))
+        assert rows == tool and len(rows) == GROUP_PARTITIONS, (rows, tool)
+        assert {r[6] for r in rows} == {r.member.member_id for r in readers}
+    finally:
+        for r in readers:
+            r.close()
+    run, rows = ours()
+    assert run.returncode == 1, run.stderr
+    assert f"Consumer group '{group}' has no active members." in run.stdout
+    assert rows == sorted([group, GROUP_TOPIC, str(p), str(END), str(END), "0", "-"] for p in range(GROUP_PARTITIONS))
+    named = {tuple(line.split()[:4]) for line in run.stdout.splitlines() if line.startswith("  ")}
+    for p, offsets in live_damaged.group_unreadable().items():
+        assert (f"{GROUP_TOPIC}-{p}", "offsets", f"[{min(offsets)},", f"{max(offsets)}]") in named or p == 4, named
+    assert sum(1 for n in named if n[0] == f"{GROUP_TOPIC}-4") == 2 and sum(1 for n in named if n[0] == f"{GROUP_TOPIC}-1") == 1
+    missing = _cli("groups", "describe", "--bootstrap-server", bootstrap, "--group", "no-such-group-here")
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    # the classic protocol's settings, refused under KIP-848's (its coordinator sets them), by name
+    from pykbatch.live import SettingsError
+    for key, says in (("session.timeout.ms", "group.consumer.session.timeout.ms"),
+                      ("partition.assignment.strategy", "group.remote.assignor"),
+                      ("group.protocol", "consumer .KIP-848, Kafka 4.0.. or classic")):
+        with pytest.raises(SettingsError, match=says):
+            Reader(_props(bootstrap, group, **{key: "6000" if key == "session.timeout.ms" else "other"}),
+                   subscribe=GROUP_TOPIC)
+
+
+@pytest.mark.parametrize("strategy", ["cooperative-sticky", "range"])
+def test_classic_members_share_a_topic_with_librdkafkas_and_kafkas_tool_agrees(kafka_broker, strategy):
+    """The classic protocol (group.protocol=classic): two pykbatch members and a librdkafka member
+    (confluent-kafka, the same assignor) in one group over six partitions -- whoever the
+    coordinator makes leader assigns -- deliver every record; what each holds is what Kafka's
+    kafka-consumer-groups --describe --members shows, and `pykbatch groups describe` names the
+    same member for each partition; one pykbatch member leaves and the others
+    take its partitions, every record still delivered, each at least once."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from pykbatch.live import Reader
+    from pykbatch.live.cluster import Cluster
+    bootstrap = kafka_broker.bootstrap
+    topic = f"classic-{strategy}-{time.monotonic_ns()}"
+    group = f"g-{topic}"
+    with Cluster({"bootstrap.servers": bootstrap}) as cluster:
+        cluster.create_topic(topic, GROUP_PARTITIONS)
+        cluster.wait_for_topic(topic)
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    n = 3000
+    for i in range(n):
+        producer.produce(topic, value=b"v%d" % i, partition=i % GROUP_PARTITIONS)
+    producer.flush(30)
+    everything = {(p, o) for p in range(GROUP_PARTITIONS) for o in range(n // GROUP_PARTITIONS)}
+    props = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "classic",
+             "partition.assignment.strategy": strategy, "auto.offset.reset": "earliest",
+             "session.timeout.ms": "6000", "heartbeat.interval.ms": "500", "auto.commit.interval.ms": "200",
+             "max.partition.fetch.bytes": "1024"}
+    got: list[tuple[int, int]] = []
+    readers = [Reader(props, subscribe=topic) for _ in range(2)]
+    c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                                  "partition.assignment.strategy": strategy, "session.timeout.ms": 6000,
+                                  "heartbeat.interval.ms": 500, "max.partition.fetch.bytes": 1024})
+    c.subscribe([topic])
+
+    def step():
+        for r in readers:
+            t = r.poll(timeout_ms=20).table
+            got.extend(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist()))
+        for m in c.consume(num_messages=50, timeout=0.02):
+            if not m.error():
+                got.append((m.partition(), m.offset()))
+    try:
+        def split_as_the_tool_shows():
+            step()
+            ours = {r.member.member_id: {tp.partition for tp in r.assignment} for r in readers}
+            rows = _describe(bootstrap, group, "--members", "--verbose")
+            # (Kafka 4.3's tool prints a classic group's members as a KIP-848 group's, epochs "-")
+            # GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS CURRENT-EPOCH CURRENT-ASSIGNMENT (topic:0,1) ...
+            tool = {r[1]: {int(p) for p in r[6].partition(":")[2].split(",") if p} for r in rows}
+            return len(tool) == 3 and all(tool.get(m) == ps for m, ps in ours.items()) and \
+                sorted(p for ps in tool.values() for p in ps) == list(range(GROUP_PARTITIONS))
+        _wait(split_as_the_tool_shows, 90, "three members never held the partitions as Kafka's tool shows")
+        # pykbatch groups describe names each partition's member as Kafka's tool does (a classic group)
+        ours = sorted((r.split()[2], r.split()[6]) for r in _cli("groups", "describe", "--bootstrap-server", bootstrap,
+                                                                  "--group", group).stdout.splitlines()
+                      if r.split()[:1] == [group])
+        assert ours == sorted((r[2], r[6]) for r in _describe(bootstrap, group)) and len(ours) == GROUP_PARTITIONS
+        readers.pop().close()  # leaves: its partitions move to the others
+        _wait(lambda: (step(), set(got) >= everything)[1], 90, "the group never delivered every record")
+    finally:
+        for r in readers:
+            r.close()
+        c.close()
+    assert set(got) == everything

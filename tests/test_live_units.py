@@ -624,3 +624,76 @@ def test_a_copys_running_counts_travel_in_its_commit_metadata_and_a_foreign_grou
     for foreign in ("", "consumer's note", '{"x": 1}'):
         with pytest.raises(CopyError, match="no copy committed"):
             _counts(foreign, "name", "B")
+
+
+def test_the_classic_assignors_on_drawn_groups_as_kafkas_own_promise():
+    """range and cooperative-sticky on drawn groups (members, topics, subscriptions, what each
+    owns and since which generation): every partition of a subscribed topic to at most one member
+    that subscribes to it; range as Kafka's RangeAssignor lays it out; cooperative-sticky balanced
+    within one where the members subscribe alike, keeps an owner's partitions up to its share,
+    and never gives a partition to a member while another still owns it -- and a second round,
+    once the owners gave up what moved, places everything.  Seed printed; PYKBATCH_ASSIGN_SEED."""
+    import os
+    import random
+
+    from pykbatch.live.assignors import Subscription, cooperative_sticky_assign, range_assign
+    from pykbatch.live.cluster import TopicPartition
+    seed = int(os.environ.get("PYKBATCH_ASSIGN_SEED", random.randrange(2**32)))
+    print(f"PYKBATCH_ASSIGN_SEED={seed}")
+    rng = random.Random(seed)
+    for trial in range(300):
+        topics = {f"t{i}": rng.randint(1, 12) for i in range(rng.randint(1, 3))}
+        alike = rng.random() < 0.6
+        names = [f"m{rng.randrange(10**6):06d}" for _ in range(rng.randint(1, 6))]
+        members = {m: Subscription(sorted(topics) if alike else sorted(rng.sample(sorted(topics), rng.randint(1, len(topics)))))
+                   for m in names}
+        everything = [TopicPartition(t, p) for t, n in topics.items() for p in range(n)]
+        where = (seed, trial, topics, {m: s.topics for m, s in members.items()})
+        ranged = range_assign(members, topics)
+        got = [tp for ps in ranged.values() for tp in ps]
+        assert sorted(got) == sorted(tp for tp in everything if any(tp.topic in s.topics for s in members.values())), where
+        for t, n in topics.items():  # Kafka's layout: contiguous runs in member order, the first n % m one longer
+            takers = sorted(m for m, s in members.items() if t in s.topics)
+            if not takers:
+                continue
+            runs = [[tp.partition for tp in ranged[m] if tp.topic == t] for m in takers]
+            assert [p for run in runs for p in run] == list(range(n)) and \
+                [len(r) for r in runs] == sorted((len(r) for r in runs), reverse=True), where
+        # cooperative-sticky from a drawn earlier round: owners (some stale, some shared), then again
+        for m, s in members.items():
+            mine = [tp for tp in everything if tp.topic in s.topics and rng.random() < 0.4]
+            s.owned, s.generation = mine, rng.choice([3, 3, 3, 2])
+        claims = {}
+        for m, s in members.items():
+            for tp in s.owned:
+                claims.setdefault(tp, []).append((s.generation, m))
+        first = cooperative_sticky_assign(members, topics)
+        given = [tp for ps in first.values() for tp in ps]
+        assert len(given) == len(set(given)), where
+        for m, ps in first.items():
+            assert all(tp.topic in members[m].topics for tp in ps), where
+            for tp in ps:  # never to a new owner while the rightful owner (newest claim) still holds it
+                newest = sorted(claims.get(tp, []), reverse=True)
+                assert not newest or newest[0][1] == m or (len(newest) > 1 and newest[0][0] == newest[1][0]), where
+        # round two: each member owns what it was given (it gave up the rest); everything placed
+        for m, s in members.items():
+            s.owned, s.generation = list(first[m]), 4
+        second = cooperative_sticky_assign(members, topics)
+        placed = sorted(tp for ps in second.values() for tp in ps)
+        assert placed == sorted(tp for tp in everything if any(tp.topic in s.topics for s in members.values())), where
+        assert all(set(first[m]) <= set(second[m]) or len(second[m]) <= len(first[m]) for m in members), where
+        if alike:
+            sizes = [len(ps) for ps in second.values()]
+            assert max(sizes) - min(sizes) <= 1, (where, second)
+
+
+def test_a_classic_subscription_and_assignment_read_back_as_written():
+    from pykbatch.live.classic_group import (decode_assignment, decode_subscription, encode_assignment,
+                                             encode_subscription, strategies_of)
+    from pykbatch.live.cluster import TopicPartition
+    owned = [TopicPartition("a", 2), TopicPartition("b", 0), TopicPartition("a", 0)]
+    s = decode_subscription(encode_subscription(["b", "a"], owned, 7), -1)
+    assert (s.topics, sorted(s.owned), s.generation) == (["a", "b"], sorted(owned), 7)
+    assert decode_assignment(encode_assignment(owned)) == frozenset(owned) and decode_assignment(b"") == frozenset()
+    assert strategies_of("org.apache.kafka.clients.consumer.CooperativeStickyAssignor, range") == \
+        ["cooperative-sticky", "range"]

@@ -73,10 +73,9 @@ def test_the_java_consumers_properties_map_or_are_refused_with_the_way():
     assert reader == {"group_id": "g", "isolation_level": "read_committed", "max_partition_fetch_bytes": 2048,
                       "fetch_max_bytes": 4096, "max_wait_ms": 100, "auto_offset_reset": "latest",
                       "enable_auto_commit": False}
-    for key, says in (("value.deserializer", "pykbatch.values"),
-                      ("session.timeout.ms", "group.consumer.session.timeout.ms"),
-                      ("partition.assignment.strategy", "group.remote.assignor"),
-                      ("enable.auto.commit", "expected true or false")):
+    for key, says in (("value.deserializer", "pykbatch.values"), ("max.poll.records", "Reader.polls()"),
+                      ("enable.auto.commit", "expected true or false"),
+                      ("session.timeout.ms", "session.timeout.ms: invalid literal")):
         with pytest.raises(SettingsError, match=says.replace("(", r"\(").replace(")", r"\)")):
             consumer_settings({"bootstrap.servers": "b:9092", key: "yes"})
     with pytest.raises(SettingsError, match="auto.offset.reset is earliest or latest"):

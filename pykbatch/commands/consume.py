@@ -2,14 +2,23 @@
 records -- as kafka-console-consumer does (``--property print.key=true`` ...), in kcat's ``-f``
 format, or as JSON lines -- or write them to a Parquet, Arrow or JSON-lines file; every range that
 cannot be read is named (its rule and Kafka's code), each partition's accounting printed, and the
-unreadable bytes can go to a dead-letter file.  Exit status 1 when any range was skipped: damage
-is never reported as nothing wrong."""
+unreadable bytes can go to a dead-letter file.  With ``--group G`` it reads as a member of the
+consumer group G (``pykbatch.live.membership``), from the group's commits, until --max-messages
+or SIGINT / SIGTERM, committing as it goes.  Exit status 1 when any range was skipped: damage is
+never reported as nothing wrong."""
 from __future__ import annotations
 
 import json
+import signal
 import sys
 
-from pykbatch.commands.common import CANNOT_RUN, UsageError, client_properties, key_values, output_path
+from pykbatch.commands.common import (
+    CANNOT_RUN,
+    UsageError,
+    client_properties,
+    key_values,
+    output_path,
+)
 
 OUTPUTS = (".parquet", ".arrow", ".jsonl")
 STDOUT = "-"
@@ -23,11 +32,16 @@ def add_parser(sub) -> None:
                    help="a topic to read (every partition unless --partition); repeat for more")
     c.add_argument("--partition", type=int, action="append", metavar="N",
                    help="only these partitions (of a single --topic); repeat for more")
-    c.add_argument("--from", dest="start", default="earliest", metavar="earliest|latest|OFFSET",
+    c.add_argument("--group", metavar="GROUP",
+                   help="read as a member of consumer group GROUP (KIP-848): the partitions the coordinator "
+                        "assigns, from the group's commits (--from earliest|latest where it has none; default "
+                        "latest, as kafka-console-consumer), committing as it goes, until --max-messages or a "
+                        "signal")
+    c.add_argument("--from", dest="start", default=None, metavar="earliest|latest|OFFSET",
                    help="where to start in every partition (default earliest)")
     c.add_argument("--from-beginning", dest="start", action="store_const", const="earliest",
                    help="as kafka-console-consumer: --from earliest")
-    c.add_argument("--to", dest="end", default="latest", metavar="latest|OFFSET",
+    c.add_argument("--to", dest="end", default=None, metavar="latest|OFFSET",
                    help="where to stop (exclusive; default latest: the end when the command started)")
     c.add_argument("--max-messages", type=int, default=None, metavar="N", help="stop after N records")
     c.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"), default=None)
@@ -80,8 +94,12 @@ def _printer(args):
 
 def _consume(args) -> int:
     from pykbatch.live import ClusterError, JsonLinesDeadLetters, Reader, SettingsError
-    from pykbatch.live.settings import consumer_settings
+    from pykbatch.live.settings import GROUP_KEYWORDS, consumer_settings
     from pykbatch.policy import ErrorPolicy
+    if args.group is not None:
+        return _consume_in_group(args)
+    args.start = args.start or "earliest"
+    args.end = args.end or "latest"
     if args.out and args.out != STDOUT and not args.out.endswith(OUTPUTS):
         raise UsageError(f"--out writes {', '.join(OUTPUTS)} files (or - for standard output), not {args.out}")
     if args.out and args.out != STDOUT:
@@ -117,6 +135,10 @@ def _consume(args) -> int:
         tps = assigned(cluster, assign, None if assign else ",".join(args.topic))
         sink = JsonLinesDeadLetters(args.dead_letters) if args.dead_letters else None
         java.pop("auto_offset_reset", None)  # --from says where to start
+        if java.get("enable_auto_commit"):
+            raise SettingsError("enable.auto.commit=true: only a group's member commits as it goes (--group)")
+        for keyword in GROUP_KEYWORDS:  # a member's settings: no use without --group
+            java.pop(keyword, None)
         if args.isolation_level:  # the flag wins over isolation.level
             java["isolation_level"] = args.isolation_level
         reader = Reader(cluster, assign={t: [tp.partition for tp in tps if tp.topic == t] for t in
@@ -137,8 +159,64 @@ def _consume(args) -> int:
     return args.verdict.status
 
 
-def _records_out(args, reader, printer) -> int:
-    """Every record read, printed (``printer``) or written to ``--out``; at most --max-messages."""
+def _consume_in_group(args) -> int:
+    """--group: a member's records until --max-messages or SIGINT / SIGTERM; the report names every
+    range skipped (those another member reported before: "skipped again")."""
+    from pykbatch.live import ClusterError, JsonLinesDeadLetters, Reader, SettingsError
+    from pykbatch.policy import ErrorPolicy
+    if args.partition:
+        raise UsageError("--partition: a group's member reads what the coordinator assigns (no --group to choose)")
+    if args.end is not None:
+        raise UsageError("--to: a group's member reads on; stop it with --max-messages or a signal")
+    if args.start not in (None, "earliest", "latest"):
+        raise UsageError("--from with --group: earliest or latest (where a partition the group never committed "
+                         "starts); a group starts at its commits")
+    if args.out and args.out != STDOUT and not args.out.endswith(OUTPUTS):
+        raise UsageError(f"--out writes {', '.join(OUTPUTS)} files (or - for standard output), not {args.out}")
+    if args.max_messages is not None and args.max_messages < 1:
+        raise UsageError(f"--max-messages takes a number, at least 1, not {args.max_messages}")
+    printer = _printer(args)
+    report = sys.stderr if printer is not None else sys.stdout
+    props = client_properties(args.config_file, args.consumer_property, args.bootstrap_server, "--consumer-property")
+    props["group.id"] = args.group
+    if args.start is not None or "auto.offset.reset" not in props:
+        props["auto.offset.reset"] = args.start or "latest"
+    if args.isolation_level:
+        props["isolation.level"] = args.isolation_level
+    stop = []
+    previous = {s: signal.signal(s, lambda *_: stop.append(1)) for s in (signal.SIGINT, signal.SIGTERM)}
+    rows, reader = 0, None
+    try:
+        sink = JsonLinesDeadLetters(args.dead_letters) if args.dead_letters else None
+        reader = Reader(props, subscribe=",".join(args.topic), join_group=True, policy=ErrorPolicy(tolerance="all"),
+                        dead_letters=sink)
+        try:
+            rows = _records_out(args, reader, printer, stop=stop)
+        finally:
+            reader.close()  # the last commit, the group left
+    except (ClusterError, SettingsError) as exc:
+        print(f"pykbatch consume: error: {exc}", file=sys.stderr)
+        return args.verdict.end(CANNOT_RUN)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    args.verdict.found(reader.skips)
+    if args.json:
+        print(json.dumps({"group": args.group, "member": reader.member and reader.member.member_id, "records": rows,
+                          "ok": not reader.skips, "skips": [s.as_dict() for s in reader.skips],
+                          "metrics": reader.metrics.as_dict()}), file=report)
+    else:
+        skipped = sum(s.count for s in reader.skips)
+        status = "ok" if not reader.skips else f"{len(reader.skips)} range(s) skipped ({skipped} offsets)"
+        print(f"{rows} records read in group {args.group}, {status}", file=report)
+        for s in reader.skips:
+            print(f"  {s.line()}", file=report)
+    return args.verdict.status
+
+
+def _records_out(args, reader, printer, stop=()) -> int:
+    """Every record read, printed (``printer``) or written to ``--out``; at most --max-messages
+    (and, ``stop`` once true, no more polls)."""
     from pykbatch.live.reader import records_of
     left = args.max_messages
     writer = None
@@ -148,6 +226,8 @@ def _records_out(args, reader, printer) -> int:
         for poll in reader.polls():
             args.verdict.found(poll.skips)  # before the records after them: a reader leaving keeps it
             table = poll.table if left is None else poll.table.slice(0, left)
+            if reader.member is not None and table.num_rows < poll.table.num_rows:
+                _rewind(reader, poll.table.slice(table.num_rows))  # the group commits only what was printed
             if table.num_rows:
                 if printer is not None:
                     sys.stdout.flush()
@@ -160,6 +240,8 @@ def _records_out(args, reader, printer) -> int:
                 left -= table.num_rows
                 if left <= 0:
                     break
+            if stop:
+                break
     finally:
         if writer is not None:
             writer.close()
@@ -169,6 +251,17 @@ def _records_out(args, reader, printer) -> int:
     if out is not None:
         out.flush()
     return rows
+
+
+def _rewind(reader, unread) -> None:
+    """Each partition of ``unread`` (records a poll returned past --max-messages) back to its first."""
+    import pyarrow.compute as pc
+
+    from pykbatch.live import TopicPartition
+    for topic, partition in {(t, p) for t, p in zip(unread.column("topic").to_pylist(),
+                                                     unread.column("partition").to_pylist())}:
+        mask = pc.and_(pc.equal(unread.column("topic"), topic), pc.equal(unread.column("partition"), partition))
+        reader.seek(TopicPartition(topic, partition), pc.min(unread.filter(mask).column("offset")).as_py())
 
 
 def _writer(path: str, schema):

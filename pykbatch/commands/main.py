@@ -11,12 +11,12 @@ import argparse
 import os
 import sys
 
-from pykbatch.commands import consume, copy, dump, produce, redpanda, repair, rules, sample, tiered, validate
+from pykbatch.commands import consume, copy, dump, groups, produce, redpanda, repair, rules, sample, tiered, validate
 from pykbatch.commands.common import CANNOT_RUN, EXIT_CODES, UsageError, Verdict
 from pykbatch.log.files import STDIN
 
 # in the order --help lists them
-COMMANDS = (dump, validate, repair, sample, rules, redpanda, tiered, consume, produce, copy)
+COMMANDS = (dump, validate, repair, sample, rules, redpanda, tiered, consume, produce, copy, groups)
 
 
 class _PrintVersion(argparse.Action):
@@ -43,7 +43,7 @@ def parser() -> argparse.ArgumentParser:
         prog="pykbatch", description="Read, check and repair Kafka record batches.",
         epilog="exit status: " + "; ".join(f"{code} {what}" for code, what in EXIT_CODES.items()))
     p.add_argument("--version", action=_PrintVersion, help="print the version and the native kernels in use, then exit")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(sub)
     return p

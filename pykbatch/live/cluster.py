@@ -536,14 +536,18 @@ class Cluster:
         """The offsets ``group`` committed for ``tps`` (None: nothing committed)."""
         return {tp: offset for tp, (offset, _) in self.committed_with_metadata(group, tps).items()}
 
-    def committed_with_metadata(self, group: str, tps: Iterable[TopicPartition]) \
+    def committed_with_metadata(self, group: str, tps: Iterable[TopicPartition] | None) \
             -> dict[TopicPartition, tuple[int | None, str]]:
-        """The offsets ``group`` committed for ``tps`` (None: nothing committed) and the metadata
-        committed with each (a consumer's note: "" when none)."""
-        tps = list(tps)
-        topics: dict[str, list[int]] = {}
-        for tp in tps:
+        """The offsets ``group`` committed for ``tps`` (None: nothing committed; ``tps`` None:
+        every partition it committed) and the metadata committed with each (a consumer's note:
+        "" when none)."""
+        tps = None if tps is None else list(tps)
+        topics: dict[str, list[int]] | None = None
+        for tp in tps or ():
+            topics = topics or {}
             topics.setdefault(tp.topic, []).append(tp.partition)
+        if tps is not None and topics is None:
+            return {}
         response = self.request(self.coordinator(group), protocol.offset_fetch(group, topics))
         code = getattr(response, "error_code", 0)
         if code:
@@ -552,7 +556,7 @@ class Cluster:
                 self.forget_coordinator(group, "group")
             raise ClusterError(f"OffsetFetch for group {group!r}: {err.__name__}({code})", code,
                                retriable=getattr(err, "retriable", False))
-        out: dict[TopicPartition, tuple[int | None, str]] = {tp: (None, "") for tp in tps}
+        out: dict[TopicPartition, tuple[int | None, str]] = {tp: (None, "") for tp in tps or ()}
         for t in response.topics:
             for p in t.partitions:
                 if p.error_code:
@@ -567,11 +571,26 @@ class Cluster:
         ``group`` as a standalone committer (no membership, generation -1) or, with ``member``
         (member id, epoch, instance id), as a member of its KIP-848 group; ``metadata``: one
         note for every partition, or one per partition."""
+        request = self._commit_request(group, offsets, metadata, member)
+        self.check_commit(group, self.request(self.coordinator(group), request))
+
+    def commit_async(self, group: str, offsets: Mapping[TopicPartition, int],
+                     metadata: str | Mapping[TopicPartition, str] = "", *,
+                     member: tuple[str, int, str | None] | None = None):
+        """``commit`` sent without waiting: a handle (``is_done``, ``value``, ``exception``; or
+        the exception sending met) whose answer ``check_commit`` reads."""
+        return self.send(self.coordinator(group), self._commit_request(group, offsets, metadata, member))
+
+    @staticmethod
+    def _commit_request(group, offsets, metadata, member):
         topics: dict[str, list] = {}
         for tp, offset in offsets.items():
             note = metadata if isinstance(metadata, str) else metadata.get(tp, "")
             topics.setdefault(tp.topic, []).append((tp.partition, offset, note))
-        response = self.request(self.coordinator(group), protocol.offset_commit(group, topics, member=member))
+        return protocol.offset_commit(group, topics, member=member)
+
+    def check_commit(self, group: str, response) -> None:
+        """An OffsetCommit answer's first refusal raised (a moved coordinator asked for again next time)."""
         for t in response.topics:
             for p in t.partitions:
                 if p.error_code:

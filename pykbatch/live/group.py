@@ -55,30 +55,26 @@ class Changes:
         return bool(self.revoked or self.assigned or self.lost)
 
 
-class GroupMember:
-    """One member of ``group`` subscribed to ``topics`` (see the module's doc).  ``props``:
-    connection properties (its heartbeat connection is its own)."""
+class MemberBase:
+    """What every kind of member shares: the application's side (``changes`` / ``acknowledge``
+    around each poll, commits' identity, closing) and the thread that keeps it in the group (its
+    own connection; ``_beat`` is one step of the protocol, ``_leave`` leaves)."""
 
     def __init__(self, props: Mapping[str, Any], group: str, topics: list[str], *, instance_id: str | None = None,
-                 rebalance_timeout_ms: int = 300_000, assignor: str | None = None, rack_id: str | None = None,
                  max_poll_interval_ms: int = 300_000):
         self.group, self.topics = group, sorted(set(topics))
-        self.instance_id, self.assignor, self.rack_id = instance_id, assignor, rack_id
-        self.rebalance_timeout_ms, self.max_poll_interval_ms = rebalance_timeout_ms, max_poll_interval_ms
-        self.member_id = str(uuid.uuid4())  # KIP-1082: the member makes its id, kept for its lifetime
+        self.instance_id, self.max_poll_interval_ms = instance_id, max_poll_interval_ms
         self.epoch = JOIN
         self.interval_s = 1.0
         self.cluster = Cluster(props)
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._target: frozenset | None = None      # the coordinator's latest assignment, by name
-        self._unnamed: list | None = None          # an assignment whose topic ids the metadata does not name yet
+        self._target: frozenset | None = None      # what the group assigns this member now, by name
         self._owned: frozenset = frozenset()       # what the reader holds (acknowledge)
         self._lost = False
         self._error: Exception | None = None
         self._polled = time.monotonic()
-        self._left_idle = False
         self._joined = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"pykbatch-group-{group}", daemon=True)
 
@@ -115,17 +111,18 @@ class GroupMember:
         with self._lock:
             self._owned = frozenset(owned)
             if self._lost and not self._owned:
-                self._lost, self._target, self.epoch = False, None, JOIN
+                self._lost, self._target = False, None
+                self._rejoin()
                 self._joined.clear()
         self._wake.set()
 
     @property
     def identity(self) -> tuple[str, int, str | None]:
-        """(member id, epoch, instance id): what a commit as this member carries."""
+        """(member id, epoch or generation, instance id): what a commit as this member carries."""
         return self.member_id, self.epoch, self.instance_id
 
     def refresh_epoch(self, timeout_s: float = 10) -> None:
-        """A heartbeat now, and its answer waited for (a commit refused STALE_MEMBER_EPOCH)."""
+        """A heartbeat now, and its answer waited for (a commit refused for a stale epoch)."""
         seen = self.epoch
         self._joined.clear()
         self._wake.set()
@@ -134,17 +131,37 @@ class GroupMember:
 
     def close(self, leave: bool = True) -> None:
         """Stops heartbeating and (``leave``) leaves the group: a static member's place is kept
-        for it (epoch -2) until the group's session timeout; others' partitions move at once."""
+        for it until the group's session timeout; others' partitions move at once."""
         self._stop.set()
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(10)
         if leave and self.epoch > 0:
             try:
-                self._send(LEAVE_STATIC if self.instance_id else LEAVE)
+                self._leave()
             except ClusterError as exc:
                 log.info("group %s: leaving: %s", self.group, exc)
         self.cluster.close()
+
+    # -- the protocol's part ----------------------------------------------------------------------
+    member_id: str
+
+    def _beat(self) -> None:
+        """One step (a heartbeat, a join): sets ``_target``, ``_lost``, sets ``_joined`` when answered."""
+        raise NotImplementedError
+
+    def _leave(self) -> None:
+        raise NotImplementedError
+
+    def _rejoin(self) -> None:
+        """After a loss the application released: the next ``_beat`` joins again."""
+        self.epoch = JOIN
+
+    def _lose(self, why: str) -> None:
+        log.warning("group %s: %s: the partitions this member held are lost; joining again", self.group, why)
+        with self._lock:
+            self._lost, self._target = True, None
+        self._joined.set()
 
     # -- the heartbeat thread -------------------------------------------------------------------------
     def _run(self) -> None:
@@ -155,7 +172,7 @@ class GroupMember:
                 with self._lock:
                     waiting_for_release = self._lost
                 if not waiting_for_release:
-                    self._heartbeat()
+                    self._beat()
             except GroupError as exc:
                 self._error = exc
                 self._joined.set()
@@ -180,12 +197,31 @@ class GroupMember:
         log.warning("group %s: no poll for %d ms (max.poll.interval.ms): leaving the group", self.group,
                     self.max_poll_interval_ms)
         try:
-            self._send(LEAVE_STATIC if self.instance_id else LEAVE)
+            self._leave()
         finally:
             with self._lock:
                 self._lost, self.epoch = True, JOIN
         self._wake.wait(RETRY_S)
         return True
+
+
+class GroupMember(MemberBase):
+    """One member of ``group`` subscribed to ``topics`` under KIP-848's protocol (see the
+    module's doc).  ``props``: connection properties (its heartbeat connection is its own)."""
+
+    def __init__(self, props: Mapping[str, Any], group: str, topics: list[str], *, instance_id: str | None = None,
+                 rebalance_timeout_ms: int = 300_000, assignor: str | None = None, rack_id: str | None = None,
+                 max_poll_interval_ms: int = 300_000):
+        super().__init__(props, group, topics, instance_id=instance_id, max_poll_interval_ms=max_poll_interval_ms)
+        self.assignor, self.rack_id, self.rebalance_timeout_ms = assignor, rack_id, rebalance_timeout_ms
+        self.member_id = str(uuid.uuid4())  # KIP-1082: the member makes its id, kept for its lifetime
+        self._unnamed: list | None = None  # an assignment whose topic ids the metadata does not name yet
+
+    def _beat(self) -> None:
+        self._heartbeat()
+
+    def _leave(self) -> None:
+        self._send(LEAVE_STATIC if self.instance_id else LEAVE)
 
     def _send(self, epoch: int):
         joining = epoch == JOIN
@@ -208,11 +244,7 @@ class GroupMember:
         if code in AGAIN:
             raise ClusterError(f"group {self.group!r}: {error_name(code)}", code, retriable=True)
         if code in GONE:
-            log.warning("group %s: %s (%s): the partitions this member held are lost; joining again",
-                        self.group, error_name(code), response.error_message or "")
-            with self._lock:
-                self._lost, self._target = True, None
-            self._joined.set()
+            self._lose(f"{error_name(code)} ({response.error_message or ''})")
             return
         if code:
             raise GroupError(self._refusal(code, response.error_message), code)

@@ -1,7 +1,8 @@
 """A Reader in a consumer group: what its polls do around the fetching (``Reader`` with
 ``group.id`` and ``subscribe``, as Kafka's Java consumer joins on subscribe).
 
-Before each poll the reader reconciles with its ``pykbatch.live.group.GroupMember``: partitions
+Before each poll the reader reconciles with its member (``pykbatch.live.group.GroupMember``,
+KIP-848's protocol, or ``pykbatch.live.classic_group.ClassicMember``): partitions
 lost (fenced, or left after max.poll.interval.ms) are dropped uncommitted and ``on_lost`` told;
 revoked ones are committed (with ``enable.auto.commit``) and ``on_revoked`` told while the reader
 still holds them (a callback may commit), then dropped; assigned ones start at the group's
@@ -24,23 +25,32 @@ import time
 from typing import Callable
 
 from pykbatch.errors import CODE
-from pykbatch.live.cluster import Cluster, ClusterError, TopicPartition
+from pykbatch.live.cluster import (
+    EARLIEST,
+    LATEST,
+    Cluster,
+    ClusterError,
+    TopicPartition,
+    asked_until_answered,
+)
 from pykbatch.live.commit_notes import SkipNotes
 from pykbatch.live.fetched import Skip
-from pykbatch.live.group import GroupMember
-from pykbatch.live.offsets import starting_positions
+from pykbatch.live.group import MemberBase
+from pykbatch.live.offsets import COMMITTED_WAIT_S
 
 log = logging.getLogger("pykbatch.live.group")
 
 Callback = Callable[[list[TopicPartition]], object]
-STALE = CODE["STALE_MEMBER_EPOCH"]
+# a commit with an epoch / generation the member has since left behind, or during a rebalance:
+# sent again once the member's next heartbeat (or join) answered
+AGAIN = frozenset({CODE["STALE_MEMBER_EPOCH"], CODE["REBALANCE_IN_PROGRESS"]})
 COMMIT_TRIES = 5
 
 
 class Membership:
     """The group side of one Reader (see the module's doc)."""
 
-    def __init__(self, cluster: Cluster, member: GroupMember, *, auto_commit: bool = True,
+    def __init__(self, cluster: Cluster, member: MemberBase, *, auto_commit: bool = True,
                  auto_commit_interval_ms: int = 5000, reset: str = "latest", isolation_level: int = 0,
                  on_assigned: Callback | None = None, on_revoked: Callback | None = None,
                  on_lost: Callback | None = None):
@@ -51,6 +61,7 @@ class Membership:
         self.notes: dict[TopicPartition, SkipNotes] = {}
         self.committed: dict[TopicPartition, int] = {}  # what the group holds for each owned partition
         self._next_commit = time.monotonic() + self.interval_s
+        self._in_flight: list = []  # commit_async's (handle, offsets, callback), settled before each poll
 
     @property
     def group(self) -> str:
@@ -60,6 +71,7 @@ class Membership:
     def before_poll(self, reader) -> None:
         """Reconciles, and auto-commits when due (``reader``: the Reader whose partitions change)."""
         self.member.polled()
+        self.settle()
         changes = self.member.changes()
         if changes.lost:
             lost = sorted(reader.assignment)
@@ -92,16 +104,20 @@ class Membership:
             self._commit_quietly(reader.positions())
 
     def _starts(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
-        """Where newly assigned partitions start: the group's commits (and the notes they carry)."""
-        committed = self.cluster.committed_with_metadata(self.group, tps)
+        """Where newly assigned partitions start: the group's commits (and the notes they carry;
+        asked again while a transaction holds them pending), ``auto.offset.reset`` where none."""
+        committed = asked_until_answered(lambda: self.cluster.committed_with_metadata(self.group, tps),
+                                         COMMITTED_WAIT_S)
+        starts = {}
         for tp, (offset, metadata) in committed.items():
             self.notes[tp] = SkipNotes.parse(metadata)
             if offset is not None:
-                self.committed[tp] = offset
-        starts = starting_positions(self.cluster, tps, "committed", group_id=self.group,
-                                    isolation_level=self.isolation_level, reset=self.reset)
+                starts[tp] = offset
+        missing = {tp: LATEST if self.reset == "latest" else EARLIEST for tp in tps if tp not in starts}
+        if missing:
+            starts.update(self.cluster.list_offsets(missing, self.isolation_level))
         for tp in tps:
-            self.committed.setdefault(tp, starts[tp])  # what a note commits when the group has nothing
+            self.committed[tp] = committed[tp][0] if committed[tp][0] is not None else starts[tp]
         return starts
 
     # -- commits ---------------------------------------------------------------------------------
@@ -116,10 +132,41 @@ class Membership:
                                     member=self.member.identity)
                 break
             except ClusterError as exc:
-                if (exc.code != STALE and not exc.retriable) or attempt == COMMIT_TRIES - 1:
+                if (exc.code not in AGAIN and not exc.retriable) or attempt == COMMIT_TRIES - 1:
                     raise
                 self.member.refresh_epoch()
         self.committed.update(offsets)
+
+    def commit_async(self, offsets: dict[TopicPartition, int], callback: Callable | None = None) -> None:
+        """Commits ``offsets`` without waiting; ``callback(offsets, error)`` (error None when it
+        succeeded) is called in a later poll (or on close), as Kafka's commitAsync callbacks are."""
+        notes = {tp: self.notes.get(tp, SkipNotes()).text() for tp in offsets}
+        self._in_flight.append((self.cluster.commit_async(self.group, offsets, notes, member=self.member.identity),
+                                dict(offsets), callback))
+
+    def settle(self, wait: bool = False) -> None:
+        """Async commits answered since (all of them, ``wait``): recorded, their callbacks called."""
+        if wait and self._in_flight:
+            self.cluster.collect([h for h, _, _ in self._in_flight if not isinstance(h, Exception)])
+        still = []
+        for handle, offsets, callback in self._in_flight:
+            error = handle if isinstance(handle, Exception) else None
+            if error is None:
+                if not handle.is_done:
+                    still.append((handle, offsets, callback))
+                    continue
+                try:
+                    if handle.failed():
+                        raise ClusterError(f"OffsetCommit for group {self.group!r}: {handle.exception}", retriable=True)
+                    self.cluster.check_commit(self.group, handle.value)
+                    self.committed.update(offsets)
+                except ClusterError as exc:
+                    error = exc
+            if error is not None:
+                log.warning("group %s: asynchronous commit failed: %s", self.group, error)
+            if callback is not None:
+                callback(offsets, error)
+        self._in_flight = still
 
     def _commit_quietly(self, offsets: dict[TopicPartition, int]) -> None:
         """An automatic commit: a failure is logged (the next one carries the positions on)."""
@@ -145,6 +192,7 @@ class Membership:
     def close(self, reader, leave: bool = True) -> None:
         """The last commit (``enable.auto.commit``), revocation told, the group left."""
         try:
+            self.settle(wait=True)
             if self.auto_commit and reader.assignment:
                 self._commit_quietly(reader.positions())
             if self.on_revoked and reader.assignment and leave:

@@ -29,6 +29,11 @@ VERSIONS: dict[str, tuple[int, int]] = {
     "OffsetCommitInGroup": (9, 9),      # a KIP-848 member's commit: v9 checks its member epoch; 10+ topic ids
     "ConsumerGroupHeartbeat": (1, 1),   # KIP-848; v1: the member makes its own id (KIP-1082)
     "ConsumerGroupDescribe": (0, 1),
+    "JoinGroup": (5, 9),                # the classic protocol; v5: static members (group.instance.id)
+    "SyncGroup": (3, 5),
+    "Heartbeat": (3, 4),
+    "LeaveGroup": (3, 5),
+    "DescribeGroups": (4, 5),
     "InitProducerId": (0, 5),
     "AddPartitionsToTxn": (0, 3),
     "AddOffsetsToTxn": (0, 3),
@@ -141,10 +146,12 @@ def find_coordinator(key: str, key_type: int):
     return FindCoordinatorRequest(key=key, key_type=key_type, coordinator_keys=[key], **_versions("FindCoordinator"))
 
 
-def offset_fetch(group: str, topics: Mapping[str, list[int]]):
+def offset_fetch(group: str, topics: Mapping[str, list[int]] | None):
+    """``topics`` None: every partition the group committed."""
     from kafka.protocol.consumer.group import OffsetFetchRequest
     T = OffsetFetchRequest.OffsetFetchRequestTopic
-    return OffsetFetchRequest(group_id=group, topics=[T(name=n, partition_indexes=ps) for n, ps in topics.items()],
+    return OffsetFetchRequest(group_id=group, topics=None if topics is None else
+                              [T(name=n, partition_indexes=ps) for n, ps in topics.items()],
                               require_stable=True, **_versions("OffsetFetch"))
 
 
@@ -206,6 +213,48 @@ def consumer_group_heartbeat(group: str, member_id: str, epoch: int, *, instance
              topic_partitions=None if owned is None else [
                  R.TopicPartitions(topic_id=uuid.UUID(bytes=t), partitions=sorted(ps)) for t, ps in owned.items()],
              **_versions("ConsumerGroupHeartbeat"))
+
+
+def join_group(group: str, member_id: str, instance_id: str | None, session_timeout_ms: int,
+               rebalance_timeout_ms: int, protocols: list[tuple[str, bytes]]):
+    """The classic protocol's JoinGroup (protocol type ``consumer``; ``protocols``: assignor
+    name -> the member's subscription bytes, in order of preference)."""
+    from kafka.protocol.consumer.group import JoinGroupRequest
+    P = JoinGroupRequest.JoinGroupRequestProtocol
+    return JoinGroupRequest(group_id=group, session_timeout_ms=session_timeout_ms,
+                            rebalance_timeout_ms=rebalance_timeout_ms, member_id=member_id,
+                            group_instance_id=instance_id, protocol_type="consumer",
+                            protocols=[P(name=n, metadata=m) for n, m in protocols], reason=None,
+                            **_versions("JoinGroup"))
+
+
+def sync_group(group: str, generation: int, member_id: str, instance_id: str | None, protocol_name: str,
+               assignments: Mapping[str, bytes]):
+    from kafka.protocol.consumer.group import SyncGroupRequest
+    A = SyncGroupRequest.SyncGroupRequestAssignment
+    return SyncGroupRequest(group_id=group, generation_id=generation, member_id=member_id,
+                            group_instance_id=instance_id, protocol_type="consumer", protocol_name=protocol_name,
+                            assignments=[A(member_id=m, assignment=a) for m, a in assignments.items()],
+                            **_versions("SyncGroup"))
+
+
+def classic_heartbeat(group: str, generation: int, member_id: str, instance_id: str | None):
+    from kafka.protocol.consumer.group import HeartbeatRequest
+    return HeartbeatRequest(group_id=group, generation_id=generation, member_id=member_id,
+                            group_instance_id=instance_id, **_versions("Heartbeat"))
+
+
+def leave_group(group: str, member_id: str, instance_id: str | None):
+    from kafka.protocol.consumer.group import LeaveGroupRequest
+    M = LeaveGroupRequest.MemberIdentity
+    return LeaveGroupRequest(group_id=group, members=[M(member_id=member_id, group_instance_id=instance_id,
+                                                        reason="the consumer is closing")],
+                             **_versions("LeaveGroup"))
+
+
+def describe_groups(groups: list[str]):
+    from kafka.protocol.admin import DescribeGroupsRequest
+    return DescribeGroupsRequest(groups=groups, include_authorized_operations=False, **_versions("DescribeGroups"))
 
 
 def consumer_group_describe(groups: list[str]):

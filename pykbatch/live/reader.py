@@ -261,9 +261,8 @@ class Reader:
         self._failures = 0
         self._rotation = 0
         self._fetch_bytes = max_partition_fetch_bytes
-        self.cluster.connect()
         self._membership: Membership | None = None
-        if join_group:
+        if join_group:  # (settings refused before any connection is made)
             self._parts = {}
             self._membership = _join(self.cluster, group_id, subscribe, java, reset=reset or "latest",
                                      isolation_level=self._iso_code, starting_offsets=starting_offsets,
@@ -273,6 +272,7 @@ class Reader:
         if java.get("enable_auto_commit"):
             raise SettingsError("enable.auto.commit=true: a reader outside a group commits when asked "
                                 "(Reader.commit(); consume --commit); group.id with subscribe joins the group")
+        self.cluster.connect()
         tps = assigned(self.cluster, assign, subscribe)
         if positions is not None:
             start = {tp: positions[tp] for tp in tps}
@@ -322,6 +322,14 @@ class Reader:
         if not group:
             raise ValueError("commit needs a group id")
         self.cluster.commit(group, self.positions())
+
+    def commit_async(self, callback: Callable | None = None) -> None:
+        """A member's commit of its positions without waiting: ``callback(offsets, error)`` is
+        called in a later poll (or on close), error None when the coordinator took it."""
+        if self._membership is None:
+            raise ValueError("commit_async is a group member's (group.id with subscribe); Reader.commit() commits "
+                             "a reader outside a group")
+        self._membership.commit_async(self.positions(), callback)
 
     def poll(self, timeout_ms: int | None = None) -> Poll:
         """One round of fetches (one request per leader), waiting up to ``max_wait_ms`` for data."""
@@ -809,7 +817,6 @@ def _clipped(skip: Skip, end: int | None) -> Skip:
 def _join(cluster: Cluster, group_id, subscribe, java: dict, *, reset: str, isolation_level: int, starting_offsets,
           ending_offsets, assign, positions, callbacks) -> Membership:
     """A reader's membership of ``group_id`` (``Reader``'s doc), refusing what a member cannot do."""
-    from pykbatch.live.group import GroupMember
     if not group_id:
         raise SettingsError("joining a group needs group.id")
     for name, value in (("assign", assign), ("ending_offsets", ending_offsets), ("positions", positions)):
@@ -820,16 +827,35 @@ def _join(cluster: Cluster, group_id, subscribe, java: dict, *, reset: str, isol
         raise SettingsError("starting_offsets: a group's member starts at the group's commits "
                             "(auto.offset.reset where there are none)")
     protocol_name = java.get("group_protocol", "consumer").lower()
-    if protocol_name != "consumer":
-        raise SettingsError(f"group.protocol={protocol_name}: pykbatch's reader joins groups with KIP-848's "
-                            "protocol (group.protocol=consumer, Kafka 4.0+); the classic protocol is not built yet")
     topics = [t.strip() for t in (subscribe.split(",") if isinstance(subscribe, str) else subscribe) if t.strip()]
     if not topics:
         raise SettingsError("subscribe: name the topics the member reads")
     poll_ms = java.get("max_poll_interval_ms", 300_000)
-    member = GroupMember(cluster.props, group_id, topics, instance_id=java.get("group_instance_id"),
-                         rebalance_timeout_ms=poll_ms, assignor=java.get("group_remote_assignor"),
-                         rack_id=java.get("client_rack"), max_poll_interval_ms=poll_ms)
+    if protocol_name == "consumer":
+        from pykbatch.live.group import GroupMember
+        from pykbatch.live.settings import BROKER_SIDE
+        for name, keyword in (("session.timeout.ms", "session_timeout_ms"),
+                              ("heartbeat.interval.ms", "heartbeat_interval_ms")):
+            if keyword in java:
+                raise SettingsError(f"{name}: {BROKER_SIDE.format(name)}")
+        if "partition_assignment_strategy" in java:
+            raise SettingsError("partition.assignment.strategy: under KIP-848's protocol the coordinator assigns "
+                                "(group.remote.assignor: uniform or range); group.protocol=classic takes it")
+        member = GroupMember(cluster.props, group_id, topics, instance_id=java.get("group_instance_id"),
+                             rebalance_timeout_ms=poll_ms, assignor=java.get("group_remote_assignor"),
+                             rack_id=java.get("client_rack"), max_poll_interval_ms=poll_ms)
+    elif protocol_name == "classic":
+        from pykbatch.live.classic_group import DEFAULT_STRATEGY, ClassicMember, strategies_of
+        if "group_remote_assignor" in java:
+            raise SettingsError("group.remote.assignor is KIP-848's (group.protocol=consumer); the classic "
+                                "protocol's leader assigns with partition.assignment.strategy")
+        member = ClassicMember(cluster.props, group_id, topics, instance_id=java.get("group_instance_id"),
+                               session_timeout_ms=java.get("session_timeout_ms", 45_000),
+                               heartbeat_interval_ms=java.get("heartbeat_interval_ms", 3_000),
+                               rebalance_timeout_ms=poll_ms, max_poll_interval_ms=poll_ms,
+                               strategies=strategies_of(java.get("partition_assignment_strategy", DEFAULT_STRATEGY)))
+    else:
+        raise SettingsError(f"group.protocol is consumer (KIP-848, Kafka 4.0+) or classic, not {protocol_name!r}")
     on_assigned, on_revoked, on_lost = callbacks
     membership = Membership(cluster, member, auto_commit=java.get("enable_auto_commit", True),
                             auto_commit_interval_ms=java.get("auto_commit_interval_ms", 5000), reset=reset,

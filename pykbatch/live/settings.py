@@ -73,17 +73,22 @@ CONSUMER: dict[str, tuple[str, Any]] = {
     "auto.commit.interval.ms": ("auto_commit_interval_ms", int),
     "max.poll.interval.ms": ("max_poll_interval_ms", int),
     "client.rack": ("client_rack", str),
+    # the classic protocol's own (group.protocol=classic); KIP-848 sets them at the coordinator
+    "session.timeout.ms": ("session_timeout_ms", int),
+    "heartbeat.interval.ms": ("heartbeat_interval_ms", int),
+    "partition.assignment.strategy": ("partition_assignment_strategy", str),
 }
-_BROKER_SIDE = ("under KIP-848's group protocol the coordinator sets it (the broker's group.consumer.{}); "
-                "Kafka's Java consumer refuses it with group.protocol=consumer too")
+GROUP_KEYWORDS = ("group_protocol", "group_instance_id", "group_remote_assignor", "enable_auto_commit",
+                  "auto_commit_interval_ms", "max_poll_interval_ms", "client_rack", "session_timeout_ms",
+                  "heartbeat_interval_ms", "partition_assignment_strategy")
+"""The Reader keywords of a group's member's properties (no use to a reader outside a group)."""
+BROKER_SIDE = ("under KIP-848's group protocol (group.protocol=consumer) the coordinator sets it (the broker's "
+               "group.consumer.{}); Kafka's Java consumer refuses it there too (group.protocol=classic takes it)")
 # ... and those a reader of this kind has no use for: what does it instead
 CONSUMER_REFUSED = {
     "key.deserializer": "keys and values come as bytes (an Arrow table's columns); pykbatch.values decodes them",
     "value.deserializer": "keys and values come as bytes (an Arrow table's columns); pykbatch.values decodes them",
     "max.poll.records": "a poll returns what one fetch brought; Reader.polls() yields them one by one",
-    "session.timeout.ms": _BROKER_SIDE.format("session.timeout.ms"),
-    "heartbeat.interval.ms": _BROKER_SIDE.format("heartbeat.interval.ms"),
-    "partition.assignment.strategy": "the coordinator assigns: group.remote.assignor (uniform or range)",
 }
 
 
