@@ -60,18 +60,29 @@ def _wait(what, timeout: float, why: str):
     raise AssertionError(f"{why} within {timeout:.0f} s")
 
 
-def test_a_group_killed_and_grown_delivers_every_readable_record_and_reports_each_damage_once(live_damaged, tmp_path):
+@pytest.mark.parametrize("group_protocol", ["consumer", "classic"])
+def test_a_group_killed_and_grown_delivers_every_readable_record_and_reports_each_damage_once(live_damaged, tmp_path,
+                                                                                           group_protocol):
+    """Three members (KIP-848's protocol, or the classic one with a drawn assignor), one SIGKILLed
+    at a drawn amount read, one added: every readable record delivered (again only where the
+    killed member had read past its last commit), each damaged range reported by one member once
+    (whoever met it again skipped it quietly), the commits at every partition's end and each
+    living member holding what its callbacks say, as kafka-consumer-groups shows.  Seed printed;
+    PYKBATCH_GROUP_SEED repeats a run."""
     broker = live_damaged.broker
     if kafka_tools.unavailable():
         pytest.skip(kafka_tools.unavailable())
     seed = int(os.environ.get("PYKBATCH_GROUP_SEED", random.randrange(2**32)))
     print(f"PYKBATCH_GROUP_SEED={seed}")
     rng = random.Random(seed)
-    group = f"pykbatch-group-{seed}"
+    group = f"pykbatch-group-{group_protocol}-{seed}"
+    extra = () if group_protocol == "consumer" else (
+        "group.protocol=classic", "session.timeout.ms=6000", "heartbeat.interval.ms=500",
+        f"partition.assignment.strategy={rng.choice(['range', 'cooperative-sticky'])}")
     unreadable = live_damaged.group_unreadable()
     readable = {(p, o) for p in range(GROUP_PARTITIONS) for o in range(END) if o not in unreadable.get(p, ())}
     outs = [tmp_path / f"member{i}.jsonl" for i in range(4)]
-    members = [_start(broker.bootstrap, group, outs[i]) for i in range(3)]
+    members = [_start(broker.bootstrap, group, outs[i], *extra) for i in range(3)]
     try:
         # three members share the six partitions before one is killed, at a drawn amount read
         _wait(lambda: sum(any(line.get("callback") == "assigned" for line in _lines(o)) for o in outs[:3]) == 3,
@@ -83,7 +94,7 @@ def test_a_group_killed_and_grown_delivers_every_readable_record_and_reports_eac
         victim = rng.randrange(3)
         members[victim].send_signal(signal.SIGKILL)
         members[victim].wait(10)
-        members.append(_start(broker.bootstrap, group, outs[3]))
+        members.append(_start(broker.bootstrap, group, outs[3], *extra))
         _wait(lambda: set(_delivered(outs)) >= readable, 120, "the group never delivered every readable record")
         # the commits reach every partition's end (damage committed past); Kafka's tool says so
         ends = _wait(lambda: (rows := _describe(broker.bootstrap, group)) and len(rows) == GROUP_PARTITIONS
@@ -256,8 +267,9 @@ def test_the_consume_command_in_a_group_goes_on_where_its_last_run_committed(liv
 
 
 def test_groups_describe_shows_what_kafkas_tool_shows_and_the_ranges_skipped(live_damaged):
-    """Two members caught up and committed (one with commit_async: its callback comes in a later
-    poll, with no error): `pykbatch groups describe` has Kafka's
+    """A member, then a second joining while it reads (partitions move, committed on revocation:
+    every readable record exactly once), both caught up and committed (one with commit_async: its
+    callback comes in a later poll, with no error): `pykbatch groups describe` has Kafka's
     `kafka-consumer-groups --describe` rows (offsets, log ends, lag, the member of each partition);
     after they leave, no active members, the same offsets, and the ranges skipped in partitions 1
     and 4 named (exit 1)."""
@@ -266,14 +278,23 @@ def test_groups_describe_shows_what_kafkas_tool_shows_and_the_ranges_skipped(liv
     bootstrap = live_damaged.broker.bootstrap
     group = f"pykbatch-describe-{time.monotonic_ns()}"
     props = _props(bootstrap, group, **{"auto.commit.interval.ms": "100"})
-    readers = [Reader(props, subscribe=GROUP_TOPIC, policy=ErrorPolicy(tolerance="all")) for _ in range(2)]
+    readers = [Reader(props, subscribe=GROUP_TOPIC, policy=ErrorPolicy(tolerance="all"))]
+    delivered = []
     try:
         def caught_up():
+            if len(readers) == 1 and delivered:  # the second joins once the first is reading
+                readers.append(Reader(props, subscribe=GROUP_TOPIC, policy=ErrorPolicy(tolerance="all")))
             for r in readers:
-                r.poll(timeout_ms=50)
+                t = r.poll(timeout_ms=50).table
+                delivered.extend(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist()))
             held = [tp for r in readers for tp in r.assignment]
             return len(held) == GROUP_PARTITIONS and all(r.positions()[tp] == END for r in readers for tp in r.assignment)
         _wait(caught_up, 90, "the two members never read to the end")
+        # partitions moved from the first to the second (committed as they were revoked), nobody died:
+        # every readable record once
+        unreadable = live_damaged.group_unreadable()
+        assert sorted(delivered) == sorted((p, o) for p in range(GROUP_PARTITIONS) for o in range(END)
+                                           if o not in unreadable.get(p, ()))
         answered = []
         readers[0].commit_async(lambda offsets, error: answered.append((dict(offsets), error)))
         readers[1].commit()
@@ -374,3 +395,44 @@ def test_classic_members_share_a_topic_with_librdkafkas_and_kafkas_tool_agrees(k
             r.close()
         c.close()
     assert set(got) == everything
+
+
+@pytest.mark.parametrize("group_protocol", ["consumer", "classic"])
+def test_a_static_member_that_comes_back_gets_its_partitions_back_and_nobody_else_moves(kafka_broker, group_protocol):
+    """group.instance.id: a static member closes (its place kept: KIP-848's epoch -2, or no
+    LeaveGroup under the classic protocol) and comes back within the session timeout under the
+    same id: it holds what it held, and the dynamic member beside it never held more meanwhile."""
+    from pykbatch.live import Reader
+    from pykbatch.live.cluster import Cluster
+    bootstrap = kafka_broker.bootstrap
+    topic = f"static-{group_protocol}-{time.monotonic_ns()}"
+    with Cluster({"bootstrap.servers": bootstrap}) as cluster:
+        cluster.create_topic(topic, GROUP_PARTITIONS)
+        cluster.wait_for_topic(topic)
+    props = {"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"}
+    if group_protocol == "classic":
+        props.update({"group.protocol": "classic", "session.timeout.ms": "8000", "heartbeat.interval.ms": "500",
+                      "partition.assignment.strategy": "cooperative-sticky"})
+    dynamic = Reader(props, subscribe=topic)
+    static = Reader({**props, "group.instance.id": "billing-1"}, subscribe=topic)
+    most = []
+    try:
+        def split():
+            for r in (dynamic, static):
+                r.poll(timeout_ms=20)
+            return len(static.assignment) == len(dynamic.assignment) == GROUP_PARTITIONS // 2
+        _wait(split, 60, "the two members never split the partitions")
+        held = sorted(static.assignment)
+        static.close()
+        static = Reader({**props, "group.instance.id": "billing-1"}, subscribe=topic)
+
+        def back():
+            for r in (dynamic, static):
+                r.poll(timeout_ms=20)
+            most.append(len(dynamic.assignment))
+            return sorted(static.assignment) == held
+        _wait(back, 30, "the static member never got its partitions back")
+    finally:
+        dynamic.close()
+        static.close()
+    assert max(most) == GROUP_PARTITIONS // 2, most
