@@ -109,10 +109,11 @@ def damage(b: OnDisk, how: str, *, record: int = 0, seed: int = 0) -> None:
     b.path.write_bytes(bytes(data))
 
 
-def damaged_broker(broker, topic: str, plan, also=()) -> tuple[list[OnDisk], dict]:
+def damaged_broker(broker, topic: str, plan, also=()) -> list[tuple[list[OnDisk], dict]]:
     """Stops ``broker`` cleanly, damages batch ``i`` as ``plan(on_disk)[i]`` says (``(how,
-    kwargs)``), and starts it again on the same data; the batches as they were on disk, and the
-    plan.  ``also``: more ``(partition directory name, plan)`` damaged in the same stop."""
+    kwargs)``), and starts it again on the same data; for ``topic``'s partition 0, then each of
+    ``also`` (more ``(partition directory name, plan)`` damaged in the same stop): the batches as
+    they were on disk, and the plan."""
     broker.stop()
     try:
         plans = []
@@ -127,7 +128,7 @@ def damaged_broker(broker, topic: str, plan, also=()) -> tuple[list[OnDisk], dic
     finally:
         broker.start()
     wait_until_served(broker.bootstrap, topic)
-    return plans[0] if not also else plans
+    return plans
 
 
 def wait_until_served(bootstrap: str, topic: str, timeout: float = 60) -> None:

@@ -80,3 +80,14 @@ def test_the_java_consumers_properties_map_or_are_refused_with_the_way():
             consumer_settings({"bootstrap.servers": "b:9092", key: "yes"})
     with pytest.raises(SettingsError, match="auto.offset.reset is earliest or latest"):
         consumer_settings({"auto.offset.reset": "none"})
+
+
+def test_a_readers_keywords_outside_a_group_leave_a_members_settings_out():
+    """consume without --group and copy read on their own: a member's settings have no use there
+    (left out, as enable.auto.commit=false always was), enable.auto.commit=true is refused."""
+    from pykbatch.live.settings import outside_group
+    _, reader = consumer_settings({"group.id": "g", "enable.auto.commit": "false", "session.timeout.ms": "6000",
+                                   "group.protocol": "classic", "fetch.max.bytes": "4096"})
+    assert outside_group(reader) == {"group_id": "g", "fetch_max_bytes": 4096}
+    with pytest.raises(SettingsError, match="enable.auto.commit=true: a reader outside a group commits when asked"):
+        outside_group(consumer_settings({"enable.auto.commit": "true"})[1])

@@ -33,7 +33,8 @@ def add_parser(sub) -> None:
     c.add_argument("--partition", type=int, action="append", metavar="N",
                    help="only these partitions (of a single --topic); repeat for more")
     c.add_argument("--group", metavar="GROUP",
-                   help="read as a member of consumer group GROUP (KIP-848): the partitions the coordinator "
+                   help="read as a member of consumer group GROUP (KIP-848; group.protocol=classic as a "
+                        "--consumer-property): the partitions the coordinator "
                         "assigns, from the group's commits (--from earliest|latest where it has none; default "
                         "latest, as kafka-console-consumer), committing as it goes, until --max-messages or a "
                         "signal")
@@ -94,22 +95,17 @@ def _printer(args):
 
 def _consume(args) -> int:
     from pykbatch.live import ClusterError, JsonLinesDeadLetters, Reader, SettingsError
-    from pykbatch.live.settings import GROUP_KEYWORDS, consumer_settings
+    from pykbatch.live.settings import consumer_settings, outside_group
     from pykbatch.policy import ErrorPolicy
+    _check_out_and_limit(args)
     if args.group is not None:
         return _consume_in_group(args)
     args.start = args.start or "earliest"
     args.end = args.end or "latest"
-    if args.out and args.out != STDOUT and not args.out.endswith(OUTPUTS):
-        raise UsageError(f"--out writes {', '.join(OUTPUTS)} files (or - for standard output), not {args.out}")
-    if args.out and args.out != STDOUT:
-        output_path(args.out, "--out")
     if args.partition and len(args.topic) != 1:
         raise UsageError("--partition goes with a single --topic")
     if args.start == "latest" and args.end == "latest":
         raise UsageError("--from latest --to latest reads nothing")
-    if args.max_messages is not None and args.max_messages < 1:
-        raise UsageError(f"--max-messages takes a number, at least 1, not {args.max_messages}")
     start, end = _offsets(args.start, "--from"), _offsets(args.end, "--to")
     if isinstance(start, int) and isinstance(end, int) and start > end:
         raise UsageError(f"--from {start} is past --to {end}")
@@ -134,11 +130,8 @@ def _consume(args) -> int:
         cluster.connect()
         tps = assigned(cluster, assign, None if assign else ",".join(args.topic))
         sink = JsonLinesDeadLetters(args.dead_letters) if args.dead_letters else None
+        java = outside_group(java)
         java.pop("auto_offset_reset", None)  # --from says where to start
-        if java.get("enable_auto_commit"):
-            raise SettingsError("enable.auto.commit=true: only a group's member commits as it goes (--group)")
-        for keyword in GROUP_KEYWORDS:  # a member's settings: no use without --group
-            java.pop(keyword, None)
         if args.isolation_level:  # the flag wins over isolation.level
             java["isolation_level"] = args.isolation_level
         reader = Reader(cluster, assign={t: [tp.partition for tp in tps if tp.topic == t] for t in
@@ -171,10 +164,6 @@ def _consume_in_group(args) -> int:
     if args.start not in (None, "earliest", "latest"):
         raise UsageError("--from with --group: earliest or latest (where a partition the group never committed "
                          "starts); a group starts at its commits")
-    if args.out and args.out != STDOUT and not args.out.endswith(OUTPUTS):
-        raise UsageError(f"--out writes {', '.join(OUTPUTS)} files (or - for standard output), not {args.out}")
-    if args.max_messages is not None and args.max_messages < 1:
-        raise UsageError(f"--max-messages takes a number, at least 1, not {args.max_messages}")
     printer = _printer(args)
     report = sys.stderr if printer is not None else sys.stdout
     props = client_properties(args.config_file, args.consumer_property, args.bootstrap_server, "--consumer-property")
@@ -206,12 +195,23 @@ def _consume_in_group(args) -> int:
                           "ok": not reader.skips, "skips": [s.as_dict() for s in reader.skips],
                           "metrics": reader.metrics.as_dict()}), file=report)
     else:
-        skipped = sum(s.count for s in reader.skips)
-        status = "ok" if not reader.skips else f"{len(reader.skips)} range(s) skipped ({skipped} offsets)"
-        print(f"{rows} records read in group {args.group}, {status}", file=report)
+        print(f"{rows} records read in group {args.group}, {_status(reader.skips)}", file=report)
         for s in reader.skips:
             print(f"  {s.line()}", file=report)
     return args.verdict.status
+
+
+def _check_out_and_limit(args) -> None:
+    if args.out and args.out != STDOUT and not args.out.endswith(OUTPUTS):
+        raise UsageError(f"--out writes {', '.join(OUTPUTS)} files (or - for standard output), not {args.out}")
+    if args.out and args.out != STDOUT:
+        output_path(args.out, "--out")
+    if args.max_messages is not None and args.max_messages < 1:
+        raise UsageError(f"--max-messages takes a number, at least 1, not {args.max_messages}")
+
+
+def _status(skips) -> str:
+    return "ok" if not skips else f"{len(skips)} range(s) skipped ({sum(s.count for s in skips)} offsets)"
 
 
 def _records_out(args, reader, printer, stop=()) -> int:
@@ -300,8 +300,7 @@ def _report(args, tps, first: dict, reader, rows: int, out=None) -> None:
                           "records": rows, "ok": not reader.skips, "skips": [s.as_dict() for s in reader.skips],
                           "metrics": reader.metrics.as_dict()}), file=out)
         return
-    skipped = sum(s.count for s in reader.skips)
-    status = "ok" if not reader.skips else f"{len(reader.skips)} range(s) skipped ({skipped} offsets)"
+    status = _status(reader.skips)
     for tp in tps:  # every offset read over: delivered, skipped with a name, or explained
         print(ledgers[tp].line(), file=out)
     print(f"{rows} records read, {status}", file=out)

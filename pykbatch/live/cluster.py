@@ -267,7 +267,7 @@ class Cluster:
             return self._client.send_and_receive(node, request, timeout_ms=timeout_ms)
         except (AuthenticationError, ClusterError):
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (the connection layer's errors, named with the request)
             raise ClusterError(f"{type(request).__name__} to node {node} failed: {exc}", retriable=True) from exc
 
     def request_all(self, requests: Iterable[tuple[int, Any]], timeout_ms: int | None = None) -> list:

@@ -50,7 +50,7 @@ from pykbatch.live.cluster import (
 from pykbatch.live.fetched import Skip
 from pykbatch.live.producer import Producer
 from pykbatch.live.reader import Reader
-from pykbatch.live.settings import consumer_settings
+from pykbatch.live.settings import consumer_settings, outside_group
 from pykbatch.live.skip_sinks import ProducerDeadLetters
 from pykbatch.policy import ErrorPolicy
 
@@ -177,6 +177,7 @@ def copy_topic(props: Mapping[str, Any], from_topic: str, to_topic: str, *, name
     if len({from_topic, to_topic, map_topic, dead_letter_topic}) < 4:
         raise ValueError("the source, the destination, the offset map and the dead-letter topic are four topics")
     cluster_props, java = consumer_settings({**props, **(consumer or {})})
+    java = outside_group(java)  # the copy reads its partitions itself; its group is its own
     java.pop("group_id", None)  # the copy's group is its name
     java.pop("auto_offset_reset", None)
     java.pop("isolation_level", None)

@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,7 +56,7 @@ class Changes:
         return bool(self.revoked or self.assigned or self.lost)
 
 
-class MemberBase:
+class MemberBase(ABC):
     """What every kind of member shares: the application's side (``changes`` / ``acknowledge``
     around each poll, commits' identity, closing) and the thread that keeps it in the group (its
     own connection; ``_beat`` is one step of the protocol, ``_leave`` leaves)."""
@@ -146,12 +147,13 @@ class MemberBase:
     # -- the protocol's part ----------------------------------------------------------------------
     member_id: str
 
+    @abstractmethod
     def _beat(self) -> None:
         """One step (a heartbeat, a join): sets ``_target``, ``_lost``, sets ``_joined`` when answered."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _leave(self) -> None:
-        raise NotImplementedError
+        """Leaves the group (a static member: keeps its place, as its protocol says)."""
 
     def _rejoin(self) -> None:
         """After a loss the application released: the next ``_beat`` joins again."""
@@ -217,9 +219,6 @@ class GroupMember(MemberBase):
         self.member_id = str(uuid.uuid4())  # KIP-1082: the member makes its id, kept for its lifetime
         self._unnamed: list | None = None  # an assignment whose topic ids the metadata does not name yet
 
-    def _beat(self) -> None:
-        self._heartbeat()
-
     def _leave(self) -> None:
         self._send(LEAVE_STATIC if self.instance_id else LEAVE)
 
@@ -237,7 +236,7 @@ class GroupMember(MemberBase):
             owned={} if joining else by_id)
         return self.cluster.heartbeat(self.group, request)
 
-    def _heartbeat(self) -> None:
+    def _beat(self) -> None:
         response = self._send(self.epoch)
         log.debug("group %s: member %s heartbeat: %s", self.group, self.member_id, response)
         code = response.error_code

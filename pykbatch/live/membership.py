@@ -43,7 +43,7 @@ log = logging.getLogger("pykbatch.live.group")
 Callback = Callable[[list[TopicPartition]], object]
 # a commit with an epoch / generation the member has since left behind, or during a rebalance:
 # sent again once the member's next heartbeat (or join) answered
-AGAIN = frozenset({CODE["STALE_MEMBER_EPOCH"], CODE["REBALANCE_IN_PROGRESS"]})
+COMMIT_AGAIN = frozenset({CODE["STALE_MEMBER_EPOCH"], CODE["REBALANCE_IN_PROGRESS"]})
 COMMIT_TRIES = 5
 
 
@@ -75,10 +75,7 @@ class Membership:
         changes = self.member.changes()
         if changes.lost:
             lost = sorted(reader.assignment)
-            reader._drop(lost)
-            for tp in lost:
-                self.notes.pop(tp, None)
-                self.committed.pop(tp, None)
+            self._forget(reader, lost)
             if lost and self.on_lost:
                 self.on_lost(lost)
             self.member.acknowledge(())
@@ -89,10 +86,7 @@ class Membership:
                     self._commit_quietly({tp: reader.positions()[tp] for tp in revoked})
                 if self.on_revoked:
                     self.on_revoked(revoked)
-                reader._drop(revoked)
-                for tp in revoked:
-                    self.notes.pop(tp, None)
-                    self.committed.pop(tp, None)
+                self._forget(reader, revoked)
             if changes.assigned:
                 assigned = sorted(changes.assigned)
                 reader._add(self._starts(assigned))
@@ -102,6 +96,13 @@ class Membership:
         if self.auto_commit and time.monotonic() >= self._next_commit:
             self._next_commit = time.monotonic() + self.interval_s
             self._commit_quietly(reader.positions())
+
+    def _forget(self, reader, tps: list[TopicPartition]) -> None:
+        """Partitions no longer this member's: out of the reader, their notes and commits forgotten."""
+        reader._drop(tps)
+        for tp in tps:
+            self.notes.pop(tp, None)
+            self.committed.pop(tp, None)
 
     def _starts(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         """Where newly assigned partitions start: the group's commits (and the notes they carry;
@@ -132,7 +133,7 @@ class Membership:
                                     member=self.member.identity)
                 break
             except ClusterError as exc:
-                if (exc.code not in AGAIN and not exc.retriable) or attempt == COMMIT_TRIES - 1:
+                if (exc.code not in COMMIT_AGAIN and not exc.retriable) or attempt == COMMIT_TRIES - 1:
                     raise
                 self.member.refresh_epoch()
         self.committed.update(offsets)

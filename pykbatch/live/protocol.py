@@ -26,7 +26,7 @@ VERSIONS: dict[str, tuple[int, int]] = {
     "FindCoordinator": (1, 4),
     "OffsetFetch": (1, 7),
     "OffsetCommit": (2, 8),
-    "OffsetCommitInGroup": (9, 9),      # a KIP-848 member's commit: v9 checks its member epoch; 10+ topic ids
+    "OffsetCommitInGroup": (9, 9),      # a member's commit (KIP-848: v9 checks its epoch; 10+ name topics by id)
     "ConsumerGroupHeartbeat": (1, 1),   # KIP-848; v1: the member makes its own id (KIP-1082)
     "ConsumerGroupDescribe": (0, 1),
     "JoinGroup": (5, 9),                # the classic protocol; v5: static members (group.instance.id)

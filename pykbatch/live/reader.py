@@ -55,7 +55,7 @@ from pykbatch.live.ledger import Ledger
 from pykbatch.live.membership import Membership
 from pykbatch.live.offsets import assigned, ending_positions, starting_positions
 from pykbatch.live.probe import Probe, ProbeResult
-from pykbatch.live.settings import SettingsError, consumer_settings
+from pykbatch.live.settings import SettingsError, consumer_settings, outside_group
 from pykbatch.policy import ErrorPolicy
 from pykbatch.rules import BY_ID
 
@@ -269,9 +269,7 @@ class Reader:
                                      ending_offsets=ending_offsets, assign=assign, positions=positions,
                                      callbacks=(on_assigned, on_revoked, on_lost))
             return
-        if java.get("enable_auto_commit"):
-            raise SettingsError("enable.auto.commit=true: a reader outside a group commits when asked "
-                                "(Reader.commit(); consume --commit); group.id with subscribe joins the group")
+        outside_group(java)  # (its refusal of enable.auto.commit=true)
         self.cluster.connect()
         tps = assigned(self.cluster, assign, subscribe)
         if positions is not None:
@@ -845,7 +843,11 @@ def _join(cluster: Cluster, group_id, subscribe, java: dict, *, reset: str, isol
                              rebalance_timeout_ms=poll_ms, assignor=java.get("group_remote_assignor"),
                              rack_id=java.get("client_rack"), max_poll_interval_ms=poll_ms)
     elif protocol_name == "classic":
-        from pykbatch.live.classic_group import DEFAULT_STRATEGY, ClassicMember, strategies_of
+        from pykbatch.live.classic_group import (
+            DEFAULT_STRATEGY,
+            ClassicMember,
+            strategies_of,
+        )
         if "group_remote_assignor" in java:
             raise SettingsError("group.remote.assignor is KIP-848's (group.protocol=consumer); the classic "
                                 "protocol's leader assigns with partition.assignment.strategy")

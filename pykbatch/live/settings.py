@@ -191,6 +191,16 @@ def consumer_settings(props: Mapping[str, Any]) -> tuple[dict[str, Any], dict[st
     return connection, reader
 
 
+def outside_group(reader: Mapping[str, Any]) -> dict[str, Any]:
+    """``consumer_settings``' Reader keywords for a reader outside a group: a member's settings
+    left out (no use there), ``enable.auto.commit=true`` refused (such a reader commits when asked)."""
+    if reader.get("enable_auto_commit"):
+        raise SettingsError("enable.auto.commit=true: a reader outside a group commits when asked "
+                            "(Reader.commit(); consume --commit); group.id with subscribe joins the group "
+                            "(consume --group)")
+    return {k: v for k, v in reader.items() if k not in GROUP_KEYWORDS}
+
+
 def redacted(props: Mapping[str, Any]) -> dict[str, Any]:
     """``props`` with every secret replaced, for messages and logs."""
     def hidden(key: str) -> bool:
