@@ -40,6 +40,38 @@ static uint8_t *reserve(kb_repair_out *out, size_t n)
     return at;
 }
 
+/* An empty v2 batch holding offsets first..last (Kafka's cleaner keeps such a header where a batch
+ * lost every record): the producer fields, timestamp type, transaction and control flags and
+ * leader epoch of `like` (a batch that lost every record), else none (offsets an entry left out
+ * whole held).  No codec, no records; maxTimestamp as both timestamps, as Kafka writes it.  Offsets
+ * one batch cannot hold (a lastOffsetDelta is an int32: no lost batch hid more) are left a gap:
+ * the neighbours that gave them are not to be believed. */
+static int write_empty(kb_repair_out *out, const kb_v2_header *like, int64_t first, int64_t last)
+{
+    if (first < 0 || last < first || last - first > INT32_MAX)
+        return 0;
+    {
+        int64_t span = last - first;
+        kb_v2_header h = {.base_offset = first, .partition_leader_epoch = -1, .last_offset_delta = (int32_t)span,
+                          .base_timestamp = -1, .max_timestamp = -1, .producer_id = -1, .producer_epoch = -1,
+                          .base_sequence = -1};
+        if (like != NULL) {
+            h.partition_leader_epoch = like->partition_leader_epoch;
+            h.attributes = (int16_t)(like->attributes & (KB_ATTR_LOG_APPEND_TIME | KB_ATTR_TRANSACTIONAL |
+                                                         KB_ATTR_CONTROL));
+            h.base_timestamp = h.max_timestamp = like->max_timestamp;
+            h.producer_id = like->producer_id;
+            h.producer_epoch = like->producer_epoch;
+            h.base_sequence = like->base_sequence;
+        }
+        uint8_t *batch = reserve(out, KB_V2_HEADER_SIZE);
+        if (batch == NULL)
+            return -1;
+        kb_v2_write_header(&h, batch, KB_V2_HEADER_SIZE);
+    }
+    return 0;
+}
+
 /* ---- the culprits, put in order: by entry, then (within an entry) by record, each group in the
  * validator's order; a merge sort (stable, no global state: hosts call this from many threads) */
 
@@ -209,8 +241,11 @@ static int rebuild_v2(const uint8_t *buf, const kb_entry *e, int32_t entry, cons
     }
     if (p != limit)
         goto undo;
-    if (kept == 0)
-        return REBUILT;  /* every record was a culprit: the batch goes */
+    if (kept == 0) {  /* every record was a culprit: the batch goes (log data: its offsets stay, empty) */
+        if (o->keep_offsets && write_empty(out, &h, h.base_offset, kb_wrap_add64(h.base_offset, h.last_offset_delta)))
+            goto no_memory;
+        return REBUILT;
+    }
     /* pass 2: the kept records re-based and encoded */
     if (grow((void **)&out->recs, &out->recs_cap, kept, sizeof *out->recs) != 0)
         goto no_memory;
@@ -241,7 +276,7 @@ static int rebuild_v2(const uint8_t *buf, const kb_entry *e, int32_t entry, cons
         in->value_len = r.value_len >= 0 ? r.value_len : -1;
         in->attributes = r.attributes;
         in->timestamp_delta = (int64_t)((uint64_t)ts - (uint64_t)new_base);
-        in->offset_delta = (int32_t)k;
+        in->offset_delta = o->keep_offsets ? r.offset_delta : (int32_t)k;
         in->header_count = r.header_count;
         in->headers = hnext;
         size_t hp = r.headers;
@@ -257,7 +292,8 @@ static int rebuild_v2(const uint8_t *buf, const kb_entry *e, int32_t entry, cons
         hnext += r.header_count;
     }
     h.record_count = (int32_t)kept;
-    h.last_offset_delta = (int32_t)kept - 1;
+    if (!o->keep_offsets)
+        h.last_offset_delta = (int32_t)kept - 1;
     h.base_timestamp = new_base;
     if (!log_append)
         h.max_timestamp = max_ts;
@@ -349,7 +385,10 @@ static int rebuild_legacy(const uint8_t *buf, const kb_entry *e, int32_t entry, 
     } else {
         set = out->work;
     }
-    int64_t offset = codec == KB_CODEC_NONE || w.magic == 0 ? first_offset : 0;
+    /* offsets: a producer's re-based from the set's first; log data's each its own (Kafka's cleaner:
+     * v1 inner offsets relative to the first kept, the wrapper's the last kept one's) */
+    int64_t offset = codec == KB_CODEC_NONE || w.magic == 0 ? first_offset : 0, first_kept = INT64_MIN,
+            last_kept = first_offset + kept - 1;
     uint8_t *to = set;
     at = 0;
     i = 0;
@@ -358,7 +397,15 @@ static int rebuild_legacy(const uint8_t *buf, const kb_entry *e, int32_t entry, 
         if (culprits_of(c, group, n_group, &at, i, &first))
             continue;
         int64_t t = log_append ? stamp : kb_legacy_timestamp(&w, &m);
-        kb_legacy_write(to, offset++, w.magic, attributes, w.magic > 0 ? t : -1, rec + m.key, m.key_len,
+        int64_t written = offset++;
+        if (o->keep_offsets) {
+            int64_t own = codec == KB_CODEC_NONE ? m.offset : kb_wrap_add64(base, m.offset);
+            if (first_kept == INT64_MIN)
+                first_kept = own;
+            last_kept = own;
+            written = codec != KB_CODEC_NONE && w.magic > 0 ? kb_wrap_sub64(own, first_kept) : own;
+        }
+        kb_legacy_write(to, written, w.magic, attributes, w.magic > 0 ? t : -1, rec + m.key, m.key_len,
                         rec + m.value, m.value_len);
         to += kb_legacy_entry_size(w.magic, m.key_len, m.value_len);
     }
@@ -375,7 +422,7 @@ static int rebuild_legacy(const uint8_t *buf, const kb_entry *e, int32_t entry, 
     uint8_t *wrapper = reserve(out, kb_legacy_entry_size(w.magic, -1, (int32_t)payload_len));
     if (wrapper == NULL)
         goto no_memory;
-    kb_legacy_write(wrapper, first_offset + kept - 1, w.magic, codec | attributes,
+    kb_legacy_write(wrapper, last_kept, w.magic, codec | attributes,
                     w.magic > 0 ? (log_append ? stamp : max_ts) : -1, NULL, -1, payload, (int32_t)payload_len);
     return REBUILT;
 no_memory:
@@ -383,6 +430,21 @@ no_memory:
     out->bytes_len = bytes_before;
     out->n_index = index_before;
     return KB_REPAIR_NO_MEMORY;
+}
+
+/* A framed entry's offsets: a v2 batch's base and last; a v0/v1 message's one offset (a compressed
+ * wrapper's is its last inner one: its first is not known here, INT64_MIN). */
+static void entry_offsets(const uint8_t *buf, const kb_entry *e, int64_t *first, int64_t *last)
+{
+    int64_t offset = (int64_t)kb_load_be64(buf + e->pos);
+    *first = *last = offset;
+    if (e->magic == 2 && e->size >= KB_V2_HEADER_SIZE) {
+        int32_t delta = (int32_t)kb_load_be32(buf + e->pos + KB_V2_AT_LAST_OFFSET_DELTA);
+        if (delta > 0 && offset <= INT64_MAX - delta)
+            *last = offset + delta;
+    } else if (e->magic != 2 && (buf[e->pos + KB_LEGACY_AT_ATTRIBUTES] & KB_ATTR_CODEC_MASK) != KB_CODEC_NONE) {
+        *first = INT64_MIN;
+    }
 }
 
 int kb_repair(const uint8_t *buf, size_t len, const kb_culprit *c, size_t n, const kb_repair_opts *o,
@@ -402,12 +464,26 @@ int kb_repair(const uint8_t *buf, size_t len, const kb_culprit *c, size_t n, con
     order_key by_entry = {c, 0}, by_index = {c, 1};
     merge_sort(order, tmp, m, &by_entry);
     size_t next = 0, pos = 0;
+    /* log data: the last offset the output holds so far (known), and whether an entry left out
+     * whole since then left offsets to keep */
+    int64_t covered = 0;
+    int covered_known = 0, left_out = 0;
     for (int32_t entry = 0;; entry++) {
         kb_entry e;
         kb_fault f;
         kb_entry_status st = kb_next_entry_resync(buf, len, pos, o->resync_flags, &e, &f);
         if (st == KB_ENTRY_END || st == KB_ENTRY_TRUNCATED)
             break;
+        int64_t first_offset = INT64_MIN, last = INT64_MIN;  /* the entry's offsets, where its framing holds */
+        if (o->keep_offsets && st == KB_ENTRY_OK)
+            entry_offsets(buf, &e, &first_offset, &last);
+        if (left_out && covered_known && first_offset != INT64_MIN && covered < INT64_MAX &&
+            first_offset > covered + 1) {
+            if (write_empty(out, NULL, covered + 1, first_offset - 1) != 0)
+                return KB_REPAIR_NO_MEMORY;
+            covered = first_offset - 1;
+        }
+        size_t written_before = out->data_len;
         while (next < m && c[order[next]].entry < entry)
             next++;  /* culprits of entries the walk does not number (none, from the same walk) */
         size_t first = next;
@@ -443,6 +519,13 @@ int kb_repair(const uint8_t *buf, size_t len, const kb_culprit *c, size_t n, con
                 memcpy(at, buf + e.pos, e.size);
             }
             out->unrepairable++;
+        }
+        if (out->data_len > written_before && last != INT64_MIN) {
+            covered = last;
+            covered_known = 1;
+            left_out = 0;
+        } else if (out->data_len == written_before) {
+            left_out = 1;
         }
         if (!e.size)  /* the resynchronising walk always moves; never loop in place */
             break;

@@ -1,12 +1,17 @@
 /* Repair (KIP-467 client side, KIP-1059): a buffer's entries rebuilt without their culprit
- * records, as pykbatch's drop_culprits with unrepairable="drop" does it -- kept records get
- * consecutive offset deltas (so consecutive sequences from the unchanged base sequence), the
- * first kept record's timestamp as the base and the largest as maxTimestamp (CreateTime); a
- * v0/v1 message with a culprit goes whole, a compressed wrapper is rebuilt around its kept inner
- * messages; an entry whose damage is not its records' (a CRC, a lying count, lost framing) goes
- * whole (or is kept as it is) and is counted unrepairable; an incomplete trailing entry is left
- * out; a culprit of two entries' order (KB_BETWEEN) drops neither.  Host-neutral: the host's
- * codecs through hooks.  pykbatch's drop_culprits and Spark's JVM kbatch_repair both run it. */
+ * records, as pykbatch's drop_culprits with unrepairable="drop" does it.  A producer's batches
+ * (keep_offsets 0): kept records get consecutive offset deltas (so consecutive sequences from the
+ * unchanged base sequence).  Log data (keep_offsets 1), as Kafka's log cleaner rebuilds a batch:
+ * every kept record keeps its offset, the batch its base offset and last offset delta (so its
+ * sequences), a batch left with no record stays as an empty batch, and the offsets an entry left
+ * out whole held between its kept neighbours are kept by an empty batch of their own -- no
+ * consumer's committed offset comes to point at another record.  Both: the first kept record's
+ * timestamp as the base and the largest as maxTimestamp (CreateTime); a v0/v1 message with a
+ * culprit goes whole, a compressed wrapper is rebuilt around its kept inner messages; an entry
+ * whose damage is not its records' (a CRC, a lying count, lost framing) goes whole (or is kept as
+ * it is) and is counted unrepairable; an incomplete trailing entry is left out; a culprit of two
+ * entries' order (KB_BETWEEN) drops neither.  Host-neutral: the host's codecs through hooks.
+ * pykbatch's drop_culprits and Spark's JVM kbatch_repair both run it. */
 #ifndef KB_REPAIR_H
 #define KB_REPAIR_H
 
@@ -24,6 +29,7 @@ typedef int (*kb_compress_fn)(void *ctx, int codec, int magic, const uint8_t *sr
 typedef struct {
     int resync_flags;              /* kb_resync_flags(strict, log origin): the validator's walk */
     int keep_unrepairable;         /* 1: an entry that cannot be repaired is copied as it is (and listed) */
+    int keep_offsets;              /* 1: log data, every kept record at its offset (see above) */
     kb_decompress_fn decompress;
     void *decompress_ctx;
     kb_compress_fn compress;

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "kb_crc32c.h"
 #include "kb_kafka.h"
 #include "kb_legacy.h"
 #include "kb_wire.h"
@@ -82,14 +83,16 @@ static int plausible(const uint8_t *buf, size_t len, size_t pos)
     return p == end;
 }
 
-int64_t kb_next_sound_entry(const uint8_t *buf, size_t len, size_t start, int v2_only)
+/* kb_next_sound_entry for entries starting before `before` (that may run past it) */
+static int64_t next_sound_before(const uint8_t *buf, size_t len, size_t start, size_t before, int v2_only)
 {
     if (len < KB_HEADER_SIZE_UP_TO_MAGIC)
         return -1;
+    size_t stop = before < len - KB_AT_MAGIC ? before + KB_AT_MAGIC : len;
     /* candidates: positions whose magic byte (KB_AT_MAGIC bytes in) is 2, or 0 and 1 as well */
-    for (size_t at = start + KB_AT_MAGIC; at < len; at++) {
+    for (size_t at = start + KB_AT_MAGIC; at < stop; at++) {
         if (v2_only) {
-            const uint8_t *hit = memchr(buf + at, 2, len - at);
+            const uint8_t *hit = memchr(buf + at, 2, stop - at);
             if (!hit)
                 break;
             at = (size_t)(hit - buf);
@@ -104,10 +107,16 @@ int64_t kb_next_sound_entry(const uint8_t *buf, size_t len, size_t start, int v2
     return -1;
 }
 
+int64_t kb_next_sound_entry(const uint8_t *buf, size_t len, size_t start, int v2_only)
+{
+    return next_sound_before(buf, len, start, len, v2_only);
+}
+
 int64_t kb_next_sound_batch(const uint8_t *buf, size_t len, size_t start)
 {
     return kb_next_sound_entry(buf, len, start, 1);
 }
+
 
 static int all_zero(const uint8_t *buf, size_t from, size_t to)
 {
@@ -117,14 +126,54 @@ static int all_zero(const uint8_t *buf, size_t from, size_t to)
     return 1;
 }
 
+/* An incomplete last entry whose bytes to the end are a whole v2 batch by its checksum (its size
+ * was raised; a cut batch fails the checksum but once in 2**32). */
+static int whole_batch_to_end(const uint8_t *buf, size_t len, size_t pos)
+{
+    if (len - pos < KB_V2_HEADER_SIZE || buf[pos + KB_AT_MAGIC] != 2)
+        return 0;
+    uint32_t stored = kb_load_be32(buf + pos + KB_V2_AT_CRC);
+    return kb_crc32c(0, buf + pos + KB_V2_CRC_START, len - pos - KB_V2_CRC_START) == stored;
+}
+
+/* A complete entry at `pos` whose size was raised into the entry after it: nothing plausible
+ * starts where it ends (nor a zero tail), its checksum fails, and a sound entry starts inside the
+ * bytes it claims: that entry's position, else -1.  Sound logs pay only the cheap look at where
+ * each entry ends. */
+static int64_t size_into_next(const uint8_t *buf, size_t len, size_t pos, size_t end)
+{
+    if (end >= len || (len - end >= KB_HEADER_SIZE_UP_TO_MAGIC + 4 && plausible(buf, len, end)))
+        return -1;
+    if (all_zero(buf, end, len) || kb_entry_sound(buf, len, pos, 0))
+        return -1;
+    return next_sound_before(buf, len, pos + 1, end, 0);
+}
+
 kb_entry_status kb_next_entry_resync(const uint8_t *buf, size_t len, size_t pos, int flags, kb_entry *e,
                                      kb_fault *f)
 {
     kb_entry_status st = kb_next_entry(buf, len, pos, e, f);
+    if (st == KB_ENTRY_OK && (flags & KB_RESYNC_LYING_SIZES)) {
+        int64_t next = size_into_next(buf, len, pos, pos + e->size);
+        if (next >= 0) {
+            kb_fault_set(f, KB_RULE_SIZE_INTO_NEXT, pos + KB_AT_SIZE, (int32_t)kb_load_be32(buf + pos + KB_AT_SIZE),
+                         (int64_t)(pos + e->size), next);
+            e->size = (size_t)next - pos;
+            return KB_ENTRY_LOST;
+        }
+    }
     if (st == KB_ENTRY_OK || st == KB_ENTRY_END || (st == KB_ENTRY_CORRUPT && e->size))
         return st;
     if (st == KB_ENTRY_TRUNCATED && !(flags & KB_RESYNC_LYING_SIZES))
         return st;
+    if (st == KB_ENTRY_TRUNCATED && whole_batch_to_end(buf, len, pos)) {
+        kb_fault_set(f, KB_RULE_TAIL_SIZE_LIES, pos + KB_AT_SIZE, (int32_t)kb_load_be32(buf + pos + KB_AT_SIZE),
+                     (int64_t)(len - pos - KB_LOG_OVERHEAD), 0);
+        e->pos = pos;
+        e->size = len - pos;
+        e->magic = 2;
+        return KB_ENTRY_LOST;
+    }
     if (st == KB_ENTRY_CORRUPT && (flags & KB_RESYNC_ZERO_TAIL) && all_zero(buf, pos, len))
         return KB_ENTRY_TRUNCATED;
     int64_t next = kb_next_sound_entry(buf, len, pos + 1, 0);

@@ -24,8 +24,16 @@ typedef struct {
     size_t second_pos;   /* where entry 1 starts, 0 if none */
     int64_t entries_before_loss; /* the entries Kafka reads of an append whose framing is lost */
     int headers_reported;/* this batch already has its down-conversion headers culprit */
-    int any_offset;      /* origin log: an entry's offsets were seen ... */
+    int any_offset;      /* an entry's offsets were seen ... */
     int64_t last_offset; /* ... and the last of them */
+    int64_t top_offset;  /* the highest offset seen: offsets above it and below an entry are missing */
+    int64_t entry_first; /* the offsets of the entry walked, as its header gives them (KB_NO_OFFSET: */
+    int64_t entry_last;  /* not known) */
+    int64_t record_base; /* a v2 batch's base offset: a record culprit's offset is base + delta */
+    int64_t next_delta;  /* the delta after the last record read: where a record whose own offset */
+                         /* cannot be read starts at the earliest (its batch's last ends it) */
+    int64_t unsound_from;/* culprits of entries whose framing was lost, from this index on (-1: none), */
+                         /* name the offsets between their sound neighbours once the next is read */
 } ctx_t;
 
 static void report(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t rel, int64_t a0, int64_t a1,
@@ -42,6 +50,20 @@ static void report(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t r
         for (int i = 3; i < 8; i++)
             k->args[i] = 0;
         k->relative_offset = rel;
+        if (record >= 0 && c->record_base == KB_NO_OFFSET) {
+            k->first_offset = k->last_offset = KB_NO_OFFSET;  /* v0/v1: name_legacy_offsets */
+        } else if (record >= 0 && rel != KB_NO_OFFSET) {
+            int64_t at = kb_wrap_add64(c->record_base, rel);
+            int inside = at >= c->entry_first && at <= c->entry_last;
+            k->first_offset = inside ? at : c->entry_first;  /* a delta out of its batch names no offset */
+            k->last_offset = inside ? at : c->entry_last;    /* of its own: the batch's stand for it */
+        } else if (record >= 0) {  /* unreadable: somewhere from the record after the last read on */
+            k->first_offset = kb_wrap_add64(c->record_base, c->next_delta);
+            k->last_offset = c->entry_last;
+        } else {
+            k->first_offset = c->entry_first;
+            k->last_offset = c->entry_last;
+        }
         k->entry = c->entry;
         k->record_index = record;
         k->code = kb_rule_code(rule);
@@ -63,12 +85,12 @@ static void report4(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t 
 
 /* The timestamp rule of LogValidator.validateRecord (KIP-937 window for a CreateTime topic, in
  * Java's wrapping long arithmetic).  Returns 1 when it reported. */
-static int check_timestamp_window(ctx_t *c, size_t pos, int32_t index, int64_t offset, int64_t ts)
+static int check_timestamp_window(ctx_t *c, size_t pos, int32_t index, int64_t delta, int64_t offset, int64_t ts)
 {
     const kb_validate_opts *o = c->opts;
     int64_t diff = kb_wrap_sub64(o->now_ms, ts);
     if (diff > o->before_max_ms || kb_wrap_sub64(0, diff) > o->after_max_ms) {
-        report4(c, KB_RULE_TIMESTAMP_OUT_OF_RANGE, pos, index, offset, ts, offset,
+        report4(c, KB_RULE_TIMESTAMP_OUT_OF_RANGE, pos, index, delta, ts, offset,
                 kb_wrap_sub64(o->now_ms, o->before_max_ms), kb_wrap_add64(o->now_ms, o->after_max_ms));
         return 1;
     }
@@ -80,21 +102,21 @@ static int check_timestamp_window(ctx_t *c, size_t pos, int32_t index, int64_t o
  * at most per record, as Kafka gives one RecordError.  `partial`: Kafka read the record with its
  * partial reader (compressed, in place), whose toString says PartialDefaultRecord and prints a
  * null key or value as -1 bytes (DefaultRecord prints 0). */
-static void check_record_rules(ctx_t *c, size_t pos, int32_t index, int64_t offset, int64_t ts, int32_t key_len,
-                               int32_t value_len, int batch_log_append, int partial)
+static void check_record_rules(ctx_t *c, size_t pos, int32_t index, int64_t delta, int64_t offset, int64_t ts,
+                               int32_t key_len, int32_t value_len, int batch_log_append, int partial)
 {
     const kb_validate_opts *o = c->opts;
     if (o->compacted && key_len < 0) {
-        report(c, KB_RULE_COMPACTED_NO_KEY, pos, index, offset, 0, 0, 0);
+        report(c, KB_RULE_COMPACTED_NO_KEY, pos, index, delta, 0, 0, 0);
         return;
     }
     if (o->origin != KB_ORIGIN_CLIENT)
         return; /* the timestamp rules judge a producer's append against the leader's clock */
     if (!o->topic_log_append_time && ts != -1) {
-        check_timestamp_window(c, pos, index, offset, ts);
+        check_timestamp_window(c, pos, index, delta, offset, ts);
     } else if (batch_log_append) {
         int64_t before = c->s->culprits;
-        report4(c, KB_RULE_PRODUCER_LOG_APPEND_TIME, pos, index, offset, offset, ts,
+        report4(c, KB_RULE_PRODUCER_LOG_APPEND_TIME, pos, index, delta, offset, ts,
                 partial || key_len >= 0 ? key_len : 0, partial || value_len >= 0 ? value_len : 0);
         if ((uint64_t)before < c->cap)
             c->out[before].args[4] = partial;
@@ -132,7 +154,7 @@ static void check_legacy_record_rules(ctx_t *c, const kb_legacy_msg *m, int32_t 
     if (o->origin != KB_ORIGIN_CLIENT)
         return;
     if (!o->topic_log_append_time && ts != -1) {
-        check_timestamp_window(c, m->pos, index, offset, ts);
+        check_timestamp_window(c, m->pos, index, offset, offset, ts);
     } else if (batch_log_append) {
         report_legacy_record(c, KB_RULE_LEGACY_LOG_APPEND_TIME, m->pos, index, offset, m, 0);
     }
@@ -253,6 +275,7 @@ static int64_t walk_records(ctx_t *c, const uint8_t *buf, size_t start, size_t l
     size_t p = start;
     int64_t prev = -1, max_ts = INT64_MIN;
     int all_read = 1, remaining = 0;
+    c->next_delta = 0;
     size_t rebuild_pos = SIZE_MAX; /* the first record whose offset delta is not its index */
     int32_t rebuild_delta = 0, rebuild_index = 0;
     int32_t i;
@@ -282,7 +305,12 @@ static int64_t walk_records(ctx_t *c, const uint8_t *buf, size_t start, size_t l
                 *needs_more = 1;
                 return INT64_MIN;
             }
+            int64_t at = c->s->culprits;
             report_fault(c, &f, i, r.offset_known ? r.offset_delta : KB_NO_OFFSET);
+            if ((prefix || !next) && (uint64_t)at < c->cap) { /* the rest of the batch goes unread */
+                c->out[at].first_offset = kb_wrap_add64(h->base_offset, c->next_delta);
+                c->out[at].last_offset = c->entry_last;
+            }
             if (prefix) /* Kafka stops at the fault: the stream's own failure lies beyond it */
                 return INT64_MIN;
             all_read = 0;
@@ -292,12 +320,13 @@ static int64_t walk_records(ctx_t *c, const uint8_t *buf, size_t start, size_t l
             continue;
         }
         c->s->records++;
+        c->next_delta = (int64_t)r.offset_delta + 1;
         p = r.end;
         if (r.header_count > 0 && c->opts->target_magic < 2 && !c->headers_reported) {
             c->headers_reported = 1;
             report(c, KB_RULE_CONVERSION_HEADERS, r.pos, i, r.offset_delta, c->opts->target_magic, 0, 0);
         }
-        check_record_rules(c, r.pos, i, kb_wrap_add64(h->base_offset, r.offset_delta),
+        check_record_rules(c, r.pos, i, r.offset_delta, kb_wrap_add64(h->base_offset, r.offset_delta),
                            kb_v2_record_timestamp(h, r.timestamp_delta),
                            r.key_len, r.value_len, !create_time, partial);
         if (partial && r.offset_delta != i && rebuild_pos == SIZE_MAX) {
@@ -410,12 +439,26 @@ static void rebase_inner_offsets(ctx_t *c, int64_t first_culprit, int64_t base)
     }
 }
 
+/* The record culprits of a v0/v1 entry from culprit `from` on were reported with the offset its
+ * message carries: their offset is that plus `base` (a v1 inner set's offsets are relative to the
+ * wrapper's), their offset delta that less `first` (the set's first, 0 for a lone message). */
+static void name_legacy_offsets(ctx_t *c, int64_t from, int64_t base, int64_t first)
+{
+    for (int64_t k = from; k < c->s->culprits && (uint64_t)k < c->cap; k++) {
+        kb_culprit *cu = &c->out[k];
+        if (cu->record_index < 0 || cu->relative_offset == KB_NO_OFFSET)
+            continue;
+        cu->first_offset = cu->last_offset = kb_wrap_add64(cu->relative_offset, base);
+        cu->relative_offset = first == KB_NO_OFFSET ? KB_NO_OFFSET : kb_wrap_sub64(cu->relative_offset, first);
+    }
+}
+
 /* Checks the inner message set of a compressed v0/v1 wrapper (decompressed into inner[0, n)). */
 static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_legacy_msg *w)
 {
     size_t p = 0;
     int32_t i = 0;
-    int64_t last = 0, prev = INT64_MIN;
+    int64_t last = 0, prev = INT64_MIN, first_inner = KB_NO_OFFSET;
     int64_t first_culprit = c->s->culprits;
     int log_append = w->magic > 0 && (w->attributes & KB_ATTR_LOG_APPEND_TIME);
     for (;; i++) {
@@ -436,6 +479,8 @@ static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_l
             continue;
         }
         last = m.offset;
+        if (first_inner == KB_NO_OFFSET)
+            first_inner = m.offset;
         /* inner CRCs are always checked, as Kafka's validator does (verify_crc is about the outer one) */
         int crc_ok = kb_legacy_check_crc(inner, &m, &f) == 0;
         if (!crc_ok) {
@@ -461,10 +506,12 @@ static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_l
     }
     c->payload_pos = -1;
     kb_fault f;
+    int64_t base = w->magic == 1 && w->offset != 0 ? kb_wrap_sub64(w->offset, last) : 0;
+    name_legacy_offsets(c, first_culprit, base, first_inner);
     if (kb_legacy_check_inner_set(w, i, last, &f) != 0)
         report_fault(c, &f, -1, KB_NO_OFFSET);
-    else if (w->magic == 1 && w->offset != 0)
-        rebase_inner_offsets(c, first_culprit, kb_wrap_sub64(w->offset, last));
+    else if (base != 0)
+        rebase_inner_offsets(c, first_culprit, base);
 }
 
 /* A magic 0/1 entry: one message, or a compressed wrapper of an inner message set. */
@@ -479,11 +526,13 @@ static void check_legacy(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
     if (c->opts->verify_crc && kb_legacy_check_crc(buf, &m, &f) != 0)
         report_fault(c, &f, -1, KB_NO_OFFSET);
     int codec = m.attributes & KB_ATTR_CODEC_MASK;
+    int64_t first_culprit = c->s->culprits;
     if (c->opts->strict) /* a wrapper's null value is an error of its own */
         check_legacy_null_lengths(c, &m, codec == KB_CODEC_NONE ? 0 : -1, m.offset, codec == KB_CODEC_NONE);
     if (codec == KB_CODEC_NONE) {
         c->s->records++;
         check_legacy_record_rules(c, &m, 0, m.offset, m.timestamp, m.magic > 0 && (m.attributes & KB_ATTR_LOG_APPEND_TIME));
+        name_legacy_offsets(c, first_culprit, 0, m.offset);
         return;
     }
     if (kb_legacy_check_wrapper(&m, &f) != 0) {
@@ -506,27 +555,71 @@ static void check_legacy(ctx_t *c, const uint8_t *buf, size_t pos, size_t size)
     check_inner_set(c, inner, n, &m);
 }
 
-/* Origin log: each entry's first offset above the previous entry's last.  A v2 batch's last offset
- * is base + lastOffsetDelta (a negative delta is its own culprit: the base stands for both); a
- * magic 0/1 entry has one offset (a compressed wrapper's is its last inner one). */
-static void check_log_order(ctx_t *c, const uint8_t *buf, size_t pos, const kb_entry *e)
+/* The offsets of a framed entry as its header gives them.  A v2 batch's last offset is base +
+ * lastOffsetDelta (a negative delta is its own culprit: the base stands for both); a magic 0/1
+ * entry has one offset (a compressed wrapper's is its last inner one: its first is taken as the
+ * one after the entry before, as a log that was not compacted has it). */
+static void entry_offsets(ctx_t *c, const uint8_t *buf, size_t pos, const kb_entry *e)
 {
     int64_t first = (int64_t)kb_load_be64(buf + pos), last = first;
-    if (e->magic == 2 && e->size >= KB_V2_AT_LAST_OFFSET_DELTA + 4) {
-        int32_t delta = (int32_t)kb_load_be32(buf + pos + KB_V2_AT_LAST_OFFSET_DELTA);
-        if (delta > 0 && first <= INT64_MAX - delta)
-            last = first + delta;
+    c->record_base = KB_NO_OFFSET;
+    if (e->magic == 2) {
+        c->record_base = first;
+        if (e->size >= KB_V2_AT_LAST_OFFSET_DELTA + 4) {
+            int32_t delta = (int32_t)kb_load_be32(buf + pos + KB_V2_AT_LAST_OFFSET_DELTA);
+            if (delta > 0 && first <= INT64_MAX - delta)
+                last = first + delta;
+        }
+    } else if ((buf[pos + KB_LEGACY_AT_ATTRIBUTES] & KB_ATTR_CODEC_MASK) != KB_CODEC_NONE && c->any_offset &&
+               c->last_offset < last) {
+        first = c->last_offset + 1;
     }
-    if (c->any_offset && first <= c->last_offset)
+    c->entry_first = first;
+    c->entry_last = last;
+}
+
+/* The culprits of entries whose framing was lost, once the next framed entry starts at `first`:
+ * they hide the offsets between the last one read and it.  Returns 1 when there were any. */
+static int close_unsound(ctx_t *c, int64_t first)
+{
+    if (c->unsound_from < 0)
+        return 0;
+    for (int64_t k = c->unsound_from; k < c->s->culprits && (uint64_t)k < c->cap; k++) {
+        kb_culprit *cu = &c->out[k];
+        if (cu->first_offset != KB_NO_OFFSET && first - 1 < cu->first_offset)
+            cu->first_offset = KB_NO_OFFSET;  /* nothing hidden between the neighbours */
+        else
+            cu->last_offset = first - 1;
+    }
+    c->unsound_from = -1;
+    return 1;
+}
+
+/* Origin log: each entry's first offset above the previous entry's last, and (a topic not said to
+ * be compacted) right after it. */
+static void check_log_order(ctx_t *c, size_t pos, int after_unsound)
+{
+    int64_t first = c->entry_first;
+    if (!c->any_offset)
+        return;
+    if (first <= c->last_offset) {
         report(c, KB_RULE_LOG_OFFSETS_NOT_INCREASING, pos, -1, KB_NO_OFFSET, first, c->last_offset, 0);
-    c->any_offset = 1;
-    c->last_offset = last;
+    } else if (!c->opts->compacted && !after_unsound && c->top_offset < INT64_MAX &&
+               first > c->top_offset + 1) {
+        int64_t before = c->s->culprits;
+        report4(c, KB_RULE_LOG_OFFSET_GAP, pos, -1, KB_NO_OFFSET, c->top_offset + 1, first - 1, first,
+                c->last_offset);
+        if ((uint64_t)before < c->cap) {
+            c->out[before].first_offset = c->top_offset + 1;
+            c->out[before].last_offset = first - 1;
+        }
+    }
 }
 
 /* What Kafka checks of each entry as part of one append, before LogValidator: a client's v2 batch
  * starts at offset 0 and fits max.message.bytes (analyzeAndValidateRecords); every entry of one
  * append has the first one's magic (B1). */
-static void check_entry_in_append(ctx_t *c, const uint8_t *buf, size_t pos, const kb_entry *e)
+static void check_entry_in_append(ctx_t *c, const uint8_t *buf, size_t pos, const kb_entry *e, int after_unsound)
 {
     const kb_validate_opts *o = c->opts;
     /* the low byte of a v2 batch's int16 attributes, or a message's int8 ones */
@@ -547,7 +640,7 @@ static void check_entry_in_append(ctx_t *c, const uint8_t *buf, size_t pos, cons
     if (o->single_append && e->magic != c->first_magic)
         report(c, KB_RULE_MAGIC_MISMATCH, pos + KB_AT_MAGIC, -1, KB_NO_OFFSET, e->magic, c->first_magic, 0);
     if (o->origin == KB_ORIGIN_LOG && o->strict)
-        check_log_order(c, buf, pos, e);
+        check_log_order(c, pos, after_unsound);
 }
 
 /* A culprit against the append's second entry (the one Kafka's one-batch rules refuse). */
@@ -601,7 +694,9 @@ void kb_validate(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_c
 void kb_validate_again(const uint8_t *buf, size_t len, const kb_validate_opts *o, kb_culprit *out, size_t cap,
                        kb_summary *s)
 {
-    ctx_t c = {o, out, cap, s, 0, 0, -1, -1, 0, 0, 0, 0, 0, 0, 0};
+    ctx_t c = {.opts = o, .out = out, .cap = cap, .s = s, .payload_pos = -1, .first_magic = -1,
+               .entry_first = KB_NO_OFFSET, .entry_last = KB_NO_OFFSET, .record_base = KB_NO_OFFSET,
+               .unsound_from = -1};
     if (s->culprits)  /* the last walk counted rules; one without culprits left every count at zero */
         memset(s->rule_counts, 0, sizeof s->rule_counts);
     memset(s, 0, offsetof(kb_summary, rule_counts));
@@ -627,6 +722,14 @@ void kb_validate_again(const uint8_t *buf, size_t len, const kb_validate_opts *o
         }
         if (c.entry == 1)
             c.second_pos = pos;
+        if (st == KB_ENTRY_LOST || st == KB_ENTRY_CORRUPT) { /* its offsets: those before the next sound entry */
+            c.entry_first = c.any_offset && c.top_offset < INT64_MAX ? c.top_offset + 1 : KB_NO_OFFSET;
+            c.entry_last = c.record_base = KB_NO_OFFSET;
+            if (st == KB_ENTRY_LOST && f.rule == KB_RULE_TAIL_SIZE_LIES) /* a whole batch by its checksum */
+                entry_offsets(&c, buf, pos, &e);
+            else if (c.unsound_from < 0)
+                c.unsound_from = s->culprits;
+        }
         if (st == KB_ENTRY_LOST) { /* reported; the walk goes on at the next sound entry */
             report_fault(&c, &f, -1, KB_NO_OFFSET);
             if (!s->stopped) {
@@ -638,11 +741,17 @@ void kb_validate_again(const uint8_t *buf, size_t len, const kb_validate_opts *o
         } else if (st == KB_ENTRY_CORRUPT) {
             report_fault(&c, &f, -1, KB_NO_OFFSET);
         } else {
-            check_entry_in_append(&c, buf, pos, &e);
+            entry_offsets(&c, buf, pos, &e);
+            int after_unsound = close_unsound(&c, c.entry_first);
+            check_entry_in_append(&c, buf, pos, &e, after_unsound);
             if (e.magic == 2)
                 check_v2(&c, buf, pos, e.size);
             else
                 check_legacy(&c, buf, pos, e.size);
+            if (!c.any_offset || c.entry_last > c.top_offset)
+                c.top_offset = c.entry_last;
+            c.any_offset = 1;  /* the next entry is judged against this one, as a follower's append does */
+            c.last_offset = c.entry_last;
         }
         s->entries++;
         pos += e.size;

@@ -56,7 +56,12 @@ typedef struct {
     int64_t inner_pos;        /* position in the decompressed records, or -1 */
     int64_t entry_pos;        /* where the entry (batch) starts */
     int64_t args[8];          /* rule-specific values for the message */
-    int64_t relative_offset;  /* the record's offset delta, KB_NO_OFFSET if unknown */
+    int64_t relative_offset;  /* the record's offset delta (v0/v1: from its set's first offset), KB_NO_OFFSET
+                                 if unknown */
+    int64_t first_offset;     /* the offsets it concerns, KB_NO_OFFSET where not known: a record's own; a
+                                 batch's as its header gives them; the offsets a span whose framing
+                                 was lost hides (between its sound neighbours); a gap's missing ones */
+    int64_t last_offset;
     int32_t entry;            /* index of the entry (batch) in the buffer */
     int32_t record_index;     /* index of the record in its batch, -1 for the batch */
     int16_t code;             /* Kafka error code */

@@ -226,6 +226,8 @@ cdef extern from "kb_validate.h" nogil:
         int64_t entry_pos
         int64_t args[8]
         int64_t relative_offset
+        int64_t first_offset
+        int64_t last_offset
         int32_t entry
         int32_t record_index
         int16_t code
@@ -373,6 +375,7 @@ cdef extern from "kb_repair.h" nogil:
     ctypedef struct kb_repair_opts:
         int resync_flags
         int keep_unrepairable
+        int keep_offsets
         kb_decompress_fn decompress
         void *decompress_ctx
         kb_compress_fn compress

@@ -6,10 +6,15 @@ def drop_culprits(buf, result=None, *, config=None, str unrepairable="drop"):
     a ProduceResponse with ``error_records`` (KIP-467), so one poison record no longer sinks its
     batch.  Returns ``Repair(data, dropped)`` (it unpacks as that pair).
 
-    Kept records get consecutive offset deltas (and so consecutive sequences from the batch's
-    unchanged ``base_sequence``), the base timestamp of the first kept record and the largest
-    kept timestamp as ``maxTimestamp`` (CreateTime); every other header field and the codec are
-    kept.  A record whose own bytes are broken is dropped too when its length prefix lets the
+    A producer's batches (``origin="client"``): kept records get consecutive offset deltas (and
+    so consecutive sequences from the batch's unchanged ``base_sequence``), as the broker assigns
+    offsets on append.  Log data (``origin="log"`` or ``"replication"``) is rebuilt as Kafka's
+    log cleaner rebuilds a batch: every kept record keeps its offset, the batch its base offset
+    and last offset delta (so its sequences); a batch that loses every record stays as an empty
+    batch, and the offsets a batch dropped whole held between its kept neighbours are kept by an
+    empty batch of their own -- a consumer's committed offset never comes to point at another
+    record.  Both: the base timestamp of the first kept record and the largest kept timestamp as
+    ``maxTimestamp`` (CreateTime); every other header field and the codec are kept.  A record whose own bytes are broken is dropped too when its length prefix lets the
     walk go on.  ``dropped`` lists each removed record with its culprits (and its raw bytes).
     Magic 0/1: an uncompressed message with a culprit goes whole; a compressed wrapper is rebuilt
     around its kept inner messages (same codec and magic, offsets re-based from the first).
@@ -45,6 +50,7 @@ def drop_culprits(buf, result=None, *, config=None, str unrepairable="drop"):
     cdef kb_repair_opts o
     o.resync_flags = kb_resync_flags(result.config.strict, _origin(result.config) == KB_ORIGIN_LOG)
     o.keep_unrepairable = unrepairable == "keep"
+    o.keep_offsets = _origin(result.config) != KB_ORIGIN_CLIENT
     o.decompress, o.decompress_ctx = _decompress_cb, <void *> dec
     o.compress, o.compress_ctx = _compress_cb, <void *> compressed
     cdef kb_repair_out r

@@ -84,6 +84,15 @@ cdef kb_origin _origin(config):
     return KB_ORIGIN_CLIENT if config.origin == "client" else KB_ORIGIN_LOG
 
 
+cdef struct _Pages:
+    const uint8_t *base
+    size_t released
+    size_t first     # where the hand-backs start (a walk run again starts there again)
+    size_t page
+    size_t every     # bytes between two hand-backs
+    void *progress  # a Python callable taking the position reached, or NULL
+
+
 cdef class _Validator:
     """Runs kb_validate with a reusable culprit buffer that grows up to the config's cap."""
     cdef kb_validate_opts opts
@@ -120,7 +129,8 @@ cdef class _Validator:
         self.opts.produce_version = config.produce_version or 0
         self.opts.single_append = 1 if config.single_append or config.produce_version else 0
         self.max_cap = config.max_culprits
-        self.cap = min(self.max_cap, 64)
+        # room for the culprits a command shows at once (a walk that finds more than fit runs again)
+        self.cap = min(self.max_cap, 4096)
         self.out = <kb_culprit *> malloc(max(self.cap, 1) * sizeof(kb_culprit))
         if self.out == NULL:
             raise MemoryError()
@@ -139,6 +149,8 @@ cdef class _Validator:
                 kb_validate_again(ptr, length, &self.opts, self.out, self.cap, &self.s)
             if <size_t> self.s.culprits <= self.cap or self.cap >= self.max_cap:
                 return 0
+            if self.opts.progress_ctx != NULL:  # a mapped file's pages are handed back again as it goes
+                (<_Pages *> self.opts.progress_ctx).released = (<_Pages *> self.opts.progress_ctx).first
             self.cap = min(self.max_cap, <size_t> self.s.culprits)
             grown = <kb_culprit *> malloc(self.cap * sizeof(kb_culprit))
             if grown == NULL:
@@ -171,14 +183,6 @@ cdef class _Validator:
         counters = {RULES[k].id: s.rule_counts[k] for k in range(1, KB_RULE_COUNT) if s.rule_counts[k]}
         return ValidationResult(culprits, s.culprits, s.entries, s.records, s.valid_bytes, tail, stopped_at,
                                 s.unwalked, self.config, counters, s.lost_bytes)
-
-
-cdef struct _Pages:
-    const uint8_t *base
-    size_t released
-    size_t page
-    size_t every     # bytes between two hand-backs
-    void *progress  # a Python callable taking the position reached, or NULL
 
 
 cdef void _release_pages(void *ctx, size_t pos) noexcept nogil:
@@ -238,6 +242,7 @@ def _validate_mapped(buf, config=None, size_t every=64 * 1024 * 1024, progress=N
     pages.base = v.ptr
     pages.page = <size_t> sysconf(_SC_PAGESIZE)
     pages.released = (pages.page - (<uintptr_t> v.ptr) % pages.page) % pages.page
+    pages.first = pages.released
     pages.every = every
     pages.progress = <void *> progress if progress is not None else NULL
     return _validated(v, config, &pages)
@@ -305,7 +310,8 @@ cdef list _culprits(const kb_culprit *out, size_t n, str tp, list codec_messages
             c.entry, c.record_index if c.record_index >= 0 else None,
             c.relative_offset if c.relative_offset != KB_NO_OFFSET else None,
             c.code, rule.id, c.pos, c.inner_pos if c.inner_pos >= 0 else None, c.entry_pos, message,
-            detail or None, rule.kafka))
+            detail or None, rule.kafka, c.first_offset if c.first_offset != KB_NO_OFFSET else None,
+            c.last_offset if c.last_offset != KB_NO_OFFSET else None))
     return result
 
 

@@ -203,13 +203,14 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
                max_message_size: int = 5 * 1024 * 1024, key_decoder: Decoder = utf8,
                value_decoder: Decoder = utf8, progress: bool = False, style: str = "java",
                decoder: str | None = None, parser: RecordParser | None = None,
-               on_problem: Found | None = None) -> int:
+               on_problem: Found | None = None, compacted: bool = False) -> int:
     """kafka-dump-log.sh over several files, dispatched by the suffix after the last dot; returns
     the number of problems met (errors, index mismatches).  ``style``: the output of Kafka 4.3+'s
     tool ("java") or of the Scala tool of earlier releases ("scala"); see ``Style``.  ``decoder``:
     a structured decoder's name (``STRUCTURED_DECODERS``), which then prints every payload;
     ``parser``: a record parser of the caller's (the schema registry's), in place of both.
-    ``on_problem``: told of each problem as it is met, before it is printed."""
+    ``on_problem``: told of each problem as it is met, before it is printed.  ``compacted``: the
+    topic is, so offsets missing between batches are the cleaner's, not lost records."""
     out = out or sys.stdout
     parser = parser or parser_for(decoder, key_decoder, value_decoder)
     err = err or sys.stderr
@@ -225,7 +226,7 @@ def dump_files(paths, out: TextIO | None = None, err: TextIO | None = None, *, d
             if suffix in (LOG, KRAFT_SNAPSHOT):
                 dump_log(path, out, err, deep=deep, print_data=print_data, skip_metadata=skip_metadata,
                          max_bytes=max_bytes, parser=parser, header=False, progress=progress, errors=errors,
-                         problems=problems)
+                         problems=problems, compacted=compacted)
             elif suffix == OffsetIndex.SUFFIX:
                 dump_offset_index(path, out, errors, verify_index_only, index_sanity_check, max_message_size)
             elif suffix == TimeIndex.SUFFIX:
@@ -248,7 +249,7 @@ def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *,
              print_data: bool = False, skip_metadata: bool = False, max_bytes: int | None = None,
              key_decoder: Decoder = utf8, value_decoder: Decoder = utf8, header: bool = True,
              progress: bool = False, errors: DumpErrors | None = None, parser: RecordParser | None = None,
-             problems: _Problems | None = None) -> int:
+             problems: _Problems | None = None, compacted: bool = False) -> int:
     """Print one ``.log`` (or KRaft ``.checkpoint``) file as kafka-dump-log does; returns the
     number of problems met.  ``progress``: a percentage line on stderr when it is a terminal
     and the file is large (never when piped).  ``errors``: where a multi-file dump collects what
@@ -275,7 +276,7 @@ def dump_log(path: str, out: TextIO | None = None, err: TextIO | None = None, *,
         problems = _Problems() if problems is None else problems
         before = problems.count
         _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes,
-                      parser or decoders_parser(key_decoder, value_decoder), meter, errors, problems)
+                      parser or decoders_parser(key_decoder, value_decoder), meter, errors, problems, compacted)
         if own:
             errors.write(err)
         return problems.count - before
@@ -303,21 +304,24 @@ def lost_span_line(span) -> str:
             f"{span.position + span.size}) {span.error.line()}")
 
 
+_ORDER_WORDS = {"log.offsets_not_increasing": "offsets go backwards", "log.offset_gap": "offsets missing before it"}
+
+
 def order_line(c) -> str:
-    """The line printed after a batch whose offsets go backwards (Kafka's tool only lists them
-    among the non-consecutive offsets at the end)."""
-    return f"| offsets go backwards: at byte {c.position}: {c.name}({c.code}) {c.rule}: {c.message}"
+    """The line printed after a batch whose offsets go backwards, or follow a gap on a topic not
+    compacted (Kafka's tool only lists them among the non-consecutive offsets at the end)."""
+    return f"| {_ORDER_WORDS.get(c.rule, c.rule)}: at byte {c.position}: {c.name}({c.code}) {c.rule}: {c.message}"
 
 
 def _dump_entries(seg, out, err, deep, print_data, skip_metadata, max_bytes, parser: RecordParser,
-                  meter, errors: DumpErrors, problems: _Problems) -> None:
+                  meter, errors: DumpErrors, problems: _Problems, compacted: bool = False) -> None:
     """Prints the segment's batches (and records), counting the problems met: batches whose CRC
     does not match, batches whose records cannot be read, spans whose framing was lost, offsets
     that go backwards."""
     pairs = []
     style = errors.style
     last_offset = -1 if style.gaps_from_minus_one else None
-    backwards = seg.order_faults(max_bytes) if named_as_log(seg.path or STDIN) else {}  # a producer's: none
+    backwards = seg.order_faults(max_bytes, compacted) if named_as_log(seg.path or STDIN) else {}  # a producer's: none
 
     def lost(span) -> None:
         problems.found()
@@ -488,7 +492,7 @@ def dump_kind(path: str) -> str | None:
 
 def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, lines: bool = False,
               deep: bool = False, print_data: bool = False, max_bytes: int | None = None,
-              parser: RecordParser | None = None, on_problem: Found | None = None) -> int:
+              parser: RecordParser | None = None, on_problem: Found | None = None, compacted: bool = False) -> int:
     """``.log`` files as JSON: one document (``lines=False``: files -> batches -> records) or JSON
     lines (one object per batch, per record, per unreadable span, and one closing each file).
     ``parser``: a decoder's parser (``parser_for``), whose text goes beside the bytes.  Returns
@@ -517,7 +521,7 @@ def dump_json(paths, out: TextIO | None = None, err: TextIO | None = None, *, li
                 doc["unreadable"].append(obj)
 
         with open_input(path, 0) as seg:
-            backwards = seg.order_faults(max_bytes) if seg.size and named_as_log(path) else {}
+            backwards = seg.order_faults(max_bytes, compacted) if seg.size and named_as_log(path) else {}
             for b in seg.batches(max_bytes=max_bytes, on_lost=lost):
                 obj = batch_object(b)
                 problems.found(not obj["is_valid"])

@@ -33,6 +33,9 @@ from pykbatch.rules import BY_ID
 @dataclass
 class RepairReport:
     kept_batches: int = 0
+    empty_batches: int = 0
+    """Empty batches in the output that keep the offsets of what was dropped (log data: every
+    kept record stays at its offset, as Kafka's cleaner leaves it)."""
     dropped_records: int = 0
     dropped_batches: int = 0
     unreadable_bytes: int = 0
@@ -123,7 +126,11 @@ def _repair_into(seg, out, letters, config: ValidationConfig, report: RepairRepo
     fixed = drop_culprits(data, result, unrepairable="drop")
     out.write(fixed.data)
     report.unfixed = fixed.unfixed
-    report.kept_batches = sum(1 for _ in iter_batches(fixed.data, verify_crc=False))
+    for b in iter_batches(fixed.data, verify_crc=False):
+        if b.magic == 2 and b.record_count == 0:
+            report.empty_batches += 1
+        else:
+            report.kept_batches += 1
     lost = {c.entry for c in result.culprits if BY_ID[c.rule].stage == "framing"}
     for d in fixed.dropped:
         if d.entry in lost:  # the framing was lost here: the bytes up to the next sound entry

@@ -32,11 +32,16 @@ class Culprit:
     """One violation: which batch and record broke which rule, and where."""
 
     __slots__ = ("entry", "record_index", "relative_offset", "code", "rule", "position", "inner_position",
-                 "entry_position", "message", "detail", "kafka")
+                 "entry_position", "message", "detail", "kafka", "first_offset", "last_offset")
 
     def __init__(self, entry, record_index, relative_offset, code, rule, position, inner_position,
-                 entry_position, message, detail, kafka):
+                 entry_position, message, detail, kafka, first_offset=None, last_offset=None):
         self.entry = entry
+        self.first_offset = first_offset
+        """The offsets the culprit concerns, None where not known: a record's own offset (both);
+        a batch's offsets as its header gives them; for bytes whose framing was lost, the offsets
+        between the sound entries around them; for a gap, the missing offsets."""
+        self.last_offset = last_offset
         self.inner_position = inner_position
         self.entry_position = entry_position
         self.record_index = record_index
@@ -65,6 +70,9 @@ class Culprit:
         where = f"entry {self.entry}"
         if self.record_index is not None:
             where += f" record {self.record_index}"
+        if self.first_offset is not None:
+            where += f" offset {self.first_offset}" + (
+                f"-{self.last_offset}" if self.last_offset not in (None, self.first_offset) else "")
         return f"<Culprit {self.rule} {self.name}({self.code}) {where} at byte {self.position}: {self.message}>"
 
     def __eq__(self, other):

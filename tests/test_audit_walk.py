@@ -109,10 +109,14 @@ def test_overlaps_gaps_and_offsets_below_the_name_are_found_by_the_table_walk(tm
     overlap_position = len(kb.build_batch([(b"k", b"v")] * 2, base_offset=10))
     # starts at the last offset: inside a segment, the validator's culprit (between segments, an overlap)
     assert result.overlaps == []
-    [culprit] = result.segments[0].result.culprits
+    culprit, gap = result.segments[0].result.culprits
     assert (culprit.rule, culprit.position) == ("log.offsets_not_increasing", overlap_position)
     assert culprit.message.endswith("an entry starting at offset 11 follows one ending at offset 11")
     assert result.gaps == 1  # 12 follows 11; 20 is past 13
+    # the topic is not said to be compacted: 13-19 are lost records, named
+    assert (gap.rule, gap.first_offset, gap.last_offset) == ("log.offset_gap", 13, 19)
+    compacted = audit.audit_partition(str(directory), kb.ValidationConfig(origin="log", compacted=True))
+    assert [c.rule for c in compacted.segments[0].result.culprits] == ["log.offsets_not_increasing"]
 
 
 @pytest.mark.parametrize("seed", range(4))

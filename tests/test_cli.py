@@ -16,23 +16,28 @@ def log_file(tmp_path):
 
 
 def test_dump_batches_only(log_file, capsys):
-    assert main(["dump", "--files", str(log_file)]) == 0
+    assert main(["dump", "--files", str(log_file), "--compacted"]) == 0  # 44-49 are the cleaner's
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"Dumping {log_file}" and out[1] == "Log starting offset: 42"
     assert out[2].startswith("baseOffset: 42 lastOffset: 43 count: 2 ") and out[2].endswith("isvalid: true")
     assert len(out) == 4
+    # a topic not said to be compacted: offsets 44-49 are lost records
+    assert main(["dump", "--files", str(log_file)]) == 1
+    assert "log.offset_gap: Offsets 44 to 49 are missing from the log" in capsys.readouterr().err
 
 
 def test_dump_deep_iteration_reports_offset_gaps(log_file, capsys):
-    main(["dump", "--files", str(log_file), "--deep-iteration"])
+    assert main(["dump", "--files", str(log_file), "--deep-iteration"]) == 1
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
     assert lines[3] == "| offset: 42 CreateTime: 1000 keySize: 2 valueSize: 5 sequence: -1 headerKeys: []"
-    assert lines[6].endswith("headerKeys: [h]")
+    assert lines[6].startswith("| offsets missing before it: at byte 89: CORRUPT_MESSAGE(2) log.offset_gap: "
+                               "Offsets 44 to 49 are missing")
+    assert lines[7].endswith("headerKeys: [h]")
     # Kafka 4.3+'s tool starts from -1, so a segment that does not start at 0 reports that too
-    assert captured.err.splitlines() == [f"Non-consecutive offsets in {log_file.resolve()}",
-                                         "  -1 is followed by 42", "  43 is followed by 50"]
-    main(["dump", "--files", str(log_file), "--deep-iteration", "--style", "scala"])
+    assert captured.err.splitlines()[:3] == [f"Non-consecutive offsets in {log_file.resolve()}",
+                                             "  -1 is followed by 42", "  43 is followed by 50"]
+    main(["dump", "--files", str(log_file), "--deep-iteration", "--style", "scala", "--compacted"])
     assert capsys.readouterr().err.splitlines() == [f"Non-consecutive offsets in {log_file.resolve()}",
                                                     "  43 is followed by 50"]
 
@@ -156,7 +161,9 @@ def test_exit_codes_are_documented(tmp_path, capsys):
 
 
 def test_validate_exit_codes_and_json(log_file, tmp_path, capsys):
-    assert main(["validate", str(log_file)]) == 0
+    assert main(["validate", str(log_file), "--compacted"]) == 0
+    assert main(["validate", str(log_file)]) == 1  # 44-49 missing, and the topic is not said to be compacted
+    assert "batch 1 (offsets 44-49) at byte 89: CORRUPT_MESSAGE(2) log.offset_gap" in capsys.readouterr().out
     bad = tmp_path / "bad.bin"
     data = bytearray(batch(2))
     data[-2] ^= 1
@@ -342,8 +349,9 @@ def test_validate_segment_audits_a_partition(tmp_path, capsys):
     assert main(["validate", "--segment", str(part)]) == 1
     out = capsys.readouterr().out
     # going back inside a segment is the validator's culprit; between segments, an overlap
-    assert ["00000000000000000004.log", "2", "4", "1", "0", "4-4"] in [line.split() for line in out.splitlines()]
-    assert "offsets: 0 gap(s) (compaction removes records), 0 overlap(s)" in out
+    # its offsets: from its first to the highest (5: the last entry went back to 3-4)
+    assert ["00000000000000000004.log", "2", "4", "1", "0", "4-5"] in [line.split() for line in out.splitlines()]
+    assert "offsets: 0 gap(s) inside segments (records missing: each named as log.offset_gap), 0 overlap(s)" in out
     assert "log.offsets_not_increasing: Offsets go backwards in the log: an entry starting at offset 3 follows " \
            "one ending at offset 5" in out and "OUT_OF_ORDER_SEQUENCE_NUMBER" in out
     assert out.rstrip().endswith("problems found")

@@ -129,17 +129,26 @@ def test_a_lying_size_inside_a_buffer_fails_its_decode_instead_of_ending_it_quie
     assert decoded[0].as_py() is None and len(decoded[1].as_py()) == 1
 
 
-def test_a_lie_at_the_last_entry_is_a_torn_tail_not_damage(tmp_path):
-    """Nothing sound follows: the same bytes as a write cut short, which Kafka trims on recovery."""
+def test_a_lie_at_the_last_entry_is_damage_a_cut_is_a_torn_tail(tmp_path):
+    """A last size raised past the end while the bytes that follow are a whole batch by its
+    checksum: a sound batch Kafka's recovery would truncate (framing.tail_size_lies).  The same
+    entry really cut short is the active segment's torn write, which Kafka trims on recovery: not
+    damage unless --strict (the file alone cannot tell it is the active segment)."""
     directory = partition(tmp_path)
     log = directory / LOG0
     original = log.read_bytes()
     last = batches(original)[-1].position
     log.write_bytes(lie(original, last, 10**8))
     status, out, _ = run(["validate", str(log)])
-    assert status == OK and f"incomplete trailing entry 3 at byte {last} (not an error)" in out
+    assert status == DAMAGED and f"batch 3 (offsets " in out and f"at byte {last + 8}" in out
+    assert "framing.tail_size_lies" in out
+    assert run(["dump", "--files", str(log)])[0] == DAMAGED
+    log.write_bytes(original[:-5])
+    status, out, _ = run(["validate", str(log)])
+    assert status == OK and f"batch 3 at byte {last}: CORRUPT_MESSAGE(2) log.tail_incomplete" in out
+    assert run(["validate", "--strict", str(log)])[0] == DAMAGED
     status, out, _ = run(["dump", "--files", str(log)])
-    assert status == OK and f"Found {len(original) - last} invalid bytes at the end" in out
+    assert status == OK and f"Found {len(original) - 5 - last} invalid bytes at the end" in out
 
 
 def test_a_crc_mismatch_is_damage_for_every_command(tmp_path):
@@ -276,7 +285,8 @@ def test_empty_and_large_files(tmp_path):
     with open(zeros, "wb") as f:
         f.truncate(64 << 20)
     status, out, _ = run(["validate", str(zeros)])
-    assert status == OK and "incomplete trailing entry 0 at byte 0" in out
+    assert status == OK and "batch 0 at byte 0: CORRUPT_MESSAGE(2) log.tail_incomplete" in out
+    assert run(["validate", "--strict", str(zeros)])[0] == DAMAGED  # unless it is the active segment
     assert run(["dump", "--files", str(zeros)])[0] == OK
     noise = random.Random(5).randbytes(16 << 20)
     (tmp_path / "noise.bin").write_bytes(noise)

@@ -22,13 +22,15 @@ RECORD_LINE = re.compile(r"^\| offset: (\d+) ")
 
 
 def as_log(batches: list[bytes]) -> bytes:
-    """Batches given increasing base offsets (a log's, not a producer's), bytes otherwise as they are."""
+    """Batches given a log's base offsets, each right after the last offset (its header's
+    lastOffsetDelta) of the one before -- a topic not compacted has no gaps -- bytes otherwise as
+    they are."""
     out, offset = [], 0
     for b in batches:
         b = bytearray(b)
         b[0:8] = offset.to_bytes(8, "big", signed=True)
         out.append(bytes(b))
-        offset += 100
+        offset += int.from_bytes(b[23:27], "big", signed=True) + 1
     return b"".join(out)
 
 

@@ -651,6 +651,7 @@ JNIEXPORT jbyteArray JNICALL Java_io_pykbatch_spark_Native_repair(JNIEnv *env, j
     if (copy_row(env, row, off, len, &v->input, &v->input_cap, "kbatch_repair: no memory for a row") != 0)
         return NULL;
     kb_repair_opts o = {.resync_flags = kb_resync_flags(v->opts.strict, v->opts.origin == KB_ORIGIN_LOG),
+                        .keep_offsets = v->opts.origin != KB_ORIGIN_CLIENT,
                         .decompress = decompress, .decompress_ctx = &v->codecs,
                         .compress = compress, .compress_ctx = v};
     size_t kept = (size_t)v->s.culprits < v->cap ? (size_t)v->s.culprits : v->cap;

@@ -136,23 +136,80 @@ def print_capped(lines, cap: int, what: str, indent: str = "  ") -> None:
         print(f"{indent}... {len(lines) - cap} more {what} not shown (--max-culprits)")
 
 
-def print_result(path: str, result) -> None:
+def offsets_text(first: int | None, last: int | None) -> str:
+    """The offsets a finding concerns, as printed: "offset 7", "offsets 7-12", "offsets from 7"."""
+    if first is None:
+        return ""
+    if last is None:
+        return f"offsets from {first}"
+    return f"offset {first}" if first == last else f"offsets {first}-{last}"
+
+
+def culprit_line(c) -> str:
+    """One culprit as every command prints it: where (batch, record, offset delta, offsets, byte),
+    then Kafka's code, the rule and the message."""
+    rec = f" record {c.record_index}" if c.record_index is not None else ""
+    delta = f" offset delta {c.relative_offset}" if c.relative_offset is not None and c.record_index is not None else ""
+    offsets = offsets_text(c.first_offset, c.last_offset)
+    where = ", ".join(part for part in (delta.strip(), offsets) if part)
+    detail = f" ({c.detail})" if c.detail else ""
+    return (f"batch {c.entry}{rec}{f' ({where})' if where else ''} at byte {c.position}: {c.name}({c.code}) "
+            f"{c.rule}: {c.message}{detail}")
+
+
+def add_strict(parser) -> None:
+    """``--strict``, as every command that reads segments takes it: an incomplete tail is damage
+    even where it may be the active segment's."""
+    parser.add_argument("--strict", action="store_true",
+                        help="a .log file that ends inside an entry is damage (exit 1) even with no later segment "
+                             "beside it, where it may be the partition's active one (with one, it always is)")
+
+
+def tail_culprit(path: str, result, size: int):
+    """A file given alone that ends inside an entry (``result.truncated_tail``): its culprit as
+    the partition's verdict has it (``pykbatch.log.truth.segment_tail``: ``log.segment_truncated``
+    when a later segment beside it shows it closed, else ``log.tail_incomplete``, damage only
+    under --strict), or None."""
+    t = result.truncated_tail
+    if t is None:
+        return None
+    from pykbatch.log.truth import incomplete_tail, segment_tail
+    if path == STDIN:  # read once, and no partition around it
+        return incomplete_tail(t.entry, t.position, size - t.position)
+    return segment_tail(path, strict=True)
+
+
+_TAIL_WORDS = {
+    None: "damage unless this is the partition's active (last) segment",
+    "active": "the active segment's, where the broker was writing (not an error)",
+    "closed": "a closed segment's: its last entries are lost (log.segment_truncated)",
+}
+
+
+def print_result(path: str, result, tail=None, segment: str | None = None) -> None:
+    """A file's result: the counts and verdict, every culprit kept, the bytes whose framing was
+    lost and how it ends (``tail``: the file was given alone, its ``log.tail_incomplete``;
+    ``segment``: "active" or "closed" where the partition says which it is)."""
     status = "ok" if result.ok else f"{result.culprit_count} culprit(s)"
+    cut = (tail is not None and tail.rule == "log.segment_truncated") or (
+        segment == "closed" and result.truncated_tail is not None)
+    if cut:
+        status += ", and its last entries are lost"
+    elif tail is not None:
+        status += " up to an incomplete entry at its end"
     print(f"{path}: {result.batches} batches, {result.records} records, {status}")
     for c in result.culprits:
-        rec = f" record {c.record_index}" if c.record_index is not None else ""
-        off = f" (offset delta {c.relative_offset})" if c.relative_offset is not None else ""
-        detail = f" ({c.detail})" if c.detail else ""
-        print(f"  batch {c.entry}{rec}{off} at byte {c.position}: {c.name}({c.code}) {c.rule}: "
-              f"{c.message}{detail}")
+        print(f"  {culprit_line(c)}")
     if result.culprit_count > len(result.culprits):
         print(f"  ... {result.culprit_count - len(result.culprits)} more not shown (--max-culprits)")
     if result.lost_bytes:
         print(f"  {result.lost_bytes} unreadable byte(s) skipped where the framing was lost; the batches after "
               "them were read")
-    if result.truncated_tail:
+    if tail is not None:
+        print(f"  {culprit_line(tail)}")
+    elif result.truncated_tail:
         t = result.truncated_tail
-        print(f"  incomplete trailing entry {t.entry} at byte {t.position} (not an error)")
+        print(f"  incomplete trailing entry {t.entry} at byte {t.position}: {_TAIL_WORDS[segment]}")
     if result.unwalked_batches:
         print(f"  note: records of {result.unwalked_batches} compressed batch(es) were not checked")
 

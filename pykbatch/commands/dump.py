@@ -11,7 +11,9 @@ from pykbatch.progress import Progress
 
 from pykbatch.commands.validate import validate_file
 from pykbatch.commands.common import (
-    CANNOT_RUN, DAMAGED, OK, UsageError, origin_of, output_path, read_properties, threads,
+    add_strict,
+    CANNOT_RUN, DAMAGED, OK, UsageError, culprit_line, folder_of, origin_of, output_path, read_properties, threads,
+    topic_partition,
 )
 
 
@@ -38,7 +40,10 @@ def add_parser(sub) -> None:
     d.add_argument("--jobs", type=threads, default=None, metavar="N",
                    help="with --to: threads decoding ahead of the writer (default: the cores this process may use)")
     d.add_argument("--validate", action="store_true", help="also print the validator's culprits for .log files")
-    d.add_argument("--compacted", action="store_true", help="with --validate: the topic is compacted")
+    d.add_argument("--compacted", action="store_true",
+                   help="the topic is compacted: offsets missing between segments are the cleaner's (and with "
+                        "--validate, every record needs a key)")
+    add_strict(d)
     d.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
     d.add_argument("--style", choices=("java", "scala"), default="java",
                    help="print as kafka-dump-log of Kafka 4.3+ (java, default) or of 4.2 and earlier (scala)")
@@ -131,11 +136,12 @@ def _dump(args) -> int:
                               verify_index_only=args.verify_index_only, index_sanity_check=args.index_sanity_check,
                               max_message_size=args.max_message_size, progress=not args.no_progress,
                               style=args.style, decoder=args.structured, parser=registry_parser,
-                              on_problem=args.verdict.found, **decoders)
+                              on_problem=args.verdict.found, compacted=args.compacted, **decoders)
     else:
         parser = registry_parser or (parser_for(args.structured, **decoders) if decoders or args.structured else None)
         problems = dump_json(files, lines=args.format == "jsonl", deep=args.deep_iteration, print_data=print_data,
-                             max_bytes=args.max_bytes, parser=parser, on_problem=args.verdict.found)
+                             max_bytes=args.max_bytes, parser=parser, on_problem=args.verdict.found,
+                             compacted=args.compacted)
     if registry_parser is not None and registry_parser.culprits:
         problems += len(registry_parser.culprits)
         print(f"{len(registry_parser.culprits)} key(s)/value(s) could not be read as their schemas say "
@@ -146,9 +152,44 @@ def _dump(args) -> int:
             if kinds[path] == LOG:
                 problems += validate_file(path, ValidationConfig(origin=origin_of(path), compacted=args.compacted),
                                           args)
+    problems += _cut_segments(args, [f for f in files if kinds[f] == LOG])
     if None in kinds.values():
         return CANNOT_RUN  # each was named on stderr ("Ignoring unknown file"), as Kafka's tool does
     return DAMAGED if problems else OK
+
+
+def _cut_segments(args, logs: list[str]) -> int:
+    """What the partition shows of the logs dumped (pykbatch.log.truth): a closed segment cut
+    short, offsets missing between segments (unless --compacted), and with --strict a last
+    segment ending inside an entry.  Each named on stderr (the dump's own lines stay
+    kafka-dump-log's); how many."""
+    if args.max_bytes is not None or not logs:
+        return 0
+    from pykbatch.log.checks import missing_indexes
+    from pykbatch.log.truth import partition_findings
+    tp = topic_partition(None, folder_of(logs[0]))
+    unread = 0
+    if not args.validate:  # what the dump did not read (records, unless deep) still decides its status
+        from pykbatch.log.segments import open_input
+        for path in logs:
+            with open_input(path) as seg:
+                result = seg.validate(ValidationConfig(origin=origin_of(path), compacted=args.compacted,
+                                                       topic_partition=tp))
+            if result.culprit_count:
+                unread += args.verdict.found(1)
+                print(f"{path}: {result.culprit_count} culprit(s), the first {culprit_line(result.culprits[0])}; "
+                      f"`pykbatch validate {path}` names each", file=sys.stderr)
+    found = partition_findings(logs, args.compacted, tp, args.strict)
+    for path, culprit in found:
+        args.verdict.found()
+        print(f"{path}: {culprit_line(culprit)}", file=sys.stderr)
+    directories = [os.path.abspath(f) for spec in args.files for f in spec.split(",") if os.path.isdir(f)]
+    missing = [problem for d in directories
+               for problem in missing_indexes([p for p in logs if os.path.dirname(os.path.abspath(p)) == d])]
+    for problem in missing:  # a partition directory given: each segment's indexes are part of it
+        args.verdict.found()
+        print(problem, file=sys.stderr)
+    return len(found) + len(missing) + unread
 
 
 def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool = True, verdict=None) -> int:

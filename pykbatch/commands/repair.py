@@ -8,8 +8,9 @@ from pykbatch.log.files import LOG, STDIN
 from pykbatch.progress import Progress
 
 from pykbatch.commands.common import (
-    DAMAGED, OK, UsageError, not_a_log, origin_of, output_path, progress_enabled, topic_partition,
-    folder_of,
+    add_strict,
+    DAMAGED, OK, UsageError, culprit_line, not_a_log, origin_of, output_path, progress_enabled, tail_culprit,
+    topic_partition, folder_of,
 )
 
 
@@ -23,6 +24,7 @@ def add_parser(sub) -> None:
                    help="which of Kafka's checks apply, as for validate: log for *.log files and standard input, "
                         "client (a producer's batches) for others")
     r.add_argument("--compacted", action="store_true", help="the topic is compacted: keyless records go")
+    add_strict(r)
     r.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
     r.add_argument("--topic-partition", default=None, metavar="TOPIC-PARTITION",
                    help="the partition named in Kafka's messages and the dead letters (default: the file's folder's, "
@@ -56,11 +58,17 @@ def _repair(args) -> int:
                 os.remove(args.dead_letter)
             raise UsageError(f"{args.file}: no Kafka record batch or message in it: nothing to repair (not a log "
                              "segment?)")
-    args.verdict.found(report.result.culprit_count)
+        tail = tail_culprit(args.file, report.result, seg.size)
+    cut = tail is not None and (tail.rule == "log.segment_truncated" or args.strict)
+    args.verdict.found(report.result.culprit_count + cut)
     print(f"{args.file}: kept {report.kept_batches} batches, dropped {report.dropped_records} record(s) and "
           f"{report.dropped_batches} batch(es), {report.unreadable_bytes} unreadable byte(s)"
-          + (f", {report.truncated_tail_bytes} byte(s) of an incomplete tail" if report.truncated_tail_bytes else ""))
+          + (f", {report.truncated_tail_bytes} byte(s) of an incomplete tail" if report.truncated_tail_bytes else "")
+          + (f"; {report.empty_batches} empty batch(es) keep the offsets of what was dropped"
+             if report.empty_batches else ""))
     print(f"wrote {args.out}" + (f"; dead letters in {args.dead_letter}" if args.dead_letter else ""))
     for c in report.unfixed:  # still in the output: the exit status stays 1
         print(f"  not fixed: batch {c.entry} at byte {c.position}: {c.rule}: {c.message} ({c.detail})")
-    return DAMAGED if report.result.culprit_count else OK
+    if tail is not None:  # what was lost with the tail cannot be repaired: the status says so
+        print(f"  {culprit_line(tail)}")
+    return DAMAGED if report.result.culprit_count or cut else OK

@@ -10,8 +10,9 @@ from pykbatch.log.files import LOG
 from pykbatch.progress import Progress
 
 from pykbatch.commands.common import (
-    DAMAGED, OK, UsageError, at_least_one, not_a_log, origin_of, print_capped, print_result,
-    progress_enabled, threads, topic_partition, folder_of,
+    add_strict,
+    DAMAGED, OK, UsageError, at_least_one, culprit_line, not_a_log, origin_of, print_capped, print_result,
+    progress_enabled, tail_culprit, threads, topic_partition, folder_of,
 )
 
 
@@ -32,7 +33,10 @@ def add_parser(sub) -> None:
     v.add_argument("--topic-partition", default=None, metavar="TOPIC-PARTITION",
                    help="the partition named in Kafka's messages (default: the file's folder's, as orders-0/, else t-0)")
     v.add_argument("--json", action="store_true", help="one JSON document per file")
-    v.add_argument("--compacted", action="store_true", help="the topic is compacted: every record needs a key")
+    v.add_argument("--compacted", action="store_true",
+                   help="the topic is compacted: every record needs a key, and offsets missing between batches are "
+                        "the cleaner's (else they are lost records)")
+    add_strict(v)
     v.add_argument("--bootstrap-server", default="<bootstrap-server>",
                    help="with --segment: named in the printed kafka-transactions.sh abort commands")
     v.add_argument("--jobs", type=threads, default=None, metavar="N",
@@ -90,18 +94,23 @@ def validate_file(path: str, config: ValidationConfig, args) -> int:
                              "request or a batch?); index and state files are checked by their names "
                              "(.index, .timeindex, .txnindex, .snapshot, leader-epoch-checkpoint, partition.metadata)")
         audit = _audit(seg.view(), result, config.topic_partition) if producers else None
-    args.verdict.found(result.culprit_count + (len(audit.culprits) if audit else 0))
+    tail = tail_culprit(path, result, seg.size)
+    strict_tail = int(tail is not None and (tail.rule == "log.segment_truncated" or getattr(args, "strict", False)))
+    args.verdict.found(result.culprit_count + strict_tail + (len(audit.culprits) if audit else 0))
     if getattr(args, "json", False):
         doc = {"file": path, **result.as_dict()}
+        if tail is not None:
+            doc["ok"] = doc["ok"] and not strict_tail
+            doc["tail"] = tail.as_dict()
         if audit:
             doc["producer_culprits"] = [c.as_dict() for c in audit.culprits]
             doc["open_transactions"] = audit.open_transactions
         print(json.dumps(doc))
     else:
-        print_result(path, result)
+        print_result(path, result, tail)
         if audit:
             _print_audit(audit, args.max_culprits)
-    return result.culprit_count + (len(audit.culprits) if audit else 0)
+    return result.culprit_count + strict_tail + (len(audit.culprits) if audit else 0)
 
 
 def _partition_dirs(directory: str) -> list[str]:
@@ -150,18 +159,20 @@ def _audit_one(directory: str, args, heading: bool = False) -> int:
     cap = args.max_culprits
     if args.json:
         print(json.dumps({
-            "directory": audit.directory, "ok": audit.ok, "gaps": audit.gaps,
+            "directory": audit.directory, "ok": audit.ok, "gaps": audit.gaps, "compacted": args.compacted,
+            "lost": [{"segment": path, **c.as_dict()} for path, c in audit.lost[:cap]],
             "overlaps": [dict(zip(("segment", "position", "previous_last_offset", "base_offset"), o))
                          for o in audit.overlaps[:cap]],
             "segments": [{"path": s.path, "base_offset": s.base_offset, "batches": s.batches,
                           "records": s.result.records, "first_offset": s.first_offset, "last_offset": s.last_offset,
                           "invalid_tail_bytes": s.invalid_tail_bytes, "lost_bytes": s.result.lost_bytes,
+                          "tail_position": s.span.tail_position,
                           "read_error": s.read_error, "culprit_count": s.result.culprit_count,
                           "culprits": [c.as_dict() for c in s.result.culprits]} for s in audit.segments],
             "producer_culprits": [c.as_dict() for c in audit.producers.culprits[:cap]],
             "open_transactions": [t.as_dict(args.bootstrap_server) for t in audit.open_transactions],
             "index_problems": audit.index_problems[:cap],
-            "left_out": {"overlaps": max(0, len(audit.overlaps) - cap),
+            "left_out": {"overlaps": max(0, len(audit.overlaps) - cap), "lost": max(0, len(audit.lost) - cap),
                          "producer_culprits": max(0, len(audit.producers.culprits) - cap),
                          "index_problems": max(0, len(audit.index_problems) - cap)}}))
         return OK if audit.ok else DAMAGED
@@ -172,10 +183,16 @@ def _audit_one(directory: str, args, heading: bool = False) -> int:
         span = f"{s.first_offset}-{s.last_offset}" if s.first_offset is not None else "-"
         print(f"{os.path.basename(s.path):<28} {s.batches:>8} {s.result.records:>9} {s.result.culprit_count:>9} "
               f"{s.invalid_tail_bytes:>6}  {span}")
+    last = audit.segments[-1].path if audit.segments else None
     for s in audit.segments:
-        if s.result.culprits or s.read_error:
-            print_result(s.path, s.result)
-    print(f"offsets: {audit.gaps} gap(s) (compaction removes records), {len(audit.overlaps)} overlap(s)")
+        if s.result.culprits or s.read_error or s.result.truncated_tail:
+            print_result(s.path, s.result, segment="active" if s.path == last else "closed")
+    gaps = ("the topic is compacted: the cleaner removes records" if args.compacted
+            else "records missing: each named as log.offset_gap")
+    print(f"offsets: {audit.gaps} gap(s) inside segments ({gaps}), {len(audit.overlaps)} overlap(s)")
+    if audit.lost:
+        print(f"lost between or at the end of segments: {len(audit.lost)}")
+    print_capped((f"{os.path.basename(path)}: {culprit_line(c)}" for path, c in audit.lost), cap, "finding(s)")
     print_capped((f"{os.path.basename(path)} at byte {position}: base offset {base} after offset {prev}"
                    for path, position, prev, base in audit.overlaps), cap, "overlap(s)")
     for path, first in audit.below_base:

@@ -1,8 +1,9 @@
 """Audit of a whole partition directory: every segment validated, offsets followed across
-segments, producer state replayed, indexes checked against the log.
+segments (``pykbatch.log.truth``: a closed segment cut short, offsets missing between segments),
+producer state replayed, indexes checked against the log.
 
     audit = pykbatch.log.audit.audit_partition("/var/lib/kafka/t-0")
-    audit.ok, audit.segments, audit.overlaps, audit.producers, audit.index_problems
+    audit.ok, audit.segments, audit.lost, audit.overlaps, audit.producers, audit.index_problems
 """
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from pykbatch._native import _v2_header_table
 from pykbatch.config import ValidationConfig
 from pykbatch.result import ValidationResult
 from pykbatch.log import OffsetIndex, Partition, Segment, TimeIndex, sibling, topic_partition_of
-from pykbatch.log.checks import check_file, check_partition_files
+from pykbatch.log.checks import check_file, check_partition_files, missing_indexes
+from pykbatch.log.segments import bound_unsound
+from pykbatch.log.truth import SegmentSpan, between_segments
 from pykbatch.parallel import ordered_map
 from pykbatch.kafka.producer_state import ProducerAudit, ProducerStateTracker
 
@@ -34,6 +37,13 @@ class SegmentAudit:
     """Why reading stopped early (the validator's culprits say where)."""
     newest_timestamp: int = -1
     """The largest batch max timestamp seen (-1: none)."""
+    size: int = 0
+
+    @property
+    def span(self) -> SegmentSpan:
+        tail = self.result.truncated_tail
+        return SegmentSpan(self.path, self.first_offset, self.last_offset, tail.position if tail else None,
+                           self.size - tail.position if tail else 0, tail.entry if tail else 0, self.base_offset)
 
 
 @dataclass
@@ -45,8 +55,12 @@ class PartitionAudit:
     offset): offsets that go back from one segment to the next, which no broker writes (inside a
     segment they are the validator's culprits, ``log.offsets_not_increasing``)."""
     gaps: int = 0
-    """Offset gaps between consecutive batches: normal after compaction or transaction markers'
-    removal, so counted, not blamed."""
+    """Offset gaps between consecutive batches: normal where the topic is compacted (the cleaner
+    removes records and, in time, transaction markers); elsewhere each is a culprit too
+    (``log.offset_gap``: in a segment the validator's, between segments in ``lost``)."""
+    lost: list = field(default_factory=list)
+    """(segment path, Culprit) the partition itself shows (``pykbatch.log.truth``): a segment
+    other than the last that ends inside an entry, offsets missing between two segments."""
     below_base: list = field(default_factory=list)
     """(segment path, first offset) of segments starting below the offset in their file name."""
     producers: ProducerAudit | None = None
@@ -60,7 +74,7 @@ class PartitionAudit:
 
     @property
     def ok(self) -> bool:
-        return not (self.culprit_count or self.overlaps or self.below_base or self.index_problems
+        return not (self.culprit_count or self.lost or self.overlaps or self.below_base or self.index_problems
                     or any(s.read_error for s in self.segments) or (self.producers and self.producers.culprits))
 
 
@@ -80,20 +94,27 @@ def audit_partition(directory: str, config: ValidationConfig | None = None, *, p
         with Segment(path) as seg:
             verdict = seg.validate(config)
             headers = _v2_header_table(seg.view()) if _WALK_TABLES else None
-            base_offset = seg.base_offset
-        return verdict, base_offset, headers, _check_indexes(path, headers) if indexes else []
+            base_offset, size = seg.base_offset, seg.size
+        return verdict, base_offset, size, headers, _check_indexes(path, headers) if indexes else []
 
     with ordered_map(check, part.segment_paths, jobs) as checked:
-        for done, (path, (verdict, base_offset, headers, index_problems)) in enumerate(
+        for done, (path, (verdict, base_offset, size, headers, index_problems)) in enumerate(
                 zip(part.segment_paths, checked), 1):
             if headers is None:
                 _walk_segment(path, verdict, audit, tracker, producer_culprits)
             else:
                 _walk_table(path, verdict, base_offset, headers, audit, tracker, producer_culprits)
+            audit.segments[-1].size = size
+            audit.segments[-1].invalid_tail_bytes = size - verdict.valid_bytes
             audit.index_problems += index_problems
             if progress is not None:
                 progress(done)
+    for before, after in zip(audit.segments, audit.segments[1:]):  # lost framing at a segment's end
+        bound_unsound(before.result.culprits, next_first=after.first_offset if after.first_offset is not None
+                      else after.base_offset)
+    audit.lost = between_segments([s.span for s in audit.segments], config.compacted, config.topic_partition)
     if indexes:
+        audit.index_problems += missing_indexes(part.segment_paths)
         audit.index_problems += check_partition_files(part.directory, part.segment_paths)
     if tracker is not None:
         audit.producers = ProducerAudit(producer_culprits, tracker.producers, tracker.completed_transactions,
@@ -120,7 +141,7 @@ def _walk_table(path, verdict, base_offset, t, audit, tracker, producer_culprits
     entry = SegmentAudit(path, base_offset, verdict, batches=len(t["position"]))
     base, last, position = t["base_offset"], t["last_offset"], t["position"]
     if entry.batches:
-        entry.first_offset, entry.last_offset = int(base[0]), int(last[-1])
+        entry.first_offset, entry.last_offset = int(base[0]), int(last.max())  # the highest, where it went back
         entry.newest_timestamp = max(-1, int(t["max_timestamp"].max()))
         if entry.first_offset < entry.base_offset:
             audit.below_base.append((path, entry.first_offset))
@@ -132,8 +153,9 @@ def _walk_table(path, verdict, base_offset, t, audit, tracker, producer_culprits
         ahead = base[first:] > before[first:]
         if prev_last is not None and not ahead[0]:  # inside the segment: the validator's culprits
             audit.overlaps.append((path, int(position[0]), int(before[0]), int(base[0])))
-        # a gap: more than one past the last offset (base - before never overflows to 1)
-        audit.gaps += int(np.count_nonzero(ahead & (base[first:] - before[first:] != 1)))
+        # a gap inside the segment: more than one past the last offset (base - before never
+        # overflows to 1); between segments it is the partition's (pykbatch.log.truth)
+        audit.gaps += int(np.count_nonzero((base[1:] > last[:-1]) & (base[1:] - last[:-1] != 1)))
     if tracker is not None:
         _replay_producers(path, t, tracker, producer_culprits)
     audit.segments.append(entry)
@@ -151,7 +173,10 @@ def _replay_producers(path, t, tracker, producer_culprits):
         for i, pid, epoch, seq, last_seq, base, last, ts, txn, control, pos in zip(rows.tolist(), *columns):
             if control:
                 seg = seg or Segment(path)
-                check = tracker.append(next(iter(seg.batches(start=pos))), entry=i)
+                try:
+                    check = tracker.append(next(iter(seg.batches(start=pos))), entry=i)
+                except ValueError:  # an unreadable marker: the validator's culprit names it
+                    continue
             else:
                 check = tracker.append_data(pid, epoch, seq, last_seq, base, last, ts, txn, (i, pos))
             producer_culprits += check.culprits
@@ -173,16 +198,20 @@ def _walk_segment(path, verdict, audit, tracker, producer_culprits):
                     entry.first_offset = b.base_offset
                     if b.base_offset < seg.base_offset:
                         audit.below_base.append((path, b.base_offset))
-                entry.last_offset = b.last_offset
+                entry.last_offset = max(b.last_offset, entry.last_offset if entry.last_offset is not None
+                                        else b.last_offset)
                 if prev_last is not None:
                     if b.base_offset <= prev_last and entry.batches == 1:  # inside: the validator's
                         audit.overlaps.append((path, b.position, prev_last, b.base_offset))
-                    elif b.base_offset > prev_last + 1:
+                    elif b.base_offset > prev_last + 1 and entry.batches > 1:  # between segments: truth's
                         audit.gaps += 1
                 prev_last = b.last_offset
                 newest = max(newest, b.max_timestamp)
                 if tracker is not None:
-                    producer_culprits += tracker.append(b).culprits
+                    try:
+                        producer_culprits += tracker.append(b).culprits
+                    except ValueError:  # an unreadable marker: the validator's culprit names it
+                        pass
                 del b
         except ValueError as exc:
             entry.read_error = str(exc)

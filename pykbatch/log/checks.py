@@ -95,6 +95,21 @@ def check_file(path: str, headers: dict | None = None) -> list[str]:
     return [f"{path}: {p}" for p in problems]
 
 
+def missing_indexes(log_paths: list[str]) -> list[str]:
+    """A segment without the offset or time index its partition's other segments have: Kafka
+    finds it at start-up, logs an ERROR and recovers the segment to rebuild it (and lookups by
+    offset or time read it whole until then).  A partition whose segments have none at all (logs
+    copied out alone) is not blamed."""
+    problems = []
+    for kind in (OffsetIndex, TimeIndex):
+        present = [os.path.exists(sibling(log, kind.SUFFIX)) for log in log_paths]
+        if any(present):
+            problems += [f"{sibling(log, kind.SUFFIX)}: missing: Could not find {KINDS[kind.SUFFIX]} file corresponding "
+                         f"to log file {log}, recovering segment and rebuilding index files..."
+                         for log, there in zip(log_paths, present) if not there]
+    return problems
+
+
 def check_partition_files(directory: str, log_paths: list[str]) -> list[str]:
     """The partition-wide state files (snapshots, leader-epoch checkpoint, partition.metadata)
     and each segment's transaction index; the offset and time indexes are the audit's, checked

@@ -132,14 +132,18 @@ class Segment:
         ``progress``: called with the byte position reached, now and then."""
         view = self.view(max_bytes)
         if isinstance(self._map, mmap.mmap):
-            return _native._validate_mapped(view, config, progress=progress)
-        return _native.validate(view, config)
+            result = _native._validate_mapped(view, config, progress=progress)
+        else:
+            result = _native.validate(view, config)
+        bound_unsound(result.culprits, base_offset=self.base_offset)
+        return result
 
-    def order_faults(self, max_bytes: int | None = None) -> dict:
-        """The validator's culprits of the entries' order (offsets that go backwards), by the
-        position of the entry each is reported against: what dump and export name, as validate
-        and repair do."""
-        result = self.validate(_ORDER_CHECKS, max_bytes=max_bytes)  # pages handed back as it goes
+    def order_faults(self, max_bytes: int | None = None, compacted: bool = False) -> dict:
+        """The validator's culprits of the entries' order (offsets that go backwards; offsets
+        missing between entries unless ``compacted``), by the position of the entry each is
+        reported against: what dump and export name, as validate and repair do."""
+        config = _ORDER_CHECKS_COMPACTED if compacted else _ORDER_CHECKS
+        result = self.validate(config, max_bytes=max_bytes)  # pages handed back as it goes
         return {c.entry_position: c for c in result.culprits if BY_ID[c.rule].between}
 
     def _release(self, start: int, end: int) -> int:
@@ -219,6 +223,20 @@ class Segment:
 
 # the entries' order only (Rule.between culprits come from the validator's walk of a log)
 _ORDER_CHECKS = ValidationConfig(origin="log", verify_crc=False, max_culprits=2**31 - 1)
+_ORDER_CHECKS_COMPACTED = ValidationConfig(origin="log", verify_crc=False, max_culprits=2**31 - 1, compacted=True)
+
+
+def bound_unsound(culprits: list, base_offset: int | None = None, next_first: int | None = None) -> None:
+    """Culprits of bytes whose framing was lost at a segment's start or end know only one side of
+    the offsets they hide: the segment's base offset (its file name) is the first, the next
+    segment's first offset less one the last."""
+    for c in culprits:
+        if c.first_offset is None and c.last_offset is not None and base_offset is not None \
+                and base_offset <= c.last_offset:
+            c.first_offset = base_offset
+        elif c.last_offset is None and c.first_offset is not None and c.record_index is None \
+                and next_first is not None and next_first > c.first_offset:
+            c.last_offset = next_first - 1
 
 
 def open_input(path: str, base_offset: int | None = None) -> Segment:

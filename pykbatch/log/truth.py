@@ -1,0 +1,193 @@
+"""One verdict of a partition: every offset from the log's start to its end is a record read,
+inside a named unreadable range, or explained by Kafka's semantics (compaction only where the
+topic is said to be compacted; control records and aborted data are offsets of their own).
+
+Inside a segment the validator names what it cannot read (``csrc/kb_validate.c``: each culprit
+with the offsets it concerns, ``log.offset_gap`` for offsets missing between two entries of a
+topic not compacted).  What only the partition shows is decided here, for every tool that reads
+segments (the audit behind ``validate --segment``, ``validate``, ``dump`` and ``repair`` of a file
+given alone):
+
+* an incomplete tail is normal only at the end of the partition's last (active) segment, where
+  the broker was writing; in a closed segment it is lost data (``log.segment_truncated``), and in a
+  file given alone it cannot be told (``log.tail_incomplete``: damage under ``strict``);
+* offsets missing between two segments (a segment deleted, or cut) are ``log.offset_gap`` unless
+  the topic is compacted;
+* ``check_offsets`` holds a walk to the promise: the offsets read, named unreadable and explained
+  cover the log from its first offset to its last, once each.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from pykbatch.result import Culprit
+from pykbatch.rules import BY_ID, render
+
+_GAP = BY_ID["log.offset_gap"]
+_TRUNCATED = BY_ID["log.segment_truncated"]
+_INCOMPLETE = BY_ID["log.tail_incomplete"]
+
+
+@dataclass(frozen=True)
+class SegmentSpan:
+    """What the walk of one segment found: where it is in the partition, its offsets, and its
+    incomplete tail (``tail_position`` None: it ends on an entry's end)."""
+    path: str
+    first_offset: int | None
+    last_offset: int | None
+    tail_position: int | None
+    tail_size: int
+    tail_entry: int = 0
+    base_offset: int | None = None
+    """The segment's base offset, from its file name."""
+
+
+def lost_after(span: SegmentSpan, next_first: int | None) -> str:
+    """The offsets a segment's cut tail took, as words: between its last offset read and the next
+    segment's first."""
+    if span.last_offset is not None and next_first is not None:
+        if next_first > span.last_offset + 1:
+            return f"offsets {span.last_offset + 1} to {next_first - 1} are lost"
+        return "no offset is missing after it (the next segment goes on from its last)"
+    if next_first is not None:
+        return f"the offsets before {next_first} are lost"
+    return "the offsets after its last entry are lost"
+
+
+def truncated_segment(span: SegmentSpan, next_first: int | None) -> Culprit:
+    """``log.segment_truncated``: the incomplete tail of a segment that is not the last."""
+    first = span.last_offset + 1 if span.last_offset is not None else None
+    last = next_first - 1 if next_first is not None else None
+    if first is not None and last is not None and last < first:
+        first = last = None
+    message = _TRUNCATED.message(segment=os.path.basename(span.path), position=span.tail_position,
+                                 size=span.tail_size, lost=lost_after(span, next_first))
+    return Culprit(span.tail_entry, None, None, _TRUNCATED.code, _TRUNCATED.id, span.tail_position, None,
+                   span.tail_position, message, _TRUNCATED.detail, _TRUNCATED.kafka, first, last)
+
+
+def incomplete_tail(entry: int, position: int, size: int) -> Culprit:
+    """``log.tail_incomplete``: a file given alone ends inside an entry."""
+    message = _INCOMPLETE.message(position=position, size=size)
+    return Culprit(entry, None, None, _INCOMPLETE.code, _INCOMPLETE.id, position, None, position, message,
+                   _INCOMPLETE.detail, _INCOMPLETE.kafka)
+
+
+def later_segment(path: str) -> int | None:
+    """The base offset of the next segment beside ``path`` in its partition directory (None: it is
+    the last, or not a segment file)."""
+    from pykbatch.log.files import LOG, STDIN, base_offset_of, is_segment_file
+    name = os.path.basename(path)
+    if path == STDIN or not is_segment_file(name, LOG):
+        return None
+    directory = os.path.dirname(os.path.abspath(path))
+    mine = base_offset_of(name)
+    later = [base_offset_of(n) for n in os.listdir(directory) if is_segment_file(n, LOG) and base_offset_of(n) > mine]
+    return min(later, default=None)
+
+
+def walk_span(path: str) -> SegmentSpan:
+    """A segment's ``SegmentSpan`` from a walk of its entries' headers (no CRC, no records)."""
+    from pykbatch.log.segments import open_input
+    entries, first, last = 0, None, None
+    with open_input(path) as seg:
+        for b in seg.batches():
+            entries += 1
+            first = b.base_offset if first is None else first
+            last = b.last_offset
+        entries += len(seg.lost)
+        tail, size, base = seg.valid_bytes, seg.size, seg.base_offset
+    return SegmentSpan(path, first, last, tail if tail < size else None, size - tail, entries, base)
+
+
+def segment_tail(path: str, strict: bool = False) -> Culprit | None:
+    """How a ``.log`` file read on its own ends, as the partition's verdict has it: None when it
+    ends on an entry's end, or inside one where that may be normal (no later segment beside it:
+    it may be the active one) without ``strict``; else the culprit naming the cut
+    (``log.segment_truncated`` when a later segment shows it closed, ``log.tail_incomplete``)."""
+    span = walk_span(path)
+    if span.tail_position is None:
+        return None
+    following = later_segment(path)
+    if following is not None:
+        return truncated_segment(span, following)
+    return incomplete_tail(span.tail_entry, span.tail_position, span.tail_size) if strict else None
+
+
+def partition_findings(logs: list[str], compacted: bool, tp: str, strict: bool = False) -> list[tuple[str, Culprit]]:
+    """What the partition shows of ``logs`` (segment files; those of one directory are taken as a
+    partition in offset order): closed segments cut short and offsets missing between segments
+    (``between_segments``), and how each last segment ends (``segment_tail``)."""
+    from pykbatch.log.files import base_offset_of, is_segment_file, LOG
+    found: list[tuple[str, Culprit]] = []
+    by_dir: dict[str, list[str]] = {}
+    for path in logs:
+        if is_segment_file(os.path.basename(path), LOG):
+            by_dir.setdefault(os.path.dirname(os.path.abspath(path)), []).append(path)
+        else:
+            culprit = segment_tail(path, strict)
+            found += [(path, culprit)] if culprit is not None else []
+    for paths in by_dir.values():
+        paths = sorted(paths, key=lambda p: base_offset_of(os.path.basename(p)))
+        spans = [walk_span(p) for p in paths]
+        found += between_segments(spans, compacted, tp)
+        culprit = segment_tail(paths[-1], strict)  # a later segment beside it not given, or the active one
+        found += [(paths[-1], culprit)] if culprit is not None else []
+    return found
+
+
+def segment_gap(before: SegmentSpan, after: SegmentSpan, tp: str, expected: int | None = None) -> Culprit:
+    """``log.offset_gap`` between two segments: ``after`` starts past the offset that follows
+    ``before``'s last, or past ``expected`` (an empty segment's base offset), the culprit placed
+    at ``after``'s first byte."""
+    first = before.last_offset + 1 if expected is None else expected
+    args = [first, after.first_offset - 1, after.first_offset, first - 1, 0, 0, 0, 0]
+    message, detail = render(_GAP, args, tp)
+    detail = f"between {os.path.basename(before.path)} and {os.path.basename(after.path)}: {detail}"
+    return Culprit(0, None, None, _GAP.code, _GAP.id, 0, None, 0, message, detail, _GAP.kafka,
+                   first, after.first_offset - 1)
+
+
+def between_segments(spans: list[SegmentSpan], compacted: bool, tp: str) -> list[tuple[str, Culprit]]:
+    """The partition's own findings, each with the segment it is reported against: a closed
+    segment's incomplete tail, and offsets missing between segments (unless compacted, or named
+    by the tail before them).  ``spans``: the segments in offset order."""
+    found: list[tuple[str, Culprit]] = []
+    read = [s for s in spans if s.first_offset is not None]
+    for i, span in enumerate(spans):
+        following = next((s.first_offset for s in spans[i + 1:] if s.first_offset is not None), None)
+        if span.tail_position is not None and i < len(spans) - 1:
+            found.append((span.path, truncated_segment(span, following)))
+    for before, after in zip(read, read[1:]):
+        if compacted or after.first_offset <= before.last_offset + 1:
+            continue
+        if before.tail_position is not None:  # the cut tail names these offsets
+            continue
+        found.append((after.path, segment_gap(before, after, tp)))
+    # segments before the first that holds an entry hold none (emptied): from the first one's base
+    # offset (its name), the offsets up to that entry are gone
+    if read and read[0] is not spans[0] and not compacted and spans[0].base_offset is not None \
+            and spans[0].tail_position is None and read[0].first_offset > spans[0].base_offset:
+        found.append((read[0].path, segment_gap(spans[0], read[0], tp, expected=spans[0].base_offset)))
+    return found
+
+
+class OffsetAccountingError(AssertionError):
+    """The walk of a partition left an offset neither read, nor named, nor explained."""
+
+
+def check_offsets(read: list[tuple[int, int]], named: list[tuple[int, int]], compacted: bool) -> None:
+    """The promise, checked: ``read`` (first, last) of every entry read and ``named`` (first,
+    last) of every unreadable range with known offsets cover, in offset order, every offset from
+    the first to the last -- except where ``compacted`` explains a gap.  Raises
+    ``OffsetAccountingError`` naming the first offset left out."""
+    if compacted:
+        return
+    spans = sorted(read + named)
+    reached = None
+    for first, last in spans:
+        if reached is not None and first > reached + 1:
+            raise OffsetAccountingError(f"offsets {reached + 1} to {first - 1} are neither read, nor named, "
+                                        "nor explained")
+        reached = last if reached is None else max(reached, last)

@@ -1,0 +1,298 @@
+"""A generator of damaged partitions, and its own record of what was written.
+
+A partition directory of 2-4 segments, each with its offset and time index, written batch by
+batch as a broker lays them out (contiguous offsets, as a topic that is not compacted has them):
+batches encoded by kafka-python's producer (every codec it has), idempotent and transactional
+batches with their COMMIT or ABORT markers built by pykbatch as Kafka's coordinator writes them.
+Then one or two kinds of damage drawn from ``KINDS``, at drawn places.  What each kind takes is
+the generator's own knowledge (``Case.lost``: the offsets whose records cannot be read back,
+``Case.damaged``: whether any tool may say "ok"), never a reading of pykbatch's report.
+"""
+from __future__ import annotations
+
+import random
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import crc32c
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+import pykbatch as kb
+from pykbatch.log import segment_file_name
+
+CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+HEADER = 61  # a v2 batch's header
+AT_CRC, AT_ATTRIBUTES = 17, 21
+
+KINDS = ("crc", "zero_header", "zero_batch", "length_past_end", "length_into_next", "garbage_payload",
+         "cut_inside", "cut_at_boundary", "cut_last_inside", "cut_to_zero", "delete_segment", "delete_index",
+         "backwards", "control")
+
+
+@dataclass
+class Written:
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple
+    timestamp: int
+
+
+@dataclass
+class OnDisk:
+    """One batch as written: its segment, place and offsets, its records (none for a marker)."""
+    segment: int
+    position: int
+    size: int
+    first: int
+    last: int
+    codec: str
+    control: bool
+    records: list = field(default_factory=list)
+
+
+@dataclass
+class Case:
+    seed: int
+    directory: Path
+    segments: list            # base offset of each segment, in order
+    batches: list             # OnDisk, in offset order
+    kinds: list = field(default_factory=list)
+    lost: set = field(default_factory=set)
+    """Offsets whose records the damage took (never delivered, named by some finding)."""
+    damaged: bool = False
+    """Some tool must say so: exit 1."""
+    normal_tail: set = field(default_factory=set)
+    """Offsets lost with the active segment's incomplete tail: missing, but normal."""
+
+    def path(self, segment: int, suffix: str = ".log") -> Path:
+        return self.directory / segment_file_name(self.segments[segment], suffix)
+
+    def of_segment(self, segment: int) -> list:
+        return [b for b in self.batches if b.segment == segment]
+
+    @property
+    def records(self) -> dict:
+        return {r.offset: r for b in self.batches for r in b.records}
+
+    def describe(self) -> str:
+        return f"seed {self.seed}: {', '.join(self.kinds)} ({len(self.segments)} segments, {len(self.batches)} batches)"
+
+
+def _records(rng: random.Random, first: int, n: int, clock: int) -> list:
+    out = []
+    for i in range(n):
+        key = None if rng.random() < 0.15 else b"key-%d" % rng.randrange(50)
+        value = None if rng.random() < 0.05 else rng.randbytes(rng.randint(0, 120))
+        headers = tuple((f"h{j}", None if rng.random() < 0.2 else rng.randbytes(rng.randint(0, 8)))
+                        for j in range(rng.choice([0, 0, 1, 2])))
+        out.append(Written(first + i, key, value, headers, clock + i * rng.randint(0, 3)))
+    return out
+
+
+def _plain(records: list, codec: str) -> bytes:
+    """A batch as kafka-python's producer encodes it."""
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=CODECS[codec], is_transactional=False,
+                                  producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    for i, r in enumerate(records):
+        b.append(i, timestamp=r.timestamp, key=r.key, value=r.value, headers=list(r.headers))
+    return bytes(b.build())
+
+
+def _producer_batch(records: list, codec: str, pid: int, seq: int, txn: bool) -> bytes:
+    return kb.build_batch([{"key": r.key, "value": r.value, "headers": r.headers, "timestamp": r.timestamp}
+                           for r in records], producer_id=pid, producer_epoch=0, base_sequence=seq,
+                          is_transactional=txn, compression=codec)
+
+
+def _marker(pid: int, commit: bool, timestamp: int) -> bytes:
+    key = b"\x00\x00\x00" + (b"\x01" if commit else b"\x00")
+    return kb.build_batch([{"key": key, "value": b"\x00\x00\x00\x00\x00\x03", "timestamp": timestamp}],
+                          producer_id=pid, producer_epoch=0, is_transactional=True, is_control=True)
+
+
+def _at(batch: bytes, base_offset: int) -> bytes:
+    return base_offset.to_bytes(8, "big", signed=True) + batch[8:]
+
+
+def write(seed: int, directory: Path) -> Case:
+    """A sound partition: its files on disk, and the generator's record of them."""
+    rng = random.Random(seed)
+    directory.mkdir(parents=True)
+    case = Case(seed, directory, [], [])
+    offset, clock, pid, seq = 0, 1_700_000_000_000, 4000, 0
+    for s in range(rng.randint(2, 4)):
+        case.segments.append(offset)
+        log, index, timeindex = bytearray(), bytearray(), bytearray()
+        max_ts = -1
+        for _ in range(rng.randint(2, 6)):
+            codec = rng.choice(list(CODECS))
+            records = _records(rng, offset, rng.randint(1, 6), clock)
+            clock += 50
+            style = rng.choice(["plain", "plain", "idempotent", "transactional"])
+            if style == "plain":
+                raw = _plain(records, codec)
+            else:
+                raw = _producer_batch(records, codec, pid, seq, style == "transactional")
+                seq += len(records)
+            entries = [(raw, records, False)]
+            if style == "transactional":
+                entries.append((_marker(pid, rng.random() < 0.6, clock), [], True))
+            for raw, recs, control in entries:
+                raw = _at(raw, offset)
+                last = offset + max(len(recs), 1) - 1
+                if len(log) and rng.random() < 0.5:  # an index entry, as the broker adds one now and then
+                    index += struct.pack(">ii", last - case.segments[-1], len(log))
+                    ts = max((r.timestamp for r in recs), default=clock)
+                    if ts > max_ts:
+                        timeindex += struct.pack(">qi", ts, last - case.segments[-1])
+                        max_ts = ts
+                case.batches.append(OnDisk(s, len(log), len(raw), offset, last, codec, control, recs))
+                log += raw
+                offset = last + 1
+        case.path(s).write_bytes(log)
+        case.path(s, ".index").write_bytes(index)
+        case.path(s, ".timeindex").write_bytes(timeindex)
+    return case
+
+
+def _patch(path: Path, position: int, data: bytes) -> None:
+    with open(path, "r+b") as f:
+        f.seek(position)
+        f.write(data)
+
+
+def _recrc(path: Path, batch: OnDisk) -> None:
+    data = path.read_bytes()
+    crc = crc32c.crc32c(data[batch.position + AT_ATTRIBUTES:batch.position + batch.size])
+    _patch(path, batch.position + AT_CRC, struct.pack(">I", crc))
+
+
+def _truncate(path: Path, size: int) -> None:
+    with open(path, "r+b") as f:
+        f.truncate(size)
+
+
+def _unindex(case: Case, segment: int, batch: OnDisk) -> None:
+    """The segment's index entries for ``batch`` and after it dropped."""
+    base = case.segments[segment]
+    index = case.path(segment, ".index").read_bytes()
+    kept = [index[i:i + 8] for i in range(0, len(index), 8)
+            if struct.unpack(">ii", index[i:i + 8])[1] < batch.position]
+    case.path(segment, ".index").write_bytes(b"".join(kept))
+    times = case.path(segment, ".timeindex").read_bytes()
+    kept = [times[i:i + 12] for i in range(0, len(times), 12)
+            if struct.unpack(">qi", times[i:i + 12])[1] + base < batch.first]
+    case.path(segment, ".timeindex").write_bytes(b"".join(kept))
+
+
+def damage(case: Case, rng: random.Random, kind: str) -> bool:
+    """Applies ``kind`` at a drawn place; False when this partition has no place for it."""
+    last_segment = len(case.segments) - 1
+    closed = [s for s in range(last_segment) if case.path(s).exists() and case.path(s).stat().st_size]
+    alive = [b for b in case.batches if case.path(b.segment).exists()
+             and b.position + b.size <= case.path(b.segment).stat().st_size and b.first not in case.lost]
+    if kind in ("crc", "zero_header", "zero_batch", "length_past_end", "garbage_payload", "control", "backwards",
+                "length_into_next"):
+        pool = {
+            "garbage_payload": [b for b in alive if b.codec != "none" and not b.control],
+            "control": [b for b in alive if b.control],
+            "backwards": [b for b in alive if b.position > 0],
+            "length_into_next": [b for b in alive if any(n.segment == b.segment and n.position == b.position + b.size
+                                                         for n in alive)],
+            # the active segment's last batch zeroed is a preallocated tail: nothing tells it from one
+            "zero_batch": [b for b in alive if b is not case.batches[-1]],
+        }.get(kind, alive)
+        if not pool:
+            return False
+        b = rng.choice(pool)
+        path = case.path(b.segment)
+        if kind == "crc" or kind == "control":
+            at = b.position + rng.randrange(HEADER, b.size)
+            data = path.read_bytes()
+            _patch(path, at, bytes([data[at] ^ (1 << rng.randrange(8))]))
+        elif kind == "zero_header":
+            _patch(path, b.position, bytes(HEADER))
+        elif kind == "zero_batch":
+            _patch(path, b.position, bytes(b.size))
+        elif kind == "length_past_end":
+            _patch(path, b.position + 8, struct.pack(">i", path.stat().st_size + rng.randint(1, 1 << 20)))
+        elif kind == "length_into_next":  # its size claims part of the (intact) batch after it
+            nxt = next(n for n in alive if n.segment == b.segment and n.position == b.position + b.size)
+            _patch(path, b.position + 8, struct.pack(">i", b.size - 12 + rng.randint(1, nxt.size - 1)))
+        elif kind == "garbage_payload":  # the codec cannot read it, the CRC says the bytes are as written
+            _patch(path, b.position + HEADER, rng.randbytes(b.size - HEADER))
+            _recrc(path, b)
+        elif kind == "backwards":  # a base offset (outside the CRC) moved below the batch before it
+            _patch(path, b.position, struct.pack(">q", max(0, b.first - rng.randint(1, 5))))
+        case.lost.update(range(b.first, b.last + 1))
+        case.damaged = True
+        return True
+    if kind in ("cut_inside", "cut_at_boundary", "cut_to_zero"):
+        if not closed:
+            return False
+        s = rng.choice(closed)
+        batches = [b for b in case.of_segment(s)]
+        if kind == "cut_inside":
+            b = batches[-1]
+            cut = b.position + rng.randint(1, b.size - 1)
+            gone = [b]
+        elif kind == "cut_at_boundary":
+            k = rng.randrange(len(batches))
+            cut = batches[k].position
+            gone = batches[k:]
+        else:
+            cut, gone = 0, batches
+        _truncate(case.path(s), cut)
+        for b in gone:
+            case.lost.update(range(b.first, b.last + 1))
+        case.damaged = True
+        return True
+    if kind == "cut_last_inside":
+        batches = case.of_segment(last_segment)
+        b = batches[-1]
+        if b.first in case.lost or case.damaged:  # alone: the active segment's torn write, and nothing else
+            return False
+        _truncate(case.path(last_segment), b.position + rng.randint(1, b.size - 1))
+        _unindex(case, last_segment, b)  # torn before the broker indexed it
+        case.normal_tail.update(range(b.first, b.last + 1))
+        return True
+    if kind == "delete_segment":  # a middle one: without the first, the log just starts later (as retention
+        middle = [s for s in closed if s >= 1]  # leaves it; only the log-start checkpoint could tell)
+        if not middle:
+            return False
+        s = rng.choice(middle)
+        for suffix in (".log", ".index", ".timeindex"):
+            case.path(s, suffix).unlink(missing_ok=True)
+        for b in case.of_segment(s):
+            case.lost.update(range(b.first, b.last + 1))
+        case.damaged = True
+        return True
+    if kind == "delete_index":
+        if not closed:
+            return False
+        s = rng.choice(closed)
+        case.path(s, rng.choice([".index", ".timeindex"])).unlink(missing_ok=True)
+        case.damaged = True
+        return True
+    raise ValueError(kind)
+
+
+def draw(seed: int, directory: Path) -> Case:
+    """A partition written, then one or two kinds of damage at drawn places (a draw that finds
+    no place for a kind draws another)."""
+    case = write(seed, directory)
+    rng = random.Random(seed * 7 + 1)
+    wanted = rng.choice([1, 1, 2])
+    for _ in range(100):
+        if len(case.kinds) == wanted:
+            break
+        kind = rng.choice(KINDS)
+        # alone only: a torn last write is normal only without other damage, and an offset moved
+        # back into offsets a neighbour's damage hides looks like theirs (nothing could tell)
+        if kind in ("cut_last_inside", "backwards") and wanted > 1:
+            continue
+        if damage(case, rng, kind):
+            case.kinds.append(kind)
+    return case
