@@ -4,8 +4,9 @@ timing, as timeit does), with each row's target.
 
     taskset -c 1 python benchmarks/compare.py [--repeats 9] [--baseline 93446ba]
 
-``--baseline REV``: ``to_arrow`` back to back on B and C also by that earlier revision (built in a
-worktree, ``benchmarks/baseline.py``), in turns with this one, and the ratio of their medians.
+``--baseline REV``: ``to_arrow`` and ``validate`` (origin log) back to back on A, B and C also by that
+earlier revision (built in a worktree, ``benchmarks/baseline.py``), in turns with this one, and the
+ratio of their medians.
 """
 import argparse
 import gc
@@ -89,45 +90,52 @@ def crc_table(repeats):
           f"crc32c package {gbs(t_ref):.1f} GB/s -> ratio {t_ref / t_ours:.2f} (target >= 0.90)")
 
 
-# to_arrow back to back in an earlier revision: the workload's bytes from a file, median CPU seconds
-BASELINE_TO_ARROW = """
+# a call back to back in an earlier revision: the workload's bytes from a file, median CPU seconds
+BASELINE_CALL = """
 import gc, json, statistics, time
 import pykbatch as kb
 data = open({path!r}, "rb").read()
-kb.to_arrow(data)
+{call}
 gc.disable()
 times = []
 for _ in range({calls}):
     t0 = time.thread_time()
-    kb.to_arrow(data)
+    {call}
     times.append(time.thread_time() - t0)
 print(json.dumps(statistics.median(times)))
 """
+# what --baseline measures in both revisions: (label, this tree's function, the same call as code)
+BASELINE_CALLS = (
+    ("to_arrow", lambda data: kb.to_arrow(data), "kb.to_arrow(data)"),
+    ("validate (log)", kb_validate_log, "kb.validate(data, kb.ValidationConfig(origin='log'))"),
+)
 
 
 def against_baseline(rev: str, rounds: int = 3, calls: int = 30) -> None:
-    """to_arrow on B and C, this tree and ``rev`` in turns (each a median of ``calls`` calls)."""
+    """to_arrow and validate (origin log) on A, B and C, this tree and ``rev`` in turns (each a
+    median of ``calls`` calls)."""
     import tempfile
 
     from baseline import run
-    for name in ("B", "C"):
-        data = build(name)
+    for name in ("A", "B", "C"):
+        data = build(name)  # a log's offsets, one batch after another
         with tempfile.NamedTemporaryFile(suffix=f".{name}.bin") as f:
             f.write(data)
             f.flush()
-            ours, theirs = [], []
-            for _ in range(rounds):
-                ours.append(measure(READERS["pykbatch.to_arrow"], data, calls))
-                theirs.append(run(rev, BASELINE_TO_ARROW.format(path=f.name, calls=calls)))
-        o, t = statistics.median(ours), statistics.median(theirs)
-        print(f"{name:9} to_arrow back to back: this tree {len(data) / o / 1e9:.2f} GB/s, {rev} "
-              f"{len(data) / t / 1e9:.2f} GB/s -> {t / o:.2f}x (medians of {rounds} turns)")
+            for label, fn, code in BASELINE_CALLS:
+                ours, theirs = [], []
+                for _ in range(rounds):
+                    ours.append(measure(fn, data, calls))
+                    theirs.append(run(rev, BASELINE_CALL.format(path=f.name, calls=calls, call=code)))
+                o, t = statistics.median(ours), statistics.median(theirs)
+                print(f"{name:9} {label} back to back: this tree {len(data) / o / 1e9:.2f} GB/s, {rev} "
+                      f"{len(data) / t / 1e9:.2f} GB/s -> {t / o:.2f}x (medians of {rounds} turns)")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=9)
-    ap.add_argument("--baseline", help="an earlier revision to measure to_arrow against in the same run")
+    ap.add_argument("--baseline", help="an earlier revision to measure to_arrow and validate against in the same run")
     args = ap.parse_args()
     print(f"pykbatch {kb.__version__}, native {kb.native_info()}")
     crc_table(args.repeats)

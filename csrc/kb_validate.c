@@ -586,7 +586,7 @@ static int close_unsound(ctx_t *c, int64_t first)
         return 0;
     for (int64_t k = c->unsound_from; k < c->s->culprits && (uint64_t)k < c->cap; k++) {
         kb_culprit *cu = &c->out[k];
-        if (cu->first_offset != KB_NO_OFFSET && first - 1 < cu->first_offset)
+        if (first == INT64_MIN || (cu->first_offset != KB_NO_OFFSET && first - 1 < cu->first_offset))
             cu->first_offset = KB_NO_OFFSET;  /* nothing hidden between the neighbours */
         else
             cu->last_offset = first - 1;

@@ -26,7 +26,7 @@ import pytest
 import pykbatch as kb
 from pykbatch.config import ValidationConfig
 from pykbatch.log.audit import audit_partition
-from pykbatch.log import Partition
+from pykbatch.log import Partition, read_partition
 from tests.partition_damage import draw
 from tests.test_damage_contract import run
 
@@ -99,6 +99,17 @@ def test_every_tool_gives_the_partitions_one_verdict(case, tmp_path):
     # two is wrong is not known
     wrongly_named = named_offsets(audit, but=("log.offsets_not_increasing",)) & set(sound)
     assert not wrongly_named, (c.describe(), "findings name offsets read as written", sorted(wrongly_named)[:20])
+
+    # the Python partition reader: every offset in a batch it yields or in a range it names
+    told = []
+    covered = set()
+    for b in read_partition(str(c.directory), on_lost=told.append, verify_crc=True):
+        covered.update(range(b.base_offset, b.last_offset + 1))
+    for t in told:
+        if t.first_offset is not None:
+            covered.update(range(t.first_offset, (t.last_offset if t.last_offset is not None else t.first_offset) + 1))
+    unread = {o for o in offsets if o <= end} - c.normal_tail - covered
+    assert not unread, (c.describe(), "offsets the partition reader neither yields nor names", sorted(unread)[:20])
 
     # the dump of the directory agrees (it prints; damage it sees or the partition shows: exit 1)
     assert dumped == want, (c.describe(), err)

@@ -69,8 +69,8 @@ static int toy_compress(void *ctx, int codec, int magic, const uint8_t *src, siz
 static void check_repair(const uint8_t *buf, size_t size, const kb_culprit *c, size_t n, int strict, int log)
 {
     static kb_repair_out r;  /* kept between inputs, as a host keeps it between rows */
-    kb_repair_opts o = {.resync_flags = kb_resync_flags(strict, log), .decompress = toy_decompress,
-                        .compress = toy_compress};
+    kb_repair_opts o = {.resync_flags = kb_resync_flags(strict, log), .keep_offsets = log,
+                        .decompress = toy_decompress, .compress = toy_compress};
     int rc = kb_repair(buf, size, c, n, &o, &r);
     if (rc != 0 && rc != KB_REPAIR_COMPRESS_FAILED && rc != KB_REPAIR_NO_MEMORY)
         abort();

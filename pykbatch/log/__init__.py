@@ -10,10 +10,12 @@ from pykbatch.log.indexes import (
 )
 from pykbatch.log.segments import Partition, Segment, index_entry_trusted, open_partition, read_segment
 from pykbatch.log.windows import entry_windows
+from pykbatch.log.truth import read_partition
 
 __all__ = [
     "LOG", "INDEX_TYPES", "Checkpoint", "CorruptIndexError", "IndexEntry", "OffsetIndex", "Partition",
     "ProducerSnapshot", "Segment", "TimeIndex", "TimeIndexEntry", "TxnIndex", "base_offset_of", "entry_windows",
-    "index_entry_trusted", "is_segment_file", "open_partition", "read_segment", "segment_file_name", "sibling",
+    "index_entry_trusted", "is_segment_file", "open_partition", "read_partition", "read_segment", "segment_file_name",
+    "sibling",
     "suffix_of", "topic_partition_of",
 ]

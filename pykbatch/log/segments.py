@@ -283,6 +283,9 @@ class Partition:
                 yield seg
 
     def batches(self, *, verify_crc: bool = False) -> Iterator:
+        """Every batch in offset order.  ``pykbatch.log.read_partition`` gives the same batches and
+        names, in their place, every range whose records cannot be read (lost framing, missing
+        offsets, a closed segment cut short)."""
         for seg in self.segments():
             yield from seg.batches(verify_crc=verify_crc)
 

@@ -191,3 +191,57 @@ def check_offsets(read: list[tuple[int, int]], named: list[tuple[int, int]], com
             raise OffsetAccountingError(f"offsets {reached + 1} to {first - 1} are neither read, nor named, "
                                         "nor explained")
         reached = last if reached is None else max(reached, last)
+
+
+def read_partition(directory: str, *, on_lost=None, compacted: bool = False, verify_crc: bool = False,
+                   topic_partition: str = "t-0"):
+    """Every batch of a partition directory in offset order (``Segment.batches``, past lost
+    framing), and -- to ``on_lost``, in their place in the walk -- a ``Culprit`` for every range
+    whose records cannot be read, with the offsets it hides (``first_offset`` / ``last_offset``):
+    bytes whose framing was lost, offsets missing between batches or segments (unless
+    ``compacted``), a closed segment's cut tail.  Nothing of the partition goes unmentioned: what
+    is neither yielded nor named is not in the log.  The validator decides inside each segment (the
+    same culprits ``validate`` prints), ``between_segments`` across them."""
+    from pykbatch.config import ValidationConfig
+    from pykbatch.log.segments import Partition, Segment, bound_unsound
+    config = ValidationConfig(origin="log", verify_crc=verify_crc, compacted=compacted, max_culprits=2**31 - 1,
+                              topic_partition=topic_partition)
+    paths = Partition(directory).segment_paths
+    spans: list[SegmentSpan] = []
+    for i, path in enumerate(paths):
+        with Segment(path) as seg:
+            found, at_entry = [], {}
+            if on_lost is not None:
+                result = seg.validate(config)
+                following = None if i + 1 == len(paths) else later_segment(path)
+                bound_unsound(result.culprits, next_first=following)
+                found = sorted((c for c in result.culprits if BY_ID[c.rule].stage == "framing"
+                                or c.rule == _GAP.id), key=lambda c: c.entry_position)
+                for c in result.culprits:  # a batch the reader leaves out (its CRC, with verify_crc)
+                    if c.record_index is None and BY_ID[c.rule].stage != "framing":
+                        at_entry.setdefault(c.entry_position, c)
+
+            def skipped(span) -> None:
+                culprit = at_entry.get(span.position)
+                if culprit is not None:
+                    on_lost(culprit)
+
+            first = last = None
+            for b in seg.batches(verify_crc=verify_crc, on_lost=skipped if on_lost is not None else None):
+                while found and found[0].entry_position <= b.position:
+                    on_lost(found.pop(0))
+                if first is None:
+                    first = b.base_offset
+                    if on_lost is not None and spans:  # what lies between this segment and those before
+                        here = SegmentSpan(path, first, first, None, 0, 0, seg.base_offset)
+                        for where, culprit in between_segments(spans + [here], compacted, topic_partition):
+                            if where == path and culprit.rule == _GAP.id:
+                                on_lost(culprit)
+                last = b.last_offset if last is None else max(last, b.last_offset)
+                yield b
+            for culprit in found:
+                on_lost(culprit)
+            tail = seg.valid_bytes if seg.valid_bytes < seg.size else None
+            spans.append(SegmentSpan(path, first, last, tail, seg.size - seg.valid_bytes, 0, seg.base_offset))
+        if on_lost is not None and tail is not None and i + 1 < len(paths):
+            on_lost(truncated_segment(spans[-1], later_segment(path)))
