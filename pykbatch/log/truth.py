@@ -208,6 +208,7 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
                               topic_partition=topic_partition)
     paths = Partition(directory).segment_paths
     spans: list[SegmentSpan] = []
+    cut = None
     for i, path in enumerate(paths):
         with Segment(path) as seg:
             found, at_entry = [], {}
@@ -232,6 +233,9 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
                     on_lost(found.pop(0))
                 if first is None:
                     first = b.base_offset
+                    if cut is not None:  # an earlier segment cut short: it lost what lies up to here
+                        on_lost(truncated_segment(cut, first))
+                        cut = None
                     if on_lost is not None and spans:  # what lies between this segment and those before
                         here = SegmentSpan(path, first, first, None, 0, 0, seg.base_offset)
                         for where, culprit in between_segments(spans + [here], compacted, topic_partition):
@@ -244,4 +248,6 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
             tail = seg.valid_bytes if seg.valid_bytes < seg.size else None
             spans.append(SegmentSpan(path, first, last, tail, seg.size - seg.valid_bytes, 0, seg.base_offset))
         if on_lost is not None and tail is not None and i + 1 < len(paths):
-            on_lost(truncated_segment(spans[-1], later_segment(path)))
+            cut = spans[-1]  # named once the next segment that holds an entry shows where it goes on
+    if cut is not None:
+        on_lost(truncated_segment(cut, later_segment(cut.path)))
