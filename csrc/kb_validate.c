@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "kb_control.h"
 #include "kb_crc32.h"
 #include "kb_legacy.h"
 #include "kb_resync.h"
@@ -222,6 +223,20 @@ static int check_header(ctx_t *c, const uint8_t *buf, size_t pos, size_t size, c
     return walkable && h->record_count >= 0;
 }
 
+/* A control batch's record in a log: its key read as Kafka's ControlRecordType.parse does, and a
+ * transaction marker's value as EndTransactionMarker does -- a reader of the log (a consumer, the
+ * producer-state rebuild) fails there.  Positions are the key's or the value's. */
+static void check_control_record(ctx_t *c, const uint8_t *buf, const kb_record *r, int32_t index)
+{
+    int type;
+    int32_t epoch;
+    kb_fault f;
+    if (kb_control_key(r->key_len >= 0 ? buf + r->key : NULL, r->key_len, r->key, &type, &f) != 0 ||
+        ((type == KB_CONTROL_ABORT || type == KB_CONTROL_COMMIT) &&
+         kb_control_marker(r->value_len >= 0 ? buf + r->value : NULL, r->value_len, r->value, &epoch, &f) != 0))
+        report_fault(c, &f, index, r->offset_delta);
+}
+
 /* Strict: a key, value or header value length below -1, which Kafka reads as null and no writer
  * produces (the position is the length's own). */
 static void check_null_lengths(ctx_t *c, const uint8_t *buf, size_t limit, const kb_record *r, int32_t index)
@@ -326,6 +341,8 @@ static int64_t walk_records(ctx_t *c, const uint8_t *buf, size_t start, size_t l
             c->headers_reported = 1;
             report(c, KB_RULE_CONVERSION_HEADERS, r.pos, i, r.offset_delta, c->opts->target_magic, 0, 0);
         }
+        if ((h->attributes & KB_ATTR_CONTROL) && !client)
+            check_control_record(c, buf, &r, i);
         check_record_rules(c, r.pos, i, r.offset_delta, kb_wrap_add64(h->base_offset, r.offset_delta),
                            kb_v2_record_timestamp(h, r.timestamp_delta),
                            r.key_len, r.value_len, !create_time, partial);

@@ -15,7 +15,8 @@ import numpy as np
 
 from pykbatch._native import _v2_header_table
 from pykbatch.config import ValidationConfig
-from pykbatch.result import ValidationResult
+from pykbatch.errors import KafkaDataError
+from pykbatch.result import Culprit, ValidationResult
 from pykbatch.log import OffsetIndex, Partition, Segment, TimeIndex, sibling, topic_partition_of
 from pykbatch.log.checks import check_file, check_partition_files, missing_indexes
 from pykbatch.log.segments import bound_unsound
@@ -175,7 +176,8 @@ def _replay_producers(path, t, tracker, producer_culprits):
                 seg = seg or Segment(path)
                 try:
                     check = tracker.append(next(iter(seg.batches(start=pos))), entry=i)
-                except ValueError:  # an unreadable marker: the validator's culprit names it
+                except KafkaDataError as exc:  # an unreadable marker: a culprit of the producer state
+                    producer_culprits.append(_unreadable_marker(exc, i, pos, base, last))
                     continue
             else:
                 check = tracker.append_data(pid, epoch, seq, last_seq, base, last, ts, txn, (i, pos))
@@ -183,6 +185,13 @@ def _replay_producers(path, t, tracker, producer_culprits):
     finally:
         if seg is not None:
             seg.close()
+
+
+def _unreadable_marker(exc, entry: int, position: int, first: int, last: int) -> Culprit:
+    """A control batch whose marker cannot be read (its CRC may hold: the validator does not read
+    markers): which transaction it ended is not known, so the producer's state is not."""
+    return Culprit(entry, None, None, exc.code, exc.rule, exc.offset if exc.offset is not None else position, None,
+                   position, exc.message, "the transaction this marker ends is not known", True, first, last)
 
 
 def _walk_segment(path, verdict, audit, tracker, producer_culprits):
@@ -210,8 +219,9 @@ def _walk_segment(path, verdict, audit, tracker, producer_culprits):
                 if tracker is not None:
                     try:
                         producer_culprits += tracker.append(b).culprits
-                    except ValueError:  # an unreadable marker: the validator's culprit names it
-                        pass
+                    except KafkaDataError as exc:  # an unreadable marker: a culprit of the producer state
+                        producer_culprits.append(_unreadable_marker(exc, entry.batches - 1, b.position,
+                                                                    b.base_offset, b.last_offset))
                 del b
         except ValueError as exc:
             entry.read_error = str(exc)

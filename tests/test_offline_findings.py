@@ -1,0 +1,114 @@
+"""Issue 53's findings, each pinned as the case that showed it (every one failed at cdfdcd5, before
+81b3937); tests/test_partition_truth.py holds the class on drawn partitions."""
+from __future__ import annotations
+
+import struct
+
+import pykbatch as kb
+from pykbatch.log.audit import audit_partition
+from tests.samples import recrc, write_partition
+from tests.test_damage_contract import run
+
+
+def two_segments(tmp_path):
+    return write_partition(tmp_path / "t-0", segments=2, batches=10, records=10)
+
+
+def test_a_closed_segment_cut_inside_its_last_batch_is_damage_for_every_command(tmp_path):
+    part = two_segments(tmp_path)
+    first = sorted(part.glob("*.log"))[0]
+    first.write_bytes(first.read_bytes()[:-40])
+    for argv in (["validate", "--segment", str(part)], ["validate", str(first)], ["dump", "--files", str(part)],
+                 ["dump", "--files", str(first)], ["repair", str(first), "--out", str(tmp_path / "fixed.log")]):
+        status, out, err = run(argv)
+        assert status == 1, argv
+        assert "log.segment_truncated" in out + err and "offsets 90 to 99 are lost" in out + err, argv
+    assert "compaction removes records" not in run(["validate", "--segment", str(part)])[1]
+
+
+def test_a_deleted_middle_segment_is_named_with_its_offsets(tmp_path):
+    part = write_partition(tmp_path / "t-0", segments=3, batches=4, records=5)
+    middle = sorted(part.glob("*.log"))[1]
+    for suffix in (".log", ".index", ".timeindex"):
+        middle.with_suffix(suffix).unlink()
+    status, out, _ = run(["validate", "--segment", str(part)])
+    assert status == 1 and "log.offset_gap: Offsets 20 to 39 are missing from the log" in out
+    assert run(["validate", "--segment", str(part), "--compacted"])[0] == 0  # the cleaner's, if compacted
+    from pykbatch.log import read_partition
+    told = []
+    assert sum(1 for _ in read_partition(str(part), on_lost=told.append)) == 8
+    assert [(c.rule, c.first_offset, c.last_offset) for c in told] == [("log.offset_gap", 20, 39)]
+
+
+def test_a_middle_segments_deleted_index_is_a_problem(tmp_path):
+    part = write_partition(tmp_path / "t-0", segments=3, batches=12, records=5)
+    sorted(part.glob("*.index"))[1].unlink()
+    status, out, _ = run(["validate", "--segment", str(part)])
+    assert status == 1 and "Could not find offset index file corresponding to log file" in out
+
+
+def test_a_damaged_commit_marker_is_a_culprit_not_a_traceback(tmp_path):
+    part = tmp_path / "t-0"
+    part.mkdir()
+    data = kb.build_batch([(b"k", b"v")] * 2, producer_id=7, producer_epoch=0, base_sequence=0,
+                          is_transactional=True)
+    marker = bytearray(kb.build_batch([{"key": b"\x00\x00\x00\x01", "value": b"\x00\x00\x00\x00\x00\x03"}],
+                                      base_offset=2, producer_id=7, producer_epoch=0, is_transactional=True,
+                                      is_control=True))
+    marker[-7] = 0xFF  # the marker value's version negative: unreadable, under a CRC that matches
+    (part / "00000000000000000000.log").write_bytes(data + recrc(bytes(marker)))
+    status, out, err = run(["validate", "--segment", str(part)])
+    assert status == 1 and "Traceback" not in err and "control.marker_version" in out
+
+
+def test_a_length_into_the_next_batch_loses_only_its_own_batch(tmp_path):
+    batches = [kb.build_batch([(b"k%d" % i, b"v" * 40)] * 3, base_offset=3 * i) for i in range(3)]
+    lying = bytearray(batches[0])
+    struct.pack_into(">i", lying, 8, len(batches[0]) - 12 + 30)  # ends 30 bytes into the next batch
+    data = bytes(lying) + batches[1] + batches[2]
+    result = kb.validate(data, kb.ValidationConfig(origin="log"))
+    assert [(c.rule, c.first_offset, c.last_offset) for c in result.culprits] == [("framing.size_into_next", None, 2)]
+    read = [b.base_offset for b in kb.read_segment(_file(tmp_path, data)).batches()]
+    assert read == [3, 6]  # the intact next batch is read
+
+
+def _file(tmp_path, data: bytes):
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    return path
+
+
+def test_the_offset_delta_label_is_the_delta_and_the_offset_is_printed_as_such(tmp_path):
+    data = kb.build_batch([{"key": None, "value": b"x"}], base_offset=500)
+    result = kb.validate(data, kb.ValidationConfig(origin="log", compacted=True))
+    [c] = result.culprits
+    assert (c.relative_offset, c.first_offset) == (0, 500)
+    out = run(["validate", "--compacted", str(_file(tmp_path, data))])[1]
+    assert "(offset delta 0, offset 500)" in out
+    batch = kb.build_batch([{"key": b"c"}, {"key": None}, {"key": b"d"}], base_offset=2)
+    [c] = kb.validate(batch, kb.ValidationConfig(origin="log", compacted=True)).culprits
+    assert (c.relative_offset, c.first_offset) == (1, 3)
+
+
+def test_repair_of_a_log_keeps_every_records_offset(tmp_path):
+    batch = kb.build_batch([{"key": b"c", "value": b"1"}, {"key": None, "value": b"2"}, {"key": b"d", "value": b"3"},
+                            {"key": b"e", "value": b"4"}], base_offset=2)
+    src = _file(tmp_path, batch)
+    status, _, _ = run(["repair", str(src), "--out", str(tmp_path / "fixed.log"), "--compacted"])
+    fixed = (tmp_path / "fixed.log").read_bytes()
+    assert status == 1
+    assert [(r.offset, r.key) for b in kb.iter_batches(fixed) for r in b] == [(2, b"c"), (4, b"d"), (5, b"e")]
+    [b] = kb.iter_batches(fixed)
+    assert (b.base_offset, b.last_offset) == (2, 5)  # ends where the next batch begins
+    assert run(["validate", "--compacted", str(tmp_path / "fixed.log")])[0] == 0
+
+
+def test_culprits_name_the_offsets_a_damaged_batch_hides(tmp_path):
+    batches = [kb.build_batch([(b"k", b"v")] * 4, base_offset=4 * i) for i in range(3)]
+    zeroed = bytes(61) + batches[1][61:]
+    part = tmp_path / "t-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(batches[0] + zeroed + batches[2])
+    audit = audit_partition(str(part))
+    named = [(c.first_offset, c.last_offset) for s in audit.segments for c in s.result.culprits]
+    assert named == [(4, 7)]
