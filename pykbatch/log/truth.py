@@ -18,6 +18,7 @@ given alone):
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
@@ -56,7 +57,10 @@ def lost_after(span: SegmentSpan, next_first: int | None) -> str:
 
 
 def truncated_segment(span: SegmentSpan, next_first: int | None) -> Culprit:
-    """``log.segment_truncated``: the incomplete tail of a segment that is not the last."""
+    """``log.segment_truncated``: the incomplete tail of a segment that is not the last (nothing
+    read of it: its offsets from its base offset on)."""
+    if span.last_offset is None and span.base_offset is not None:
+        span = dataclasses.replace(span, last_offset=span.base_offset - 1)
     first = span.last_offset + 1 if span.last_offset is not None else None
     last = next_first - 1 if next_first is not None else None
     if first is not None and last is not None and last < first:
@@ -222,31 +226,40 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
                     if c.record_index is None and BY_ID[c.rule].stage != "framing":
                         at_entry.setdefault(c.entry_position, c)
 
+            seen = [None, None]  # the segment's first and highest offsets, of batches yielded or named
+
+            def saw(first_offset, last_offset) -> None:
+                if first_offset is not None and seen[0] is None:
+                    seen[0] = first_offset
+                if last_offset is not None and (seen[1] is None or last_offset > seen[1]):
+                    seen[1] = last_offset
+
             def skipped(span) -> None:
                 culprit = at_entry.get(span.position)
                 if culprit is not None:
+                    saw(culprit.first_offset, culprit.last_offset)
                     on_lost(culprit)
 
-            first = last = None
+            started = False
             for b in seg.batches(verify_crc=verify_crc, on_lost=skipped if on_lost is not None else None):
                 while found and found[0].entry_position <= b.position:
                     on_lost(found.pop(0))
-                if first is None:
-                    first = b.base_offset
-                    if cut is not None:  # an earlier segment cut short: it lost what lies up to here
-                        on_lost(truncated_segment(cut, first))
+                if not started:  # this segment's first batch: what lies before it is known now
+                    started = True
+                    if cut is not None:  # an earlier segment cut short lost what lies up to here
+                        on_lost(truncated_segment(cut, b.base_offset))
                         cut = None
-                    if on_lost is not None and spans:  # what lies between this segment and those before
-                        here = SegmentSpan(path, first, first, None, 0, 0, seg.base_offset)
+                    if on_lost is not None and spans:
+                        here = SegmentSpan(path, b.base_offset, b.base_offset, None, 0, 0, seg.base_offset)
                         for where, culprit in between_segments(spans + [here], compacted, topic_partition):
                             if where == path and culprit.rule == _GAP.id:
                                 on_lost(culprit)
-                last = b.last_offset if last is None else max(last, b.last_offset)
+                saw(b.base_offset, b.last_offset)
                 yield b
             for culprit in found:
                 on_lost(culprit)
             tail = seg.valid_bytes if seg.valid_bytes < seg.size else None
-            spans.append(SegmentSpan(path, first, last, tail, seg.size - seg.valid_bytes, 0, seg.base_offset))
+            spans.append(SegmentSpan(path, seen[0], seen[1], tail, seg.size - seg.valid_bytes, 0, seg.base_offset))
         if on_lost is not None and tail is not None and i + 1 < len(paths):
             cut = spans[-1]  # named once the next segment that holds an entry shows where it goes on
     if cut is not None:
