@@ -129,8 +129,9 @@ cdef class _Validator:
         self.opts.produce_version = config.produce_version or 0
         self.opts.single_append = 1 if config.single_append or config.produce_version else 0
         self.max_cap = config.max_culprits
-        # room for the culprits a command shows at once (a walk that finds more than fit runs again)
-        self.cap = min(self.max_cap, 4096)
+        # a few at first: most inputs have none, and many small ones are validated one by one (a
+        # walk that finds more runs again, its pages handed back again)
+        self.cap = min(self.max_cap, 64)
         self.out = <kb_culprit *> malloc(max(self.cap, 1) * sizeof(kb_culprit))
         if self.out == NULL:
             raise MemoryError()

@@ -145,7 +145,9 @@ def segment_gap(before: SegmentSpan, after: SegmentSpan, tp: str, expected: int 
     """``log.offset_gap`` between two segments: ``after`` starts past the offset that follows
     ``before``'s last, or past ``expected`` (an empty segment's base offset), the culprit placed
     at ``after``'s first byte."""
-    first = before.last_offset + 1 if expected is None else expected
+    assert after.first_offset is not None and (expected is not None or before.last_offset is not None)
+    first = before.last_offset + 1 if expected is None and before.last_offset is not None else expected
+    assert first is not None
     args = [first, after.first_offset - 1, after.first_offset, first - 1, 0, 0, 0, 0]
     message, detail = render(_GAP, args, tp)
     detail = f"between {os.path.basename(before.path)} and {os.path.basename(after.path)}: {detail}"
@@ -158,12 +160,13 @@ def between_segments(spans: list[SegmentSpan], compacted: bool, tp: str) -> list
     segment's incomplete tail, and offsets missing between segments (unless compacted, or named
     by the tail before them).  ``spans``: the segments in offset order."""
     found: list[tuple[str, Culprit]] = []
-    read = [s for s in spans if s.first_offset is not None]
+    read = [s for s in spans if s.first_offset is not None and s.last_offset is not None]
     for i, span in enumerate(spans):
         following = next((s.first_offset for s in spans[i + 1:] if s.first_offset is not None), None)
         if span.tail_position is not None and i < len(spans) - 1:
             found.append((span.path, truncated_segment(span, following)))
     for before, after in zip(read, read[1:]):
+        assert after.first_offset is not None and before.last_offset is not None  # read: both known
         if compacted or after.first_offset <= before.last_offset + 1:
             continue
         if before.tail_position is not None:  # the cut tail names these offsets
@@ -171,8 +174,9 @@ def between_segments(spans: list[SegmentSpan], compacted: bool, tp: str) -> list
         found.append((after.path, segment_gap(before, after, tp)))
     # segments before the first that holds an entry hold none (emptied): from the first one's base
     # offset (its name), the offsets up to that entry are gone
-    if read and read[0] is not spans[0] and not compacted and spans[0].base_offset is not None \
-            and spans[0].tail_position is None and read[0].first_offset > spans[0].base_offset:
+    base, start = spans[0].base_offset if spans else None, read[0].first_offset if read else None
+    if read and read[0] is not spans[0] and not compacted and base is not None and start is not None \
+            and spans[0].tail_position is None and start > base:
         found.append((read[0].path, segment_gap(spans[0], read[0], tp, expected=spans[0].base_offset)))
     return found
 
@@ -215,7 +219,8 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
     cut = None
     for i, path in enumerate(paths):
         with Segment(path) as seg:
-            found, at_entry = [], {}
+            found: list = []
+            at_entry: dict = {}
             if on_lost is not None:
                 result = seg.validate(config)
                 following = None if i + 1 == len(paths) else later_segment(path)
