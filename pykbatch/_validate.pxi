@@ -150,7 +150,8 @@ cdef class _Validator:
                 kb_validate_again(ptr, length, &self.opts, self.out, self.cap, &self.s)
             if <size_t> self.s.culprits <= self.cap or self.cap >= self.max_cap:
                 return 0
-            if self.opts.progress_ctx != NULL:  # a mapped file's pages are handed back again as it goes
+            if self.opts.progress_ctx != NULL:  # a mapped file: what the walk touched goes back, and the
+                _release_pages(self.opts.progress_ctx, length)  # walk again hands its pages back as it goes
                 (<_Pages *> self.opts.progress_ctx).released = (<_Pages *> self.opts.progress_ctx).first
             self.cap = min(self.max_cap, <size_t> self.s.culprits)
             grown = <kb_culprit *> malloc(self.cap * sizeof(kb_culprit))
