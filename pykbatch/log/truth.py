@@ -13,8 +13,7 @@ given alone):
   file given alone it cannot be told (``log.tail_incomplete``: damage under ``strict``);
 * offsets missing between two segments (a segment deleted, or cut) are ``log.offset_gap`` unless
   the topic is compacted;
-* ``check_offsets`` holds a walk to the promise: the offsets read, named unreadable and explained
-  cover the log from its first offset to its last, once each.
+* ``read_partition`` gives Python's readers the same findings in their place in the walk.
 """
 from __future__ import annotations
 
@@ -110,10 +109,14 @@ def segment_tail(path: str, strict: bool = False) -> Culprit | None:
     ends on an entry's end, or inside one where that may be normal (no later segment beside it:
     it may be the active one) without ``strict``; else the culprit naming the cut
     (``log.segment_truncated`` when a later segment shows it closed, ``log.tail_incomplete``)."""
-    span = walk_span(path)
+    return _tail_of(walk_span(path), strict)
+
+
+def _tail_of(span: SegmentSpan, strict: bool) -> Culprit | None:
+    """``segment_tail`` of a segment already walked."""
     if span.tail_position is None:
         return None
-    following = later_segment(path)
+    following = later_segment(span.path)
     if following is not None:
         return truncated_segment(span, following)
     return incomplete_tail(span.tail_entry, span.tail_position, span.tail_size) if strict else None
@@ -136,7 +139,7 @@ def partition_findings(logs: list[str], compacted: bool, tp: str, strict: bool =
         paths = sorted(paths, key=lambda p: base_offset_of(os.path.basename(p)))
         spans = [walk_span(p) for p in paths]
         found += between_segments(spans, compacted, tp)
-        culprit = segment_tail(paths[-1], strict)  # a later segment beside it not given, or the active one
+        culprit = _tail_of(spans[-1], strict)  # a later segment beside it not given, or the active one
         found += [(paths[-1], culprit)] if culprit is not None else []
     return found
 
@@ -179,26 +182,6 @@ def between_segments(spans: list[SegmentSpan], compacted: bool, tp: str) -> list
             and spans[0].tail_position is None and start > base:
         found.append((read[0].path, segment_gap(spans[0], read[0], tp, expected=spans[0].base_offset)))
     return found
-
-
-class OffsetAccountingError(AssertionError):
-    """The walk of a partition left an offset neither read, nor named, nor explained."""
-
-
-def check_offsets(read: list[tuple[int, int]], named: list[tuple[int, int]], compacted: bool) -> None:
-    """The promise, checked: ``read`` (first, last) of every entry read and ``named`` (first,
-    last) of every unreadable range with known offsets cover, in offset order, every offset from
-    the first to the last -- except where ``compacted`` explains a gap.  Raises
-    ``OffsetAccountingError`` naming the first offset left out."""
-    if compacted:
-        return
-    spans = sorted(read + named)
-    reached = None
-    for first, last in spans:
-        if reached is not None and first > reached + 1:
-            raise OffsetAccountingError(f"offsets {reached + 1} to {first - 1} are neither read, nor named, "
-                                        "nor explained")
-        reached = last if reached is None else max(reached, last)
 
 
 def read_partition(directory: str, *, on_lost=None, compacted: bool = False, verify_crc: bool = False,
