@@ -158,7 +158,9 @@ cdef object _fault_error(const kb_fault *f, Py_ssize_t base, Py_ssize_t payload=
     if payload >= 0:
         message = f"{message} (at byte {f.pos} of the decompressed records)"
         offset = payload
-    return _errors.error_for(kb_rule_code(f.rule), message, offset, rule.id)
+    exc = _errors.error_for(kb_rule_code(f.rule), message, offset, rule.id)
+    exc.fault_args = (f.args[0], f.args[1], f.args[2])  # the fault's values, to word it as the validator does
+    return exc
 
 
 cdef _raise_fault(const kb_fault *f, Py_ssize_t base, Py_ssize_t payload=-1, str tp="t-0"):

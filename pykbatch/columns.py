@@ -44,9 +44,15 @@ LOCATION: dict[str, pa.DataType] = {"topic": pa.string(), "partition": pa.int32(
 
 READ: dict[str, pa.DataType] = {
     "path": pa.string(), "leader_epoch": pa.int32(), "batch_ok": pa.bool_(), "batch_error": pa.string(),
+    "error_rule": pa.string(), "error_code": pa.int16(), "lost_bytes": pa.int64(), "lost_first_offset": pa.int64(),
+    "lost_last_offset": pa.int64(),
 }
 """What a read of log files can add to its rows: the file, the leader epoch the tiered lineage
-gives the offset, and the batch's verdict (null ``batch_error``: it passed)."""
+gives the offset, and the batch's verdict (null ``batch_error``: it passed; ``error_rule`` and
+``error_code``: the rule and Kafka code of its first culprit).  A row whose ``lost_bytes`` is not
+null is no record: a range whose records cannot be read (``lost_bytes`` of the file from
+``batch_position``; 0 for offsets missing with no bytes left of them), the offsets it hides in
+``lost_first_offset`` / ``lost_last_offset`` where they can be known."""
 
 SPARK_KAFKA: dict[str, pa.DataType] = {
     "key": pa.binary(), "value": pa.binary(), "topic": pa.string(), "partition": pa.int32(), "offset": pa.int64(),

@@ -154,13 +154,20 @@ def start_position(path: str, ranges: Ranges, index: OffsetIndex | None = None) 
         return max(seg.trusted_start(index.lookup(max(target, base))) for target in targets)
 
 
-def split_points(index: OffsetIndex | None, size: int, split_bytes: int) -> list[int]:
+def split_points(path: str, index: OffsetIndex | None, size: int, split_bytes: int) -> list[int]:
     """Batch boundaries about ``split_bytes`` apart, from the segment's ``.index`` (which holds
-    batch positions); without one the segment is a single split."""
+    batch positions); without one the segment is a single split.  A position becomes a boundary
+    only where the log confirms it (``Segment.trusted_start``: a whole, CRC-checked entry starts
+    there, or the walk is resumed from the sound entry before it): a stale index must not cut a
+    read where no entry starts, nor make what is read depend on ``split_bytes``."""
     starts = [0]
-    for entry in index.entries if index is not None else ():
-        if 0 < entry.position < size and entry.position - starts[-1] >= split_bytes:
-            starts.append(entry.position)
+    candidates = [e for e in (index.entries if index is not None else ()) if 0 < e.position < size]
+    if not candidates or candidates[-1].position < split_bytes:
+        return starts
+    with Segment(_local(path)) as seg:
+        for entry in candidates:
+            if entry.position - starts[-1] >= split_bytes and seg.trusted_start(entry) == entry.position:
+                starts.append(entry.position)
     return starts
 
 
@@ -179,25 +186,48 @@ def read_mode(options) -> str:
     return mode
 
 
-def plan_splits(path: str, split_bytes: int, ranges: Ranges = Ranges()) -> list[tuple]:
-    """(file, topic, partition, start, end) of every split to read: segments out of the offset
-    range left out, each local segment cut at batch boundaries about ``split_bytes`` apart from
-    the first position where in-range records can be."""
+class Split(NamedTuple):
+    """One split to read: the entries of segment ``path`` starting in [start, end) (end None: to
+    its end); ``next_base``: the base offset of the next segment of its partition (None: it is the
+    last), ``follows``: a segment precedes it -- what the split that ends (starts) the segment
+    needs to name a segment cut short or offsets missing between segments."""
+    path: str
+    topic: str
+    partition: int
+    start: int
+    end: int | None
+    next_base: int | None = None
+    follows: bool = False
+    previous: int | None = None
+    """The start of the split before it in the same segment (its last entry ends where this starts)."""
+
+
+def plan_splits(path: str, split_bytes: int, ranges: Ranges = Ranges()) -> list[Split]:
+    """Every split to read: segments out of the offset range left out, each local segment cut at
+    batch boundaries about ``split_bytes`` apart from the first position where in-range records
+    can be."""
     splits = []
     segments = find_segments(path)
     next_base = next_base_offsets(segments)
+    folders = {seg.rstrip("/").rsplit("/", 1)[0] for seg, _, _ in segments}
+    earliest = {d: min(base_offset_of(seg) for seg, _, _ in segments if seg.rstrip("/").rsplit("/", 1)[0] == d)
+                for d in folders}
     for seg, topic, partition in segments:
-        if not ranges.keeps_segment(base_offset_of(seg), next_base[seg], topic, partition):
+        base = base_offset_of(seg)
+        if not ranges.keeps_segment(base, next_base[seg], topic, partition):
             continue
+        follows = base > earliest[seg.rstrip("/").rsplit("/", 1)[0]]
         size = os.path.getsize(_local(seg)) if _is_local(seg) else None
         if not size:
-            splits.append((seg, topic, partition, 0, None))
+            splits.append(Split(seg, topic, partition, 0, None, next_base[seg], follows))
             continue
         index = load_index(seg, OffsetIndex)
         first = start_position(seg, ranges, index)
-        points = [p for p in split_points(index, size, split_bytes) if p > first]
-        for start, end in zip([first] + points, points + [None]):
-            splits.append((seg, topic, partition, start, end))
+        points = [p for p in split_points(seg, index, size, split_bytes) if p > first]
+        starts = [first] + points
+        for k, (start, end) in enumerate(zip(starts, points + [None])):
+            splits.append(Split(seg, topic, partition, start, end, next_base[seg], follows,
+                                starts[k - 1] if k else None))
     return splits
 
 

@@ -44,6 +44,7 @@ from pykbatch.retry import retry_io  # noqa: F401  (kafka-segment's remote reads
 from . import tiered_source, value_columns
 from .segment_columns import (  # noqa: F401 (tests and the tiered source read them here too)
     BATCH_COLUMNS, LOG, NAME, PATH_COLUMN, PYTHON_NAME, RECORD_COLUMNS, VALIDATION_COLUMNS, arrow_schema, entries_batch,
+    lost_rows, split_truth,
 )
 from .segment_plan import Ranges, _fsspec, _is_local, _local, narrow, path_not_found, plan_splits, read_mode
 
@@ -105,25 +106,43 @@ def read_decoded_split(path: str, topic: str, partition: int, start: int, end: i
 
 def read_split(path: str, topic: str, partition: int, start: int, end: int | None, mode: str, validate: bool,
                ranges: Ranges = Ranges(), window_bytes: int = WINDOW_BYTES, include_path: bool = False,
-               fmt: str = "kafka"):
+               fmt: str = "kafka", next_base: int | None = None, follows: bool = False, compacted: bool = False,
+               previous: int | None = None):
     """The Arrow record batches of the entries starting in [start, end) of one segment
-    (``fmt``: "kafka", or "redpanda" for Redpanda's native segments)."""
+    (``fmt``: "kafka", or "redpanda" for Redpanda's native segments).  Validated, a range whose
+    records cannot be read is a row of its own (``segment_columns.lost_rows``); ``next_base`` (the
+    next segment's base offset, None: this is the partition's last), ``follows`` (a segment
+    precedes this one) and ``compacted`` say what the partition around the segment makes of its
+    ends, ``previous`` (the start of the split before this one) lets the checks between two entries
+    see across the split's edge (``pykbatch.log.split_truth``)."""
     schema = arrow_schema(mode, validate, True)
-    for batch in _read_split(path, topic, partition, start, end, mode, validate, ranges, window_bytes, fmt):
+    for batch in _read_split(path, topic, partition, start, end, mode, validate, ranges, window_bytes, fmt,
+                             next_base, follows, compacted, previous):
         if include_path:
             batch = pa.RecordBatch.from_arrays([pa.repeat(pa.scalar(path, pa.string()), batch.num_rows)]
                                                + batch.columns, schema=schema)
         yield batch
 
 
-def _read_split(path, topic, partition, start, end, mode, validate, ranges, window_bytes, fmt="kafka"):
+def _read_split(path, topic, partition, start, end, mode, validate, ranges, window_bytes, fmt="kafka",
+                next_base=None, follows=False, compacted=False, previous=None):
     schema = arrow_schema(mode, validate)
     with _open(path, fmt) as seg:
         data = seg.view()
-        in_split = itertools.takewhile(lambda b: end is None or b.position < end, seg.batches(start=start))
+        truth = split_truth(data, path, seg.base_offset, topic, partition, start, end, next_base, follows,
+                            compacted, previous) if validate else None
+        if truth is not None:
+            in_split = truth.walk(seg)
+        else:
+            in_split = itertools.takewhile(lambda b: end is None or b.position < end, seg.batches(start=start))
         # a window is a contiguous run of entries: its entry indexes are its own
         for run in entry_windows(in_split, window_bytes, lambda b: ranges.keeps_batch(b, mode)):
-            yield entries_batch(data, run, seg.base_offset, topic, partition, mode, validate, schema, ranges)
+            yield from entries_batch(data, run, seg.base_offset, topic, partition, mode, validate, schema, ranges,
+                                     truth)
+        if truth is not None:
+            named = truth.finish()
+            if named:
+                yield lost_rows(named, seg.base_offset, topic, partition, schema, ranges)
         del data
 
 
@@ -133,9 +152,10 @@ def data_source_class(name: str = NAME):
     from pyspark.sql.pandas.types import from_arrow_schema
 
     class SegmentSplit(InputPartition):
-        def __init__(self, path, topic, partition, start, end):
+        def __init__(self, path, topic, partition, start, end, next_base=None, follows=False, previous=None):
             super().__init__((path, start))
             self.path, self.topic, self.partition, self.start, self.end = path, topic, partition, start, end
+            self.next_base, self.follows, self.previous = next_base, follows, previous
 
     class TieredInput(InputPartition):
         def __init__(self, split):
@@ -155,6 +175,7 @@ def data_source_class(name: str = NAME):
                 raise ValueError(f"kafka-segment: format is 'kafka' or 'redpanda', not {self.format!r}")
             self.mode = read_mode(options)
             self.validate = _flag(options, "validate")
+            self.compacted = _flag(options, "compacted")  # offsets missing between entries are the cleaner's
             self.include_path = _flag(options, "includePath")
             self.split_bytes = int(options.get("splitBytes", 64 * 1024 * 1024))
             self.ranges = Ranges.from_options(options)
@@ -190,7 +211,8 @@ def data_source_class(name: str = NAME):
                                           self.decode, self.window_bytes)
             return read_split(split.path, split.topic, split.partition, split.start, split.end, self.mode,
                               self.validate, self.ranges, self.window_bytes, include_path=self.include_path,
-                              fmt=self.format)
+                              fmt=self.format, next_base=split.next_base, follows=split.follows,
+                              compacted=self.compacted, previous=split.previous)
 
     class PushdownSegmentReader(KafkaSegmentReader):
         """With option pushFilters=true (and spark.sql.python.filterPushdown.enabled=true, without

@@ -20,8 +20,9 @@ from tests.samples import write_partition
 def read_all(path, ranges, split_bytes=2000, mode="records", validate=False):
     """Every split the planner makes, read as Spark's tasks would, as one table (None: no rows);
     records' ``timestamp`` (a TimestampType, as Spark's Kafka source) as epoch milliseconds."""
-    batches = [b for seg, topic, part, start, end in plan_splits(str(path), split_bytes, ranges)
-               for b in read_split(seg, topic, part, start, end, mode, validate, ranges)]
+    batches = [b for s in plan_splits(str(path), split_bytes, ranges)
+               for b in read_split(s.path, s.topic, s.partition, s.start, s.end, mode, validate, ranges,
+                                   next_base=s.next_base, follows=s.follows, previous=s.previous)]
     table = pa.Table.from_batches(batches, schema=arrow_schema(mode, validate)) if batches else None
     if table is not None and mode == "records":
         millis = pc.divide(table["timestamp"].cast(pa.int64()), 1000)
