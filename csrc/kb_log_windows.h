@@ -26,6 +26,45 @@ typedef struct {
     int64_t first, last;
 } kb_log_consumer;
 
+/* What a walk that keeps account (kb_log_windows_account) knows of the bytes it passed over -- a
+ * span whose framing was lost, an entry whose header does not read -- for a reader that gives what
+ * cannot be read a row of its own (kafka-segment's validate; pykbatch.log.split_truth is the
+ * Python reader's account, the same steps). */
+typedef struct {
+    size_t pos, size;
+    int32_t rule;         /* the walk's fault there (kb_rule) and its values */
+    int64_t args[3];
+    int64_t top_before;   /* the highest offset of the entries read before it (KB_LOG_NO_OFFSET: none) */
+    int64_t next_first;   /* the first offset of the entry read after it (KB_LOG_NO_OFFSET: it has none
+                             readable; KB_LOG_AT_END: the walk reached the segment's end after it) */
+    int settled;          /* next_first is known: an entry after it was read, or the walk ended */
+} kb_log_skip;
+
+/* One entry of the last window, as an accounting walk read it. */
+typedef struct {
+    size_t pos, size;
+    int64_t first, last;              /* its offsets (KB_LOG_NO_OFFSET: its header does not give them) */
+    int64_t top_before, last_before;  /* the highest and the last offset of the entries read before it */
+    int32_t rule;                     /* its records do not decode: the fault (kb_rule), else -1 */
+    int64_t args[3];
+} kb_log_entry;
+
+#define KB_LOG_NO_OFFSET INT64_MIN
+#define KB_LOG_AT_END (INT64_MIN + 1)
+
+typedef struct {
+    kb_log_skip *skips;   /* passed over and not yet handed out (kb_log_take_skips) */
+    int32_t n_skips, cap_skips;
+    kb_log_entry *entries; /* the last window's, in order */
+    int32_t cap_entries;
+    int64_t top, last;    /* the highest and the last offset of the entries read so far */
+    int64_t first;        /* the first offset of the split's first entry (KB_LOG_NO_OFFSET: none yet) */
+    int64_t past_end;     /* the first offset of the entry at which the split ends (KB_LOG_NO_OFFSET: none) */
+    int reached_end;      /* the walk ran to the end of the segment */
+    size_t valid_bytes;   /* where it ended there: an incomplete tail starts here */
+    int64_t before_pos;   /* the entry ending where the split starts (KB_LOG_NO_OFFSET: none) */
+} kb_log_account;
+
 typedef struct {
     const uint8_t *buf;   /* the whole segment */
     size_t len;
@@ -42,6 +81,7 @@ typedef struct {
     size_t lo, hi;         /* its bytes: buf[lo, hi) */
     int32_t entries;       /* its entries (batch_index counts from 0 in each window) */
     int32_t undecoded;     /* of which gave no rows (they could not be decoded) */
+    kb_log_account *account; /* NULL, or kept up by the walk (kb_log_windows_account) */
 } kb_log_windows;
 
 /* A walk of buf[0, len)'s entries starting in [start, end) (len: none past the end).  With
@@ -56,5 +96,14 @@ void kb_log_windows_init(kb_log_windows *w, const uint8_t *buf, size_t len, size
 int kb_log_next_window(kb_log_windows *w, kb_fault *f);
 
 void kb_log_windows_free(kb_log_windows *w);
+
+/* Keeps account of the walk from here on (after init, before the first window): what a walk of the
+ * segment from its first byte knows at the split's start is found first (the highest offset, the
+ * entry that ends there).  0, or -1: no memory. */
+int kb_log_windows_account(kb_log_windows *w);
+
+/* Hands out the skips whose neighbours are known (all of them once the walk has ended), in order,
+ * into out[0..n) (they are dropped from the account): how many. */
+int32_t kb_log_take_skips(kb_log_windows *w, kb_log_skip *out, int32_t room);
 
 #endif

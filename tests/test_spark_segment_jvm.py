@@ -115,6 +115,14 @@ def _splits(df) -> int:
     return max(1, df.rdd.getNumPartitions())
 
 
+def _order(row: dict) -> tuple:
+    """Rows in file order: a record's (or batch's) by its offset, a row for what cannot be read
+    (offsets unknown) by its rule."""
+    offset = row.get("offset", row.get("base_offset"))
+    return (row["path"], row["batch_position"], offset is None, offset or 0, row.get("error_rule") or "",
+            row.get("lost_bytes") or 0)
+
+
 def _first_difference(jvm: list, python: list):
     """The first rows of two sorted lists that differ, and the fields in which they do."""
     for i, (a, b) in enumerate(zip(jvm, python)):
@@ -151,7 +159,7 @@ def test_jvm_reader_equals_the_python_source_on_drawn_logs(spark, tmp_path):
 
         def keyed(rows):
             return sorted((_comparable(r) for r in rows if (r["path"], r["batch_position"]) not in damaged),
-                          key=lambda r: (r["path"], r["batch_position"], r.get("offset", r.get("base_offset"))))
+                          key=_order)
         jvm, python = _rows(jvm_df), _rows(python_df)
         assert keyed(jvm) == keyed(python), (where, _first_difference(keyed(jvm), keyed(python)))
         assert len(jvm) == len(python), where  # a damaged compressed entry gives rows on both or neither

@@ -417,11 +417,22 @@ static int64_t log_rows_as(const uint8_t *buf, size_t size, size_t start, size_t
     kb_decode_opts d = {.verify_crc = (int)(size & 1), .decompress = toy_decompress, .ranges = ranges};
     kb_log_windows_init(&w, buf, size, start, end, window_bytes, &d);
     w.consumer = consumer;
+    if ((size & 2) && !consumer && kb_log_windows_account(&w) != 0)
+        abort();
     kb_fault f;
     int64_t rows = 0;
     int rc;
     size_t last_hi = start;
+    kb_log_skip skips[4];
     while ((rc = kb_log_next_window(&w, &f)) == 1) {
+        int32_t n;  /* what the account hands out lies in the buffer, in order, settled */
+        while ((n = kb_log_take_skips(&w, skips, 4)) > 0)
+            for (int32_t i = 0; i < n; i++)
+                if (!skips[i].settled || skips[i].size == 0 || skips[i].pos + skips[i].size > size)
+                    abort();
+        for (int32_t k = 0; w.account && k < w.entries; k++)
+            if (w.account->entries[k].pos < w.lo || w.account->entries[k].pos + w.account->entries[k].size > w.hi)
+                abort();
         const kb_columns *c = &w.store.c;
         if (w.lo < last_hi || w.hi > size || w.lo >= w.hi || (end != SIZE_MAX && w.lo >= end) || w.entries <= 0)
             abort();

@@ -47,9 +47,9 @@ enum {
     SUM_ENTRIES, SUM_RECORDS, SUM_CULPRITS, SUM_VALID_BYTES, SUM_UNWALKED, SUM_TAIL_POS, SUM_TAIL_ENTRY, SUM_STOPPED,
     SUM_STOPPED_AT, SUM_LOST_BYTES, SUM_KEPT, SUM_COUNT
 };
-/* one culprit to Java: C_WIDTH (16) longs; Validator.java reads the same layout */
+/* one culprit to Java: C_WIDTH (18) longs; Validator.java reads the same layout */
 enum { C_POS, C_INNER_POS, C_ENTRY_POS, C_ARGS, C_RELATIVE_OFFSET = C_ARGS + 8, C_ENTRY, C_RECORD_INDEX, C_CODE, C_RULE,
-       C_WIDTH };
+       C_FIRST_OFFSET, C_LAST_OFFSET, C_WIDTH };
 
 /* decompression: Java's Decompressor, called with the input as a direct buffer */
 typedef struct {
@@ -421,6 +421,8 @@ JNIEXPORT void JNICALL Java_io_pykbatch_spark_Native_culprits(JNIEnv *env, jclas
         row[C_RECORD_INDEX] = c->record_index;
         row[C_CODE] = c->code;
         row[C_RULE] = c->rule;
+        row[C_FIRST_OFFSET] = c->first_offset;
+        row[C_LAST_OFFSET] = c->last_offset;
         (*env)->SetLongArrayRegion(env, out, (jsize)(i * C_WIDTH), C_WIDTH, row);
     }
 }
@@ -551,6 +553,28 @@ JNIEXPORT jintArray JNICALL Java_io_pykbatch_spark_Native_ruleFlags(JNIEnv *env,
     jintArray out = (*env)->NewIntArray(env, KB_RULE_COUNT);
     if (out)
         (*env)->SetIntArrayRegion(env, out, 0, KB_RULE_COUNT, flags);
+    return out;
+}
+
+/* A rule's message template (its fields named in braces: the rules the host words itself), or its
+ * stage (`stage` true). */
+JNIEXPORT jstring JNICALL Java_io_pykbatch_spark_Native_ruleText(JNIEnv *env, jclass cls, jint rule, jboolean stage)
+{
+    (void)cls;
+    if (rule < 0 || rule >= KB_RULE_COUNT)
+        return NULL;
+    return (*env)->NewStringUTF(env, stage ? kb_rule_table[rule].stage : kb_rule_table[rule].template_text);
+}
+
+JNIEXPORT jintArray JNICALL Java_io_pykbatch_spark_Native_ruleCodes(JNIEnv *env, jclass cls)
+{
+    (void)cls;
+    jint codes[KB_RULE_COUNT];
+    for (int k = 0; k < KB_RULE_COUNT; k++)
+        codes[k] = kb_rule_table[k].code;
+    jintArray out = (*env)->NewIntArray(env, KB_RULE_COUNT);
+    if (out)
+        (*env)->SetIntArrayRegion(env, out, 0, KB_RULE_COUNT, codes);
     return out;
 }
 
@@ -1206,6 +1230,119 @@ JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_segmentHeaders(JNIEnv
         (*env)->SetLongArrayRegion(env, result, 0, (jsize)(n * BI_WIDTH), out);
     free(out);
     return result;
+}
+
+/* ---- kafka-segment's account of what cannot be read (validate): kb_log_account to Java ---- */
+
+/* SegmentLosses.java reads the same layouts */
+enum { SK_POS, SK_SIZE, SK_RULE, SK_ARGS, SK_TOP_BEFORE = SK_ARGS + 3, SK_NEXT_FIRST, SK_WIDTH };
+enum { EN_POS, EN_SIZE, EN_FIRST, EN_LAST, EN_TOP_BEFORE, EN_LAST_BEFORE, EN_RULE, EN_ARGS, EN_WIDTH = EN_ARGS + 3 };
+enum { LA_TOP, LA_BEFORE_POS, LA_LAST, LA_REACHED_END, LA_VALID_BYTES, LA_PAST_END, LA_FIRST, LA_WIDTH };
+
+static jlongArray long_array(JNIEnv *env, const jlong *values, size_t n)
+{
+    jlongArray out = (*env)->NewLongArray(env, (jsize)n);
+    if (out != NULL && n)
+        (*env)->SetLongArrayRegion(env, out, 0, (jsize)n, values);
+    return out;
+}
+
+static void account_state(const kb_log_account *a, jlong *o)
+{
+    o[LA_TOP] = a->top;
+    o[LA_BEFORE_POS] = a->before_pos;
+    o[LA_LAST] = a->last;
+    o[LA_REACHED_END] = a->reached_end;
+    o[LA_VALID_BYTES] = (jlong)a->valid_bytes;
+    o[LA_PAST_END] = a->past_end;
+    o[LA_FIRST] = a->first;
+}
+
+/* Starts the account of the walk of `handle` (before its first window): its state (LA_*) as a walk
+ * of the segment from its first byte knows it at the split's start.  null with an exception
+ * pending. */
+JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_segmentAccount(JNIEnv *env, jclass cls, jlong handle)
+{
+    (void)cls;
+    kb_jvm_segment *g = (kb_jvm_segment *)(intptr_t)handle;
+    if (g->w.account == NULL && kb_log_windows_account(&g->w) != 0) {
+        throw_named(env, "java/lang/OutOfMemoryError", "kafka-segment: no memory for a walk's account");
+        return NULL;
+    }
+    jlong o[LA_WIDTH];
+    account_state(g->w.account, o);
+    return long_array(env, o, LA_WIDTH);
+}
+
+/* The account's state now (LA_*): after the last window, where the walk ended. */
+JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_segmentState(JNIEnv *env, jclass cls, jlong handle)
+{
+    (void)cls;
+    kb_jvm_segment *g = (kb_jvm_segment *)(intptr_t)handle;
+    jlong o[LA_WIDTH] = {0};
+    if (g->w.account)
+        account_state(g->w.account, o);
+    return long_array(env, o, LA_WIDTH);
+}
+
+/* The spans passed over whose neighbours are known, SK_WIDTH longs each, handed out once. */
+JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_segmentSkips(JNIEnv *env, jclass cls, jlong handle)
+{
+    (void)cls;
+    kb_jvm_segment *g = (kb_jvm_segment *)(intptr_t)handle;
+    int32_t n = g->w.account ? g->w.account->n_skips : 0;
+    kb_log_skip *skips = malloc((size_t)(n ? n : 1) * sizeof *skips);
+    jlong *o = malloc((size_t)(n ? n : 1) * SK_WIDTH * sizeof *o);
+    if (skips == NULL || o == NULL) {
+        free(skips);
+        free(o);
+        throw_named(env, "java/lang/OutOfMemoryError", "kafka-segment: no memory for a walk's account");
+        return NULL;
+    }
+    n = kb_log_take_skips(&g->w, skips, n);
+    for (int32_t i = 0; i < n; i++) {
+        jlong *r = o + (size_t)i * SK_WIDTH;
+        r[SK_POS] = (jlong)skips[i].pos;
+        r[SK_SIZE] = (jlong)skips[i].size;
+        r[SK_RULE] = skips[i].rule;
+        for (int k = 0; k < 3; k++)
+            r[SK_ARGS + k] = skips[i].args[k];
+        r[SK_TOP_BEFORE] = skips[i].top_before;
+        r[SK_NEXT_FIRST] = skips[i].next_first;
+    }
+    jlongArray out = long_array(env, o, (size_t)n * SK_WIDTH);
+    free(skips);
+    free(o);
+    return out;
+}
+
+/* The last window's entries as the account read them, EN_WIDTH longs each. */
+JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_segmentEntries(JNIEnv *env, jclass cls, jlong handle)
+{
+    (void)cls;
+    kb_jvm_segment *g = (kb_jvm_segment *)(intptr_t)handle;
+    int32_t n = g->w.account ? g->w.entries : 0;
+    jlong *o = malloc((size_t)(n ? n : 1) * EN_WIDTH * sizeof *o);
+    if (o == NULL) {
+        throw_named(env, "java/lang/OutOfMemoryError", "kafka-segment: no memory for a walk's account");
+        return NULL;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        const kb_log_entry *e = &g->w.account->entries[i];
+        jlong *r = o + (size_t)i * EN_WIDTH;
+        r[EN_POS] = (jlong)e->pos;
+        r[EN_SIZE] = (jlong)e->size;
+        r[EN_FIRST] = e->first;
+        r[EN_LAST] = e->last;
+        r[EN_TOP_BEFORE] = e->top_before;
+        r[EN_LAST_BEFORE] = e->last_before;
+        r[EN_RULE] = e->rule;
+        for (int k = 0; k < 3; k++)
+            r[EN_ARGS + k] = e->args[k];
+    }
+    jlongArray out = long_array(env, o, (size_t)n * EN_WIDTH);
+    free(o);
+    return out;
 }
 
 JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_batchInfo(JNIEnv *env, jclass cls, jlong handle,

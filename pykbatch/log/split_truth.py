@@ -20,10 +20,12 @@ from dataclasses import dataclass
 
 from pykbatch import _native
 from pykbatch.config import ValidationConfig
+from pykbatch.errors import KafkaDataError
 from pykbatch.log.truth import SegmentSpan, segment_gap, truncated_segment
 from pykbatch.rules import BY_ID, render
 
 _GAP = "log.offset_gap"
+_UNSETTLED = object()  # a span's next entry not read yet
 
 
 @dataclass
@@ -53,7 +55,7 @@ class SplitTruth:
         self.last: int | None = None       # last offset of the last entry the walk read
         self.named = -1                    # the highest offset a range named so far hides
         self.first: int | None = None      # first offset of the first entry the walk read
-        self.spans: list = []              # [LostSpan, offsets before it, offsets after it or None]
+        self.spans: list = []              # [LostSpan, highest offset before it, next entry's first offset]
         self.overlap: int | None = None    # the previous window's last entry (validated again)
         self.covered = start               # bytes up to here are in a window or named
         self.past_end: int | None = None   # the first offset of the entry after the split (None: none)
@@ -73,18 +75,19 @@ class SplitTruth:
         """``seg.batches`` from the split's start, the spans it skips kept with their neighbours'
         offsets, to the first entry starting at or past the split's end (not yielded)."""
         def lost(span):
-            self.spans.append([span, self.top, None])
+            self.spans.append([span, self.top, _UNSETTLED])
             self.last = None
 
         for b in seg.batches(start=self.start, on_lost=lost):
+            first = _first_offset(b)
             for s in self.spans:
-                if s[2] is None:
-                    s[2] = b.base_offset
+                if s[2] is _UNSETTLED:
+                    s[2] = first
             if self.end is not None and b.position >= self.end:
-                self.past_end = b.base_offset
+                self.past_end = first
                 return
             if self.first is None:
-                self.first = b.base_offset
+                self.first = first
             self.edge[b.position] = (self.top, self.last)
             self.last = b.last_offset
             self.top = b.last_offset if self.top is None else max(self.top, b.last_offset)
@@ -127,7 +130,7 @@ class SplitTruth:
         if culprit is not None:
             u = Unreadable(position, size, first, last, culprit.rule, culprit.code, culprit.message)
         else:
-            u = Unreadable(position, size, first, last, exc.rule, exc.code, exc.message)
+            u = Unreadable(position, size, first, last, exc.rule, exc.code, self._worded(exc))
         self._saw([u])
         return u
 
@@ -184,6 +187,12 @@ class SplitTruth:
             out.insert(0, gap)
         return out
 
+    def _worded(self, exc) -> str:
+        """A walk's fault in the validator's words (the reader's carry Kafka's client text)."""
+        if getattr(exc, "fault_args", None) is None:
+            return exc.message
+        return render(BY_ID[exc.rule], list(exc.fault_args) + [0] * 5, self.tp)[0]
+
     def _gap(self, c) -> Unreadable | None:
         """A gap the window's validator found, from the highest offset the walk of the whole segment
         had seen before it (a window's validator knows only the entries it was given)."""
@@ -206,9 +215,8 @@ class SplitTruth:
             first_at.setdefault(c.entry_position, c)
         while self.spans and self.spans[0][0].position < lo:
             span, before, after = self.spans.pop(0)
-            if after is None:
-                after = self.past_end if self.past_end is not None else (
-                    self.next_base if self.reached_end else None)
+            if after is _UNSETTLED:  # nothing read after it in the split: where the walk ended
+                after = self.past_end if not self.reached_end else self.next_base
             first = before + 1 if before is not None else (self.base if span.position == 0 else None)
             last = after - 1 if after is not None else None
             c = first_at.get(span.position)
@@ -219,10 +227,7 @@ class SplitTruth:
                 named.append(Unreadable(span.position, span.size, first, last, c.rule, c.code, c.message))
             else:  # lost framing, as the walk of the whole segment found it (a window's slice ends early)
                 e = span.error
-                message = e.message
-                if getattr(e, "fault_args", None) is not None:
-                    message, _ = render(BY_ID[e.rule], list(e.fault_args) + [0] * 5, self.tp)
-                named.append(Unreadable(span.position, span.size, first, last, e.rule, e.code, message))
+                named.append(Unreadable(span.position, span.size, first, last, e.rule, e.code, self._worded(e)))
         return named
 
 
@@ -253,3 +258,12 @@ def _history(data, start: int) -> tuple[int | None, int | None, int | None]:
     if last[0] is None or last[0][1] != start:
         return top, None, None
     return top, last[0][0], last[0][2]
+
+
+def _first_offset(b) -> int | None:
+    """A batch's first offset; None for a compressed v0/v1 wrapper whose records do not decompress
+    (its first is its inner set's)."""
+    try:
+        return b.base_offset
+    except KafkaDataError:
+        return None

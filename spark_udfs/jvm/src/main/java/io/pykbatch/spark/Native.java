@@ -65,6 +65,8 @@ public final class Native {
     /** Rule ids by the core's rule number; their flags (KB_KAFKA 1, KB_PER_RECORD 2, KB_BETWEEN 4). */
     public static final String[] RULE_IDS = ruleIds();
     public static final int[] RULE_FLAGS = ruleFlags();
+    /** Kafka's error code of each rule. */
+    public static final int[] RULE_CODES = ruleCodes();
     public static final int KAFKA = 1;
 
     static native String version();
@@ -118,6 +120,21 @@ public final class Native {
     /** The next window of the split into the reader's columns: 1, or 0 when the split is read. */
     static native int segmentNext(long handle);
 
+    /** Starts the account of what an open reader's walk passes over (kb_log_account, before its first
+     * window): its state as SegmentLosses.ST_* longs, as a walk of the segment from byte 0 knows it at
+     * the split's start. */
+    static native long[] segmentAccount(long handle);
+
+    /** The account's state now (SegmentLosses.ST_*). */
+    static native long[] segmentState(long handle);
+
+    /** The spans the walk passed over whose neighbours are known, SegmentLosses.SK_WIDTH longs each,
+     * each handed out once. */
+    static native long[] segmentSkips(long handle);
+
+    /** The last window's entries as the account read them, SegmentLosses.EN_WIDTH longs each. */
+    static native long[] segmentEntries(long handle);
+
     static native void segmentClose(long handle);
 
     /** A decoder for kbatch_decode: its columns' addresses go to info (SegmentWindow's layout). */
@@ -159,7 +176,12 @@ public final class Native {
 
     static native String[] ruleIds();
 
+    /** A rule's message template (`stage` false) or stage. */
+    static native String ruleText(int rule, boolean stage);
+
     static native int[] ruleFlags();
+
+    static native int[] ruleCodes();
 
     static native String errorName(int code);
 

@@ -202,24 +202,38 @@ abstract class NativeColumn extends ColumnVector {
         @Override public ColumnVector getChild(int ordinal) { return children[ordinal]; }
     }
 
-    /** batch_ok / batch_error: each record gets its batch's verdict (by batch_index). */
+    /** A record's batch's verdict (in batches mode the row's own): OK (batch_ok), MESSAGE
+     * (batch_error), RULE (error_rule) or CODE (error_code) of its first culprit; null when it passed. */
     static final class Verdict extends NativeColumn {
-        private final boolean text;
-        Verdict(DataType type, SegmentWindow window, boolean text) { super(type, window); this.text = text; }
-        private UTF8String of(int rowId) {  // a record's batch's verdict; in batches mode the row's own
-            return window.verdicts[window.entryOf != null ? window.entryOf[rowId]
-                : Platform.getInt(null, window.at[SegmentWindow.BATCH_INDEX] + 4L * rowId)];
+        static final int OK = 0, MESSAGE = 1, RULE = 2, CODE = 3;
+        private final int kind;
+        Verdict(DataType type, SegmentWindow window, int kind) { super(type, window); this.kind = kind; }
+        private int entry(int rowId) {
+            return window.entryOf != null ? window.entryOf[rowId]
+                : Platform.getInt(null, window.at[SegmentWindow.BATCH_INDEX] + 4L * rowId);
         }
-        @Override public boolean hasNull() { return text; }
+        private boolean passed(int rowId) { return window.verdicts[entry(rowId)] == null; }
+        @Override public boolean hasNull() { return kind != OK; }
         @Override public int numNulls() {
             int n = 0;
-            for (int r = 0; text && r < window.at[SegmentWindow.ROWS]; r++) {
-                n += of(r) == null ? 1 : 0;
+            for (int r = 0; kind != OK && r < window.rows(); r++) {
+                n += passed(r) ? 1 : 0;
             }
             return n;
         }
-        @Override public boolean isNullAt(int rowId) { return text && of(rowId) == null; }
-        @Override public boolean getBoolean(int rowId) { return of(rowId) == null; }
-        @Override public UTF8String getUTF8String(int rowId) { return of(rowId); }
+        @Override public boolean isNullAt(int rowId) { return kind != OK && passed(rowId); }
+        @Override public boolean getBoolean(int rowId) { return passed(rowId); }
+        @Override public short getShort(int rowId) { return window.codes[entry(rowId)]; }
+        @Override public UTF8String getUTF8String(int rowId) {
+            return kind == RULE ? window.rules[entry(rowId)] : window.verdicts[entry(rowId)];
+        }
+    }
+
+    /** A column every row of a window leaves null (a record's row has nothing lost). */
+    static final class Nulls extends NativeColumn {
+        Nulls(DataType type, SegmentWindow window) { super(type, window); }
+        @Override public boolean hasNull() { return true; }
+        @Override public int numNulls() { return window.rows(); }
+        @Override public boolean isNullAt(int rowId) { return true; }
     }
 }

@@ -78,6 +78,7 @@ final class SegmentPlan {
             if (!ranges.keepsSegment(s.segment, following)) {
                 continue;
             }
+            s.follows = s.segment > bases.get(parentOf(s.path)).first();
             if (store != null) {  // no index read remotely: the segment whole
                 s.next = following;
                 splits.add(s);
@@ -87,15 +88,18 @@ final class SegmentPlan {
             long[][] index = size == 0 ? null : SegmentIndexes.read(s.path, SegmentIndexes.OFFSET_INDEX, s.segment);
             long first = size == 0 ? 0 : ranges.startPosition(s.path, s.segment, index);
             List<Long> starts = new ArrayList<>(List.of(first));
-            for (long point : size == 0 ? List.<Long>of() : splitPoints(index, size, splitBytes)) {
+            for (long point : size == 0 ? List.<Long>of() : splitPoints(s.path, s.segment, index, size, splitBytes)) {
                 if (point > first) {
                     starts.add(point);
                 }
             }
+            boolean follows = s.segment > bases.get(parentOf(s.path)).first();
             for (int i = 0; i < starts.size(); i++) {
                 SegmentSplit split = new SegmentSplit(s.path, s.topic, s.partition, s.segment, starts.get(i),
                     i + 1 < starts.size() ? starts.get(i + 1) : -1);
                 split.next = following;
+                split.follows = follows;
+                split.previous = i > 0 ? starts.get(i - 1) : -1;
                 splits.add(split);
             }
         }
@@ -134,12 +138,16 @@ final class SegmentPlan {
     }
 
     /** Batch positions about splitBytes apart from the segment's offset index (which holds batch
-     * positions; segment_plan.split_points), 0 first; without an index (null): 0 alone. */
-    static List<Long> splitPoints(long[][] index, long size, long splitBytes) {
+     * positions; segment_plan.split_points), 0 first; without an index (null): 0 alone.  A position
+     * is a boundary only where the log confirms an entry starts (Native.indexEntryTrusted): a stale
+     * index must not cut a read where no entry starts, nor make its rows depend on splitBytes. */
+    static List<Long> splitPoints(String path, long segment, long[][] index, long size, long splitBytes) {
         List<Long> starts = new ArrayList<>();
         starts.add(0L);
-        for (long position : index == null ? new long[0] : index[1]) {
-            if (position > 0 && position < size && position - starts.get(starts.size() - 1) >= splitBytes) {
+        for (int k = 0; index != null && k < index[1].length; k++) {
+            long position = index[1][k];
+            if (position > 0 && position < size && position - starts.get(starts.size() - 1) >= splitBytes
+                    && Native.indexEntryTrusted(path, position, segment, index[0][k])) {
                 starts.add(position);
             }
         }

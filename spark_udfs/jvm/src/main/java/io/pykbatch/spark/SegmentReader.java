@@ -32,12 +32,19 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
     private java.nio.file.Path spooled;  // a store's segment copied here while it is read
     private final boolean countOnly;
     private final boolean batches;  // one row an entry, its header (mode=batches)
+    private final boolean compacted;
+    private final StructType schema;
     private long handle;
     private ColumnarBatch batch;
+    private SegmentLosses losses;  // validated: what the split cannot deliver, rows of their own
+    private boolean finished;      // losses.finish() done
+    private final java.util.ArrayDeque<ColumnarBatch> queued = new java.util.ArrayDeque<>();
 
-    SegmentReader(SegmentSplit split, StructType schema, boolean batches, boolean validate, long windowBytes,
-                  long[] ranges, SegmentStore store) {
+    SegmentReader(SegmentSplit split, StructType schema, boolean batches, boolean validate, boolean compacted,
+                  long windowBytes, long[] ranges, SegmentStore store) {
         this.split = split;
+        this.schema = schema;
+        this.compacted = compacted;
         this.ranges = ranges;
         this.store = store;
         this.windowBytes = windowBytes;
@@ -49,7 +56,13 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
             readsColumns |= !(columns[i] instanceof NativeColumn.Constant);
         }
         this.countOnly = !readsColumns;  // count(*), or the split's own values only
-        validate &= schema.getFieldIndex("batch_ok").isDefined() || schema.getFieldIndex("batch_error").isDefined();
+        if (split.consumer != null) {  // a tiered read validates only for the verdict columns it reads
+            boolean verdictRead = false;
+            for (String name : LostRows.VERDICT_COLUMNS) {
+                verdictRead |= schema.getFieldIndex(name).isDefined();
+            }
+            validate &= verdictRead;
+        }  // else what cannot be read is rows of its own, counted even where no column is read
         Map<String, String> checks = new HashMap<>();
         if (validate) {  // the log's checks, every failing entry named (segment_columns.LOG)
             checks.put("origin", "log");
@@ -67,9 +80,8 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
     private ColumnVector column(StructField field) {
         DataType t = field.dataType();
         SegmentWindow w = window;
-        if (batches && !java.util.Arrays.asList("topic", "partition", "segment", "path", "batch_ok", "batch_error",
-                                                "leader_epoch")
-                .contains(field.name())) {
+        if (batches && !java.util.Arrays.asList("topic", "partition", "segment", "path", "leader_epoch")
+                .contains(field.name()) && !LostRows.VERDICT_COLUMNS.contains(field.name())) {
             return new NativeColumn.Header(t, w, field.name());
         }
         switch (field.name()) {
@@ -93,8 +105,12 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
             case "producer_epoch": return new NativeColumn.Shorts(t, w, SegmentWindow.PRODUCER_EPOCH);
             case "is_transactional": return new NativeColumn.Flags(t, w, SegmentWindow.IS_TRANSACTIONAL);
             case "is_control": return new NativeColumn.Flags(t, w, SegmentWindow.IS_CONTROL);
-            case "batch_ok": return new NativeColumn.Verdict(t, w, false);
-            case "batch_error": return new NativeColumn.Verdict(t, w, true);
+            case "batch_ok": return new NativeColumn.Verdict(t, w, NativeColumn.Verdict.OK);
+            case "batch_error": return new NativeColumn.Verdict(t, w, NativeColumn.Verdict.MESSAGE);
+            case "error_rule": return new NativeColumn.Verdict(t, w, NativeColumn.Verdict.RULE);
+            case "error_code": return new NativeColumn.Verdict(t, w, NativeColumn.Verdict.CODE);
+            case "lost_bytes": case "lost_first_offset": case "lost_last_offset":
+                return new NativeColumn.Nulls(t, w);  // a record's row: nothing lost
             case "leader_epoch": {
                 ColumnVector offsets = batches ? new NativeColumn.Header(DataTypes.LongType, w, "base_offset")
                     : new NativeColumn.Longs(DataTypes.LongType, w, SegmentWindow.OFFSET);
@@ -142,10 +158,27 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
             }
             if (split.consumer != null) {
                 Native.segmentConsumer(handle, split.consumer);
+            } else if (validator != null) {
+                window.refresh();
+                losses = new SegmentLosses(validator, split, window.at[SegmentWindow.SIZE], compacted,
+                    Native.segmentAccount(handle));
             }
+        }
+        if (!queued.isEmpty()) {
+            batch = queued.poll();
+            return true;
         }
         for (;;) {
             if (Native.segmentNext(handle) == 0) {
+                if (losses != null && !finished) {
+                    finished = true;
+                    java.util.List<SegmentLosses.Unreadable> named = losses.finish(window.at[SegmentWindow.BASE],
+                        Native.segmentSkips(handle), Native.segmentState(handle));
+                    if (!named.isEmpty()) {
+                        batch = LostRows.batch(named, schema, split, batches, ranges);
+                        return batch.numRows() > 0;
+                    }
+                }
                 return false;
             }
             window.refresh();
@@ -165,11 +198,39 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
                 }
                 window.entryOf = java.util.Arrays.copyOf(entryOf, rows);
             }
+            ColumnarBatch lost = null;
             if (validator != null) {
-                window.verdicts = validator.entryMessages(window.at[SegmentWindow.BASE] + window.at[SegmentWindow.LO],
-                    window.at[SegmentWindow.HI] - window.at[SegmentWindow.LO], (int) window.at[SegmentWindow.ENTRIES]);
+                int entries = (int) window.at[SegmentWindow.ENTRIES];
+                Validator.Culprit[] verdicts = new Validator.Culprit[entries];
+                long base = window.at[SegmentWindow.BASE], lo = window.at[SegmentWindow.LO];
+                long hi = window.at[SegmentWindow.HI];
+                if (losses != null) {
+                    long[] walked = Native.segmentEntries(handle);
+                    java.util.List<SegmentLosses.Unreadable> named = losses.window(base, lo, hi, walked,
+                        Native.segmentSkips(handle), Native.segmentState(handle), verdicts);
+                    for (int k = 0; !batches && k < entries; k++) {
+                        if (walked[k * SegmentLosses.EN_WIDTH + SegmentLosses.EN_RULE] >= 0) {
+                            named.add(losses.undecoded(walked, k, verdicts[k]));
+                        }
+                    }
+                    lost = named.isEmpty() ? null : LostRows.batch(named, schema, split, batches, ranges);
+                } else {  // a tiered read: each entry's verdict
+                    for (Validator.Culprit c : validator.windowCulprits(base + lo, hi - lo)) {
+                        if (c.entry >= 0 && c.entry < entries && verdicts[c.entry] == null) {
+                            verdicts[c.entry] = c;
+                        }
+                    }
+                }
+                window.verdicts(verdicts);
             }
             codecs.messages.clear();
+            if (lost != null && lost.numRows() > 0) {
+                if (rows > 0) {
+                    queued.add(new ColumnarBatch(columns, rows));
+                }
+                batch = lost;
+                return true;
+            }
             if (rows > 0) {
                 batch = new ColumnarBatch(columns, rows);
                 return true;

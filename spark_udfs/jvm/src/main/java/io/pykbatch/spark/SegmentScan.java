@@ -31,13 +31,15 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
     private final String path;
     private final boolean batches;
     private final boolean validate;
+    private final boolean compacted;  // offsets missing between entries are the log cleaner's
     private final long splitBytes;
     private final long windowBytes;
     private final java.util.Map<String, String> tiered;  // a tiered read's options (TieredPlan), else null
     private InputPartition[] tieredSplits;  // its plan: a Python process run on the driver, so run once
 
-    SegmentScan(StructType schema, String path, boolean batches, boolean validate, long splitBytes, long windowBytes,
-                SegmentRanges ranges, boolean pushFilters, SegmentStore store, java.util.Map<String, String> tiered) {
+    SegmentScan(StructType schema, String path, boolean batches, boolean validate, boolean compacted, long splitBytes,
+                long windowBytes, SegmentRanges ranges, boolean pushFilters, SegmentStore store,
+                java.util.Map<String, String> tiered) {
         this.tiered = tiered;
         this.schema = schema;
         this.store = store;
@@ -47,6 +49,7 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
         this.path = path;
         this.batches = batches;
         this.validate = validate;
+        this.compacted = compacted;
         this.splitBytes = splitBytes;
         this.windowBytes = windowBytes;
     }
@@ -94,7 +97,7 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new Readers(read, batches, validate, windowBytes, ranges.packed(), store);
+        return new Readers(read, batches, validate, compacted, windowBytes, ranges.packed(), store);
     }
 
     /** Sent to the executors: makes each split's columnar reader. */
@@ -103,17 +106,19 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
         private final StructType schema;
         private final boolean batches;
         private final boolean validate;
+        private final boolean compacted;
         private final long windowBytes;
         private final long[] ranges;
         private final SegmentStore store;
 
-        Readers(StructType schema, boolean batches, boolean validate, long windowBytes, long[] ranges,
+        Readers(StructType schema, boolean batches, boolean validate, boolean compacted, long windowBytes, long[] ranges,
                 SegmentStore store) {
             this.ranges = ranges;
             this.store = store;
             this.schema = schema;
             this.batches = batches;
             this.validate = validate;
+            this.compacted = compacted;
             this.windowBytes = windowBytes;
         }
 
@@ -124,7 +129,8 @@ final class SegmentScan implements SupportsRead, ScanBuilder, SupportsPushDownRe
 
         @Override
         public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-            return new SegmentReader((SegmentSplit) partition, schema, batches, validate, windowBytes, ranges, store);
+            return new SegmentReader((SegmentSplit) partition, schema, batches, validate, compacted, windowBytes, ranges,
+                store);
         }
 
         @Override

@@ -33,8 +33,8 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
     static final String PYTHON = Native.BUILD.getProperty("python_segment_source");
     // lower case: Spark's options are case-insensitive
     static final Set<String> SERVED = new HashSet<>(Arrays.asList(
-        "path", "mode", "deep", "validate", "includepath", "splitbytes", "windowbytes", "startingoffset", "endingoffset",
-        "startingtimestamp", "endingtimestamp", "pushfilters"));
+        "path", "mode", "deep", "validate", "compacted", "includepath", "splitbytes", "windowbytes", "startingoffset",
+        "endingoffset", "startingtimestamp", "endingtimestamp", "pushfilters"));
     private static final long SPLIT_BYTES = 64L << 20, WINDOW_BYTES = 8L << 20;
     private TableProvider python;
 
@@ -64,7 +64,7 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
         SegmentStore store = SegmentStore.of(options.get("path"));
         boolean tiered = TieredPlan.isTiered(options, options.get("path"), store);
         return new SegmentScan(schema(options, tiered), options.get("path"), mode(options).equals("batches"),
-            flag(options, "validate"), number(options, "splitBytes", SPLIT_BYTES),
+            flag(options, "validate"), flag(options, "compacted"), number(options, "splitBytes", SPLIT_BYTES),
             number(options, "windowBytes", WINDOW_BYTES), SegmentRanges.of(options), flag(options, "pushFilters"),
             store, tiered ? options.asCaseSensitiveMap() : null);
     }

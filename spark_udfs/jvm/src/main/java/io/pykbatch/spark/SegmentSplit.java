@@ -12,6 +12,8 @@ final class SegmentSplit implements InputPartition {
     final long start;
     final long end;
     long next = -1;  // the next segment's base offset in the same folder (-1: none): offsets here are below it
+    boolean follows;  // a segment precedes it in its folder
+    long previous = -1;  // the start of the split before it in the same segment (-1: none)
     // a tiered read's split (TieredPlan), null otherwise: offsets [first, last] read as a consumer
     // receives them (Native.segmentConsumer's spec), and leader_epoch's lineage
     long[] consumer;

@@ -19,9 +19,30 @@ final class SegmentWindow {
     final ByteBuffer buffer = ByteBuffer.allocateDirect(COUNT * 8).order(ByteOrder.nativeOrder());
     private final LongBuffer longs = buffer.asLongBuffer();
     final long[] at = new long[COUNT];
-    UTF8String[] verdicts = new UTF8String[0];
+    UTF8String[] verdicts = new UTF8String[0];  // each entry's first culprit's message (null: it passed)
+    UTF8String[] rules = new UTF8String[0];     // ... its rule
+    short[] codes = new short[0];               // ... its Kafka code
     long[] headers;  // batches mode: the window's entry headers (BatchInfoFunction's slots), an entry each
     int[] entryOf;   // batches mode: each row's entry (an entry whose header does not read has no row)
+
+    /** The window's rows: its records, or in batches mode its entries whose header reads. */
+    int rows() {
+        return entryOf != null ? entryOf.length : (int) at[ROWS];
+    }
+
+    /** Each entry's verdict from its first culprit (null: it passed). */
+    void verdicts(Validator.Culprit[] first) {
+        verdicts = new UTF8String[first.length];
+        rules = new UTF8String[first.length];
+        codes = new short[first.length];
+        for (int k = 0; k < first.length; k++) {
+            if (first[k] != null) {
+                verdicts[k] = first[k].message;
+                rules[k] = LostRows.ruleId(first[k].rule);
+                codes[k] = (short) first[k].code;
+            }
+        }
+    }
 
     /** Takes what the core wrote for the window just read. */
     void refresh() {

@@ -18,8 +18,8 @@ import org.apache.spark.unsafe.types.UTF8String;
 final class Validator {
     private static final Cleaner CLEANER = Cleaner.create();
     private static final int SUM_ENTRIES = 0, SUM_RECORDS = 1, SUM_CULPRITS = 2, SUM_TAIL_POS = 5, SUM_KEPT = 10;
-    private static final int C_WIDTH = 16, C_POS = 0, C_ENTRY_POS = 2, C_RELATIVE_OFFSET = 11, C_ENTRY = 12,
-        C_RECORD_INDEX = 13, C_CODE = 14, C_RULE = 15;
+    private static final int C_WIDTH = 18, C_POS = 0, C_ENTRY_POS = 2, C_ARGS = 3, C_RELATIVE_OFFSET = 11, C_ENTRY = 12,
+        C_RECORD_INDEX = 13, C_CODE = 14, C_RULE = 15, C_FIRST_OFFSET = 16, C_LAST_OFFSET = 17;
     private static final long NO_OFFSET = Long.MIN_VALUE;
     private static final int TEXT_MESSAGE = 0, TEXT_DETAIL = 1;
     private static final UTF8String NONE = UTF8String.fromString(Native.errorName(0));
@@ -212,18 +212,41 @@ final class Validator {
             : text(rule, TEXT_MESSAGE, at);
     }
 
-    /** The first culprit's message of each of the `entries` entries of the `len` bytes at `address`
-     * (memory that stays put: a mapped segment), null for an entry that passed: kafka-segment's
-     * batch_error, as the Python source takes it from pykbatch.validate. */
-    UTF8String[] entryMessages(long address, long len, int entries) {
+    /** One culprit of a window, as kafka-segment's account reads it (pykbatch's Culprit's fields it
+     * needs; positions in the bytes validated; offsets Long.MIN_VALUE where not known). */
+    static final class Culprit {
+        final int entry;
+        final long entryPosition;
+        final int rule;
+        final int code;
+        final UTF8String message;
+        final long firstOffset, lastOffset;
+        final long[] args;
+
+        Culprit(int entry, long entryPosition, int rule, int code, UTF8String message, long firstOffset,
+                long lastOffset, long[] args) {
+            this.entry = entry;
+            this.entryPosition = entryPosition;
+            this.rule = rule;
+            this.code = code;
+            this.message = message;
+            this.firstOffset = firstOffset;
+            this.lastOffset = lastOffset;
+            this.args = args;
+        }
+    }
+
+    /** Every culprit of the `len` bytes at `address` (memory that stays put: a mapped segment), in the
+     * validator's order: kafka-segment's account of a window (SegmentLosses). */
+    java.util.List<Culprit> windowCulprits(long address, long len) {
         if (!options.nowFixed && (rowsSinceNow++ & 1023) == 0) {
             options.core[5] = System.currentTimeMillis();
         }
         if (Native.validateAt(handle, address, len, options.core[5]) != 0) {
             throw new IllegalStateException("kbatch: the core refused a window");  // an exception is pending
         }
-        UTF8String[] out = new UTF8String[entries];
         int kept = (int) summary.get(SUM_KEPT);
+        java.util.List<Culprit> out = new java.util.ArrayList<>(kept);
         if (summary.get(SUM_CULPRITS) > 0 && kept > 0) {
             if (culprits.length < kept * C_WIDTH) {
                 culprits = new long[kept * C_WIDTH];
@@ -231,14 +254,24 @@ final class Validator {
             }
             Native.culprits(handle, culprits);
             for (int i = 0; i < kept; i++) {
-                long entry = culprits[i * C_WIDTH + C_ENTRY];
-                if (entry >= 0 && entry < entries && out[(int) entry] == null) {
-                    out[(int) entry] = message(i);
-                }
+                int at = i * C_WIDTH;
+                out.add(new Culprit((int) culprits[at + C_ENTRY], culprits[at + C_ENTRY_POS], (int) culprits[at + C_RULE],
+                    (int) culprits[at + C_CODE],
+                    message(i), culprits[at + C_FIRST_OFFSET], culprits[at + C_LAST_OFFSET],
+                    java.util.Arrays.copyOfRange(culprits, at + C_ARGS, at + C_ARGS + 8)));
             }
         }
         codecs.messages.clear();
         return out;
+    }
+
+    /** A rule's message for the core's values `args` (up to 8), the partition named as this
+     * validator names it. */
+    UTF8String render(int rule, long[] args) {
+        long[] row = new long[C_WIDTH];
+        System.arraycopy(args, 0, row, C_ARGS, Math.min(8, args.length));
+        byte[] utf8 = Native.render(rule, TEXT_MESSAGE, row, 0, options.topicPartition);
+        return utf8 == null ? null : UTF8String.fromBytes(utf8);
     }
 
     private UTF8String text(int rule, int which, int at) {
