@@ -22,6 +22,14 @@ int kb_ranges_keeps_entry(const kb_ranges *r, const uint8_t *buf, const kb_entry
             return 1;
         first = last = m.offset;
         max_timestamp = first_timestamp = m.timestamp;
+        /* a compressed wrapper's own timestamp bounds its records' only under LogAppendTime (they
+         * take it); under CreateTime a producer may write anything there (librdkafka: 0): its
+         * records are read and filtered one by one (kb_ranges_keeps_record) */
+        if (records && m.magic > 0 && (m.attributes & KB_ATTR_CODEC_MASK) != KB_CODEC_NONE &&
+            !(m.attributes & KB_ATTR_LOG_APPEND_TIME)) {
+            max_timestamp = INT64_MAX;
+            first_timestamp = INT64_MIN;
+        }
         /* only the end bound needs a wrapper's first offset: decompressed only then */
         if ((r->bounds & KB_RANGE_END_OFFSET) && (m.attributes & KB_ATTR_CODEC_MASK) != KB_CODEC_NONE &&
             kb_decode_legacy_first_offset(buf, e, o, &first, &f) != 0)

@@ -55,8 +55,9 @@ static inline int kb_ranges_keeps_record(const kb_ranges *r, int64_t offset, int
  * first_timestamp (a batch stores its largest timestamp, not its smallest: its records are
  * filtered one by one afterwards).  `records` 0 (one row an entry, nothing filtered after): also
  * its first timestamp (v2's baseTimestamp, a v0/v1 entry's own) must be before end_timestamp.  A
- * compressed v0/v1 wrapper's first offset is its inner set's (decompressed through `o`); an entry
- * whose header does not read is kept: its reader names the fault. */
+ * compressed v0/v1 wrapper's first offset is its inner set's (decompressed through `o`); a
+ * compressed v1 wrapper's timestamp bounds nothing under CreateTime (its records are filtered one by
+ * one); an entry whose header does not read is kept: its reader names the fault. */
 int kb_ranges_keeps_entry(const kb_ranges *r, const uint8_t *buf, const kb_entry *e, int records,
                           const kb_decode_opts *o);
 

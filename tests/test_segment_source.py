@@ -222,3 +222,22 @@ def test_an_unreadable_wrapper_is_kept_for_its_reader_to_name(tmp_path):
     assert table["offset"].to_pylist() == [0, 1, 2, 6]
     batches = read_all(folder, Ranges(end_offset=7), mode="batches")
     assert 0 in batches["base_offset"].to_pylist()
+
+
+def test_timestamp_bounds_do_not_prune_a_v1_wrapper_by_its_own_timestamp(tmp_path):
+    """Issue 53: librdkafka writes 0 as a compressed v1 wrapper's timestamp around records stamped
+    now (CreateTime): a timestamp bound (startingTimestamp, or a pushed WHERE) pruned the wrapper by
+    its header and lost its records (3 rows without pushdown, 0 with it, at dccad64).  A
+    LogAppendTime wrapper's own timestamp is its records', and still prunes."""
+    import zlib
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    stamp = 1_700_000_000_000
+    wrapper = bytearray(kb.build_batch([{"value": b"v%d" % i, "timestamp": stamp + i} for i in range(3)],
+                                       base_offset=0, magic=1, compression="gzip"))
+    wrapper[18:26] = (0).to_bytes(8, "big")  # the wrapper's own timestamp, as librdkafka leaves it
+    wrapper[12:16] = (zlib.crc32(bytes(wrapper[16:])) & 0xFFFFFFFF).to_bytes(4, "big")
+    (folder / segment_file_name(0, ".log")).write_bytes(bytes(wrapper))
+    table = read_all(folder, Ranges(first_timestamp=stamp))
+    assert table is not None and table["offset"].to_pylist() == [0, 1, 2]
+    assert read_all(folder, Ranges(first_timestamp=stamp + 2))["offset"].to_pylist() == [2]
