@@ -171,6 +171,21 @@ def split_points(path: str, index: OffsetIndex | None, size: int, split_bytes: i
     return starts
 
 
+def validates(options, mode: str) -> bool:
+    """Whether a read is validated (``validate``): by default in records mode, whose decoding reads
+    every byte anyway -- a batch whose records do not pass is marked (``batch_ok`` false) and what
+    cannot be read is a row of its own, never left out unsaid; not by default in batches mode, a
+    scan of headers that does not read the records' bytes.  ``validate=false`` reads records as
+    their bytes say, a batch whose CRC fails included, unmarked: for logs known sound."""
+    value = options.get("validate")
+    if value is None or str(value).strip() == "":
+        return mode == "records"
+    value = str(value).strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"kafka-segment: validate is true or false, not {options.get('validate')!r}")
+    return value == "true"
+
+
 def read_mode(options) -> str:
     """``records`` (decode every record) or ``batches`` (headers only), from ``mode`` or from
     ``deep`` (true / false, as kafka-dump-log's --deep-iteration)."""

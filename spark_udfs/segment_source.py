@@ -46,7 +46,9 @@ from .segment_columns import (  # noqa: F401 (tests and the tiered source read t
     BATCH_COLUMNS, LOG, NAME, PATH_COLUMN, PYTHON_NAME, RECORD_COLUMNS, VALIDATION_COLUMNS, arrow_schema, entries_batch,
     lost_rows, split_truth,
 )
-from .segment_plan import Ranges, _fsspec, _is_local, _local, narrow, path_not_found, plan_splits, read_mode
+from .segment_plan import (
+    Ranges, _fsspec, _is_local, _local, narrow, path_not_found, plan_splits, read_mode, validates,
+)
 
 
 # Log bytes per Arrow batch handed to Spark: batches of 1-16 MiB move fastest through the
@@ -174,7 +176,7 @@ def data_source_class(name: str = NAME):
             if self.format not in ("kafka", "redpanda"):
                 raise ValueError(f"kafka-segment: format is 'kafka' or 'redpanda', not {self.format!r}")
             self.mode = read_mode(options)
-            self.validate = _flag(options, "validate")
+            self.validate = validates(options, self.mode)
             self.compacted = _flag(options, "compacted")  # offsets missing between entries are the cleaner's
             self.include_path = _flag(options, "includePath")
             self.split_bytes = int(options.get("splitBytes", 64 * 1024 * 1024))
@@ -231,7 +233,7 @@ def data_source_class(name: str = NAME):
             if self.options.get("decode"):
                 return from_arrow_schema(decoded_schema(self.options["decode"]))
             mode = read_mode(self.options)
-            schema = arrow_schema(mode, _flag(self.options, "validate"), _flag(self.options, "includePath"))
+            schema = arrow_schema(mode, validates(self.options, mode), _flag(self.options, "includePath"))
             if tiered_source.is_tiered(self.options):
                 schema = schema.append(tiered_source.EPOCH_COLUMN)
             return from_arrow_schema(value_columns.extend_schema(schema, value_columns.decodings(self.options)))

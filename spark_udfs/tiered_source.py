@@ -166,8 +166,10 @@ def read_split(split: TieredSplit, mode: str, validate: bool, ranges: Ranges, wi
     starts, epochs = lineage_arrays(part, piece)
     for data, run in piece_windows(part, piece, iso, split.lo, split.hi, window_bytes,
                                    lambda b: ranges.keeps_batch(b, mode)):
-        rb = entries_batch(data, run, piece.base_offset, part.partition.topic, part.partition.partition, mode, validate,
-                    base_schema, ranges)
+        # a tiered read gives each entry its verdict; what a piece cannot deliver is told by its
+        # reports (below), not yet as rows of their own (no SplitTruth over a store's pieces)
+        [rb] = entries_batch(data, run, piece.base_offset, part.partition.topic, part.partition.partition, mode,
+                             validate, base_schema, ranges)
         offsets = rb.column(rb.schema.get_field_index("offset" if mode == "records" else "base_offset"))
         inside = edge_mask(offsets, split.lo, split.hi, iso.last_stable_offset)
         if inside is not None:

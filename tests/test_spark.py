@@ -218,11 +218,17 @@ def test_segment_source_splits_validates_and_filters(spark, tmp_path):
     reader = (spark.read.format("kafka-segment").option("splitBytes", "2000").option("validate", "true")
               .load(str(tmp_path)))
     assert reader.rdd.getNumPartitions() > 3
-    rows = reader.collect()
+    everything = reader.collect()
+    rows = [r for r in everything if r["lost_bytes"] is None]
     assert len(rows) == 195 and {r["topic"] for r in rows} == {"orders"} and {r["partition"] for r in rows} == {3}
     assert sorted(r["offset"] for r in rows) == [o for o in range(200) if o // 5 != 9]  # no failed task
     assert {r["offset"] // 5 for r in rows if not r["batch_ok"]} == {7}
     assert all(r["batch_error"].startswith("Record is corrupt") for r in rows if not r["batch_ok"])
+    # batch 9, whose records cannot be read, is a row of its own: the offsets it holds, its bytes
+    [lost] = [r for r in everything if r["lost_bytes"] is not None]
+    assert (lost["lost_first_offset"], lost["lost_last_offset"], lost["batch_position"], lost["lost_bytes"]) == (
+        45, 49, positions[9], len(batches[9])) and not lost["batch_ok"] and lost["offset"] is None
+    assert lost["error_rule"] == "batch.crc_mismatch" and lost["error_code"] == 2  # its first culprit
     ranged = spark.read.format("kafka-segment").option("startingOffset", "12").option("endingOffset", "30") \
         .load(str(part))
     assert sorted(r["offset"] for r in ranged.collect()) == list(range(12, 30))

@@ -64,7 +64,7 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
         SegmentStore store = SegmentStore.of(options.get("path"));
         boolean tiered = TieredPlan.isTiered(options, options.get("path"), store);
         return new SegmentScan(schema(options, tiered), options.get("path"), mode(options).equals("batches"),
-            flag(options, "validate"), flag(options, "compacted"), number(options, "splitBytes", SPLIT_BYTES),
+            validates(options), flag(options, "compacted"), number(options, "splitBytes", SPLIT_BYTES),
             number(options, "windowBytes", WINDOW_BYTES), SegmentRanges.of(options), flag(options, "pushFilters"),
             store, tiered ? options.asCaseSensitiveMap() : null);
     }
@@ -75,7 +75,7 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
         java.util.List<StructField> fields = new java.util.ArrayList<>();
         for (String part : new String[] {"path", mode(options), "validation", "tiered"}) {
             if (part.equals("tiered") ? tiered : !part.equals("path") && !part.equals("validation")
-                || flag(options, part.equals("path") ? "includePath" : "validate")) {
+                || (part.equals("path") ? flag(options, "includePath") : validates(options))) {
                 fields.addAll(Arrays.asList(((StructType) Types.of(NAME + "." + part)).fields()));
             }
         }
@@ -120,6 +120,19 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
             throw new IllegalArgumentException("kafka-segment: mode is 'records' or 'batches', not '" + mode + "'");
         }
         return mode;
+    }
+
+    /** Whether the read is validated: by default in records mode, not in batches mode
+     * (segment_plan.validates). */
+    static boolean validates(CaseInsensitiveStringMap options) {
+        String value = options.get("validate");
+        if (value == null || value.trim().isEmpty()) {
+            return mode(options).equals("records");
+        }
+        if (!value.trim().equalsIgnoreCase("true") && !value.trim().equalsIgnoreCase("false")) {
+            throw new IllegalArgumentException("kafka-segment: validate is true or false, not '" + value + "'");
+        }
+        return value.trim().equalsIgnoreCase("true");
     }
 
     private static boolean pythonSession() {
