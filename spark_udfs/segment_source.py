@@ -7,9 +7,14 @@
 One row per record (``mode=records`` or ``deep=true``, the default) or per batch header
 (``mode=batches`` or ``deep=false``: no record is decoded), with the topic
 and partition taken from the ``<topic>-<partition>`` directory, the segment's base offset and the
-batch columns.  Segments are split at batch boundaries (positions from the ``.index`` file when
-there is one) into input partitions of about ``splitBytes`` (default 64 MiB).  Options:
-``validate`` (true: a ``batch_ok`` / ``batch_error`` pair from the validator, origin log),
+batch columns.  Segments are split at batch boundaries (positions from the ``.index`` file the log confirms)
+into input partitions of about ``splitBytes`` (default 64 MiB).  Options:
+``validate`` (default true in records mode, false in batches mode: each row's batch's verdict --
+``batch_ok``, ``batch_error``, ``error_rule``, ``error_code`` -- from the validator, origin log, and
+a row of its own for every range whose records cannot be read -- ``lost_bytes``,
+``lost_first_offset``, ``lost_last_offset`` --, ``pykbatch.log.split_truth``; false: records as
+their bytes say, unmarked), ``compacted`` (true: offsets missing between entries are the log
+cleaner's, not damage),
 ``includePath`` (true: a leading ``path`` column naming the segment file),
 ``startingOffset`` / ``endingOffset`` (inclusive/exclusive record offsets),
 ``startingTimestamp`` / ``endingTimestamp`` (inclusive/exclusive record timestamps, epoch ms),
