@@ -15,7 +15,8 @@ public final class SegmentTruncationProbe {
         long windowBytes = Long.parseLong(a[1]);
         long keep = Long.parseLong(a[2]);
         SegmentReader reader = new SegmentReader(new SegmentSplit(path, "t", 0, 0, 0, -1),
-            (StructType) Types.of("kafka-segment.records"), false, false, windowBytes, new SegmentRanges().packed(), null);
+            (StructType) Types.of("kafka-segment.records"), false, false, false, windowBytes, new SegmentRanges().packed(),
+            null);
         long first = 0, total = 0;
         while (reader.next()) {
             int rows = reader.get().numRows();
