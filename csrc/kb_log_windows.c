@@ -173,12 +173,16 @@ static kb_log_entry *window_slot(kb_log_windows *w)
 
 int kb_log_windows_account(kb_log_windows *w)
 {
-    kb_log_account *a = calloc(1, sizeof *a);
+    kb_log_account *a = w->account ? w->account : calloc(1, sizeof *a);
     if (a == NULL)
         return -1;
+    w->account = a;  /* a walk read again (its file shrank) starts its account afresh */
+    a->n_skips = 0;
+    a->reached_end = 0;
+    a->valid_bytes = 0;
     a->top = a->last = a->past_end = a->before_pos = a->first = KB_LOG_NO_OFFSET;
     /* the walk of the bytes before the split, as one walk of the segment would have made it */
-    size_t start = w->pos, pos = 0;
+    size_t start = w->pos < w->len ? w->pos : w->len, pos = 0;
     while (pos < start) {
         kb_entry e;
         kb_fault f;
@@ -210,8 +214,39 @@ int kb_log_windows_account(kb_log_windows *w)
     }
     if (pos != start)
         a->before_pos = a->last = KB_LOG_NO_OFFSET;
-    w->account = a;
     return 0;
+}
+
+void kb_log_account_mark_at(const kb_log_windows *w, kb_log_account_mark *m)
+{
+    memset(m, 0, sizeof *m);
+    if (w->account == NULL)
+        return;
+    m->scalars = *w->account;
+    m->n_skips = w->account->n_skips;
+    m->settled = 0;  /* skips settle in order: the settled ones are a prefix */
+    while (m->settled < m->n_skips && w->account->skips[m->settled].settled)
+        m->settled++;
+}
+
+void kb_log_account_rewind(kb_log_windows *w, const kb_log_account_mark *m)
+{
+    kb_log_account *a = w->account;
+    if (a == NULL)
+        return;
+    kb_log_skip *skips = a->skips;
+    int32_t cap_skips = a->cap_skips, cap_entries = a->cap_entries;
+    kb_log_entry *entries = a->entries;
+    *a = m->scalars;
+    a->skips = skips;
+    a->cap_skips = cap_skips;
+    a->entries = entries;
+    a->cap_entries = cap_entries;
+    a->n_skips = m->n_skips;
+    for (int32_t i = m->settled; i < a->n_skips; i++) {
+        a->skips[i].settled = 0;
+        a->skips[i].next_first = KB_LOG_NO_OFFSET;
+    }
 }
 
 int32_t kb_log_take_skips(kb_log_windows *w, kb_log_skip *out, int32_t room)

@@ -102,6 +102,16 @@ void kb_log_windows_free(kb_log_windows *w);
  * entry that ends there).  0, or -1: no memory. */
 int kb_log_windows_account(kb_log_windows *w);
 
+/* Where an account stands (kb_log_account_mark), to go back to (kb_log_account_rewind): a window
+ * read again from its start (the file shrank while it was read) leaves the account as one read. */
+typedef struct {
+    kb_log_account scalars;
+    int32_t n_skips, settled;
+} kb_log_account_mark;
+
+void kb_log_account_mark_at(const kb_log_windows *w, kb_log_account_mark *m);
+void kb_log_account_rewind(kb_log_windows *w, const kb_log_account_mark *m);
+
 /* Hands out the skips whose neighbours are known (all of them once the walk has ended), in order,
  * into out[0..n) (they are dropped from the account): how many. */
 int32_t kb_log_take_skips(kb_log_windows *w, kb_log_skip *out, int32_t room);

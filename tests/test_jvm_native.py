@@ -37,8 +37,13 @@ def _classpath(*jars):
     return os.pathsep.join(list(jars) + [os.path.join(_spark_jars(), "*")])
 
 
-def _run(*args, timeout=600):
-    return subprocess.run([_java(), *args], capture_output=True, text=True, timeout=timeout)
+def _run(*args, timeout=600, crash_dir=None):
+    """java with ``args``; a JVM that dies writes its crash report into ``crash_dir`` (never the
+    working directory: a checkout)."""
+    import tempfile
+    where = crash_dir or tempfile.gettempdir()
+    return subprocess.run([_java(), f"-XX:ErrorFile={where}/hs_err_pid%p.log", *args], capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def test_the_jar_says_which_build_it_is(jar):
@@ -115,6 +120,39 @@ def test_a_segment_cut_short_while_it_is_read_does_not_take_the_jvm_down(jar, tm
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     first, total = map(int, done.stdout.split("ROWS ", 1)[1].split())
     assert 0 < first < total == 400  # the first window, then the rest of the 100 whole batches
+
+
+def test_a_segment_cut_or_deleted_at_drawn_moments_while_read_loses_no_executor(jar, tmp_path):
+    """Issue 53: the check of the file's size before each window races a truncation, and a mapped
+    page past the new end faulted in native code (SIGBUS) and took the JVM down (three crash dumps
+    were committed from such probes).  A segment cut to a drawn size, or deleted, at a drawn moment
+    while kafka-segment's JVM reader reads and validates it, 40 times: the JVM lives, the records
+    read are at most those written, and a cut that took bytes the read had not reached is a row of
+    its own (``log.file_shrank``) -- or, cut between a window's read and its checks, the task fails
+    with an IOException that says the segment shrank (Spark runs it again).  PYKBATCH_SHRINK_SEED replays a run."""
+    import random
+    classes = _compile_probe(jar, tmp_path, "SegmentShrinkProbe")
+    batches = [kb.build_batch([{"value": bytes(200), "timestamp": 1}] * 20, base_offset=20 * i) for i in range(6000)]
+    pristine = tmp_path / "pristine.log"
+    pristine.write_bytes(b"".join(batches))
+    seed = int(os.environ.get("PYKBATCH_SHRINK_SEED") or random.randrange(2**31))
+    print(f"PYKBATCH_SHRINK_SEED={seed}")
+    done = _run("-cp", _classpath(str(classes), jar), "io.pykbatch.spark.SegmentShrinkProbe", str(pristine),
+                str(tmp_path / "00000000000000000000.log"), str(64 << 20), "40", str(seed), crash_dir=tmp_path)
+    assert done.returncode == 0 and "DONE" in done.stdout, (seed, done.stdout[-2000:] + done.stderr[-3000:])
+    runs = [line.split()[1:] for line in done.stdout.splitlines() if line.startswith("RUN ")]
+    assert len(runs) == 40, done.stdout[-3000:]
+    whole = len(batches[0])
+    for cut, size, records, shrank, other, failed in (map(int, r) for r in runs):
+        assert other == 0 and records <= 20 * 6000 and failed != 2, (seed, cut, records, other, failed)
+        if failed:  # cut between a window's read and its checks: the task fails saying so
+            continue
+        if cut >= 0 and records < 20 * 6000:  # the cut came before the read's end: named, once
+            assert shrank == 1 and records <= 20 * (cut // whole), (seed, cut, records, shrank)
+        else:
+            assert shrank == 0 and records == 20 * 6000, (seed, cut, records, shrank)
+    assert sum(1 for r in runs if r[3] == "1") >= 5, "no cut met the read: the probe proves nothing"
+    assert not list(tmp_path.glob("hs_err_pid*.log"))
 
 
 def test_a_null_array_is_a_java_exception_not_a_dead_jvm(jar, tmp_path):

@@ -29,6 +29,7 @@
 #include "kb_repair.h"
 #include "kb_resync.h"
 #include "kb_verdict.h"
+#include "kb_map_guard.h"
 #include "kb_unsafe_row.h"
 
 #ifndef KB_JNI_VERSION
@@ -114,8 +115,10 @@ static int decompress(void *ctx, int codec, int magic, const uint8_t *src, size_
         }
     }
     jobject in = (*env)->NewDirectByteBuffer(env, (void *)src, (jlong)n);
+    kb_map_guard *guarded = kb_map_guard_suspend();  /* a fault in Java code is the JVM's to answer */
     jint written = in ? (*env)->CallIntMethod(env, v->decompressor, run_method, codec, magic, in, v->scratch_buffer)
                       : -2;
+    kb_map_guard_resume(guarded);
     if (in)
         (*env)->DeleteLocalRef(env, in);
     if ((*env)->ExceptionCheck(env)) {  /* Decompressor.run catches its codecs' throwables; this is a VM error */
@@ -758,7 +761,15 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_validateAt(JNIEnv *env, jcl
     kb_jvm_validator *v = (kb_jvm_validator *)(intptr_t)handle;
     v->opts.now_ms = now_ms;
     v->codecs.env = env;
+    kb_map_guard guard;
+    if (KB_MAP_GUARD(&guard, (const void *)(intptr_t)address, (size_t)len) != 0) {
+        v->codecs.env = NULL;  /* the segment shrank between the window's read and its validation */
+        throw_named(env, "java/io/IOException", "kafka-segment: the segment shrank while it was read (a broker "
+                    "truncated or deleted it): read it again");
+        return -1;
+    }
     int rc = run(v, (const uint8_t *)(intptr_t)address, (size_t)len);
+    kb_map_guard_end(&guard);
     v->codecs.env = NULL;
     if (rc != 0) {
         throw_named(env, "java/lang/OutOfMemoryError", "kbatch: no memory for the culprits of a window");
@@ -825,7 +836,21 @@ typedef struct {
     jobject info_buffer;  /* global ref */
     jlong *info;
     kb_log_consumer consumer; /* w.consumer points here once segmentConsumer set it */
+    size_t shrunk_from;   /* the file's size when the read began, once it shrank while read (else 0) */
 } kb_jvm_segment;
+
+/* The file of `g` shrank while it was read (a guarded read faulted): the walk goes on to its new
+ * end.  0, or -1 when it did not shrink (the fault was something else: the read cannot go on). */
+static int segment_shrank(kb_jvm_segment *g)
+{
+    struct stat st;
+    if (g->fd < 0 || fstat(g->fd, &st) != 0 || (size_t)st.st_size >= g->w.len)
+        return -1;
+    if (g->shrunk_from == 0)
+        g->shrunk_from = g->map_len;
+    g->w.len = (size_t)st.st_size;
+    return 0;
+}
 
 static void segment_free(JNIEnv *env, kb_jvm_segment *g)
 {
@@ -871,6 +896,7 @@ JNIEXPORT jlong JNICALL Java_io_pykbatch_spark_Native_segmentOpen(JNIEnv *env, j
     }
     if (find_codec_methods(env, decompressor) != 0)
         return 0;
+    kb_map_guard_install();  /* a segment cut while it is read must not take the JVM down */
     kb_jvm_segment *g = calloc(1, sizeof *g);
     if (g == NULL) {
         throw_named(env, "java/lang/OutOfMemoryError", "kafka-segment: no memory for a reader");
@@ -955,7 +981,12 @@ JNIEXPORT jboolean JNICALL Java_io_pykbatch_spark_Native_indexEntryTrusted(JNIEn
     if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
         void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map != MAP_FAILED) {
-            trusted = kb_index_entry_trusted(map, (size_t)st.st_size, position, segment_base, offset);
+            kb_map_guard_install();
+            kb_map_guard guard;
+            if (KB_MAP_GUARD(&guard, map, (size_t)st.st_size) == 0) {  /* a file cut meanwhile: not trusted */
+                trusted = kb_index_entry_trusted(map, (size_t)st.st_size, position, segment_base, offset);
+                kb_map_guard_end(&guard);
+            }
             munmap(map, (size_t)st.st_size);
         }
     }
@@ -978,7 +1009,27 @@ JNIEXPORT jint JNICALL Java_io_pykbatch_spark_Native_segmentNext(JNIEnv *env, jc
     if (g->fd >= 0 && fstat(g->fd, &st) == 0 && (size_t)st.st_size < g->w.len)
         g->w.len = (size_t)st.st_size;
     g->codecs.env = env;
-    int rc = kb_log_next_window(&g->w, &f);
+    /* the check above and the reads race a truncation: a page past the new end faults, and the
+     * window is read again from its start to the file's new end */
+    size_t pos0 = g->w.pos;
+    int done0 = g->w.done;
+    kb_log_account_mark mark;
+    kb_log_account_mark_at(&g->w, &mark);
+    kb_map_guard guard;
+    int rc;
+    while (KB_MAP_GUARD(&guard, g->map, g->map_len) != 0) {
+        if (segment_shrank(g) != 0) {
+            g->codecs.env = NULL;
+            throw_named(env, "java/io/IOException", "kafka-segment: a read of the segment faulted, and the file "
+                        "did not shrink");
+            return -1;
+        }
+        g->w.pos = pos0 < g->w.len ? pos0 : g->w.len;
+        g->w.done = done0;
+        kb_log_account_rewind(&g->w, &mark);
+    }
+    rc = kb_log_next_window(&g->w, &f);
+    kb_map_guard_end(&guard);
     g->codecs.env = NULL;
     if (rc == KB_COLUMNS_NO_MEMORY) {
         throw_named(env, "java/lang/OutOfMemoryError", "kafka-segment: no memory for a window's columns");
@@ -1209,6 +1260,14 @@ JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_segmentHeaders(JNIEnv
     }
     g->codecs.env = env;
     size_t pos = g->w.lo;
+    kb_map_guard guard;
+    if (KB_MAP_GUARD(&guard, g->map, g->map_len) != 0) {
+        g->codecs.env = NULL;
+        free(out);
+        throw_named(env, "java/io/IOException", "kafka-segment: the segment shrank while it was read (a broker "
+                    "truncated or deleted it): read it again");
+        return NULL;
+    }
     for (size_t k = 0; k < n && pos < g->w.hi; k++) {  /* the window's walk again: its entries are contiguous */
         kb_entry e;
         kb_fault f;
@@ -1224,6 +1283,7 @@ JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_segmentHeaders(JNIEnv
             w[BI_SIZE] = -1;
         pos = e.pos + e.size;
     }
+    kb_map_guard_end(&guard);
     g->codecs.env = NULL;
     jlongArray result = (*env)->NewLongArray(env, (jsize)(n * BI_WIDTH));
     if (result != NULL && n)
@@ -1237,7 +1297,8 @@ JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_segmentHeaders(JNIEnv
 /* SegmentLosses.java reads the same layouts */
 enum { SK_POS, SK_SIZE, SK_RULE, SK_ARGS, SK_TOP_BEFORE = SK_ARGS + 3, SK_NEXT_FIRST, SK_WIDTH };
 enum { EN_POS, EN_SIZE, EN_FIRST, EN_LAST, EN_TOP_BEFORE, EN_LAST_BEFORE, EN_RULE, EN_ARGS, EN_WIDTH = EN_ARGS + 3 };
-enum { LA_TOP, LA_BEFORE_POS, LA_LAST, LA_REACHED_END, LA_VALID_BYTES, LA_PAST_END, LA_FIRST, LA_WIDTH };
+enum { LA_TOP, LA_BEFORE_POS, LA_LAST, LA_REACHED_END, LA_VALID_BYTES, LA_PAST_END, LA_FIRST, LA_SHRUNK_FROM,
+       LA_SIZE, LA_WIDTH };
 
 static jlongArray long_array(JNIEnv *env, const jlong *values, size_t n)
 {
@@ -1247,8 +1308,11 @@ static jlongArray long_array(JNIEnv *env, const jlong *values, size_t n)
     return out;
 }
 
-static void account_state(const kb_log_account *a, jlong *o)
+static void account_state(const kb_jvm_segment *g, jlong *o)
 {
+    const kb_log_account *a = g->w.account;
+    o[LA_SHRUNK_FROM] = (jlong)g->shrunk_from;
+    o[LA_SIZE] = (jlong)g->w.len;
     o[LA_TOP] = a->top;
     o[LA_BEFORE_POS] = a->before_pos;
     o[LA_LAST] = a->last;
@@ -1265,12 +1329,23 @@ JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_segmentAccount(JNIEnv
 {
     (void)cls;
     kb_jvm_segment *g = (kb_jvm_segment *)(intptr_t)handle;
-    if (g->w.account == NULL && kb_log_windows_account(&g->w) != 0) {
+    kb_map_guard guard;
+    int rc;
+    while (KB_MAP_GUARD(&guard, g->map, g->map_len) != 0) {
+        if (segment_shrank(g) != 0) {
+            throw_named(env, "java/io/IOException", "kafka-segment: a read of the segment faulted, and the file "
+                        "did not shrink");
+            return NULL;
+        }
+    }
+    rc = kb_log_windows_account(&g->w);
+    kb_map_guard_end(&guard);
+    if (rc != 0) {
         throw_named(env, "java/lang/OutOfMemoryError", "kafka-segment: no memory for a walk's account");
         return NULL;
     }
     jlong o[LA_WIDTH];
-    account_state(g->w.account, o);
+    account_state(g, o);
     return long_array(env, o, LA_WIDTH);
 }
 
@@ -1281,7 +1356,7 @@ JNIEXPORT jlongArray JNICALL Java_io_pykbatch_spark_Native_segmentState(JNIEnv *
     kb_jvm_segment *g = (kb_jvm_segment *)(intptr_t)handle;
     jlong o[LA_WIDTH] = {0};
     if (g->w.account)
-        account_state(g->w.account, o);
+        account_state(g, o);
     return long_array(env, o, LA_WIDTH);
 }
 

@@ -20,10 +20,11 @@ final class SegmentLosses {
     static final int EN_POS = 0, EN_SIZE = 1, EN_FIRST = 2, EN_LAST = 3, EN_TOP_BEFORE = 4, EN_LAST_BEFORE = 5,
         EN_RULE = 6, EN_ARGS = 7, EN_WIDTH = 10;
     static final int ST_TOP = 0, ST_BEFORE_POS = 1, ST_LAST = 2, ST_REACHED_END = 3, ST_VALID_BYTES = 4,
-        ST_PAST_END = 5, ST_FIRST = 6;
+        ST_PAST_END = 5, ST_FIRST = 6, ST_SHRUNK_FROM = 7, ST_SIZE = 8;
     static final long NONE = Long.MIN_VALUE, AT_END = Long.MIN_VALUE + 1;  // kb_log_windows.h KB_LOG_*
 
-    private static final int GAP = rule("log.offset_gap"), TRUNCATED = rule("log.segment_truncated");
+    private static final int GAP = rule("log.offset_gap"), TRUNCATED = rule("log.segment_truncated"),
+        SHRANK = rule("log.file_shrank");
 
     /** A range no row delivers (pykbatch.log.split_truth.Unreadable): size bytes from position (0:
      * offsets missing with no bytes left of them), the offsets it hides (NONE: not known), its rule. */
@@ -138,7 +139,11 @@ final class SegmentLosses {
         long valid = state[ST_VALID_BYTES];
         long top = state[ST_TOP];
         long through = Math.max(top != NONE ? top : split.segment - 1, named);
-        if (valid < fileSize && split.next >= 0) {  // a closed segment cut short (truth.truncated_segment)
+        if (state[ST_SHRUNK_FROM] > 0 && valid < state[ST_SHRUNK_FROM]) {  // cut or deleted while read
+            long from = state[ST_SHRUNK_FROM];
+            out.add(new Unreadable(valid, from - valid, top != NONE ? top + 1 : NONE, NONE, SHRANK, code(SHRANK),
+                validator.render(SHRANK, new long[] {from, state[ST_SIZE], valid})));
+        } else if (valid < fileSize && split.next >= 0) {  // a closed segment cut short (truth.truncated_segment)
             long last = top != NONE ? top : split.segment - 1;
             long lostFirst = last + 1, lostLast = split.next - 1;
             String lost = split.next > last + 1 ? "offsets " + (last + 1) + " to " + (split.next - 1) + " are lost"
