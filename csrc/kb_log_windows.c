@@ -259,7 +259,8 @@ int32_t kb_log_take_skips(kb_log_windows *w, kb_log_skip *out, int32_t room)
         out[n] = a->skips[n];
         n++;
     }
-    memmove(a->skips, a->skips + n, (size_t)(a->n_skips - n) * sizeof *a->skips);
+    if (n > 0)
+        memmove(a->skips, a->skips + n, (size_t)(a->n_skips - n) * sizeof *a->skips);
     a->n_skips -= n;
     return n;
 }
