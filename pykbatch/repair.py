@@ -46,6 +46,9 @@ class RepairReport:
     unfixed: list = dataclasses.field(default_factory=list)
     """Culprits the repair could not fix and left in place (offsets that go backwards: which entry
     is wrong is not known); the output still has them."""
+    closed: list = dataclasses.field(default_factory=list)
+    """``ClosingMarker``s: transactions whose marker was lost, closed with an ABORT marker where it
+    was, so that Kafka loads the repaired log (``pykbatch.log.lost_markers``)."""
 
 
 def _b64(data) -> str | None:
@@ -124,9 +127,14 @@ def _repair_into(seg, out, letters, config: ValidationConfig, report: RepairRepo
     src = seg.path or "(stream)"
     result = report.result = seg.validate(config, progress=progress)
     fixed = drop_culprits(data, result, unrepairable="drop")
-    out.write(fixed.data)
+    repaired = fixed.data
+    if seg.path is not None:
+        repaired, report.closed = _close_lost_transactions(seg, repaired)
+    out.write(repaired)
     report.unfixed = fixed.unfixed
-    for b in iter_batches(fixed.data, verify_crc=False):
+    for b in iter_batches(repaired, verify_crc=False):
+        if b.is_control and b.producer_id >= 0 and any(m.offset == b.base_offset for m in report.closed):
+            continue  # a marker of the repair's own, counted in ``closed``
         if b.magic == 2 and b.record_count == 0:
             report.empty_batches += 1
         else:
@@ -149,6 +157,51 @@ def _repair_into(seg, out, letters, config: ValidationConfig, report: RepairRepo
         report.truncated_tail_bytes = len(data) - end
         _raw_letter(letters, src, "truncated_tail", end, data[end:], [])
     del data
+
+
+def _close_lost_transactions(seg, repaired: bytes) -> tuple[bytes, list]:
+    """``repaired`` with the markers ``pykbatch.log.lost_markers`` finds it needs, each where its
+    transaction's marker was lost: at the start of an empty batch the repair left in place of
+    what it dropped (the batch keeps the rest of its offsets), or after the segment's last batch."""
+    from pykbatch.kafka.control import end_txn_marker
+    from pykbatch.log.lost_markers import closing_markers
+    made = [b for b in iter_batches(repaired, verify_crc=False)
+            if b.magic == 2 and b.record_count == 0 and b.producer_id < 0 and not b.is_control]
+    if made:  # those the input had already are not the repair's
+        had = {(b.base_offset, b.last_offset) for b in seg.batches(on_lost=lambda span: None)
+               if b.magic == 2 and b.record_count == 0 and b.producer_id < 0 and not b.is_control}
+        made = [b for b in made if (b.base_offset, b.last_offset) not in had]
+    made = {(b.base_offset, b.last_offset) for b in made}
+    markers = closing_markers(seg.path, repaired, sorted(made))
+    if not markers:
+        return repaired, []
+    at = {m.offset: end_txn_marker(m.producer_id, m.producer_epoch, False, m.coordinator_epoch, m.offset,
+                                   m.timestamp) for m in markers}
+    out = bytearray()
+    for b in iter_batches(repaired, verify_crc=False):
+        raw = repaired[b.position:b.position + b.size]
+        if (b.base_offset, b.last_offset) in made:
+            first = b.base_offset
+            while first in at and first <= b.last_offset:
+                out += at.pop(first)
+                first += 1
+            if first <= b.last_offset:
+                out += _rebased_empty(raw, first, b.last_offset)
+            continue
+        out += raw
+    for offset in sorted(at):  # after the segment's end
+        out += at[offset]
+    return bytes(out), markers
+
+
+def _rebased_empty(raw: bytes, base_offset: int, last_offset: int) -> bytes:
+    """An empty v2 batch moved to start at ``base_offset`` (its CRC recomputed)."""
+    from pykbatch._native import crc32c
+    b = bytearray(raw)
+    b[0:8] = base_offset.to_bytes(8, "big", signed=True)
+    b[23:27] = (last_offset - base_offset).to_bytes(4, "big", signed=True)
+    b[17:21] = crc32c(bytes(b[21:])).to_bytes(4, "big")
+    return bytes(b)
 
 
 def _segment(source):

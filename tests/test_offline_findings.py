@@ -112,3 +112,66 @@ def test_culprits_name_the_offsets_a_damaged_batch_hides(tmp_path):
     audit = audit_partition(str(part))
     named = [(c.first_offset, c.last_offset) for s in audit.segments for c in s.result.culprits]
     assert named == [(4, 7)]
+
+
+def _txn(base: int, n: int, seq: int, pid: int = 7, txn: bool = True) -> bytes:
+    return kb.build_batch([{"key": b"k", "value": b"v%d" % i, "timestamp": 1000 + i} for i in range(n)],
+                          base_offset=base, producer_id=pid, producer_epoch=0, base_sequence=seq,
+                          is_transactional=txn)
+
+
+def _commit(offset: int, pid: int = 7) -> bytes:
+    return kb.build_batch([{"key": b"\x00\x00\x00\x01", "value": b"\x00\x00\x00\x00\x00\x03", "timestamp": 1100}],
+                          base_offset=offset, producer_id=pid, producer_epoch=0, is_transactional=True,
+                          is_control=True)
+
+
+def _repaired_markers(part, tmp_path):
+    """Every segment of ``part`` repaired into fixed/t-0: the control batches of the output, and
+    the producer state of the repaired partition (what Kafka's log refuses to load)."""
+    fixed = tmp_path / "fixed" / "t-0"
+    fixed.mkdir(parents=True)
+    outs = []
+    for path in sorted(part.glob("*.log")):
+        status, out, err = run(["repair", str(path), "--out", str(fixed / path.name)])
+        assert "Traceback" not in err
+        outs.append(out)
+    markers = [(b.base_offset, b.control.type_name, b.producer_id) for p in sorted(fixed.glob("*.log"))
+               for b in kb.iter_batches(p.read_bytes()) if b.is_control]
+    producers = audit_partition(str(fixed)).producers
+    return markers, [c.rule for c in producers.culprits], "\n".join(outs)
+
+
+def test_a_transaction_whose_marker_a_cut_took_is_closed_by_the_repair(tmp_path):
+    """Offsets 0-3 transactional, their COMMIT at 4 cut off the end of a closed segment, the
+    producer's next write (5) outside a transaction: Kafka's UnifiedLog refused the repaired log
+    ("Expected transactional write from producer 7 at offset 5") until the repair closed it with
+    an ABORT at the lost offset (failed at da3577d)."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(_txn(0, 4, 0) + _commit(4)[:-10])
+    (part / "00000000000000000005.log").write_bytes(_txn(5, 2, 4, txn=False))
+    markers, rules, out = _repaired_markers(part, tmp_path)
+    assert markers == [(4, "ABORT", 7)]
+    assert rules == []
+    assert "from offset 0 to 3 lost its marker" in out and "ABORT marker at offset 4" in out
+
+
+def test_a_damaged_marker_inside_a_segment_is_replaced_by_an_abort(tmp_path):
+    """The COMMIT at 4 fails its CRC, mid-segment: the repair drops it and kept its offset with an
+    empty batch, which left the transaction open before the write at 5 (failed at da3577d); a
+    transaction that goes on after a loss is not closed."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(
+        _txn(0, 4, 0) + _damaged(_commit(4)) + _txn(5, 2, 4, txn=False)
+        + _txn(7, 1, 0, pid=8) + _damaged(_commit(8, pid=8)) + _txn(9, 1, 1, pid=8) + _commit(10, pid=8))
+    markers, rules, out = _repaired_markers(part, tmp_path)
+    assert markers == [(4, "ABORT", 7), (10, "COMMIT", 8)]
+    assert rules == []
+
+
+def _damaged(batch: bytes) -> bytes:
+    b = bytearray(batch)
+    b[-1] ^= 0xFF
+    return bytes(b)

@@ -67,6 +67,8 @@ def _repair(args) -> int:
           + (f"; {report.empty_batches} empty batch(es) keep the offsets of what was dropped"
              if report.empty_batches else ""))
     print(f"wrote {args.out}" + (f"; dead letters in {args.dead_letter}" if args.dead_letter else ""))
+    for m in report.closed:
+        print(f"  closed: {m.describe()}")
     for c in report.unfixed:  # still in the output: the exit status stays 1
         print(f"  not fixed: batch {c.entry} at byte {c.position}: {c.rule}: {c.message} ({c.detail})")
     if tail is not None:  # what was lost with the tail cannot be repaired: the status says so

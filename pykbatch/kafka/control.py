@@ -38,3 +38,16 @@ def kraft_control_json(type_id: int, value: bytes) -> str:
         raise _fail("control.message", None,
                     what=f"the {TYPE_NAMES[type_id]} value does not read as {schema.name}: {exc}") from None
     return jackson(schema.to_json(fields, _VALUE_VERSION))
+
+
+def end_txn_marker(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, offset: int,
+                   timestamp: int) -> bytes:
+    """A transaction marker batch as a coordinator's WriteTxnMarkers leaves it in the log: one
+    control record (key: version 0 and the type; value: version 0 and the coordinator epoch),
+    transactional and control, at ``offset``."""
+    from pykbatch._native import build_batch
+    key = (0).to_bytes(2, "big") + (COMMIT if commit else ABORT).to_bytes(2, "big")
+    value = (0).to_bytes(2, "big") + coordinator_epoch.to_bytes(4, "big", signed=True)
+    return build_batch([{"key": key, "value": value, "timestamp": timestamp}], base_offset=offset,
+                       producer_id=producer_id, producer_epoch=producer_epoch, is_transactional=True,
+                       is_control=True)
