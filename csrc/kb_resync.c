@@ -144,9 +144,19 @@ static int64_t size_into_next(const uint8_t *buf, size_t len, size_t pos, size_t
 {
     if (end >= len || (len - end >= KB_HEADER_SIZE_UP_TO_MAGIC + 4 && plausible(buf, len, end)))
         return -1;
-    if (all_zero(buf, end, len) || kb_entry_sound(buf, len, pos, 0))
+    /* zeros after it: a preallocated tail -- unless too few to start an entry: they may be the
+     * last bytes of the entry after it (a compressed payload's), as a sound entry inside the
+     * claimed bytes that runs past their end shows */
+    int zero_tail = all_zero(buf, end, len);
+    if (zero_tail && len - end >= KB_HEADER_SIZE_UP_TO_MAGIC + 4)
         return -1;
-    return next_sound_before(buf, len, pos + 1, end, 0);
+    if (kb_entry_sound(buf, len, pos, 0))
+        return -1;
+    int64_t next = next_sound_before(buf, len, pos + 1, end, 0);
+    if (next >= 0 && zero_tail &&
+        (size_t)next + KB_LOG_OVERHEAD + (size_t)(int32_t)kb_load_be32(buf + next + KB_AT_SIZE) <= end)
+        return -1; /* an entry inside a record's value, not the next one */
+    return next;
 }
 
 kb_entry_status kb_next_entry_resync(const uint8_t *buf, size_t len, size_t pos, int flags, kb_entry *e,

@@ -496,3 +496,9 @@ cdef extern from "kb_isolation.h" nogil:
     int kb_isolation_unreadable(kb_isolation *iso, int64_t last_offset)
     int kb_isolation_add_undecided(kb_isolation *iso, const int64_t *producers, int32_t n)
     int kb_isolation_settle(kb_isolation *iso, const int64_t *aborted, int32_t n, int64_t next_offset)
+
+
+cdef extern from "kb_shrink_guard.h" nogil:
+    int kb_shrink_guard_add(const void *map, size_t len)
+    int kb_shrink_guard_hit(int handle)
+    int kb_shrink_guard_remove(int handle)

@@ -182,6 +182,7 @@ include "_produce_wire.pxi"
 include "_isolation.pxi"
 include "_consume.pxi"
 include "_avro.pxi"
+include "_shrink_guard.pxi"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -175,3 +175,19 @@ def _damaged(batch: bytes) -> bytes:
     b = bytearray(batch)
     b[-1] ^= 0xFF
     return bytes(b)
+
+
+def test_a_size_raised_to_one_byte_short_of_the_end_loses_only_its_own_batch(tmp_path):
+    """A size raised into the last batch, ending one byte before the file does, where that byte is
+    0 (a gzip payload's last): taken for a preallocated zero tail, the intact last batch was lost
+    (drawn: PYKBATCH_PARTITION_SEED=20261207 case 927, failed at 177d521).  A sound entry inside
+    the claimed bytes that runs past their end shows the size lied."""
+    batches = [kb.build_batch([(b"k%d" % i, b"v" * 40)] * 3, base_offset=3 * i) for i in range(2)]
+    last = batches[1][:-1] + b"\x00"  # its last byte 0, the CRC made to match
+    last = recrc(last)
+    lying = bytearray(batches[0])
+    struct.pack_into(">i", lying, 8, len(batches[0]) - 12 + len(last) - 1)  # one byte short of the end
+    data = bytes(lying) + last
+    result = kb.validate(data, kb.ValidationConfig(origin="log"))
+    assert [c.rule for c in result.culprits] == ["framing.size_into_next"] and result.truncated_tail is None
+    assert [b.base_offset for b in kb.read_segment(_file(tmp_path, data)).batches()] == [3]

@@ -18,11 +18,13 @@ import os
 import shutil
 import stat
 import tempfile
+import weakref
 from typing import Callable, Iterator
 
 from pykbatch import _native
 from pykbatch.config import ValidationConfig
-from pykbatch.result import LostSpan
+from pykbatch.errors import error_for
+from pykbatch.result import Culprit, LostSpan
 from pykbatch.rules import BY_ID
 from pykbatch.log.files import LEADER_EPOCH_CHECKPOINT, LOG, STDIN, base_offset_of, is_segment_file, sibling
 from pykbatch.log.indexes import Checkpoint, IndexEntry, OffsetIndex, ProducerSnapshot, TimeIndex
@@ -42,6 +44,7 @@ class Segment:
         self._file, self._spool = self._open(source)
         self.size = os.fstat(self._file.fileno()).st_size
         self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else None
+        self._guard = _ShrinkGuard(self._map)
         if base_offset is None and self.path:
             try:
                 base_offset = base_offset_of(self.path)
@@ -51,18 +54,22 @@ class Segment:
         self.valid_bytes = 0
         self.lost: list[LostSpan] = []
         self.error: Exception | None = None
+        self.cut: Culprit | None = None
+        """The ``log.file_shrank`` culprit of the last walk, when the file was cut while it read it."""
 
     @classmethod
     def in_memory(cls, data, base_offset: int | None = None, path: str | None = None) -> "Segment":
         """A segment over bytes already in memory (a byte range fetched from object storage)."""
         self = object.__new__(cls)
         self.path, self._file, self._spool = path, None, None
+        self._guard = _ShrinkGuard(None)
         self.size = len(data)
         self._map = data if self.size else None
         self.base_offset = base_offset
         self.valid_bytes = 0
         self.lost = []
         self.error = None
+        self.cut = None
         return self
 
     @staticmethod
@@ -104,6 +111,7 @@ class Segment:
         self.lost = []
 
         def lost(span: LostSpan) -> None:
+            span = self._shrank_span(span)
             self.valid_bytes = span.position + span.size
             self.lost.append(span)
             if self.error is None:
@@ -114,11 +122,48 @@ class Segment:
         reader = _native.BatchReader(data, verify_crc, start=start, on_lost=lost if resync else None)
         self.valid_bytes = start
         released = start - start % mmap.PAGESIZE
+        entries = 0
         for b in reader:
+            if self._guard.hit() and b.position + b.size > self._size_now():
+                break  # what the cut took reads as zeros: not a batch (named below)
+            entries += 1
             self.valid_bytes = b.position + b.size
             if b.position - released >= RELEASE_BYTES:
                 released = self._release(released, b.position)
             yield b
+        if self.shrunk and self.valid_bytes < len(data):  # the walk ended on the zeros of a cut
+            lost(self._cut_span(entries + len(self.lost), self.valid_bytes))
+
+    @property
+    def shrunk(self) -> bool:
+        """Whether a read of this mapped file met its end moved back: the file was cut while it
+        was read (a broker truncates and deletes segments), and what it lost read as zeros
+        (csrc/kb_shrink_guard.h) -- reported as ``log.file_shrank``, never as the log's end.  A
+        cut inside a page does not fault: the walk reads zeros to that page's end, which fail the
+        CRC of a batch they end (``verify_crc``) and end the walk as a zero tail would; its end
+        then asks the file's size.  Checked when the walk ends or loses its framing, not per batch
+        (a syscall per batch would triple the cost of a header walk)."""
+        return self._guard.hit() or (isinstance(self._map, mmap.mmap) and self._size_now() < self.size)
+
+    def _size_now(self) -> int:
+        try:
+            return os.fstat(self._file.fileno()).st_size
+        except (OSError, ValueError, AttributeError):
+            return 0
+
+    def _shrank_span(self, span: LostSpan) -> LostSpan:
+        """A lost span the walk met past the file's new end is what the cut took: from the span's
+        start to the end as mapped, ``log.file_shrank``."""
+        if not self.shrunk:
+            return span
+        if span.position + span.size <= self._size_now():
+            return span
+        return self._cut_span(span.entry, span.position)
+
+    def _cut_span(self, entry: int, position: int) -> LostSpan:
+        culprit = self.cut = file_shrank(entry, position, self.size, self._size_now())
+        return LostSpan(entry, position, self.size - position,
+                        error_for(culprit.code, culprit.message, position, culprit.rule))
 
     @property
     def lost_bytes(self) -> int:
@@ -133,9 +178,24 @@ class Segment:
         view = self.view(max_bytes)
         if isinstance(self._map, mmap.mmap):
             result = _native._validate_mapped(view, config, progress=progress)
+            if self.shrunk:  # cut while read: what is left, validated, and what the cut took
+                result = self._validated_after_cut(config, len(view))
         else:
             result = _native.validate(view, config)
         bound_unsound(result.culprits, base_offset=self.base_offset)
+        return result
+
+    def _validated_after_cut(self, config, end: int):
+        """The validation of the bytes the file still holds (those of the mapping before its new
+        end are the file's), with a ``log.file_shrank`` culprit for the rest up to ``end``."""
+        now = min(self._size_now(), end)
+        result = _native.validate(self.view(now), config)
+        position = result.truncated_tail.position if result.truncated_tail else now
+        entry = result.truncated_tail.entry if result.truncated_tail else result.entries
+        result.truncated_tail = None
+        result.culprits.append(file_shrank(entry, position, self.size, now))
+        result.culprit_count += 1
+        result.counters[result.culprits[-1].rule] = result.counters.get(result.culprits[-1].rule, 0) + 1
         return result
 
     def order_faults(self, max_bytes: int | None = None, compacted: bool = False) -> dict:
@@ -203,10 +263,11 @@ class Segment:
     # -- lifetime ------------------------------------------------------------------------------
     def close(self) -> None:
         if isinstance(self._map, mmap.mmap):
+            self._guard.end()  # before the mapping goes: its addresses may be mapped again
             try:
                 self._map.close()
-            except BufferError:  # batches still alive hold views; the map goes with them
-                pass
+            except BufferError:  # batches still alive hold views; the map goes with them, guarded
+                self._guard = _ShrinkGuard(self._map)
             self._map = None
         if self._file is not None and (isinstance(self.path, str) or self._spool is not None):
             self._file.close()
@@ -219,6 +280,38 @@ class Segment:
 
     def __repr__(self):
         return f"<Segment {self.path or '(stream)'} base offset {self.base_offset}, {self.size} bytes>"
+
+
+_SHRANK = BY_ID["log.file_shrank"]
+
+
+def file_shrank(entry: int, position: int, was: int, now: int) -> Culprit:
+    """``log.file_shrank``: the file was cut from ``was`` to ``now`` bytes while it was read; its
+    bytes from ``position`` (the first entry not read whole) were not read."""
+    message = _SHRANK.message(a0=was, a1=now, a2=position)
+    return Culprit(entry, None, None, _SHRANK.code, _SHRANK.id, position, None, position, message, _SHRANK.detail,
+                   _SHRANK.kafka)
+
+
+class _ShrinkGuard:
+    """A mapping's registration with csrc/kb_shrink_guard.h (a read past the file's new end sees
+    zeros instead of ending the process), ended with the mapping: by ``end()`` before it is closed,
+    or when the map object goes."""
+    __slots__ = ("handle", "was_hit", "__weakref__")
+
+    def __init__(self, mapped):
+        self.handle = _native._shrink_guard_add(mapped) if isinstance(mapped, mmap.mmap) else -1
+        self.was_hit = False
+        if self.handle >= 0:
+            weakref.finalize(mapped, self.end)
+
+    def hit(self) -> bool:
+        return self.was_hit or (self.handle >= 0 and _native._shrink_guard_hit(self.handle))
+
+    def end(self) -> None:
+        if self.handle >= 0:
+            self.was_hit = _native._shrink_guard_remove(self.handle) or self.was_hit
+            self.handle = -1
 
 
 # the entries' order only (Rule.between culprits come from the validator's walk of a log)

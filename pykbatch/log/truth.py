@@ -27,6 +27,7 @@ from pykbatch.rules import BY_ID, render
 _GAP = BY_ID["log.offset_gap"]
 _TRUNCATED = BY_ID["log.segment_truncated"]
 _INCOMPLETE = BY_ID["log.tail_incomplete"]
+_SHRANK = BY_ID["log.file_shrank"]
 
 
 @dataclass(frozen=True)
@@ -223,6 +224,10 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
                     seen[1] = last_offset
 
             def skipped(span) -> None:
+                if seg.cut is not None and span.error is not None and getattr(span.error, "rule", None) == _SHRANK.id:
+                    found[:] = [c for c in found if c.rule != _SHRANK.id]  # named once, as the walk met it
+                    on_lost(seg.cut)
+                    return
                 culprit = at_entry.get(span.position)
                 if culprit is not None:
                     saw(culprit.first_offset, culprit.last_offset)
