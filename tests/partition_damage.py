@@ -263,7 +263,7 @@ def damage(case: Case, rng: random.Random, kind: str) -> bool:
         if not middle:
             return False
         s = rng.choice(middle)
-        for suffix in (".log", ".index", ".timeindex"):
+        for suffix in (".log", ".index", ".timeindex", ".txnindex"):
             case.path(s, suffix).unlink(missing_ok=True)
         for b in case.of_segment(s):
             case.lost.update(range(b.first, b.last + 1))
@@ -282,7 +282,11 @@ def damage(case: Case, rng: random.Random, kind: str) -> bool:
 def draw(seed: int, directory: Path) -> Case:
     """A partition written, then one or two kinds of damage at drawn places (a draw that finds
     no place for a kind draws another)."""
-    case = write(seed, directory)
+    return damaged(write(seed, directory), seed)
+
+
+def damaged(case: Case, seed: int) -> Case:
+    """One or two kinds of damage drawn (seeded by ``seed``) and applied to ``case``."""
     rng = random.Random(seed * 7 + 1)
     wanted = rng.choice([1, 1, 2])
     for _ in range(100):

@@ -69,6 +69,12 @@ def test_every_tool_gives_the_partitions_one_verdict(case, tmp_path):
     print(f"PYKBATCH_PARTITION_SEED={SEED} case {case}")
     c = draw(seed, tmp_path / "t-0")
     print(c.describe())
+    assert_one_verdict(c, tmp_path)
+
+
+def assert_one_verdict(c, tmp_path) -> None:
+    """Every check of the module docstring on the damaged partition ``c`` (its files in
+    ``c.directory``, what was written in ``c.batches``)."""
     written = c.records
     offsets = {o for b in c.batches for o in range(b.first, b.last + 1)}
     want = 1 if c.damaged else 0
@@ -148,9 +154,6 @@ def test_kafka_reads_each_repaired_partition_as_written(tmp_path):
     Kafka refuses a log where its producer then writes outside a transaction), so Kafka loads every
     repaired partition.  Offsets that went backwards are left out (which of two entries is wrong is
     not known: both are kept, and Kafka's recovery judges them)."""
-    import json
-    import subprocess
-
     from tests import kafka_broker
     why = kafka_broker.unavailable()
     if why:
@@ -158,9 +161,19 @@ def test_kafka_reads_each_repaired_partition_as_written(tmp_path):
             pytest.fail(f"Kafka's log must read the repairs on CI: {why}")
         pytest.skip(why)
     print(f"PYKBATCH_PARTITION_SEED={SEED}")
+    assert_kafka_reads_the_repairs((draw(SEED * 1000 + 500 + case, tmp_path / f"case{case}" / "t-0")
+                                    for case in range(REPAIRED_CASES)), tmp_path)
+
+
+def assert_kafka_reads_the_repairs(cases, tmp_path) -> None:
+    """Each damaged partition of ``cases`` repaired segment by segment; Kafka's UnifiedLog serves
+    each repaired partition's sound records, as written, at their offsets."""
+    import json
+    import subprocess
+
+    from tests import kafka_broker
     expected, dirs = {}, []
-    for case in range(REPAIRED_CASES):
-        c = draw(SEED * 1000 + 500 + case, tmp_path / f"case{case}" / "t-0")
+    for case, c in enumerate(cases):
         if "backwards" in c.kinds:
             continue
         audit = audit_partition(str(c.directory), ValidationConfig(origin="log", topic_partition="t-0"))

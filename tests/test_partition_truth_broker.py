@@ -1,0 +1,179 @@
+"""One verdict of a partition a real broker wrote, with drawn damage (tests/test_partition_truth.py's
+checks, on Kafka 4.3.1's own files instead of files laid out by tests/partition_damage.py).
+
+kafka-python (every codec, headers, null keys and values) and confluent-kafka (librdkafka:
+idempotent, and transactional with commits and aborts) produce to a topic whose segments roll every
+100 ms; the broker is stopped cleanly and its partition directory copied (segments, indexes,
+.txnindex, producer snapshots, checkpoints as the broker leaves them).  What was written is the
+producers' own record -- each record's offset from its delivery report, its key, value, headers and
+timestamp as sent -- and the batches' places in the files are read with this module's own parse of
+the v2 framing (never pykbatch's).  Then, per case, damage drawn from tests/partition_damage.KINDS
+on a copy.  PYKBATCH_PARTITION_SEED replays a run; PYKBATCH_BROKER_CASES sets how many cases."""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import struct
+import time
+
+import pytest
+
+from tests.partition_damage import CODECS, Case, OnDisk, Written, damaged
+from tests.test_partition_truth import SEED, assert_kafka_reads_the_repairs, assert_one_verdict
+
+CASES = int(os.environ.get("PYKBATCH_BROKER_CASES", "60"))
+TOPIC = "truth-real"
+
+
+def _produce(bootstrap: str) -> dict:
+    """offset -> Written: what the producers sent, at the offsets the broker gave them."""
+    from confluent_kafka import Producer
+    from kafka import KafkaProducer
+    rng = random.Random(20261207)
+    written: dict = {}
+    clock = 1_700_000_000_000
+
+    def record(i: int):
+        key = None if i % 7 == 3 else b"key-%d" % rng.randrange(40)
+        value = None if i % 13 == 0 and key is not None else rng.randbytes(rng.randint(0, 300))
+        headers = [("h", b"x"), ("e", b"")] if i % 5 == 0 else []
+        return key, value, headers
+
+    n = 0
+    for round_, codec in enumerate(list(CODECS) * 2):  # a segment or more per round (segment.ms 100)
+        p = KafkaProducer(bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec,
+                          linger_ms=5)
+        futures = []
+        for _ in range(rng.randint(5, 25)):
+            key, value, headers = record(n)
+            ts = clock + n
+            futures.append((p.send(TOPIC, key=key, value=value, headers=headers, timestamp_ms=ts),
+                            key, value, tuple(headers), ts))
+            n += 1
+            if rng.random() < 0.2:
+                p.flush()
+        p.flush()
+        for future, key, value, headers, ts in futures:
+            written[future.get(30).offset] = Written(future.get(30).offset, key, value, headers, ts)
+        p.close()
+        _confluent(bootstrap, rng, written, round_, clock + 10_000 + 100 * round_)
+        time.sleep(0.15)
+    return written
+
+
+def _confluent(bootstrap: str, rng: random.Random, written: dict, round_: int, ts: int) -> None:
+    """librdkafka's batches: idempotent, or a transaction that commits or aborts."""
+    from confluent_kafka import Producer
+    sent = []
+
+    def delivered(err, msg, headers):
+        assert err is None, err
+        sent.append((msg, headers))  # a delivery report does not carry the headers sent
+
+    codec = rng.choice(["none", "gzip", "snappy", "lz4", "zstd"])
+    style = rng.choice(["idempotent", "commit", "abort"])
+    conf = {"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 5}
+    if style == "idempotent":
+        conf["enable.idempotence"] = True
+    else:
+        conf["transactional.id"] = f"truth-{round_}"
+    p = Producer(conf)
+    if style != "idempotent":
+        p.init_transactions(30)
+        p.begin_transaction()
+    for i in range(rng.randint(3, 15)):
+        key = b"c-%d" % rng.randrange(40)
+        value = rng.randbytes(rng.randint(0, 200))
+        headers = [("lib", b"rdkafka")] if i % 4 == 0 else []
+        p.produce(TOPIC, key=key, value=value, headers=headers, timestamp=ts + i,
+                  on_delivery=lambda err, msg, h=tuple(headers): delivered(err, msg, h))
+    p.flush(30)
+    if style == "commit":
+        p.commit_transaction(30)
+    elif style == "abort":
+        p.abort_transaction(30)
+    for m, headers in sent:
+        written[m.offset()] = Written(m.offset(), m.key(), m.value(), headers, m.timestamp()[1])
+
+
+def _layout(directory, written: dict) -> tuple[list, list]:
+    """The segments' base offsets and their batches' places, by this module's parse of the framing
+    (base offset, size, attributes, last offset delta), each batch holding the records written at
+    its offsets."""
+    logs = sorted(p for p in os.listdir(directory) if p.endswith(".log"))
+    segments, batches = [], []
+    for s, name in enumerate(logs):
+        segments.append(int(name[:-4]))
+        data = open(os.path.join(directory, name), "rb").read()
+        pos = 0
+        while pos + 61 <= len(data):
+            base, length = struct.unpack_from(">qi", data, pos)
+            attributes = struct.unpack_from(">h", data, pos + 21)[0]
+            last = base + struct.unpack_from(">i", data, pos + 23)[0]
+            control = bool(attributes & 0x20)
+            codec = next(c for c, i in CODECS.items() if i == attributes & 7)
+            records = [] if control else [written[o] for o in range(base, last + 1) if o in written]
+            batches.append(OnDisk(s, pos, length + 12, base, last, codec, control, records))
+            pos += length + 12
+        assert pos == len(data), (name, pos, len(data))  # a clean shutdown leaves whole batches
+    return segments, batches
+
+
+@pytest.fixture(scope="module")
+def broker_partition(kafka_broker, tmp_path_factory):
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    for future in admin.create_topics([NewTopic(TOPIC, 1, 1, config={"segment.ms": "100"})]).values():
+        future.result(timeout=60)
+    written = _produce(kafka_broker.bootstrap)
+    copy = kafka_broker.snapshot(tmp_path_factory.mktemp("truth-real"), (TOPIC,))
+    directory = copy / f"{TOPIC}-0"
+    segments, batches = _layout(directory, written)
+    held = {r.offset for b in batches for r in b.records}
+    assert held == set(written), "every record written is in the copied partition"
+    assert len(segments) >= 3 and any(b.control for b in batches), (len(segments), "segments")
+    return directory, segments, batches
+
+
+def test_the_broker_wrote_what_the_producers_sent(broker_partition):
+    """The generator's record holds: kafka-python reads every batch of the copy back as sent."""
+    from kafka.record import MemoryRecords
+    directory, segments, batches = broker_partition
+    by_offset = {r.offset: r for b in batches for r in b.records}
+    seen = 0
+    for name in sorted(p for p in os.listdir(directory) if p.endswith(".log")):
+        records = MemoryRecords(open(directory / name, "rb").read())
+        while records.has_next():
+            batch = records.next_batch()
+            if batch.is_control_batch:
+                continue
+            for r in batch:
+                w = by_offset[r.offset]
+                assert (r.key, r.value, tuple((k, v) for k, v in r.headers), r.timestamp) == \
+                    (w.key, w.value, w.headers, w.timestamp), r.offset
+                seen += 1
+    assert seen == len(by_offset)
+
+
+def _drawn(broker_partition, seed: int, target) -> Case:
+    """The broker's partition copied to ``target``, with damage drawn by ``seed``."""
+    directory, segments, batches = broker_partition
+    shutil.copytree(directory, target)
+    return damaged(Case(seed, target, list(segments), [OnDisk(**vars(b)) for b in batches]), seed)
+
+
+@pytest.mark.parametrize("case", range(CASES))
+def test_every_tool_gives_a_broker_written_partition_one_verdict(broker_partition, case, tmp_path):
+    print(f"PYKBATCH_PARTITION_SEED={SEED} case {case} (broker-written)")
+    c = _drawn(broker_partition, SEED * 1000 + 700 + case, tmp_path / "t-0")
+    print(c.describe())
+    assert_one_verdict(c, tmp_path)
+
+
+def test_kafka_reads_each_repaired_broker_written_partition_as_written(broker_partition, tmp_path):
+    """tests/test_partition_truth.py's UnifiedLog check of the repairs, on the broker's own files
+    damaged (librdkafka's transactions, kafka-python's codecs)."""
+    print(f"PYKBATCH_PARTITION_SEED={SEED}")
+    assert_kafka_reads_the_repairs((_drawn(broker_partition, SEED * 1000 + 900 + case,
+                                           tmp_path / f"case{case}" / "t-0") for case in range(CASES)), tmp_path)
