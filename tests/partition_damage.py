@@ -23,7 +23,7 @@ from pykbatch.log import segment_file_name
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 HEADER = 61  # a v2 batch's header
-AT_CRC, AT_ATTRIBUTES = 17, 21
+AT_CRC, AT_ATTRIBUTES, AT_PRODUCER = 17, 21, 43
 
 KINDS = ("crc", "zero_header", "zero_batch", "length_past_end", "length_into_next", "garbage_payload",
          "cut_inside", "cut_at_boundary", "cut_last_inside", "cut_to_zero", "delete_segment", "delete_index",
@@ -65,6 +65,15 @@ class Case:
     """Some tool must say so: exit 1."""
     normal_tail: set = field(default_factory=set)
     """Offsets lost with the active segment's incomplete tail: missing, but normal."""
+    compacted: bool = False
+    """A compacted topic's partition (the cleaner removed records: their offsets are gaps)."""
+
+    def held(self, b: OnDisk) -> set:
+        """The offsets ``b`` holds: its whole range, or in a compacted topic its records' (and a
+        marker's own)."""
+        if self.compacted and not b.control:
+            return {r.offset for r in b.records}
+        return set(range(b.first, b.last + 1))
 
     def path(self, segment: int, suffix: str = ".log") -> Path:
         return self.directory / segment_file_name(self.segments[segment], suffix)
@@ -209,7 +218,10 @@ def damage(case: Case, rng: random.Random, kind: str) -> bool:
         b = rng.choice(pool)
         path = case.path(b.segment)
         if kind == "crc" or kind == "control":
-            at = b.position + rng.randrange(HEADER, b.size)
+            # an empty batch (the cleaner keeps them for producer state): a byte of its producer fields
+            # or record count (the CRC covers them; its offsets and timestamps stay as written)
+            at = b.position + (rng.randrange(HEADER, b.size) if b.size > HEADER else rng.randrange(AT_PRODUCER,
+                                                                                                  HEADER))
             data = path.read_bytes()
             _patch(path, at, bytes([data[at] ^ (1 << rng.randrange(8))]))
         elif kind == "zero_header":
@@ -285,14 +297,21 @@ def draw(seed: int, directory: Path) -> Case:
     return damaged(write(seed, directory), seed)
 
 
+# offsets missing between segments, and nothing else: in a compacted topic the cleaner's gaps look
+# the same (nothing could tell), so they are not drawn there; nor a base offset moved back: the
+# entry is named, but the offsets it no longer reaches are a gap the cleaner could have left
+ONLY_GAPS = ("cut_at_boundary", "cut_to_zero", "delete_segment", "backwards")
+
+
 def damaged(case: Case, seed: int) -> Case:
     """One or two kinds of damage drawn (seeded by ``seed``) and applied to ``case``."""
     rng = random.Random(seed * 7 + 1)
+    kinds = [k for k in KINDS if not (case.compacted and k in ONLY_GAPS)]
     wanted = rng.choice([1, 1, 2])
     for _ in range(100):
         if len(case.kinds) == wanted:
             break
-        kind = rng.choice(KINDS)
+        kind = rng.choice(kinds)
         # alone only: a torn last write is normal only without other damage, and an offset moved
         # back into offsets a neighbour's damage hides looks like theirs (nothing could tell)
         if kind in ("cut_last_inside", "backwards") and wanted > 1:

@@ -191,3 +191,23 @@ def test_a_size_raised_to_one_byte_short_of_the_end_loses_only_its_own_batch(tmp
     result = kb.validate(data, kb.ValidationConfig(origin="log"))
     assert [c.rule for c in result.culprits] == ["framing.size_into_next"] and result.truncated_tail is None
     assert [b.base_offset for b in kb.read_segment(_file(tmp_path, data)).batches()] == [3]
+
+
+def test_offsets_missing_before_a_last_segment_nothing_of_which_reads_are_named(tmp_path):
+    """A middle segment deleted, and the last segment's only batch with a size past its end: the
+    offsets between the segment before and the last one's base offset (its file name) were named
+    by nothing -- the gap was measured only between segments that hold a readable entry (drawn on a
+    broker-written partition, seed 32 case 85; failed at c70efff)."""
+    from pykbatch.log import read_partition
+    part = write_partition(tmp_path / "t-0", segments=3, batches=1, records=5)
+    logs = sorted(part.glob("*.log"))
+    for suffix in (".log", ".index", ".timeindex"):
+        logs[1].with_suffix(suffix).unlink()
+    last = bytearray(logs[2].read_bytes())
+    struct.pack_into(">i", last, 8, len(last) + 1000)
+    logs[2].write_bytes(bytes(last))
+    status, out, _ = run(["validate", "--segment", str(part)])
+    assert status == 1 and "Offsets 5 to 9 are missing from the log" in out
+    told = []
+    assert sum(1 for _ in read_partition(str(part), on_lost=told.append)) == 1
+    assert ("log.offset_gap", 5, 9) in [(c.rule, c.first_offset, c.last_offset) for c in told]

@@ -76,14 +76,16 @@ def assert_one_verdict(c, tmp_path) -> None:
     """Every check of the module docstring on the damaged partition ``c`` (its files in
     ``c.directory``, what was written in ``c.batches``)."""
     written = c.records
-    offsets = {o for b in c.batches for o in range(b.first, b.last + 1)}
+    offsets = {o for b in c.batches for o in c.held(b)}
+    flags = ["--compacted"] if c.compacted else []
     want = 1 if c.damaged else 0
 
-    status, out, err = run(["validate", "--segment", str(c.directory)])
+    status, out, err = run(["validate", *flags, "--segment", str(c.directory)])
     assert status == want, (c.describe(), out, err)
-    status, _, err = run(["dump", "--files", str(c.directory)])
+    status, _, err = run(["dump", *flags, "--files", str(c.directory)])
     dumped = status
-    audit = audit_partition(str(c.directory), ValidationConfig(origin="log", topic_partition="t-0"))
+    audit = audit_partition(str(c.directory), ValidationConfig(origin="log", topic_partition="t-0",
+                                                               compacted=c.compacted))
     assert audit.ok == (not c.damaged), c.describe()
 
     sound = sound_records(c.directory, audit)
@@ -109,7 +111,7 @@ def assert_one_verdict(c, tmp_path) -> None:
     # the Python partition reader: every offset in a batch it yields or in a range it names
     told = []
     covered = set()
-    for b in read_partition(str(c.directory), on_lost=told.append, verify_crc=True):
+    for b in read_partition(str(c.directory), on_lost=told.append, verify_crc=True, compacted=c.compacted):
         covered.update(range(b.base_offset, b.last_offset + 1))
     for t in told:
         if t.first_offset is not None:
@@ -125,15 +127,15 @@ def assert_one_verdict(c, tmp_path) -> None:
     fixed_dir.mkdir(parents=True)
     for path in Partition(c.directory).segment_paths:
         out_path = fixed_dir / os.path.basename(path)
-        status, out, err = run(["repair", path, "--out", str(out_path)])
+        status, out, err = run(["repair", path, "--out", str(out_path), *flags])
         assert status in (0, 1) and "Traceback" not in err, (c.describe(), out, err)
         kept_rows = [(r.offset, (r.key, r.value, tuple(r.headers), r.timestamp))
                      for b in kb.iter_batches(out_path.read_bytes()) if not b.is_control for r in b]
         kept = dict(kept_rows)
-        here = {o for b in c.batches if str(c.path(b.segment)) == path for o in range(b.first, b.last + 1)}
+        here = {o for b in c.batches if str(c.path(b.segment)) == path for o in c.held(b)}
         mine = {o: v for o, v in sound.items() if o in here}
         alone = shutil.copy(out_path, tmp_path / "alone.log")
-        status, out, err = run(["validate", str(alone)])
+        status, out, err = run(["validate", *flags, str(alone)])
         if "backwards" in c.kinds:  # which of two entries holds the wrong offset is not known: both kept
             assert set(kept_rows) >= set(mine.items()), (c.describe(), path)
             continue
@@ -176,11 +178,13 @@ def assert_kafka_reads_the_repairs(cases, tmp_path) -> None:
     for case, c in enumerate(cases):
         if "backwards" in c.kinds:
             continue
-        audit = audit_partition(str(c.directory), ValidationConfig(origin="log", topic_partition="t-0"))
+        audit = audit_partition(str(c.directory), ValidationConfig(origin="log", topic_partition="t-0",
+                                                                   compacted=c.compacted))
         fixed = tmp_path / f"fixed{case}" / "t-0"
         fixed.mkdir(parents=True)
         for path in Partition(c.directory).segment_paths:
-            status, out, err = run(["repair", path, "--out", str(fixed / os.path.basename(path))])
+            status, out, err = run(["repair", path, "--out", str(fixed / os.path.basename(path)),
+                                    *(["--compacted"] if c.compacted else [])])
             assert status in (0, 1) and "Traceback" not in err, (c.describe(), out, err)
         expected[str(fixed)] = (c.describe(), {o: (k, v, ts) for o, (k, v, _, ts) in sound_records(c.directory,
                                                                                                       audit).items()})

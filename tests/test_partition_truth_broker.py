@@ -24,18 +24,22 @@ from tests.test_partition_truth import SEED, assert_kafka_reads_the_repairs, ass
 
 CASES = int(os.environ.get("PYKBATCH_BROKER_CASES", "60"))
 TOPIC = "truth-real"
+COMPACTED = "truth-compacted"
 
 
-def _produce(bootstrap: str) -> dict:
-    """offset -> Written: what the producers sent, at the offsets the broker gave them."""
-    from confluent_kafka import Producer
+def _produce(bootstrap: str, topic: str) -> dict:
+    """offset -> Written: what the producers sent to ``topic``, at the offsets the broker gave
+    them.  For the compacted topic every record has a key, from few, and some are tombstones."""
     from kafka import KafkaProducer
     rng = random.Random(20261207)
     written: dict = {}
     clock = 1_700_000_000_000
+    compacted = topic == COMPACTED
 
     def record(i: int):
-        key = None if i % 7 == 3 else b"key-%d" % rng.randrange(40)
+        key = b"key-%d" % rng.randrange(8 if compacted else 40)
+        if not compacted and i % 7 == 3:
+            key = None
         value = None if i % 13 == 0 and key is not None else rng.randbytes(rng.randint(0, 300))
         headers = [("h", b"x"), ("e", b"")] if i % 5 == 0 else []
         return key, value, headers
@@ -48,7 +52,7 @@ def _produce(bootstrap: str) -> dict:
         for _ in range(rng.randint(5, 25)):
             key, value, headers = record(n)
             ts = clock + n
-            futures.append((p.send(TOPIC, key=key, value=value, headers=headers, timestamp_ms=ts),
+            futures.append((p.send(topic, key=key, value=value, headers=headers, timestamp_ms=ts),
                             key, value, tuple(headers), ts))
             n += 1
             if rng.random() < 0.2:
@@ -57,12 +61,12 @@ def _produce(bootstrap: str) -> dict:
         for future, key, value, headers, ts in futures:
             written[future.get(30).offset] = Written(future.get(30).offset, key, value, headers, ts)
         p.close()
-        _confluent(bootstrap, rng, written, round_, clock + 10_000 + 100 * round_)
+        _confluent(bootstrap, topic, rng, written, round_, clock + 10_000 + 100 * round_)
         time.sleep(0.15)
     return written
 
 
-def _confluent(bootstrap: str, rng: random.Random, written: dict, round_: int, ts: int) -> None:
+def _confluent(bootstrap: str, topic: str, rng: random.Random, written: dict, round_: int, ts: int) -> None:
     """librdkafka's batches: idempotent, or a transaction that commits or aborts."""
     from confluent_kafka import Producer
     sent = []
@@ -77,16 +81,16 @@ def _confluent(bootstrap: str, rng: random.Random, written: dict, round_: int, t
     if style == "idempotent":
         conf["enable.idempotence"] = True
     else:
-        conf["transactional.id"] = f"truth-{round_}"
+        conf["transactional.id"] = f"{topic}-{round_}"
     p = Producer(conf)
     if style != "idempotent":
         p.init_transactions(30)
         p.begin_transaction()
     for i in range(rng.randint(3, 15)):
-        key = b"c-%d" % rng.randrange(40)
+        key = b"c-%d" % rng.randrange(8 if topic == COMPACTED else 40)
         value = rng.randbytes(rng.randint(0, 200))
         headers = [("lib", b"rdkafka")] if i % 4 == 0 else []
-        p.produce(TOPIC, key=key, value=value, headers=headers, timestamp=ts + i,
+        p.produce(topic, key=key, value=value, headers=headers, timestamp=ts + i,
                   on_delivery=lambda err, msg, h=tuple(headers): delivered(err, msg, h))
     p.flush(30)
     if style == "commit":
@@ -100,7 +104,8 @@ def _confluent(bootstrap: str, rng: random.Random, written: dict, round_: int, t
 def _layout(directory, written: dict) -> tuple[list, list]:
     """The segments' base offsets and their batches' places, by this module's parse of the framing
     (base offset, size, attributes, last offset delta), each batch holding the records written at
-    its offsets."""
+    its offsets that kafka-python reads in it (the cleaner removed the others)."""
+    from kafka.record import MemoryRecords
     logs = sorted(p for p in os.listdir(directory) if p.endswith(".log"))
     segments, batches = [], []
     for s, name in enumerate(logs):
@@ -113,7 +118,11 @@ def _layout(directory, written: dict) -> tuple[list, list]:
             last = base + struct.unpack_from(">i", data, pos + 23)[0]
             control = bool(attributes & 0x20)
             codec = next(c for c, i in CODECS.items() if i == attributes & 7)
-            records = [] if control else [written[o] for o in range(base, last + 1) if o in written]
+            present = set()
+            if not control:
+                batch = MemoryRecords(data[pos:pos + length + 12]).next_batch()
+                present = {r.offset for r in batch}
+            records = [written[o] for o in sorted(present)]
             batches.append(OnDisk(s, pos, length + 12, base, last, codec, control, records))
             pos += length + 12
         assert pos == len(data), (name, pos, len(data))  # a clean shutdown leaves whole batches
@@ -121,25 +130,43 @@ def _layout(directory, written: dict) -> tuple[list, list]:
 
 
 @pytest.fixture(scope="module")
-def broker_partition(kafka_broker, tmp_path_factory):
+def broker_partitions(kafka_broker, tmp_path_factory):
+    """topic -> (directory, segment base offsets, batches, compacted) of the two topics, as a
+    clean shutdown leaves them."""
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
-    for future in admin.create_topics([NewTopic(TOPIC, 1, 1, config={"segment.ms": "100"})]).values():
+    cleaned = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0",
+               "delete.retention.ms": "100"}
+    topics = [NewTopic(TOPIC, 1, 1, config={"segment.ms": "100"}),
+              NewTopic(COMPACTED, 1, 1, config={"segment.ms": "100", **cleaned})]
+    for future in admin.create_topics(topics).values():
         future.result(timeout=60)
-    written = _produce(kafka_broker.bootstrap)
-    copy = kafka_broker.snapshot(tmp_path_factory.mktemp("truth-real"), (TOPIC,))
-    directory = copy / f"{TOPIC}-0"
-    segments, batches = _layout(directory, written)
-    held = {r.offset for b in batches for r in b.records}
-    assert held == set(written), "every record written is in the copied partition"
-    assert len(segments) >= 3 and any(b.control for b in batches), (len(segments), "segments")
-    return directory, segments, batches
+    written = {topic: _produce(kafka_broker.bootstrap, topic) for topic in (TOPIC, COMPACTED)}
+    time.sleep(4)  # the cleaner (backoff 200 ms) over the compacted topic's rolled segments
+    copy = kafka_broker.snapshot(tmp_path_factory.mktemp("truth-real"), (TOPIC, COMPACTED))
+    out = {}
+    for topic in (TOPIC, COMPACTED):
+        directory = copy / f"{topic}-0"
+        segments, batches = _layout(directory, written[topic])
+        assert len(segments) >= 2 and (topic == COMPACTED or any(b.control for b in batches)), (topic, segments)
+        held = {r.offset for b in batches for r in b.records}
+        if topic == TOPIC:
+            assert held == set(written[topic]), "every record written is in the copied partition"
+        else:  # the cleaner ran: records removed, the newest of each key kept
+            assert held < set(written[topic]), "the cleaner removed nothing"
+        out[topic] = (directory, segments, batches, topic == COMPACTED)
+    return out
+
+
+@pytest.fixture(params=[TOPIC, COMPACTED])
+def broker_partition(request, broker_partitions):
+    return broker_partitions[request.param]
 
 
 def test_the_broker_wrote_what_the_producers_sent(broker_partition):
     """The generator's record holds: kafka-python reads every batch of the copy back as sent."""
     from kafka.record import MemoryRecords
-    directory, segments, batches = broker_partition
+    directory, segments, batches, _ = broker_partition
     by_offset = {r.offset: r for b in batches for r in b.records}
     seen = 0
     for name in sorted(p for p in os.listdir(directory) if p.endswith(".log")):
@@ -158,9 +185,10 @@ def test_the_broker_wrote_what_the_producers_sent(broker_partition):
 
 def _drawn(broker_partition, seed: int, target) -> Case:
     """The broker's partition copied to ``target``, with damage drawn by ``seed``."""
-    directory, segments, batches = broker_partition
+    directory, segments, batches, compacted = broker_partition
     shutil.copytree(directory, target)
-    return damaged(Case(seed, target, list(segments), [OnDisk(**vars(b)) for b in batches]), seed)
+    return damaged(Case(seed, target, list(segments), [OnDisk(**vars(b)) for b in batches], compacted=compacted),
+                   seed)
 
 
 @pytest.mark.parametrize("case", range(CASES))

@@ -176,6 +176,14 @@ def between_segments(spans: list[SegmentSpan], compacted: bool, tp: str) -> list
         if before.tail_position is not None:  # the cut tail names these offsets
             continue
         found.append((after.path, segment_gap(before, after, tp)))
+    # segments after the last that holds an entry hold none that reads (a lying size, bytes
+    # zeroed): the first one's name says where its offsets start, so those up to it are missing
+    if read and read[-1] is not spans[-1] and not compacted and read[-1].tail_position is None:
+        after = spans[spans.index(read[-1]) + 1]
+        last = read[-1].last_offset
+        if after.base_offset is not None and last is not None and after.base_offset > last + 1:
+            found.append((after.path, segment_gap(read[-1], dataclasses.replace(after, first_offset=after.base_offset),
+                                                  tp)))
     # segments before the first that holds an entry hold none (emptied): from the first one's base
     # offset (its name), the offsets up to that entry are gone
     base, start = spans[0].base_offset if spans else None, read[0].first_offset if read else None
@@ -251,6 +259,12 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
                 yield b
             for culprit in found:
                 on_lost(culprit)
+            if not started and on_lost is not None and spans and cut is None and seg.base_offset is not None:
+                # nothing of it reads: its name says where its offsets start (between_segments)
+                here = SegmentSpan(path, None, None, None, 0, 0, seg.base_offset)
+                for where, culprit in between_segments(spans + [here], compacted, topic_partition):
+                    if where == path and culprit.rule == _GAP.id:
+                        on_lost(culprit)
             tail = seg.valid_bytes if seg.valid_bytes < seg.size else None
             spans.append(SegmentSpan(path, seen[0], seen[1], tail, seg.size - seg.valid_bytes, 0, seg.base_offset))
         if on_lost is not None and tail is not None and i + 1 < len(paths):
