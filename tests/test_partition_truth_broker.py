@@ -22,7 +22,7 @@ import pytest
 from tests.partition_damage import CODECS, Case, OnDisk, Written, damaged
 from tests.test_partition_truth import SEED, assert_kafka_reads_the_repairs, assert_one_verdict
 
-CASES = int(os.environ.get("PYKBATCH_BROKER_CASES", "60"))
+CASES = int(os.environ.get("PYKBATCH_BROKER_CASES", "40"))
 TOPIC = "truth-real"
 COMPACTED = "truth-compacted"
 
