@@ -45,6 +45,17 @@ int kb_index_entry_trusted(const uint8_t *buf, size_t len, int64_t position, int
  * "none" values.  A legacy message: a known codec, no unknown attribute bits, and key and value
  * lengths that end the message where its size says.  Random bytes pass about once in 2**20
  * positions; every entry Kafka's clients and brokers write passes. */
+static int plausible_v2_header(const uint8_t *buf, size_t pos)
+{
+    uint16_t attributes = kb_load_be16(buf + pos + KB_V2_AT_ATTRIBUTES);
+    return (attributes & ~0x7f) == 0 && (attributes & KB_ATTR_CODEC_MASK) < KB_CODEC_COUNT &&
+           (int32_t)kb_load_be32(buf + pos + KB_V2_AT_LAST_OFFSET_DELTA) >= 0 &&
+           (int32_t)kb_load_be32(buf + pos + KB_V2_AT_RECORD_COUNT) >= 0 &&
+           (int64_t)kb_load_be64(buf + pos + KB_V2_AT_PRODUCER_ID) >= -1 &&
+           (int16_t)kb_load_be16(buf + pos + KB_V2_AT_PRODUCER_EPOCH) >= -1 &&
+           (int32_t)kb_load_be32(buf + pos + KB_V2_AT_BASE_SEQUENCE) >= -1;
+}
+
 static int plausible(const uint8_t *buf, size_t len, size_t pos)
 {
     int32_t size = (int32_t)kb_load_be32(buf + pos + KB_AT_SIZE);
@@ -55,13 +66,7 @@ static int plausible(const uint8_t *buf, size_t len, size_t pos)
     if (magic == 2) {
         if (end - pos < KB_V2_HEADER_SIZE)
             return 0;
-        uint16_t attributes = kb_load_be16(buf + pos + KB_V2_AT_ATTRIBUTES);
-        return (attributes & ~0x7f) == 0 && (attributes & KB_ATTR_CODEC_MASK) < KB_CODEC_COUNT &&
-               (int32_t)kb_load_be32(buf + pos + KB_V2_AT_LAST_OFFSET_DELTA) >= 0 &&
-               (int32_t)kb_load_be32(buf + pos + KB_V2_AT_RECORD_COUNT) >= 0 &&
-               (int64_t)kb_load_be64(buf + pos + KB_V2_AT_PRODUCER_ID) >= -1 &&
-               (int16_t)kb_load_be16(buf + pos + KB_V2_AT_PRODUCER_EPOCH) >= -1 &&
-               (int32_t)kb_load_be32(buf + pos + KB_V2_AT_BASE_SEQUENCE) >= -1;
+        return plausible_v2_header(buf, pos);
     }
     uint8_t attributes = buf[pos + KB_LEGACY_AT_ATTRIBUTES];
     if ((attributes & ~(magic ? 0x0f : 0x07)) != 0 || (attributes & KB_ATTR_CODEC_MASK) >= KB_CODEC_ZSTD)
@@ -126,14 +131,30 @@ static int all_zero(const uint8_t *buf, size_t from, size_t to)
     return 1;
 }
 
-/* An incomplete last entry whose bytes to the end are a whole v2 batch by its checksum (its size
- * was raised; a cut batch fails the checksum but once in 2**32). */
-static int whole_batch_to_end(const uint8_t *buf, size_t len, size_t pos)
+/* How far a torn tail is searched for the end of a whole batch (a cut is the last entry's: the
+ * bytes left of it are fewer than the largest batch a broker takes). */
+#define KB_TAIL_SEARCH (16u << 20)
+
+/* An incomplete last entry whose first bytes are a whole v2 batch by its checksum (its size was
+ * raised, to the end or past it): where that batch ends, the first place its checksum holds,
+ * else 0. */
+static size_t whole_batch_end(const uint8_t *buf, size_t len, size_t pos)
 {
-    if (len - pos < KB_V2_HEADER_SIZE || buf[pos + KB_AT_MAGIC] != 2)
+    if (len - pos < KB_V2_HEADER_SIZE || buf[pos + KB_AT_MAGIC] != 2 || !plausible_v2_header(buf, pos))
         return 0;
     uint32_t stored = kb_load_be32(buf + pos + KB_V2_AT_CRC);
-    return kb_crc32c(0, buf + pos + KB_V2_CRC_START, len - pos - KB_V2_CRC_START) == stored;
+    size_t end = pos + KB_V2_HEADER_SIZE, stop = len - pos > KB_TAIL_SEARCH ? pos + KB_TAIL_SEARCH : len;
+    uint32_t crc = kb_crc32c(0, buf + pos + KB_V2_CRC_START, end - pos - KB_V2_CRC_START);
+    for (;;) {
+        /* a false match inside a torn batch is as likely as 1 in 2**32 per byte: where the match
+         * ends, what follows must at least carry a magic byte an entry can have */
+        if (crc == stored && (end + KB_AT_MAGIC >= len || buf[end + KB_AT_MAGIC] <= 2))
+            return end;
+        if (end >= stop)
+            return 0;
+        crc = kb_crc32c(crc, buf + end, 1);
+        end++;
+    }
 }
 
 /* A complete entry at `pos` whose size was raised into the entry after it: nothing plausible
@@ -159,6 +180,18 @@ static int64_t size_into_next(const uint8_t *buf, size_t len, size_t pos, size_t
     return next;
 }
 
+/* A last size past the end over a batch whose checksum holds where it ends (`end`): lost, from
+ * the size to that end; the walk goes on after it. */
+static kb_entry_status tail_size_lies(const uint8_t *buf, size_t pos, size_t end, kb_entry *e, kb_fault *f)
+{
+    kb_fault_set(f, KB_RULE_TAIL_SIZE_LIES, pos + KB_AT_SIZE, (int32_t)kb_load_be32(buf + pos + KB_AT_SIZE),
+                 (int64_t)(end - pos - KB_LOG_OVERHEAD), 0);
+    e->pos = pos;
+    e->size = end - pos;
+    e->magic = 2;
+    return KB_ENTRY_LOST;
+}
+
 kb_entry_status kb_next_entry_resync(const uint8_t *buf, size_t len, size_t pos, int flags, kb_entry *e,
                                      kb_fault *f)
 {
@@ -176,18 +209,15 @@ kb_entry_status kb_next_entry_resync(const uint8_t *buf, size_t len, size_t pos,
         return st;
     if (st == KB_ENTRY_TRUNCATED && !(flags & KB_RESYNC_LYING_SIZES))
         return st;
-    if (st == KB_ENTRY_TRUNCATED && whole_batch_to_end(buf, len, pos)) {
-        kb_fault_set(f, KB_RULE_TAIL_SIZE_LIES, pos + KB_AT_SIZE, (int32_t)kb_load_be32(buf + pos + KB_AT_SIZE),
-                     (int64_t)(len - pos - KB_LOG_OVERHEAD), 0);
-        e->pos = pos;
-        e->size = len - pos;
-        e->magic = 2;
-        return KB_ENTRY_LOST;
-    }
+    size_t whole = st == KB_ENTRY_TRUNCATED ? whole_batch_end(buf, len, pos) : 0;
+    if (whole == len)
+        return tail_size_lies(buf, pos, whole, e, f);
     if (st == KB_ENTRY_CORRUPT && (flags & KB_RESYNC_ZERO_TAIL) && all_zero(buf, pos, len))
         return KB_ENTRY_TRUNCATED;
     int64_t next = kb_next_sound_entry(buf, len, pos + 1, 0);
     if (st == KB_ENTRY_TRUNCATED) {
+        if (next < 0 && whole) /* a whole batch, then bytes that are no sound entry */
+            return tail_size_lies(buf, pos, whole, e, f);
         if (next < 0)
             return st; /* a truncated tail: nothing sound after it */
         /* a sound entry is at least 17 bytes: this one's size field is readable */

@@ -211,3 +211,21 @@ def test_offsets_missing_before_a_last_segment_nothing_of_which_reads_are_named(
     told = []
     assert sum(1 for _ in read_partition(str(part), on_lost=told.append)) == 1
     assert ("log.offset_gap", 5, 9) in [(c.rule, c.first_offset, c.last_offset) for c in told]
+
+
+def test_a_last_size_past_the_end_over_a_whole_batch_and_a_zeroed_one_is_damage(tmp_path):
+    """The last segment's last two batches: the first with its size raised past the end, the second
+    with its header zeroed.  The bytes to the end were no whole batch, so it passed for the active
+    segment's torn write and the partition was "ok" (drawn: PYKBATCH_PARTITION_SEED=20261209 case
+    2890, failed at 6bb0095); the first bytes after the size field are a whole batch by its checksum."""
+    batches = [kb.build_batch([(b"k%d" % i, b"v" * 40)] * 3, base_offset=3 * i) for i in range(3)]
+    raised = bytearray(batches[1])
+    struct.pack_into(">i", raised, 8, 100_000)
+    zeroed = bytes(61) + batches[2][61:]
+    data = batches[0] + bytes(raised) + zeroed
+    result = kb.validate(data, kb.ValidationConfig(origin="log"))
+    assert [c.rule for c in result.culprits][:1] == ["framing.tail_size_lies"] and result.truncated_tail is None
+    part = tmp_path / "t-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(data)
+    assert run(["validate", "--segment", str(part)])[0] == 1

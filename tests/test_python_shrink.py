@@ -97,3 +97,48 @@ def test_a_segment_cut_while_python_reads_it_is_named_and_the_process_lives(tmp_
         if shrank and mode == "batches":
             position, size = shrank[0][1], shrank[0][2]
             assert (position, position + size) == (ends[read - 1] if read else 0, ends[-1]), where
+
+
+def test_kafka_segments_python_reader_names_a_cut_with_a_row(tmp_path):
+    """Spark's kafka-segment (Python path, spark_udfs.segment_source.read_split) over a segment cut
+    between two windows at drawn places: rows for what was read, then one row for the cut
+    (``log.file_shrank``, as the JVM reader gives), and the process lives."""
+    seed = int(os.environ.get("PYKBATCH_SHRINK_SEED") or random.randrange(2**31))
+    print(f"PYKBATCH_SHRINK_SEED={seed}")
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent('''
+        import json, os, random, sys
+        import pykbatch as kb
+        from spark_udfs.segment_source import read_split
+        rng = random.Random(int(sys.argv[1]))
+        out = []
+        for run in range(20):
+            path = os.path.join(sys.argv[2], "r%d" % run, "00000000000000000000.log")
+            os.makedirs(os.path.dirname(path))
+            batches = [kb.build_batch([(b"k", os.urandom(rng.randint(0, 5000)))] * 3, base_offset=3 * i)
+                       for i in range(rng.randint(20, 120))]
+            open(path, "wb").write(b"".join(batches))
+            cut_after = rng.randint(1, 3)
+            cut = rng.randint(0, len(b"".join(batches)))
+            rows = []
+            for i, rb in enumerate(read_split(path, "t", 0, 0, None, "records", True, window_bytes=16384)):
+                rows += rb.to_pylist()
+                if i == cut_after:
+                    os.truncate(path, cut)
+            out.append({"cut": cut, "ends": [sum(map(len, batches[:k + 1])) for k in range(len(batches))],
+                        "offsets": [r["offset"] for r in rows if r["lost_bytes"] is None],
+                        "lost": [(r["error_rule"], r["lost_first_offset"]) for r in rows
+                                 if r["lost_bytes"] is not None],
+                        "bad": [r["offset"] for r in rows if r["lost_bytes"] is None and not r["batch_ok"]]})
+        print(json.dumps(out))
+    '''), str(seed), str(tmp_path)], capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])})
+    assert proc.returncode == 0, (seed, proc.returncode, proc.stderr[-3000:])
+    for run in json.loads(proc.stdout):
+        where = (seed, run)
+        offsets, lost = run["offsets"], run["lost"]
+        assert offsets == list(range(len(offsets))), where  # in order, none skipped, none twice
+        if len(offsets) < 3 * len(run["ends"]):  # the cut took some: one row says so, from where rows stop
+            assert lost == [["log.file_shrank", lost[0][1]]] and lost[0][1] in (None, len(offsets)), where
+        else:
+            assert lost == [], where
+        assert run["bad"] == [], where

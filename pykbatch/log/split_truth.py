@@ -25,6 +25,7 @@ from pykbatch.log.truth import SegmentSpan, segment_gap, truncated_segment
 from pykbatch.rules import BY_ID, render
 
 _GAP = "log.offset_gap"
+_SHRANK = "log.file_shrank"
 _UNSETTLED = object()  # a span's next entry not read yet
 
 
@@ -64,6 +65,7 @@ class SplitTruth:
         self.size = len(data)
         self.top: int | None = None        # the highest offset of the entries walked (the validator's)
         self.edge: dict = {}               # entry position -> (highest offset, last offset) before it
+        self.seg = None                    # the segment walked (is it cut while read?)
         if start > 0:
             # what one walk of the segment would know at the split's start: its highest offset, and
             # the entry before it, validated again with the first window so that the checks between
@@ -77,6 +79,8 @@ class SplitTruth:
         def lost(span):
             self.spans.append([span, self.top, _UNSETTLED])
             self.last = None
+
+        self.seg = seg
 
         for b in seg.batches(start=self.start, on_lost=lost):
             first = _first_offset(b)
@@ -104,6 +108,8 @@ class SplitTruth:
         at = {pos: k for k, (pos, _) in enumerate(run)}
         verdicts: list = [None] * len(run)
         named = []
+        for k, (pos, size) in enumerate(run):  # bytes a cut took after the walk read the entry
+            verdicts[k] = self._cut(pos, size)
         for c in culprits:
             k = at.get(c.entry_position)
             if c.rule == _GAP and c.entry_position >= lo:
@@ -127,6 +133,7 @@ class SplitTruth:
             first, last = b.base_offset, b.last_offset
         except Exception:  # noqa: BLE001 -- a header that does not read leaves its offsets unknown
             pass
+        culprit = self._cut(position, size) or culprit
         if culprit is not None:
             u = Unreadable(position, size, first, last, culprit.rule, culprit.code, culprit.message)
         else:
@@ -160,6 +167,18 @@ class SplitTruth:
         return named
 
     # -- helpers -------------------------------------------------------------------------------
+    def _cut(self, position: int, size: int):
+        """``log.file_shrank`` for an entry the file no longer holds whole (cut while it was read:
+        its bytes past the new end read as zeros), else None."""
+        seg = self.seg
+        if seg is None or not seg.shrunk:
+            return None
+        now = seg._size_now()
+        if position + size <= now:
+            return None
+        from pykbatch.log.segments import file_shrank
+        return file_shrank(0, position, seg.size, now)
+
     def _saw(self, named: list) -> None:
         for u in named:
             if u.last_offset is not None:
@@ -220,6 +239,8 @@ class SplitTruth:
             first = before + 1 if before is not None else (self.base if span.position == 0 else None)
             last = after - 1 if after is not None else None
             c = first_at.get(span.position)
+            if getattr(span.error, "rule", None) == _SHRANK:
+                c = None  # the file was cut while read: the window's zeros tell nothing of it
             if c is not None and c.rule != _GAP and BY_ID[c.rule].stage != "framing":
                 # an entry the walk cannot read (a header's fault): the validator's culprit names it
                 first = c.first_offset if c.first_offset is not None else first
