@@ -123,8 +123,9 @@ class Segment:
         self.valid_bytes = start
         released = start - start % mmap.PAGESIZE
         entries = 0
+        hit, guard = _native._shrink_guard_hit, self._guard.handle  # one C read per batch
         for b in reader:
-            if self._guard.hit() and b.position + b.size > self._size_now():
+            if guard >= 0 and hit(guard) and b.position + b.size > self._size_now():
                 break  # what the cut took reads as zeros: not a batch (named below)
             entries += 1
             self.valid_bytes = b.position + b.size
