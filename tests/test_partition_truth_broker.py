@@ -137,8 +137,8 @@ def broker_partitions(kafka_broker, tmp_path_factory):
     admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
     cleaned = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0",
                "delete.retention.ms": "100"}
-    topics = [NewTopic(TOPIC, 1, 1, config={"segment.ms": "100"}),
-              NewTopic(COMPACTED, 1, 1, config={"segment.ms": "100", **cleaned})]
+    kept = {"segment.ms": "100", "retention.ms": "-1"}  # records stamped 2023: time retention would delete them
+    topics = [NewTopic(TOPIC, 1, 1, config=kept), NewTopic(COMPACTED, 1, 1, config={**kept, **cleaned})]
     for future in admin.create_topics(topics).values():
         future.result(timeout=60)
     written = {topic: _produce(kafka_broker.bootstrap, topic) for topic in (TOPIC, COMPACTED)}
