@@ -132,8 +132,9 @@ def _repair_into(seg, out, letters, config: ValidationConfig, report: RepairRepo
         repaired, report.closed = _close_lost_transactions(seg, repaired)
     out.write(repaired)
     report.unfixed = fixed.unfixed
+    ours = {m.offset for m in report.closed}
     for b in iter_batches(repaired, verify_crc=False):
-        if b.is_control and b.producer_id >= 0 and any(m.offset == b.base_offset for m in report.closed):
+        if b.is_control and b.producer_id >= 0 and b.base_offset in ours:
             continue  # a marker of the repair's own, counted in ``closed``
         if b.magic == 2 and b.record_count == 0:
             report.empty_batches += 1
@@ -165,13 +166,9 @@ def _close_lost_transactions(seg, repaired: bytes) -> tuple[bytes, list]:
     what it dropped (the batch keeps the rest of its offsets), or after the segment's last batch."""
     from pykbatch.kafka.control import end_txn_marker
     from pykbatch.log.lost_markers import closing_markers
-    made = [b for b in iter_batches(repaired, verify_crc=False)
-            if b.magic == 2 and b.record_count == 0 and b.producer_id < 0 and not b.is_control]
+    made = _fillers(iter_batches(repaired, verify_crc=False))
     if made:  # those the input had already are not the repair's
-        had = {(b.base_offset, b.last_offset) for b in seg.batches(on_lost=lambda span: None)
-               if b.magic == 2 and b.record_count == 0 and b.producer_id < 0 and not b.is_control}
-        made = [b for b in made if (b.base_offset, b.last_offset) not in had]
-    made = {(b.base_offset, b.last_offset) for b in made}
+        made -= _fillers(seg.batches(on_lost=lambda span: None))
     markers = closing_markers(seg.path, repaired, sorted(made))
     if not markers:
         return repaired, []
@@ -192,6 +189,13 @@ def _close_lost_transactions(seg, repaired: bytes) -> tuple[bytes, list]:
     for offset in sorted(at):  # after the segment's end
         out += at[offset]
     return bytes(out), markers
+
+
+def _fillers(batches) -> set:
+    """(first, last) offsets of the empty batches without a producer among ``batches``: what the
+    repair puts where it dropped whole entries (the cleaner's empty batches keep their producer)."""
+    return {(b.base_offset, b.last_offset) for b in batches
+            if b.magic == 2 and b.record_count == 0 and b.producer_id < 0 and not b.is_control}
 
 
 def _rebased_empty(raw: bytes, base_offset: int, last_offset: int) -> bytes:

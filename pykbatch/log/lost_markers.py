@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
-from pykbatch._native import iter_batches
+from pykbatch._native import _v2_header_table, iter_batches
 from pykbatch.errors import KafkaDataError
 from pykbatch.kafka.control import ABORT, COMMIT
 from pykbatch.log.files import LOG, base_offset_of, is_segment_file
@@ -91,10 +91,6 @@ def closing_markers(path: str, repaired: bytes, lost_inside: list[tuple[int, int
     (first, last) offsets of the empty batches the repair put where it dropped whole entries; the
     offsets between the segment's end and the next segment's base offset are lost too.  Empty
     when nothing of the segment was lost or the partition has no transaction to close."""
-    own = _own_batches(repaired)
-    losses = [_Loss(first, last) for first, last in lost_inside]
-    if not losses and not _ends_before_next(path, own):
-        return []
     folder, name = os.path.split(os.path.abspath(path))
     if not is_segment_file(name, LOG):  # a file alone: what comes after it is not known
         paths, here = [], 0
@@ -102,25 +98,29 @@ def closing_markers(path: str, repaired: bytes, lost_inside: list[tuple[int, int
         paths = sorted((os.path.join(folder, n) for n in os.listdir(folder) if is_segment_file(n, LOG)),
                        key=base_offset_of)
         here = [os.path.abspath(p) for p in paths].index(os.path.join(folder, name))
+    following = paths[here + 1:]
+    end = _last_offset(repaired, base_offset_of(name) - 1 if paths else -1)
+    next_base = base_offset_of(following[0]) if following else None
+    end_loss = _Loss(end + 1, next_base - 1) if next_base is not None and next_base > end + 1 else None
+    losses = [_Loss(first, last) for first, last in lost_inside]
+    if not losses and end_loss is None:
+        return []
     producers: dict[int, _Producer] = {}
     for p in paths[:here]:
         for b in _original_batches(p):
             _append(producers, b, None, path)
     found: list[ClosingMarker] = []
     by_first = {loss.first: loss for loss in losses}
-    last_ts, end = -1, base_offset_of(name) - 1 if is_segment_file(name, LOG) else -1
-    for b in own:
+    last_ts = -1
+    for b in _own_batches(repaired):
         loss = by_first.get(b.base) if b.producer_id < 0 and b.marker is None else None
         if loss is not None:
             _lose(producers, loss)
         else:
             _append(producers, b, found, path, last_ts)
-        last_ts, end = max(last_ts, b.max_timestamp), max(end, b.last)
-    following = paths[here + 1:]
-    if following:
-        next_base = base_offset_of(following[0])
-        if next_base > end + 1:
-            _lose(producers, _Loss(end + 1, next_base - 1))
+        last_ts = max(last_ts, b.max_timestamp)
+    if end_loss is not None:
+        _lose(producers, end_loss)
     for p in following:
         if not any(s.loss for s in producers.values()):
             break
@@ -161,12 +161,13 @@ def _append(producers: dict, b: _Batch, found: list | None, path: str, last_ts: 
     state.epoch = b.epoch
 
 
-def _ends_before_next(path: str, own: list[_Batch]) -> bool:
-    from pykbatch.log.truth import later_segment
-    following = later_segment(path)
-    end = max((b.last for b in own), default=base_offset_of(os.path.basename(path)) - 1
-              if is_segment_file(os.path.basename(path), LOG) else -1)
-    return following is not None and following > end + 1
+def _last_offset(data: bytes, default: int) -> int:
+    """The highest offset of ``data``'s batches (``default``: none), from the header table where
+    the bytes are whole v2 batches."""
+    table = _v2_header_table(data)
+    if table is not None:
+        return max(default, int(table["last_offset"].max())) if len(table["last_offset"]) else default
+    return max((b.last_offset for b in iter_batches(data, verify_crc=False)), default=default)
 
 
 def _own_batches(data: bytes) -> list[_Batch]:

@@ -152,12 +152,18 @@ class Segment:
         except (OSError, ValueError, AttributeError):
             return 0
 
+    def cut_culprit(self, position: int, size: int, entry: int = 0) -> Culprit | None:
+        """``log.file_shrank`` for the ``size`` bytes at ``position`` when the file no longer holds
+        them whole (cut while it was read: what it lost read as zeros), else None."""
+        if not self.shrunk:
+            return None
+        now = self._size_now()
+        return file_shrank(entry, position, self.size, now) if position + size > now else None
+
     def _shrank_span(self, span: LostSpan) -> LostSpan:
         """A lost span the walk met past the file's new end is what the cut took: from the span's
         start to the end as mapped, ``log.file_shrank``."""
-        if not self.shrunk:
-            return span
-        if span.position + span.size <= self._size_now():
+        if self.cut_culprit(span.position, span.size) is None:
             return span
         return self._cut_span(span.entry, span.position)
 

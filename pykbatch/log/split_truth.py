@@ -168,16 +168,8 @@ class SplitTruth:
 
     # -- helpers -------------------------------------------------------------------------------
     def _cut(self, position: int, size: int):
-        """``log.file_shrank`` for an entry the file no longer holds whole (cut while it was read:
-        its bytes past the new end read as zeros), else None."""
-        seg = self.seg
-        if seg is None or not seg.shrunk:
-            return None
-        now = seg._size_now()
-        if position + size <= now:
-            return None
-        from pykbatch.log.segments import file_shrank
-        return file_shrank(0, position, seg.size, now)
+        """``log.file_shrank`` for an entry the file no longer holds whole (``Segment.cut_culprit``)."""
+        return None if self.seg is None else self.seg.cut_culprit(position, size)
 
     def _saw(self, named: list) -> None:
         for u in named:
