@@ -10,6 +10,7 @@ the generator's own knowledge (``Case.lost``: the offsets whose records cannot b
 """
 from __future__ import annotations
 
+import bisect
 import random
 import struct
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ AT_CRC, AT_ATTRIBUTES, AT_PRODUCER = 17, 21, 43
 
 KINDS = ("crc", "zero_header", "zero_batch", "length_past_end", "length_into_next", "garbage_payload",
          "cut_inside", "cut_at_boundary", "cut_last_inside", "cut_to_zero", "delete_segment", "delete_index",
-         "backwards", "control")
+         "backwards", "control", "txn_index", "snapshot")
 
 
 @dataclass
@@ -133,7 +134,7 @@ def write(seed: int, directory: Path) -> Case:
     offset, clock, pid, seq = 0, 1_700_000_000_000, 4000, 0
     for s in range(rng.randint(2, 4)):
         case.segments.append(offset)
-        log, index, timeindex = bytearray(), bytearray(), bytearray()
+        log, index, timeindex, txnindex = bytearray(), bytearray(), bytearray(), bytearray()
         max_ts = -1
         for _ in range(rng.randint(2, 6)):
             codec = rng.choice(list(CODECS))
@@ -147,7 +148,11 @@ def write(seed: int, directory: Path) -> Case:
                 seq += len(records)
             entries = [(raw, records, False)]
             if style == "transactional":
-                entries.append((_marker(pid, rng.random() < 0.6, clock), [], True))
+                commit = rng.random() < 0.6
+                entries.append((_marker(pid, commit, clock), [], True))
+                if not commit:  # Kafka's entry: (producer, first offset, marker offset, last stable offset)
+                    marker = offset + len(records)
+                    txnindex += struct.pack(">hqqqq", 0, pid, offset, marker, marker + 1)
             for raw, recs, control in entries:
                 raw = _at(raw, offset)
                 last = offset + max(len(recs), 1) - 1
@@ -163,6 +168,8 @@ def write(seed: int, directory: Path) -> Case:
         case.path(s).write_bytes(log)
         case.path(s, ".index").write_bytes(index)
         case.path(s, ".timeindex").write_bytes(timeindex)
+        if txnindex:  # as Kafka, only where a transaction was aborted
+            case.path(s, ".txnindex").write_bytes(txnindex)
     return case
 
 
@@ -288,7 +295,62 @@ def damage(case: Case, rng: random.Random, kind: str) -> bool:
         case.path(s, rng.choice([".index", ".timeindex"])).unlink(missing_ok=True)
         case.damaged = True
         return True
+    if kind == "txn_index":
+        return _damage_txn_index(case, rng)
+    if kind == "snapshot":  # a producer snapshot's byte flipped or its end cut (Kafka drops it and replays)
+        snapshots = sorted(case.directory.glob("*.snapshot"))
+        if not snapshots:
+            return False
+        path = rng.choice(snapshots)
+        size = path.stat().st_size
+        if rng.random() < 0.5 and size > 10:
+            at = rng.randrange(size)
+            _patch(path, at, bytes([path.read_bytes()[at] ^ (1 << rng.randrange(8))]))
+        else:
+            _truncate(path, rng.randrange(size))
+        case.damaged = True
+        return True
     raise ValueError(kind)
+
+
+TXN_ENTRY = 34  # a .txnindex entry: version, producer id, first offset, last offset, last stable offset
+
+
+def _damage_txn_index(case: Case, rng: random.Random) -> bool:
+    """An aborted transaction's entry dropped, its file deleted, its first offset moved past its
+    first record, its last offset off its marker, or its last stable offset raised: only entries
+    whose transaction still holds a record, so a read_committed consumer would be misled."""
+    held = sorted(case.records)
+    pool = []
+    for s in range(len(case.segments)):
+        path = case.path(s, ".txnindex")
+        if not path.exists() or not case.path(s).exists():
+            continue
+        data = path.read_bytes()
+        for i in range(len(data) // TXN_ENTRY):
+            _, _, first, last, _ = struct.unpack_from(">hqqqq", data, i * TXN_ENTRY)
+            if any(first <= o < last for o in held[bisect.bisect_left(held, first):][:1]):
+                pool.append((path, i, first, last))
+    if not pool:
+        return False
+    path, i, first, last = rng.choice(pool)
+    data = bytearray(path.read_bytes())
+    how = rng.choice(["drop", "delete", "later", "off_marker", "stable"])
+    at = i * TXN_ENTRY
+    if how == "drop":
+        del data[at:at + TXN_ENTRY]
+    elif how == "later":
+        struct.pack_into(">q", data, at + 10, last)
+    elif how == "off_marker":
+        struct.pack_into(">q", data, at + 18, last - 1)
+    elif how == "stable":
+        struct.pack_into(">q", data, at + 26, last + rng.randint(2, 1000))
+    if how == "delete":
+        path.unlink()
+    else:
+        path.write_bytes(bytes(data))
+    case.damaged = True
+    return True
 
 
 def draw(seed: int, directory: Path) -> Case:

@@ -229,3 +229,20 @@ def test_a_last_size_past_the_end_over_a_whole_batch_and_a_zeroed_one_is_damage(
     part.mkdir()
     (part / "00000000000000000000.log").write_bytes(data)
     assert run(["validate", "--segment", str(part)])[0] == 1
+
+
+def test_an_aborted_transaction_missing_from_its_txnindex_is_named_by_the_audit_and_the_dump(tmp_path):
+    """A .txnindex without the entry of a transaction its log aborts: a read_committed fetch would
+    hand the aborted records to every consumer, and Kafka rebuilds the file only for segments it
+    recovers (it was "ok" before the check of pykbatch/log/txn_index.py)."""
+    from tests.partition_damage import write
+    case = next(c for c in (write(seed, tmp_path / f"p{seed}" / "t-0") for seed in range(1, 60))
+                if any(p.stat().st_size for p in c.directory.glob("*.txnindex")))
+    assert run(["validate", "--segment", str(case.directory)])[0] == 0
+    index = next(p for p in sorted(case.directory.glob("*.txnindex")) if p.stat().st_size)
+    first, last = struct.unpack_from(">qq", index.read_bytes(), 10)
+    index.write_bytes(index.read_bytes()[34:])
+    for argv in (["validate", "--segment", str(case.directory)], ["dump", "--files", str(case.directory)]):
+        status, out, err = run(argv)
+        assert status == 1 and f"aborted at offset {last} (records from offset {first}): read_committed consumers " \
+                               f"receive its records" in out + err, (argv, out, err)

@@ -19,6 +19,8 @@ import time
 
 import pytest
 
+from pykbatch.config import ValidationConfig
+from pykbatch.log.audit import audit_partition
 from tests.partition_damage import CODECS, Case, OnDisk, Written, damaged
 from tests.test_partition_truth import SEED, assert_kafka_reads_the_repairs, assert_one_verdict
 
@@ -181,6 +183,19 @@ def test_the_broker_wrote_what_the_producers_sent(broker_partition):
                     (w.key, w.value, w.headers, w.timestamp), r.offset
                 seen += 1
     assert seen == len(by_offset)
+
+
+def test_the_brokers_transaction_indexes_are_what_its_log_aborted(broker_partition):
+    """The check of the .txnindex files against the log (pykbatch/log/txn_index.py) on the
+    broker's own: every entry is one the log supports, none missing -- and there are entries."""
+    from pykbatch.log.indexes import TxnIndex
+    directory, _, _, compacted = broker_partition
+    audit = audit_partition(str(directory), ValidationConfig(origin="log", topic_partition="t-0",
+                                                             compacted=compacted))
+    assert audit.index_problems == [] and audit.ok
+    entries = [e for p in sorted(directory.glob("*.txnindex")) for e in TxnIndex.from_file(str(p)).entries]
+    aborted = [t for t in audit.producers.completed_transactions if t.is_aborted]
+    assert aborted and (compacted or len(entries) == len(aborted)), (entries, aborted)
 
 
 def _drawn(broker_partition, seed: int, target) -> Case:

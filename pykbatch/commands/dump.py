@@ -165,7 +165,6 @@ def _cut_segments(args, logs: list[str]) -> int:
     kafka-dump-log's); how many."""
     if args.max_bytes is not None or not logs:
         return 0
-    from pykbatch.log.checks import missing_indexes
     from pykbatch.log.truth import partition_findings
     tp = topic_partition(None, folder_of(logs[0]))
     unread = 0
@@ -185,11 +184,27 @@ def _cut_segments(args, logs: list[str]) -> int:
         print(f"{path}: {culprit_line(culprit)}", file=sys.stderr)
     directories = [os.path.abspath(f) for spec in args.files for f in spec.split(",") if os.path.isdir(f)]
     missing = [problem for d in directories
-               for problem in missing_indexes([p for p in logs if os.path.dirname(os.path.abspath(p)) == d])]
+               for problem in _partition_indexes([p for p in logs if os.path.dirname(os.path.abspath(p)) == d], tp)]
     for problem in missing:  # a partition directory given: each segment's indexes are part of it
         args.verdict.found()
         print(problem, file=sys.stderr)
     return len(found) + len(missing) + unread
+
+
+def _partition_indexes(logs: list[str], tp: str) -> list[str]:
+    """What a partition directory's indexes lack beside its logs: a segment's missing offset or
+    time index, transaction indexes that disagree with the transactions the logs abort."""
+    from pykbatch.log.audit import producer_state, torn_after
+    from pykbatch.log.truth import walk_span
+    from pykbatch.log.checks import missing_indexes
+    from pykbatch.log.txn_index import txn_index_problems
+    from pykbatch.log.files import base_offset_of
+    if not logs:
+        return []
+    logs = sorted(logs, key=lambda p: base_offset_of(os.path.basename(p)))
+    tracker = producer_state(logs, tp)
+    return missing_indexes(logs) + txn_index_problems(logs, tracker.completed_transactions, tracker.open_transactions(),
+                                                      torn_after=torn_after(walk_span(logs[-1])))
 
 
 def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool = True, verdict=None) -> int:

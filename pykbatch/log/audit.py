@@ -21,6 +21,7 @@ from pykbatch.log import OffsetIndex, Partition, Segment, TimeIndex, sibling, to
 from pykbatch.log.checks import check_file, check_partition_files, missing_indexes
 from pykbatch.log.segments import bound_unsound
 from pykbatch.log.truth import SegmentSpan, between_segments
+from pykbatch.log.txn_index import txn_index_problems
 from pykbatch.parallel import ordered_map
 from pykbatch.kafka.producer_state import ProducerAudit, ProducerStateTracker
 
@@ -117,6 +118,11 @@ def audit_partition(directory: str, config: ValidationConfig | None = None, *, p
     if indexes:
         audit.index_problems += missing_indexes(part.segment_paths)
         audit.index_problems += check_partition_files(part.directory, part.segment_paths)
+        if tracker is not None:
+            last = audit.segments[-1].span if audit.segments else None
+            audit.index_problems += txn_index_problems(
+                part.segment_paths, tracker.completed_transactions, tracker.open_transactions(),
+                torn_after=torn_after(last))
     if tracker is not None:
         audit.producers = ProducerAudit(producer_culprits, tracker.producers, tracker.completed_transactions,
                                         tracker.open_transactions())
@@ -160,6 +166,34 @@ def _walk_table(path, verdict, base_offset, t, audit, tracker, producer_culprits
     if tracker is not None:
         _replay_producers(path, t, tracker, producer_culprits)
     audit.segments.append(entry)
+
+
+def torn_after(span: SegmentSpan | None) -> int | None:
+    """The last offset read of a last segment that ends inside an entry (-1: none read)."""
+    if span is None or span.tail_position is None:
+        return None
+    return span.last_offset if span.last_offset is not None else -1
+
+
+def producer_state(log_paths: list[str], topic_partition: str = "t-0") -> ProducerStateTracker:
+    """The producer state of a partition's segments (in offset order), replayed as the audit
+    does, without validating them (the dump's check of the transaction indexes)."""
+    tracker = ProducerStateTracker(topic_partition, mode="audit")
+    for path in log_paths:
+        with Segment(path) as seg:
+            table = _v2_header_table(seg.view())
+            if table is None:  # legacy entries or damage: batch by batch, as far as it reads
+                try:
+                    for b in seg.batches():
+                        try:
+                            tracker.append(b)
+                        except KafkaDataError:
+                            pass  # an unreadable marker: the audit names it
+                except ValueError:
+                    pass  # lost framing: the validator names it
+        if table is not None:
+            _replay_producers(path, table, tracker, [])
+    return tracker
 
 
 def _replay_producers(path, t, tracker, producer_culprits):
