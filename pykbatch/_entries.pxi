@@ -23,9 +23,10 @@ cdef class BatchReader:
     cdef readonly object truncated_tail
     cdef _Decompressor _dec
     cdef object on_lost
+    cdef bint lying_sizes
 
     def __cinit__(self, buf, bint verify_crc=True, size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED,
-                  size_t start=0, on_lost=None):
+                  size_t start=0, on_lost=None, bint lying_sizes=False):
         self._v = _view(buf)
         self.pos = min(start, <size_t> self._v.length)  # an entry boundary to start at (positions stay absolute)
         self.entry = 0
@@ -33,6 +34,7 @@ cdef class BatchReader:
         self.truncated_tail = None
         self._dec = _Decompressor(self._v, max_decompressed_bytes)
         self.on_lost = on_lost
+        self.lying_sizes = lying_sizes
 
     def __iter__(self):
         return self
@@ -42,8 +44,10 @@ cdef class BatchReader:
         cdef kb_fault f
         cdef kb_entry_status st
         while True:
-            if self.on_lost is None:
+            if self.on_lost is None and not self.lying_sizes:
                 st = kb_next_entry(self._v.ptr, self._v.length, self.pos, &e, &f)
+            elif self.on_lost is None:  # a size that lies (a sound entry inside what it claims) raises
+                st = kb_next_entry_resync(self._v.ptr, self._v.length, self.pos, KB_RESYNC_LYING_SIZES, &e, &f)
             else:
                 st = kb_next_entry_resync(self._v.ptr, self._v.length, self.pos, _LOG_RESYNC, &e, &f)
             if st == KB_ENTRY_END:
@@ -104,16 +108,20 @@ cdef LegacyBatch _legacy_entry(_View v, const kb_entry *e, bint verify_crc, int 
     return b
 
 
-def iter_batches(buf, *, bint verify_crc=True, size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED):
+def iter_batches(buf, *, bint verify_crc=True, size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED,
+                 bint strict=True):
     """Iterate the record batches of ``buf`` (bytes, bytearray, memoryview or mmap).
 
     An incomplete entry at the end ends the iteration silently, as Kafka's
-    readers do (see ``BatchReader.truncated_tail``).  With ``verify_crc`` a
+    readers do (see ``BatchReader.truncated_tail``) -- but with ``strict`` (the
+    default, as ``to_arrow`` and ``validate``) not one whose size lies: a sound
+    entry inside the bytes it claims raises ``framing.size_past_end`` (Kafka
+    would end there and lose the entries after it).  With ``verify_crc`` a
     batch whose CRC-32C does not match raises ``CorruptRecordError``.  A
     compressed batch is decompressed once, when its records are first read,
     never past ``max_decompressed_bytes``.
     """
-    return BatchReader(buf, verify_crc, max_decompressed_bytes)
+    return BatchReader(buf, verify_crc, max_decompressed_bytes, lying_sizes=strict)
 
 
 def entry_is_sound(buf, Py_ssize_t pos=0, *, bint v2_only=False):

@@ -479,7 +479,7 @@ def dump_kind(path: str) -> str | None:
     if head is None:
         return None
     from pykbatch import _native
-    reader = _native.iter_batches(head, verify_crc=False)
+    reader = _native.iter_batches(head, verify_crc=False, strict=False)
     try:
         first = next(iter(reader), None)
     except KafkaDataError:

@@ -21,6 +21,8 @@ import os
 import random
 import shutil
 
+import pyarrow
+import pyarrow.compute
 import pytest
 
 import pykbatch as kb
@@ -61,6 +63,17 @@ def sound_records(directory, audit) -> dict:
                 for r in b:
                     out[r.offset] = (r.key, r.value, tuple(r.headers), r.timestamp)
     return out
+
+
+def _arrow_rows(data: bytes) -> dict:
+    """offset -> (key, value, timestamp) of each data record ``to_arrow`` gives."""
+    t = kb.to_arrow(data)
+    rows = t.filter(pyarrow.compute.invert(t["is_control"])).to_pydict()
+    return {o: (k, v, ts) for o, k, v, ts in zip(rows["offset"], rows["key"], rows["value"], rows["timestamp"])}
+
+
+def _batch_rows(data: bytes) -> dict:
+    return {r.offset: (r.key, r.value, r.timestamp) for b in kb.iter_batches(data) if not b.is_control for r in b}
 
 
 @pytest.mark.parametrize("case", range(CASES))
@@ -118,6 +131,22 @@ def assert_one_verdict(c, tmp_path) -> None:
             covered.update(range(t.first_offset, (t.last_offset if t.last_offset is not None else t.first_offset) + 1))
     unread = {o for o in offsets if o <= end} - c.normal_tail - covered
     assert not unread, (c.describe(), "offsets the partition reader neither yields nor names", sorted(unread)[:20])
+
+    # the bytes readers of each segment (to_arrow, iter_batches): the first problem raised, or
+    # every untouched record given, none altered (a torn end they cannot tell from a cut one)
+    for path in Partition(c.directory).segment_paths:
+        here = {o for b in c.batches if str(c.path(b.segment)) == path for o in c.held(b)}
+        for read in (_arrow_rows, _batch_rows):
+            try:
+                rows = read(open(path, "rb").read())
+            except kb.KafkaDataError:
+                continue
+            if "backwards" not in c.kinds:  # a moved base offset moves its records: nothing in one file tells
+                altered = {o for o, got in rows.items()
+                           if o not in written or got != (written[o].key, written[o].value, written[o].timestamp)}
+                assert not altered, (c.describe(), read.__name__, path, sorted(altered)[:20])
+            dropped = (here & untouched & data_offsets) - set(rows)
+            assert not dropped, (c.describe(), read.__name__, path, "untouched records not given", sorted(dropped)[:20])
 
     # the dump of the directory agrees (it prints; damage it sees or the partition shows: exit 1)
     assert dumped == want, (c.describe(), err)

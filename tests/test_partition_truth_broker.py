@@ -220,3 +220,21 @@ def test_kafka_reads_each_repaired_broker_written_partition_as_written(broker_pa
     print(f"PYKBATCH_PARTITION_SEED={SEED}")
     assert_kafka_reads_the_repairs((_drawn(broker_partition, SEED * 1000 + 900 + case,
                                            tmp_path / f"case{case}" / "t-0") for case in range(CASES)), tmp_path)
+
+
+SPARK_CASES = int(os.environ.get("PYKBATCH_BROKER_SPARK_CASES", "3"))
+
+
+@pytest.mark.spark
+def test_kafka_segment_gives_a_broker_written_partition_one_verdict_on_both_paths(broker_partition, spark, tmp_path):
+    """Spark's kafka-segment, JVM and Python paths, on drawn damage to the broker's partitions
+    (tests/test_partition_truth_spark.py's checks: the same rows on both paths and under any cut,
+    a row for every range that cannot be read, every untouched record read as written)."""
+    pytest.importorskip("pyspark", reason="pyspark is the [spark] extra")
+    from tests.test_partition_truth_spark import assert_both_paths_give_the_one_verdict
+    print(f"PYKBATCH_PARTITION_SEED={SEED} (broker-written, Spark)")
+    for case in range(SPARK_CASES):
+        seed = SEED * 1000 + 900 + case
+        c = _drawn(broker_partition, seed, tmp_path / f"case{case}" / "t-0")
+        print(case, c.describe())
+        assert_both_paths_give_the_one_verdict(spark, c, random.Random(seed))

@@ -45,7 +45,7 @@ def _rows(spark, fmt: str, path: str, **options) -> list:
 
 def _check_against_what_was_written(case, rows: list) -> None:
     written = case.records
-    offsets = {o for b in case.batches for o in range(b.first, b.last + 1)}
+    offsets = {o for b in case.batches for o in case.held(b)}
     read, flagged, named = {}, set(), set()
     for r in rows:
         if r["lost_bytes"] is not None:
@@ -74,24 +74,30 @@ def _check_against_what_was_written(case, rows: list) -> None:
 
 @pytest.mark.parametrize("case", range(CASES))
 def test_kafka_segment_names_what_it_cannot_read_on_both_paths(spark, tmp_path, case):
-    from spark_udfs.functions import register
-    from spark_udfs.segment_source import NAME, PYTHON_NAME
-    require_jvm_path(spark)
-    register(spark)
     seed = SEED * 1000 + case
     print(f"PYKBATCH_PARTITION_SEED={SEED} case {case}")
     c = draw(seed, tmp_path / "t-0")
     print(c.describe())
-    rng = random.Random(seed)
-    path = str(c.directory)
-    cut = {"splitBytes": str(rng.choice([1, 100, 700, 5000])), "windowBytes": str(rng.choice([1, 300, 4000]))}
+    assert_both_paths_give_the_one_verdict(spark, c, random.Random(seed))
 
-    python = _rows(spark, PYTHON_NAME, path)
-    assert _rows(spark, NAME, path) == python, (c.describe(), "the JVM reader and the Python source differ")
+
+def assert_both_paths_give_the_one_verdict(spark, c, rng: random.Random) -> None:
+    """Every check of the module docstring on the damaged partition ``c``, the read cut as
+    ``rng`` draws it."""
+    from spark_udfs.functions import register
+    from spark_udfs.segment_source import NAME, PYTHON_NAME
+    require_jvm_path(spark)
+    register(spark)
+    path = str(c.directory)
+    told = {"compacted": "true"} if c.compacted else {}  # what the partition is: not a cut of the read
+    cut = {"splitBytes": str(rng.choice([1, 100, 700, 5000])), "windowBytes": str(rng.choice([1, 300, 4000])), **told}
+
+    python = _rows(spark, PYTHON_NAME, path, **told)
+    assert _rows(spark, NAME, path, **told) == python, (c.describe(), "the JVM reader and the Python source differ")
     assert _rows(spark, PYTHON_NAME, path, **cut) == python, (c.describe(), cut, "rows depend on the cut")
     assert _rows(spark, NAME, path, **cut) == python, (c.describe(), cut, "JVM rows depend on the cut")
-    batches = _rows(spark, PYTHON_NAME, path, mode="batches")
+    batches = _rows(spark, PYTHON_NAME, path, mode="batches", **told)
     assert _rows(spark, NAME, path, mode="batches", **cut) == batches, (c.describe(), cut, "batches mode")
 
-    rows = collect_plain(spark.read.format(PYTHON_NAME).option("validate", "true").load(path))
+    rows = collect_plain(spark.read.format(PYTHON_NAME).options(validate="true", **told).load(path))
     _check_against_what_was_written(c, rows)

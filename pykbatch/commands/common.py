@@ -88,7 +88,7 @@ def origin_of(path: str) -> str:
     try:
         head = head_of(path) or b""
         before = None
-        for b in _native.iter_batches(head, verify_crc=False):
+        for b in _native.iter_batches(head, verify_crc=False, strict=False):
             if b.magic != 2:
                 break
             if before is not None and before.last_offset >= before.base_offset and \

@@ -67,6 +67,9 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
         if (validate) {  // the log's checks, every failing entry named (segment_columns.LOG)
             checks.put("origin", "log");
             checks.put("max_culprits", String.valueOf(Integer.MAX_VALUE));
+            if (compacted) {  // offsets missing between entries are the cleaner's, as in SegmentLosses
+                checks.put("compacted", "true");
+            }
             if (split.partition >= 0) {
                 checks.put("topic_partition", split.topic + "-" + split.partition);
             }
