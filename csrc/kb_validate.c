@@ -35,6 +35,7 @@ typedef struct {
                          /* cannot be read starts at the earliest (its batch's last ends it) */
     int64_t unsound_from;/* culprits of entries whose framing was lost, from this index on (-1: none), */
                          /* name the offsets between their sound neighbours once the next is read */
+    int64_t inner_first; /* a compressed magic 0/1 wrapper's first record offset, once its set is read */
 } ctx_t;
 
 static void report(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t rel, int64_t a0, int64_t a1,
@@ -524,6 +525,7 @@ static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_l
     c->payload_pos = -1;
     kb_fault f;
     int64_t base = w->magic == 1 && w->offset != 0 ? kb_wrap_sub64(w->offset, last) : 0;
+    c->inner_first = first_inner == KB_NO_OFFSET ? KB_NO_OFFSET : kb_wrap_add64(first_inner, base);
     name_legacy_offsets(c, first_culprit, base, first_inner);
     if (kb_legacy_check_inner_set(w, i, last, &f) != 0)
         report_fault(c, &f, -1, KB_NO_OFFSET);
@@ -595,13 +597,14 @@ static void entry_offsets(ctx_t *c, const uint8_t *buf, size_t pos, const kb_ent
     c->entry_last = last;
 }
 
-/* The culprits of entries whose framing was lost, once the next framed entry starts at `first`:
- * they hide the offsets between the last one read and it.  Returns 1 when there were any. */
-static int close_unsound(ctx_t *c, int64_t first)
+/* The culprits of entries whose framing was lost (those before index `end`), once the next framed
+ * entry starts at `first`: they hide the offsets between the last one read and it.  Returns 1
+ * when there were any. */
+static int close_unsound(ctx_t *c, int64_t first, int64_t end)
 {
     if (c->unsound_from < 0)
         return 0;
-    for (int64_t k = c->unsound_from; k < c->s->culprits && (uint64_t)k < c->cap; k++) {
+    for (int64_t k = c->unsound_from; k < end && (uint64_t)k < c->cap; k++) {
         kb_culprit *cu = &c->out[k];
         if (first == INT64_MIN || (cu->first_offset != KB_NO_OFFSET && first - 1 < cu->first_offset))
             cu->first_offset = KB_NO_OFFSET;  /* nothing hidden between the neighbours */
@@ -759,12 +762,18 @@ void kb_validate_again(const uint8_t *buf, size_t len, const kb_validate_opts *o
             report_fault(&c, &f, -1, KB_NO_OFFSET);
         } else {
             entry_offsets(&c, buf, pos, &e);
-            int after_unsound = close_unsound(&c, c.entry_first);
+            /* a compressed magic 0/1 wrapper's first offset is its first record's: known once read */
+            int wrapper = e.magic < 2 && (buf[pos + KB_LEGACY_AT_ATTRIBUTES] & KB_ATTR_CODEC_MASK) != KB_CODEC_NONE;
+            int64_t unsound_end = s->culprits;
+            int after_unsound = wrapper ? c.unsound_from >= 0 : close_unsound(&c, c.entry_first, unsound_end);
             check_entry_in_append(&c, buf, pos, &e, after_unsound);
+            c.inner_first = KB_NO_OFFSET;
             if (e.magic == 2)
                 check_v2(&c, buf, pos, e.size);
             else
                 check_legacy(&c, buf, pos, e.size);
+            if (wrapper)
+                close_unsound(&c, c.inner_first != KB_NO_OFFSET ? c.inner_first : c.entry_first, unsound_end);
             if (!c.any_offset || c.entry_last > c.top_offset)
                 c.top_offset = c.entry_last;
             c.any_offset = 1;  /* the next entry is judged against this one, as a follower's append does */

@@ -11,8 +11,10 @@ the generator's own knowledge (``Case.lost``: the offsets whose records cannot b
 from __future__ import annotations
 
 import bisect
+import os
 import random
 import struct
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +53,7 @@ class OnDisk:
     codec: str
     control: bool
     records: list = field(default_factory=list)
+    magic: int = 2
 
 
 @dataclass
@@ -122,6 +125,39 @@ def _marker(pid: int, commit: bool, timestamp: int) -> bytes:
                           producer_id=pid, producer_epoch=0, is_transactional=True, is_control=True)
 
 
+# Drawn over magic 0/1 partitions (PYKBATCH_PARTITION_LEGACY=1 PYKBATCH_PARTITION_SEED=91, 300
+# cases), 14 fail in classes still open, so they are not drawn under CI yet: a size raised into the
+# next entry resynchronises at a v0/v1 message stored raw inside a compressed wrapper (lz4/snappy/
+# gzip keep incompressible values verbatim; a message's offset and size are outside its CRC), read
+# with a garbage offset (seeds 91003, 91129, 91218); a garbage wrapper payload under a right CRC is
+# not named for the records it holds (91247, 91255, 91276); offsets moved back on a legacy entry
+# leave offsets unnamed (91094, 91294); two CRC flips name offsets read as written (91086).
+LEGACY_HEADER = {0: 18, 1: 26}  # offset, size, crc, magic, attributes (v1: timestamp)
+LEGACY_CODECS = ("none", "gzip", "snappy", "lz4")
+
+
+def _legacy(records: list, codec: str, magic: int) -> list:
+    """Log entries of v0/v1 messages as a broker of that format keeps them: uncompressed, one
+    entry per record at its offset; compressed, one wrapper whose offset is its last record's
+    (the inner offsets relative under v1, absolute under v0); kafka-python's encoder."""
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+    if codec == "none":
+        out = []
+        for r in records:
+            b = LegacyRecordBatchBuilder(magic=magic, compression_type=0, batch_size=1 << 20)
+            b.append(r.offset, timestamp=r.timestamp, key=r.key, value=r.value)
+            out.append((bytes(b.build()), [r]))
+        return out
+    b = LegacyRecordBatchBuilder(magic=magic, compression_type=CODECS[codec], batch_size=1 << 20)
+    for i, r in enumerate(records):
+        b.append(i if magic == 1 else r.offset, timestamp=r.timestamp, key=r.key, value=r.value)
+    wrapper = bytearray(records[-1].offset.to_bytes(8, "big") + bytes(b.build())[8:])
+    if magic == 1:  # the broker stamps a v1 wrapper with its records' newest time (CreateTime)
+        struct.pack_into(">q", wrapper, 18, max(r.timestamp for r in records))
+        struct.pack_into(">I", wrapper, 12, zlib.crc32(wrapper[16:]))
+    return [(bytes(wrapper), records)]
+
+
 def _at(batch: bytes, base_offset: int) -> bytes:
     return base_offset.to_bytes(8, "big", signed=True) + batch[8:]
 
@@ -132,7 +168,14 @@ def write(seed: int, directory: Path) -> Case:
     directory.mkdir(parents=True)
     case = Case(seed, directory, [], [])
     offset, clock, pid, seq = 0, 1_700_000_000_000, 4000, 0
-    for s in range(rng.randint(2, 4)):
+    # the message format, drawn apart so each seed's v2 partitions stay as they were: mostly v2, or
+    # (PYKBATCH_PARTITION_LEGACY=1) a topic of an old format (v0, v1), or one upgraded (its first
+    # segments v1, the rest v2) -- not yet under CI: see LEGACY_OPEN
+    formats = ["v2"] * 5 + (["v0", "v1", "upgrade"] if os.environ.get("PYKBATCH_PARTITION_LEGACY") == "1" else [])
+    fmt = random.Random(seed * 31 + 7).choice(formats)
+    segments = rng.randint(2, 4)
+    for s in range(segments):
+        magic = {"v0": 0, "v1": 1, "upgrade": 1 if s < segments // 2 else 2}.get(fmt, 2)
         case.segments.append(offset)
         log, index, timeindex, txnindex = bytearray(), bytearray(), bytearray(), bytearray()
         max_ts = -1
@@ -141,28 +184,31 @@ def write(seed: int, directory: Path) -> Case:
             records = _records(rng, offset, rng.randint(1, 6), clock)
             clock += 50
             style = rng.choice(["plain", "plain", "idempotent", "transactional"])
-            if style == "plain":
-                raw = _plain(records, codec)
+            if magic < 2:  # no headers, no producer ids; v0 no timestamps
+                codec = codec if codec in LEGACY_CODECS else "gzip"
+                records = [Written(r.offset, r.key, r.value, (), r.timestamp if magic else -1) for r in records]
+                entries = [(raw, recs, False) for raw, recs in _legacy(records, codec, magic)]
+            elif style == "plain":
+                entries = [(_plain(records, codec), records, False)]
             else:
-                raw = _producer_batch(records, codec, pid, seq, style == "transactional")
+                entries = [(_producer_batch(records, codec, pid, seq, style == "transactional"), records, False)]
                 seq += len(records)
-            entries = [(raw, records, False)]
-            if style == "transactional":
+            if style == "transactional" and magic == 2:
                 commit = rng.random() < 0.6
                 entries.append((_marker(pid, commit, clock), [], True))
                 if not commit:  # Kafka's entry: (producer, first offset, marker offset, last stable offset)
                     marker = offset + len(records)
                     txnindex += struct.pack(">hqqqq", 0, pid, offset, marker, marker + 1)
             for raw, recs, control in entries:
-                raw = _at(raw, offset)
+                raw = _at(raw, offset) if magic == 2 else raw
                 last = offset + max(len(recs), 1) - 1
                 if len(log) and rng.random() < 0.5:  # an index entry, as the broker adds one now and then
                     index += struct.pack(">ii", last - case.segments[-1], len(log))
                     ts = max((r.timestamp for r in recs), default=clock)
-                    if ts > max_ts:
+                    if ts > max_ts and magic > 0:
                         timeindex += struct.pack(">qi", ts, last - case.segments[-1])
                         max_ts = ts
-                case.batches.append(OnDisk(s, len(log), len(raw), offset, last, codec, control, recs))
+                case.batches.append(OnDisk(s, len(log), len(raw), offset, last, codec, control, recs, magic))
                 log += raw
                 offset = last + 1
         case.path(s).write_bytes(log)
@@ -181,6 +227,10 @@ def _patch(path: Path, position: int, data: bytes) -> None:
 
 def _recrc(path: Path, batch: OnDisk) -> None:
     data = path.read_bytes()
+    if batch.magic < 2:  # CRC-32 of the message from its magic byte on, before it
+        crc = zlib.crc32(data[batch.position + 16:batch.position + batch.size])
+        _patch(path, batch.position + 12, struct.pack(">I", crc))
+        return
     crc = crc32c.crc32c(data[batch.position + AT_ATTRIBUTES:batch.position + batch.size])
     _patch(path, batch.position + AT_CRC, struct.pack(">I", crc))
 
@@ -224,7 +274,11 @@ def damage(case: Case, rng: random.Random, kind: str) -> bool:
             return False
         b = rng.choice(pool)
         path = case.path(b.segment)
-        if kind == "crc" or kind == "control":
+        if (kind == "crc" or kind == "control") and b.magic < 2:  # a byte the CRC-32 covers, after the magic
+            at = b.position + rng.randrange(17, b.size)
+            data = path.read_bytes()
+            _patch(path, at, bytes([data[at] ^ (1 << rng.randrange(8))]))
+        elif kind == "crc" or kind == "control":
             # an empty batch (the cleaner keeps them for producer state): a byte of its producer fields
             # or record count (the CRC covers them; its offsets and timestamps stay as written)
             at = b.position + (rng.randrange(HEADER, b.size) if b.size > HEADER else rng.randrange(AT_PRODUCER,
@@ -232,7 +286,7 @@ def damage(case: Case, rng: random.Random, kind: str) -> bool:
             data = path.read_bytes()
             _patch(path, at, bytes([data[at] ^ (1 << rng.randrange(8))]))
         elif kind == "zero_header":
-            _patch(path, b.position, bytes(HEADER))
+            _patch(path, b.position, bytes(HEADER if b.magic == 2 else LEGACY_HEADER[b.magic]))
         elif kind == "zero_batch":
             _patch(path, b.position, bytes(b.size))
         elif kind == "length_past_end":
@@ -240,6 +294,10 @@ def damage(case: Case, rng: random.Random, kind: str) -> bool:
         elif kind == "length_into_next":  # its size claims part of the (intact) batch after it
             nxt = next(n for n in alive if n.segment == b.segment and n.position == b.position + b.size)
             _patch(path, b.position + 8, struct.pack(">i", b.size - 12 + rng.randint(1, nxt.size - 1)))
+        elif kind == "garbage_payload" and b.magic < 2:  # the wrapper's value (after a null key and its length)
+            start = LEGACY_HEADER[b.magic] + 8
+            _patch(path, b.position + start, rng.randbytes(b.size - start))
+            _recrc(path, b)
         elif kind == "garbage_payload":  # the codec cannot read it, the CRC says the bytes are as written
             _patch(path, b.position + HEADER, rng.randbytes(b.size - HEADER))
             _recrc(path, b)

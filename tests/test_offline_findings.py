@@ -246,3 +246,18 @@ def test_an_aborted_transaction_missing_from_its_txnindex_is_named_by_the_audit_
         status, out, err = run(argv)
         assert status == 1 and f"aborted at offset {last} (records from offset {first}): read_committed consumers " \
                                f"receive its records" in out + err, (argv, out, err)
+
+
+def test_lost_framing_before_a_compressed_legacy_wrapper_names_the_offsets_it_hides(tmp_path):
+    """A zeroed v0/v1 entry before a compressed wrapper: the offsets it hid run up to the wrapper's
+    first record (its header gives only its last offset): they were named by nothing (drawn
+    legacy partition, seed 91012)."""
+    from tests.partition_damage import Written, _legacy
+    for magic in (0, 1):
+        rows = [Written(o, b"k%d" % o, b"v" * 30, (), 1_700_000_000_000 + o if magic else -1) for o in range(12)]
+        entries = [raw for part in (rows[:5], rows[5:6], rows[6:]) for raw, _ in _legacy(part, "gzip", magic)]
+        log = tmp_path / f"{magic}" / "t-0" / "00000000000000000000.log"
+        log.parent.mkdir(parents=True)
+        log.write_bytes(entries[0] + bytes(len(entries[1])) + entries[2])
+        culprits = kb.validate(log.read_bytes(), kb.ValidationConfig(origin="log")).culprits
+        assert [(c.rule, c.first_offset, c.last_offset) for c in culprits] == [("framing.size_too_small", 5, 5)], magic

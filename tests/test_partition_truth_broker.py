@@ -222,7 +222,7 @@ def test_kafka_reads_each_repaired_broker_written_partition_as_written(broker_pa
                                            tmp_path / f"case{case}" / "t-0") for case in range(CASES)), tmp_path)
 
 
-SPARK_CASES = int(os.environ.get("PYKBATCH_BROKER_SPARK_CASES", "3"))
+SPARK_CASES = int(os.environ.get("PYKBATCH_BROKER_SPARK_CASES", "2"))
 
 
 @pytest.mark.spark

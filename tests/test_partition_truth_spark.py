@@ -12,7 +12,7 @@ Python source, checked against the generator's own record of what was written:
   ``batch_ok = false``, or inside a row that names it; no such row names an offset whose record was
   read as written; every record the damage did not touch is read.
 
-PYKBATCH_PARTITION_SEED replays a run; PYKBATCH_SPARK_PARTITION_CASES sets how many cases (CI: 10,
+PYKBATCH_PARTITION_SEED replays a run; PYKBATCH_SPARK_PARTITION_CASES sets how many cases (CI: 6,
 fixed seed; locally a fresh seed each run)."""
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from tests.test_spark import collect_plain  # noqa: E402
 pytestmark = pytest.mark.spark
 
 SEED = int(os.environ.get("PYKBATCH_PARTITION_SEED") or (20261208 if os.environ.get("CI") else random.randrange(2**32)))
-CASES = int(os.environ.get("PYKBATCH_SPARK_PARTITION_CASES", "10"))
+CASES = int(os.environ.get("PYKBATCH_SPARK_PARTITION_CASES", "6"))
 JVM_SCAN = "pykbatch's core on the JVM"
 
 
