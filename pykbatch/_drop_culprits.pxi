@@ -26,7 +26,9 @@ def drop_culprits(buf, result=None, *, config=None, str unrepairable="drop"):
     them, ``"keep"`` copies them unchanged.  An incomplete trailing entry is left out.
 
     A culprit of two entries' order (``Rule.between``: offsets that go backwards in a log) drops
-    neither entry -- which one holds the wrong offset is not known; it is listed in ``unfixed``.
+    neither entry -- which one holds the wrong offset is not known; it is listed in ``unfixed``, as
+    are the gaps a dropped entry leaves in log data where one empty batch cannot hold its offsets
+    (culprits of the output).
     """
     if unrepairable not in ("raise", "drop", "keep"):
         raise ValueError("unrepairable must be 'raise', 'drop' or 'keep'")
@@ -71,6 +73,10 @@ def drop_culprits(buf, result=None, *, config=None, str unrepairable="drop"):
         kb_repair_out_free(&r)
     if refused and unrepairable == "raise":
         raise _errors.UnrepairableError(refused)
+    if o.keep_offsets and refused and data:
+        # offsets an entry dropped whole held that one empty batch cannot (its neighbours' offsets
+        # are not to be believed) stay a gap: the output's own culprit, listed as left
+        unfixed += [c for c in validate(data, result.config).culprits if _RULES_BY_ID[c.rule].between]
     return Repair(data, dropped, refused, unfixed)
 
 

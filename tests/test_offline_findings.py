@@ -261,3 +261,28 @@ def test_lost_framing_before_a_compressed_legacy_wrapper_names_the_offsets_it_hi
         log.write_bytes(entries[0] + bytes(len(entries[1])) + entries[2])
         culprits = kb.validate(log.read_bytes(), kb.ValidationConfig(origin="log")).culprits
         assert [(c.rule, c.first_offset, c.last_offset) for c in culprits] == [("framing.size_too_small", 5, 5)], magic
+
+
+def test_repair_beside_a_legacy_segment_with_an_undecodable_wrapper_ends_without_a_traceback(tmp_path):
+    """A v0/v1 wrapper whose compressed records do not read, under a right CRC, in the segment
+    before one being repaired: repair reads the earlier segments for the producers' state and ended
+    in a traceback on that wrapper's first offset (legacy drawn partition, seed 91276)."""
+    import zlib
+    from tests.partition_damage import Written, _at, _legacy, _plain
+    from pykbatch.log import segment_file_name
+    for magic in (0, 1):
+        part = tmp_path / f"{magic}" / "t-0"
+        part.mkdir(parents=True)
+        rows = [Written(o, b"k%d" % o, b"v" * 30, (), 1_700_000_000_000 + o if magic else -1) for o in range(9)]
+        entries = [bytearray(raw) for chunk in (rows[:3], rows[3:6], rows[6:]) for raw, _ in _legacy(chunk, "gzip", magic)]
+        payload = (26 if magic else 18) + 8  # after the header, a null key and the value's length
+        entries[1][payload:] = bytes(len(entries[1]) - payload)
+        struct.pack_into(">I", entries[1], 12, zlib.crc32(entries[1][16:]))
+        (part / segment_file_name(0, ".log")).write_bytes(b"".join(entries))
+        later = [_at(_plain([Written(o, None, b"x", (), 1_700_000_000_100)], "none"), o) for o in (9, 10, 11)]
+        later[1] = bytes(len(later[1]))  # a lost batch: the repair looks for transactions it closed
+        (part / segment_file_name(9, ".log")).write_bytes(b"".join(later))
+        out = tmp_path / f"{magic}.log"
+        status, stdout, err = run(["repair", str(part / segment_file_name(9, ".log")), "--out", str(out)])
+        assert status == 1 and "Traceback" not in err, (magic, stdout, err)
+        assert [r.offset for b in kb.iter_batches(out.read_bytes()) for r in b] == [9, 11], magic

@@ -19,7 +19,7 @@ from pykbatch.errors import KafkaDataError
 from pykbatch.result import Culprit, ValidationResult
 from pykbatch.log import OffsetIndex, Partition, Segment, TimeIndex, sibling, topic_partition_of
 from pykbatch.log.checks import check_file, check_partition_files, missing_indexes
-from pykbatch.log.segments import bound_unsound
+from pykbatch.log.segments import bound_unsound, first_offset
 from pykbatch.log.truth import SegmentSpan, between_segments
 from pykbatch.log.txn_index import txn_index_problems
 from pykbatch.parallel import ordered_map
@@ -237,16 +237,18 @@ def _walk_segment(path, verdict, audit, tracker, producer_culprits):
         try:
             for b in seg.batches():
                 entry.batches += 1
+                first = first_offset(b, prev_last)  # a wrapper whose records do not read: the validator's
+                first = b.last_offset if first is None else first
                 if entry.first_offset is None:
-                    entry.first_offset = b.base_offset
-                    if b.base_offset < seg.base_offset:
-                        audit.below_base.append((path, b.base_offset))
+                    entry.first_offset = first
+                    if first < seg.base_offset:
+                        audit.below_base.append((path, first))
                 entry.last_offset = max(b.last_offset, entry.last_offset if entry.last_offset is not None
                                         else b.last_offset)
                 if prev_last is not None:
-                    if b.base_offset <= prev_last and entry.batches == 1:  # inside: the validator's
-                        audit.overlaps.append((path, b.position, prev_last, b.base_offset))
-                    elif b.base_offset > prev_last + 1 and entry.batches > 1:  # between segments: truth's
+                    if first <= prev_last and entry.batches == 1:  # inside: the validator's
+                        audit.overlaps.append((path, b.position, prev_last, first))
+                    elif first > prev_last + 1 and entry.batches > 1:  # between segments: truth's
                         audit.gaps += 1
                 prev_last = b.last_offset
                 newest = max(newest, b.max_timestamp)
@@ -255,7 +257,7 @@ def _walk_segment(path, verdict, audit, tracker, producer_culprits):
                         producer_culprits += tracker.append(b).culprits
                     except KafkaDataError as exc:  # an unreadable marker: a culprit of the producer state
                         producer_culprits.append(_unreadable_marker(exc, entry.batches - 1, b.position,
-                                                                    b.base_offset, b.last_offset))
+                                                                    first, b.last_offset))
                 del b
         except ValueError as exc:
             entry.read_error = str(exc)

@@ -27,6 +27,7 @@ from pykbatch._native import _v2_header_table, iter_batches
 from pykbatch.errors import KafkaDataError
 from pykbatch.kafka.control import ABORT, COMMIT
 from pykbatch.log.files import LOG, base_offset_of, is_segment_file
+from pykbatch.log.segments import first_offset
 
 
 @dataclass(frozen=True)
@@ -195,5 +196,6 @@ def _batch_of(b) -> _Batch:
             marker = -1 if control is None else control.type
             coordinator_epoch = -1 if control is None or control.coordinator_epoch is None \
                 else control.coordinator_epoch
+    first = first_offset(b)  # None: a v0/v1 wrapper whose records do not read (no producer state in it)
     return _Batch(pid, getattr(b, "producer_epoch", -1), bool(getattr(b, "is_transactional", False)), marker,
-                  coordinator_epoch, b.base_offset, b.last_offset, b.max_timestamp)
+                  coordinator_epoch, b.last_offset if first is None else first, b.last_offset, b.max_timestamp)

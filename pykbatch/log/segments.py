@@ -23,7 +23,7 @@ from typing import Callable, Iterator
 
 from pykbatch import _native
 from pykbatch.config import ValidationConfig
-from pykbatch.errors import error_for
+from pykbatch.errors import KafkaDataError, error_for
 from pykbatch.result import Culprit, LostSpan
 from pykbatch.rules import BY_ID
 from pykbatch.log.files import LEADER_EPOCH_CHECKPOINT, LOG, STDIN, base_offset_of, is_segment_file, sibling
@@ -324,6 +324,16 @@ class _ShrinkGuard:
 # the entries' order only (Rule.between culprits come from the validator's walk of a log)
 _ORDER_CHECKS = ValidationConfig(origin="log", verify_crc=False, max_culprits=2**31 - 1)
 _ORDER_CHECKS_COMPACTED = ValidationConfig(origin="log", verify_crc=False, max_culprits=2**31 - 1, compacted=True)
+
+
+def first_offset(b, after: int | None = None) -> int | None:
+    """A batch's first offset.  A compressed magic 0/1 wrapper's header gives only its last (its
+    first is its records'): when they do not decompress, the one after ``after`` (the offset
+    before it, as a log that was not compacted has it) where that lies inside it, else None."""
+    try:
+        return b.base_offset
+    except KafkaDataError:
+        return after + 1 if after is not None and after < b.last_offset else None
 
 
 def bound_unsound(culprits: list, base_offset: int | None = None, next_first: int | None = None) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pykbatch import _native
 from pykbatch.config import ValidationConfig
 from pykbatch.errors import KafkaDataError
+from pykbatch.log.segments import first_offset
 from pykbatch.log.truth import SegmentSpan, segment_gap, truncated_segment
 from pykbatch.rules import BY_ID, render
 
@@ -83,7 +84,7 @@ class SplitTruth:
         self.seg = seg
 
         for b in seg.batches(start=self.start, on_lost=lost):
-            first = _first_offset(b)
+            first = first_offset(b)
             for s in self.spans:
                 if s[2] is _UNSETTLED:
                     s[2] = first
@@ -272,11 +273,3 @@ def _history(data, start: int) -> tuple[int | None, int | None, int | None]:
         return top, None, None
     return top, last[0][0], last[0][2]
 
-
-def _first_offset(b) -> int | None:
-    """A batch's first offset; None for a compressed v0/v1 wrapper whose records do not decompress
-    (its first is its inner set's)."""
-    try:
-        return b.base_offset
-    except KafkaDataError:
-        return None

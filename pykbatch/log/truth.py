@@ -93,12 +93,14 @@ def later_segment(path: str) -> int | None:
 
 def walk_span(path: str) -> SegmentSpan:
     """A segment's ``SegmentSpan`` from a walk of its entries' headers (no CRC, no records)."""
-    from pykbatch.log.segments import open_input
+    from pykbatch.log.segments import first_offset, open_input
     entries, first, last = 0, None, None
     with open_input(path) as seg:
         for b in seg.batches():
             entries += 1
-            first = b.base_offset if first is None else first
+            if first is None:
+                first = first_offset(b, seg.base_offset - 1 if seg.base_offset is not None else None)
+                first = b.last_offset if first is None else first
             last = b.last_offset
         entries += len(seg.lost)
         tail, size, base = seg.valid_bytes, seg.size, seg.base_offset
@@ -203,7 +205,7 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
     is neither yielded nor named is not in the log.  The validator decides inside each segment (the
     same culprits ``validate`` prints), ``between_segments`` across them."""
     from pykbatch.config import ValidationConfig
-    from pykbatch.log.segments import Partition, Segment, bound_unsound
+    from pykbatch.log.segments import Partition, Segment, bound_unsound, first_offset
     config = ValidationConfig(origin="log", verify_crc=verify_crc, compacted=compacted, max_culprits=2**31 - 1,
                               topic_partition=topic_partition)
     paths = Partition(directory).segment_paths
@@ -245,17 +247,20 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
             for b in seg.batches(verify_crc=verify_crc, on_lost=skipped if on_lost is not None else None):
                 while found and found[0].entry_position <= b.position:
                     on_lost(found.pop(0))
+                b_first = first_offset(b, seen[1] if seen[1] is not None else
+                                       (seg.base_offset - 1 if seg.base_offset is not None else None))
+                b_first = b.last_offset if b_first is None else b_first  # records unreadable: the validator's
                 if not started:  # this segment's first batch: what lies before it is known now
                     started = True
                     if cut is not None:  # an earlier segment cut short lost what lies up to here
-                        on_lost(truncated_segment(cut, b.base_offset))
+                        on_lost(truncated_segment(cut, b_first))
                         cut = None
                     if on_lost is not None and spans:
-                        here = SegmentSpan(path, b.base_offset, b.base_offset, None, 0, 0, seg.base_offset)
+                        here = SegmentSpan(path, b_first, b_first, None, 0, 0, seg.base_offset)
                         for where, culprit in between_segments(spans + [here], compacted, topic_partition):
                             if where == path and culprit.rule == _GAP.id:
                                 on_lost(culprit)
-                saw(b.base_offset, b.last_offset)
+                saw(b_first, b.last_offset)
                 yield b
             for culprit in found:
                 on_lost(culprit)
