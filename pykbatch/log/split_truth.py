@@ -131,11 +131,13 @@ class SplitTruth:
         first = last = None
         try:
             b = next(iter(_native.iter_batches(self.data[position:position + size], verify_crc=False)))
-            first, last = b.base_offset, b.last_offset
+            first, last = first_offset(b), b.last_offset  # a v0/v1 wrapper's first: its records'
         except Exception:  # noqa: BLE001 -- a header that does not read leaves its offsets unknown
             pass
         culprit = self._cut(position, size) or culprit
         if culprit is not None:
+            if first is None:  # a v0/v1 wrapper whose records do not read: the validator bounds its first
+                first = culprit.first_offset
             u = Unreadable(position, size, first, last, culprit.rule, culprit.code, culprit.message)
         else:
             u = Unreadable(position, size, first, last, exc.rule, exc.code, self._worded(exc))

@@ -107,9 +107,10 @@ final class SegmentLosses {
     Unreadable undecoded(long[] entries, int k, Validator.Culprit culprit) {
         int at = k * EN_WIDTH;
         Unreadable u;
-        if (culprit != null) {
-            u = new Unreadable(entries[at + EN_POS], entries[at + EN_SIZE], entries[at + EN_FIRST],
-                entries[at + EN_LAST], culprit.rule, culprit.code, culprit.message);
+        if (culprit != null) {  // a v0/v1 wrapper whose records do not read: its first from the validator
+            long first = entries[at + EN_FIRST] != NONE ? entries[at + EN_FIRST] : culprit.firstOffset;
+            u = new Unreadable(entries[at + EN_POS], entries[at + EN_SIZE], first, entries[at + EN_LAST],
+                culprit.rule, culprit.code, culprit.message);
         } else {
             int rule = (int) entries[at + EN_RULE];
             u = new Unreadable(entries[at + EN_POS], entries[at + EN_SIZE], entries[at + EN_FIRST],
