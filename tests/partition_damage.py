@@ -125,13 +125,16 @@ def _marker(pid: int, commit: bool, timestamp: int) -> bytes:
                           producer_id=pid, producer_epoch=0, is_transactional=True, is_control=True)
 
 
-# Drawn over magic 0/1 partitions (PYKBATCH_PARTITION_LEGACY=1 PYKBATCH_PARTITION_SEED=91, 300
-# cases: 40 failed at first, 6 now), classes still open, so they are not drawn under CI yet: a size
-# raised into the next entry resynchronises at a v0/v1 message stored raw inside a compressed
-# wrapper (lz4/snappy/gzip keep incompressible values verbatim; a message's offset and size are
-# outside its CRC) and reads it with a garbage offset (seeds 91003, 91129, 91218); offsets moved
-# back on a legacy entry leave offsets unnamed (91094, 91294); an undecodable wrapper first in its
-# segment names its last offset only, not those from the segment's base (91282).
+# Drawn over magic 0/1 partitions (PYKBATCH_PARTITION_LEGACY=1; seed 91: 40 of 300 failed at first,
+# 6 after the fixes; seed 94: 23 of 1000), classes still open, so they are not drawn under CI yet:
+# - a size raised into the next entry resynchronises at a v0/v1 message stored raw inside a
+#   compressed wrapper (lz4/snappy/gzip keep incompressible values verbatim; a message's offset and
+#   size are outside its CRC) and reads it with a garbage offset (seeds 91003, 91129, 94782);
+# - offsets moved back on a legacy entry leave offsets unnamed (91094, 94005);
+# - an undecodable or CRC-failing wrapper first in its segment names its last offset only, not
+#   those from the segment's base (91282, 94038, 94935);
+# - a size raised past the end of the last segment's last v0/v1 entry passes for a torn write
+#   (tail_size_lies checks a whole v2 batch only: 94623).
 LEGACY_HEADER = {0: 18, 1: 26}  # offset, size, crc, magic, attributes (v1: timestamp)
 LEGACY_CODECS = ("none", "gzip", "snappy", "lz4")
 
