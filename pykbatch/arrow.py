@@ -168,7 +168,7 @@ def append_headers(buf, columns: dict) -> int:
     broke, and the headers before it are still worth having."""
     count = 0
     try:
-        for b in _native.iter_batches(buf, verify_crc=False):
+        for b in _native.iter_batches(buf, verify_crc=False, strict=False):  # Kafka's reading, as the JVM's
             row = [getattr(b, name) for name in columns]  # whole, or not at all: a field may raise
             del b
             for values, value in zip(columns.values(), row):

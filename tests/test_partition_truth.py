@@ -176,7 +176,7 @@ def assert_one_verdict(c, tmp_path) -> None:
         assert status == 0, (c.describe(), path, out)
 
 
-REPAIRED_CASES = int(os.environ.get("PYKBATCH_REPAIRED_CASES", "200"))
+REPAIRED_CASES = int(os.environ.get("PYKBATCH_REPAIRED_CASES", "120"))
 
 
 def test_kafka_reads_each_repaired_partition_as_written(tmp_path):

@@ -24,7 +24,7 @@ from pykbatch.log.audit import audit_partition
 from tests.partition_damage import CODECS, Case, OnDisk, Written, damaged
 from tests.test_partition_truth import SEED, assert_kafka_reads_the_repairs, assert_one_verdict
 
-CASES = int(os.environ.get("PYKBATCH_BROKER_CASES", "40"))
+CASES = int(os.environ.get("PYKBATCH_BROKER_CASES", "30"))
 TOPIC = "truth-real"
 COMPACTED = "truth-compacted"
 
