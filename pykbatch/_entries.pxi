@@ -23,7 +23,7 @@ cdef class BatchReader:
     cdef readonly object truncated_tail
     cdef _Decompressor _dec
     cdef object on_lost
-    cdef bint lying_sizes
+    cdef int resync  # kb_next_entry_resync's flags; -1: kb_next_entry, Kafka's reading
 
     def __cinit__(self, buf, bint verify_crc=True, size_t max_decompressed_bytes=_codecs.DEFAULT_MAX_DECOMPRESSED,
                   size_t start=0, on_lost=None, bint lying_sizes=False):
@@ -34,7 +34,8 @@ cdef class BatchReader:
         self.truncated_tail = None
         self._dec = _Decompressor(self._v, max_decompressed_bytes)
         self.on_lost = on_lost
-        self.lying_sizes = lying_sizes
+        # walking on past what is lost reads a log; raising where a size lies is a strictness
+        self.resync = _LOG_RESYNC if on_lost is not None else (KB_RESYNC_LYING_SIZES if lying_sizes else -1)
 
     def __iter__(self):
         return self
@@ -44,12 +45,10 @@ cdef class BatchReader:
         cdef kb_fault f
         cdef kb_entry_status st
         while True:
-            if self.on_lost is None and not self.lying_sizes:
+            if self.resync < 0:
                 st = kb_next_entry(self._v.ptr, self._v.length, self.pos, &e, &f)
-            elif self.on_lost is None:  # a size that lies (a sound entry inside what it claims) raises
-                st = kb_next_entry_resync(self._v.ptr, self._v.length, self.pos, KB_RESYNC_LYING_SIZES, &e, &f)
             else:
-                st = kb_next_entry_resync(self._v.ptr, self._v.length, self.pos, _LOG_RESYNC, &e, &f)
+                st = kb_next_entry_resync(self._v.ptr, self._v.length, self.pos, self.resync, &e, &f)
             if st == KB_ENTRY_END:
                 raise StopIteration
             if st == KB_ENTRY_TRUNCATED:

@@ -237,8 +237,7 @@ def _walk_segment(path, verdict, audit, tracker, producer_culprits):
         try:
             for b in seg.batches():
                 entry.batches += 1
-                first = first_offset(b, prev_last)  # a wrapper whose records do not read: the validator's
-                first = b.last_offset if first is None else first
+                first = first_offset(b, prev_last, b.last_offset)  # records unreadable: the validator's
                 if entry.first_offset is None:
                     entry.first_offset = first
                     if first < seg.base_offset:

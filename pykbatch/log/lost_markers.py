@@ -196,6 +196,5 @@ def _batch_of(b) -> _Batch:
             marker = -1 if control is None else control.type
             coordinator_epoch = -1 if control is None or control.coordinator_epoch is None \
                 else control.coordinator_epoch
-    first = first_offset(b)  # None: a v0/v1 wrapper whose records do not read (no producer state in it)
     return _Batch(pid, getattr(b, "producer_epoch", -1), bool(getattr(b, "is_transactional", False)), marker,
-                  coordinator_epoch, b.last_offset if first is None else first, b.last_offset, b.max_timestamp)
+                  coordinator_epoch, first_offset(b, default=b.last_offset), b.last_offset, b.max_timestamp)

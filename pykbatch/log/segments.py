@@ -326,14 +326,14 @@ _ORDER_CHECKS = ValidationConfig(origin="log", verify_crc=False, max_culprits=2*
 _ORDER_CHECKS_COMPACTED = ValidationConfig(origin="log", verify_crc=False, max_culprits=2**31 - 1, compacted=True)
 
 
-def first_offset(b, after: int | None = None) -> int | None:
+def first_offset(b, after: int | None = None, default: int | None = None) -> int | None:
     """A batch's first offset.  A compressed magic 0/1 wrapper's header gives only its last (its
     first is its records'): when they do not decompress, the one after ``after`` (the offset
-    before it, as a log that was not compacted has it) where that lies inside it, else None."""
+    before it, as a log that was not compacted has it) where that lies inside it, else ``default``."""
     try:
         return b.base_offset
     except KafkaDataError:
-        return after + 1 if after is not None and after < b.last_offset else None
+        return after + 1 if after is not None and after < b.last_offset else default
 
 
 def bound_unsound(culprits: list, base_offset: int | None = None, next_first: int | None = None) -> None:

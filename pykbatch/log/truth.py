@@ -99,8 +99,7 @@ def walk_span(path: str) -> SegmentSpan:
         for b in seg.batches():
             entries += 1
             if first is None:
-                first = first_offset(b, seg.base_offset - 1 if seg.base_offset is not None else None)
-                first = b.last_offset if first is None else first
+                first = first_offset(b, seg.base_offset - 1 if seg.base_offset is not None else None, b.last_offset)
             last = b.last_offset
         entries += len(seg.lost)
         tail, size, base = seg.valid_bytes, seg.size, seg.base_offset
@@ -247,9 +246,8 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
             for b in seg.batches(verify_crc=verify_crc, on_lost=skipped if on_lost is not None else None):
                 while found and found[0].entry_position <= b.position:
                     on_lost(found.pop(0))
-                b_first = first_offset(b, seen[1] if seen[1] is not None else
-                                       (seg.base_offset - 1 if seg.base_offset is not None else None))
-                b_first = b.last_offset if b_first is None else b_first  # records unreadable: the validator's
+                b_first = first_offset(b, seen[1] if seen[1] is not None else  # records unreadable: the validator's
+                                       (seg.base_offset - 1 if seg.base_offset is not None else None), b.last_offset)
                 if not started:  # this segment's first batch: what lies before it is known now
                     started = True
                     if cut is not None:  # an earlier segment cut short lost what lies up to here
