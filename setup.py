@@ -8,6 +8,7 @@ Environment switches for development builds:
 import glob
 import importlib.util
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -21,6 +22,10 @@ compile_args = ["-std=c11", "-O0" if debug else "-O3", "-fvisibility=hidden", "-
 link_args = []
 if debug or sanitize:
     compile_args += ["-g", "-UNDEBUG"]
+else:
+    # line tables only, over the interpreter's own -g: backtraces still name file:line, and the
+    # 5 MB Cython module compiles in 25 s instead of 41
+    compile_args += ["-g1"]
 if sanitize:
     flags = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
     compile_args += flags
@@ -48,8 +53,23 @@ def _jvm_build():
     return module
 
 
+def _compile_in_parallel(compile_sources):
+    """The compiler's ``compile``, one source per job on every core: the Cython module, the core
+    and the JNI shim are ~30 independent translation units, and a serial build of each wheel and
+    install is most of a minute the suite and every user wait through."""
+    def compile(sources, *args, **kwargs):
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            batches = list(pool.map(lambda source: compile_sources([source], *args, **kwargs), sources))
+        return [obj for objects in batches for obj in objects]
+    return compile
+
+
 class BuildWithJni(build_ext):
     """The extensions, then the JNI shim for Spark's JVM (spark_udfs/native/) where a JDK is found."""
+
+    def build_extensions(self):
+        self.compiler.compile = _compile_in_parallel(self.compiler.compile)
+        super().build_extensions()
 
     def run(self):
         super().run()

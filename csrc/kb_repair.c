@@ -432,9 +432,30 @@ no_memory:
     return KB_REPAIR_NO_MEMORY;
 }
 
+/* A compressed v0/v1 wrapper's first offset, its first record's (the header gives its last only):
+ * INT64_MIN where its records do not read. */
+static int64_t wrapper_first(const uint8_t *buf, const kb_entry *e, const kb_repair_opts *o)
+{
+    kb_legacy_msg w;
+    kb_fault f;
+    const uint8_t *rec;
+    size_t rec_len;
+    int32_t count;
+    int64_t first, base;
+    if (o->decompress == NULL || kb_legacy_read(buf, e->pos, e->size, &w, &f) != 0 ||
+        kb_legacy_check_wrapper(&w, &f) != 0 ||
+        o->decompress(o->decompress_ctx, w.attributes & KB_ATTR_CODEC_MASK, w.magic, buf + w.value,
+                      (size_t)w.value_len, &rec, &rec_len, &f) != 0 ||
+        kb_legacy_read_inner_set(&w, rec, rec_len, &count, &first, &base, &f) != 0)
+        return INT64_MIN;
+    return first;
+}
+
 /* A framed entry's offsets: a v2 batch's base and last; a v0/v1 message's one offset (a compressed
- * wrapper's is its last inner one: its first is not known here, INT64_MIN). */
-static void entry_offsets(const uint8_t *buf, const kb_entry *e, int64_t *first, int64_t *last)
+ * wrapper's is its last inner one; its first, its first record's, is read only where `need_first`
+ * asks: INT64_MIN otherwise, or where its records do not read). */
+static void entry_offsets(const uint8_t *buf, const kb_entry *e, const kb_repair_opts *o, int need_first,
+                          int64_t *first, int64_t *last)
 {
     int64_t offset = (int64_t)kb_load_be64(buf + e->pos);
     *first = *last = offset;
@@ -443,7 +464,7 @@ static void entry_offsets(const uint8_t *buf, const kb_entry *e, int64_t *first,
         if (delta > 0 && offset <= INT64_MAX - delta)
             *last = offset + delta;
     } else if (e->magic != 2 && (buf[e->pos + KB_LEGACY_AT_ATTRIBUTES] & KB_ATTR_CODEC_MASK) != KB_CODEC_NONE) {
-        *first = INT64_MIN;
+        *first = need_first ? wrapper_first(buf, e, o) : INT64_MIN;
     }
 }
 
@@ -476,7 +497,7 @@ int kb_repair(const uint8_t *buf, size_t len, const kb_culprit *c, size_t n, con
             break;
         int64_t first_offset = INT64_MIN, last = INT64_MIN;  /* the entry's offsets, where its framing holds */
         if (o->keep_offsets && st == KB_ENTRY_OK)
-            entry_offsets(buf, &e, &first_offset, &last);
+            entry_offsets(buf, &e, o, left_out && covered_known, &first_offset, &last);
         if (left_out && covered_known && first_offset != INT64_MIN && covered < INT64_MAX &&
             first_offset > covered + 1) {
             if (write_empty(out, NULL, covered + 1, first_offset - 1) != 0)

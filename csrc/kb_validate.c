@@ -35,7 +35,8 @@ typedef struct {
                          /* cannot be read starts at the earliest (its batch's last ends it) */
     int64_t unsound_from;/* culprits of entries whose framing was lost, from this index on (-1: none), */
                          /* name the offsets between their sound neighbours once the next is read */
-    int64_t inner_first; /* a compressed magic 0/1 wrapper's first record offset, once its set is read */
+    int64_t inner_first; /* a compressed magic 0/1 wrapper's first and last record offsets, once its */
+    int64_t inner_last;  /* set is read (KB_NO_OFFSET: none read) */
 } ctx_t;
 
 static void report(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t rel, int64_t a0, int64_t a1,
@@ -526,6 +527,7 @@ static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_l
     kb_fault f;
     int64_t base = w->magic == 1 && w->offset != 0 ? kb_wrap_sub64(w->offset, last) : 0;
     c->inner_first = first_inner == KB_NO_OFFSET ? KB_NO_OFFSET : kb_wrap_add64(first_inner, base);
+    c->inner_last = first_inner == KB_NO_OFFSET ? KB_NO_OFFSET : kb_wrap_add64(last, base);
     name_legacy_offsets(c, first_culprit, base, first_inner);
     if (kb_legacy_check_inner_set(w, i, last, &f) != 0)
         report_fault(c, &f, -1, KB_NO_OFFSET);
@@ -589,9 +591,11 @@ static void entry_offsets(ctx_t *c, const uint8_t *buf, size_t pos, const kb_ent
             if (delta > 0 && first <= INT64_MAX - delta)
                 last = first + delta;
         }
-    } else if ((buf[pos + KB_LEGACY_AT_ATTRIBUTES] & KB_ATTR_CODEC_MASK) != KB_CODEC_NONE && c->any_offset &&
-               c->last_offset < last) {
-        first = c->last_offset + 1;
+    } else if ((buf[pos + KB_LEGACY_AT_ATTRIBUTES] & KB_ATTR_CODEC_MASK) != KB_CODEC_NONE) {
+        if (c->any_offset && c->last_offset < last)
+            first = c->last_offset + 1;
+        else if (!c->any_offset && c->opts->origin == KB_ORIGIN_LOG)
+            first = KB_NO_OFFSET;  /* first in the file: its records' first, or (a segment's) its base offset */
     }
     c->entry_first = first;
     c->entry_last = last;
@@ -634,6 +638,41 @@ static void check_log_order(ctx_t *c, size_t pos, int after_unsound)
             c->out[before].last_offset = first - 1;
         }
     }
+}
+
+/* A compressed v0/v1 wrapper's header gives its last offset only (entry_offsets guessed its first):
+ * once its records are read, the offsets they hold are known.  Its order culprits (reported from
+ * its header, the offset Kafka indexes and fetches by) name those too; the highest offset seen
+ * covers them; and a gap before its first record is checked now, as check_log_order does for an
+ * entry whose header gives its first. */
+static void check_wrapper_span(ctx_t *c, size_t pos, int64_t culprits_before, int after_unsound)
+{
+    int64_t first = c->inner_first, last = c->inner_last;
+    if (first == KB_NO_OFFSET)
+        return;
+    for (int64_t k = culprits_before; k < c->s->culprits && (uint64_t)k < c->cap; k++) {
+        kb_culprit *cu = &c->out[k];
+        if (cu->record_index < 0 && cu->first_offset == KB_NO_OFFSET && cu->last_offset == c->entry_last)
+            cu->first_offset = first;  /* the wrapper's own, first in its file */
+        if (cu->rule != KB_RULE_LOG_OFFSETS_NOT_INCREASING || cu->first_offset == KB_NO_OFFSET)
+            continue;
+        if (first < cu->first_offset)
+            cu->first_offset = first;
+        if (last > cu->last_offset)
+            cu->last_offset = last;
+    }
+    int64_t top = c->top_offset;
+    if (c->opts->origin == KB_ORIGIN_LOG && c->opts->strict && !c->opts->compacted && !after_unsound &&
+        c->any_offset && top < INT64_MAX && first > top + 1) {
+        int64_t before = c->s->culprits;
+        report4(c, KB_RULE_LOG_OFFSET_GAP, pos, -1, KB_NO_OFFSET, top + 1, first - 1, first, c->last_offset);
+        if ((uint64_t)before < c->cap) {
+            c->out[before].first_offset = top + 1;
+            c->out[before].last_offset = first - 1;
+        }
+    }
+    if (last > c->entry_last)
+        c->entry_last = last;
 }
 
 /* What Kafka checks of each entry as part of one append, before LogValidator: a client's v2 batch
@@ -767,13 +806,16 @@ void kb_validate_again(const uint8_t *buf, size_t len, const kb_validate_opts *o
             int64_t unsound_end = s->culprits;
             int after_unsound = wrapper ? c.unsound_from >= 0 : close_unsound(&c, c.entry_first, unsound_end);
             check_entry_in_append(&c, buf, pos, &e, after_unsound);
-            c.inner_first = KB_NO_OFFSET;
+            c.inner_first = c.inner_last = KB_NO_OFFSET;
             if (e.magic == 2)
                 check_v2(&c, buf, pos, e.size);
             else
                 check_legacy(&c, buf, pos, e.size);
-            if (wrapper)
-                close_unsound(&c, c.inner_first != KB_NO_OFFSET ? c.inner_first : c.entry_first, unsound_end);
+            if (wrapper) {
+                close_unsound(&c, c.inner_first != KB_NO_OFFSET ? c.inner_first :
+                                  c.entry_first != KB_NO_OFFSET ? c.entry_first : c.entry_last, unsound_end);
+                check_wrapper_span(&c, pos, unsound_end, after_unsound);
+            }
             if (!c.any_offset || c.entry_last > c.top_offset)
                 c.top_offset = c.entry_last;
             c.any_offset = 1;  /* the next entry is judged against this one, as a follower's append does */

@@ -129,6 +129,10 @@ def assert_one_verdict(c, tmp_path) -> None:
     for b in read_partition(str(c.directory), on_lost=told.append, verify_crc=True, compacted=c.compacted):
         first = first_offset(b, before)
         covered.update(range(b.last_offset if first is None else first, b.last_offset + 1))
+        try:  # a v0 wrapper's header offset moved back: its records keep their own (absolute) offsets
+            covered.update(r.offset for r in b)
+        except kb.KafkaDataError:
+            pass
         before = b.last_offset
     for t in told:
         if t.first_offset is not None:
