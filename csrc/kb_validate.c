@@ -478,6 +478,7 @@ static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_l
     size_t p = 0;
     int32_t i = 0;
     int64_t last = 0, prev = INT64_MIN, first_inner = KB_NO_OFFSET;
+    int32_t first_index = -1;
     int64_t first_culprit = c->s->culprits;
     int log_append = w->magic > 0 && (w->attributes & KB_ATTR_LOG_APPEND_TIME);
     for (;; i++) {
@@ -498,8 +499,10 @@ static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_l
             continue;
         }
         last = m.offset;
-        if (first_inner == KB_NO_OFFSET)
+        if (first_inner == KB_NO_OFFSET) {
             first_inner = m.offset;
+            first_index = i;
+        }
         /* inner CRCs are always checked, as Kafka's validator does (verify_crc is about the outer one) */
         int crc_ok = kb_legacy_check_crc(inner, &m, &f) == 0;
         if (!crc_ok) {
@@ -526,13 +529,18 @@ static void check_inner_set(ctx_t *c, const uint8_t *inner, size_t n, const kb_l
     c->payload_pos = -1;
     kb_fault f;
     int64_t base = w->magic == 1 && w->offset != 0 ? kb_wrap_sub64(w->offset, last) : 0;
-    c->inner_first = first_inner == KB_NO_OFFSET ? KB_NO_OFFSET : kb_wrap_add64(first_inner, base);
-    c->inner_last = first_inner == KB_NO_OFFSET ? KB_NO_OFFSET : kb_wrap_add64(last, base);
     name_legacy_offsets(c, first_culprit, base, first_inner);
-    if (kb_legacy_check_inner_set(w, i, last, &f) != 0)
+    if (kb_legacy_check_inner_set(w, i, last, &f) != 0) {
         report_fault(c, &f, -1, KB_NO_OFFSET);
-    else if (base != 0)
+        return;  /* its records' offsets are not the log's */
+    }
+    if (base != 0)
         rebase_inner_offsets(c, first_culprit, base);
+    /* the wrapper's span, where its first message was read (else its first offset is not known) */
+    if (first_inner != KB_NO_OFFSET && first_index == 0) {
+        c->inner_first = kb_wrap_add64(first_inner, base);
+        c->inner_last = kb_wrap_add64(last, base);
+    }
 }
 
 /* A magic 0/1 entry: one message, or a compressed wrapper of an inner message set. */
@@ -797,6 +805,13 @@ void kb_validate_again(const uint8_t *buf, size_t len, const kb_validate_opts *o
                 c.entries_before_loss = s->entries;
             }
             s->lost_bytes += (int64_t)e.size;
+            if (f.rule == KB_RULE_TAIL_SIZE_LIES && c.entry_last != KB_NO_OFFSET &&
+                (!c.any_offset || c.entry_last > c.top_offset)) {
+                /* its culprit names its offsets: the entry after it is judged against them, not
+                 * told again that they are missing */
+                c.top_offset = c.last_offset = c.entry_last;
+                c.any_offset = 1;
+            }
         } else if (st == KB_ENTRY_CORRUPT) {
             report_fault(&c, &f, -1, KB_NO_OFFSET);
         } else {

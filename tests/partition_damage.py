@@ -125,16 +125,13 @@ def _marker(pid: int, commit: bool, timestamp: int) -> bytes:
                           producer_id=pid, producer_epoch=0, is_transactional=True, is_control=True)
 
 
-# Drawn over magic 0/1 partitions (PYKBATCH_PARTITION_LEGACY=1; seed 91: 40 of 300 failed at first,
-# 6 after the fixes; seed 94: 23 of 1000), classes still open, so they are not drawn under CI yet:
-# - a size raised into the next entry resynchronises at a v0/v1 message stored raw inside a
-#   compressed wrapper (lz4/snappy/gzip keep incompressible values verbatim; a message's offset and
-#   size are outside its CRC) and reads it with a garbage offset (seeds 91003, 91129, 94782);
-# - offsets moved back on a legacy entry leave offsets unnamed (91094, 94005);
-# - an undecodable or CRC-failing wrapper first in its segment names its last offset only, not
-#   those from the segment's base (91282, 94038, 94935);
-# - a size raised past the end of the last segment's last v0/v1 entry passes for a torn write
-#   (tail_size_lies checks a whole v2 batch only: 94623).
+# Magic 0/1 partitions: kafka-python's legacy encoder writes what a broker of that format kept.
+# Drawn first on 2026-12-07 (seeds 91, 94: 63 of 1300 failed), each class fixed since: a wrapper's
+# raw inner messages (compressors keep incompressible values verbatim; a message's offset and size
+# are outside its CRC) taken for entries by a resync (a lying size ends a legacy message where its
+# key and value lengths do; a cut one is not resynced; an unfollowed candidate gives way to a later
+# followed one of a higher offset; no negative offsets); a wrapper's offsets known from its records
+# once read (order culprits, gaps before it, a first in its segment from the segment's base).
 LEGACY_HEADER = {0: 18, 1: 26}  # offset, size, crc, magic, attributes (v1: timestamp)
 LEGACY_CODECS = ("none", "gzip", "snappy", "lz4")
 
@@ -171,10 +168,10 @@ def write(seed: int, directory: Path) -> Case:
     directory.mkdir(parents=True)
     case = Case(seed, directory, [], [])
     offset, clock, pid, seq = 0, 1_700_000_000_000, 4000, 0
-    # the message format, drawn apart so each seed's v2 partitions stay as they were: mostly v2, or
-    # (PYKBATCH_PARTITION_LEGACY=1) a topic of an old format (v0, v1), or one upgraded (its first
-    # segments v1, the rest v2) -- not yet under CI: see LEGACY_OPEN
-    formats = ["v2"] * 5 + (["v0", "v1", "upgrade"] if os.environ.get("PYKBATCH_PARTITION_LEGACY") == "1" else [])
+    # the message format, drawn apart so each seed's v2 partitions stay as they were: mostly v2, or a
+    # topic of an old format (v0, v1), or one upgraded (its first segments v1, the rest v2);
+    # PYKBATCH_PARTITION_LEGACY=0 draws v2 only
+    formats = ["v2"] * 5 + ([] if os.environ.get("PYKBATCH_PARTITION_LEGACY") == "0" else ["v0", "v1", "upgrade"])
     fmt = random.Random(seed * 31 + 7).choice(formats)
     segments = rng.randint(2, 4)
     for s in range(segments):

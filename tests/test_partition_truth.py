@@ -41,8 +41,10 @@ def named_offsets(audit, but=()) -> set:
     """Every offset some finding of the audit names (culprits of segments, the partition's own),
     but those of the rules in ``but``."""
     named = set()
-    culprits = [c for s in audit.segments for c in s.result.culprits] + [c for _, c in audit.lost]
-    for c in (c for c in culprits if c.rule not in but):
+    culprits = [(s.path, c) for s in audit.segments for c in s.result.culprits] + [(None, c) for _, c in audit.lost]
+    # an entry out of order: every finding of it names its own offsets, which repeat earlier ones
+    excused = {(path, c.entry_position) for path, c in culprits if c.rule in but}
+    for c in (c for path, c in culprits if c.rule not in but and (path, c.entry_position) not in excused):
         if c.first_offset is not None:
             last = c.last_offset if c.last_offset is not None else c.first_offset
             named.update(range(c.first_offset, last + 1))

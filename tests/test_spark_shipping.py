@@ -76,7 +76,7 @@ def test_packed_venv_in_spark_archives(tmp_path, manylinux_wheel):
     env = tmp_path / "env"
     made = run([sys.executable, "-m", "venv", str(env)], timeout=300)
     assert made.returncode == 0, made.stderr[-2000:]
-    pip = [str(env / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    pip = [str(env / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check"]
     # Third-party wheels come from PyPI (or pip's cache); only their absence is a reason to skip.
     deps = run(pip + ["pyarrow", "numpy", "cramjam", "xxhash", "venv-pack"], timeout=900)
     if deps.returncode != 0:

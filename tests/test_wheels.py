@@ -85,7 +85,7 @@ def test_the_hosts_wheel_runs_from_a_fresh_venv(python, manylinux_wheel, tmp_pat
     env = tmp_path / "venv"
     subprocess.run([interpreter(python), "-m", "venv", str(env)], check=True, timeout=300)
     venv_python = str(env / "bin" / "python")
-    installed = subprocess.run([venv_python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
+    installed = subprocess.run([venv_python, "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", str(wheel)],
                                capture_output=True, text=True, timeout=900)
     if installed.returncode != 0 and "No matching distribution" in installed.stderr:
         pytest.skip("the wheel's dependencies cannot be fetched (PyPI unreachable?): "
@@ -174,7 +174,7 @@ def test_the_hosts_wheel_runs_a_spark_job_on_the_jvm_path(spark_version, manylin
     env = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, timeout=300)
     venv_python = str(env / "bin" / "python")
-    installed = subprocess.run([venv_python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel),
+    installed = subprocess.run([venv_python, "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", str(wheel),
                                 f"pyspark=={version}", "pandas<3", "fsspec"], capture_output=True, text=True,
                                timeout=1200)
     if installed.returncode != 0 and "No matching distribution" in installed.stderr:
@@ -219,7 +219,7 @@ def test_the_aarch64_wheel_runs_under_emulation(manylinux_wheel, tmp_path):
                     f"{sys.version_info[1]} wheel")
     site = tmp_path / "site"
     fetched = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--target", str(site),
+        [sys.executable, "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", "--target", str(site),
          "--platform", "manylinux2014_aarch64", "--python-version", version, "--only-binary=:all:",
          str(manylinux_wheel("aarch64"))], capture_output=True, text=True, timeout=900)
     if fetched.returncode != 0 and "No matching distribution" in fetched.stderr:

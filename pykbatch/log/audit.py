@@ -237,7 +237,10 @@ def _walk_segment(path, verdict, audit, tracker, producer_culprits):
         try:
             for b in seg.batches():
                 entry.batches += 1
-                first = first_offset(b, prev_last, b.last_offset)  # records unreadable: the validator's
+                after = prev_last
+                if entry.batches == 1 and seg.base_offset is not None:  # its name: its first batch's first
+                    after = seg.base_offset - 1 if after is None else max(after, seg.base_offset - 1)
+                first = first_offset(b, after, b.last_offset)  # records unreadable: the validator's
                 if entry.first_offset is None:
                     entry.first_offset = first
                     if first < seg.base_offset:

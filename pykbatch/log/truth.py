@@ -21,6 +21,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
+from pykbatch.errors import KafkaDataError
 from pykbatch.result import Culprit
 from pykbatch.rules import BY_ID, render
 
@@ -194,6 +195,16 @@ def between_segments(spans: list[SegmentSpan], compacted: bool, tp: str) -> list
     return found
 
 
+def _payload_unreadable(b) -> bool:
+    """Whether a batch's records payload does not load (its codec rejects it, a v0/v1 wrapper's
+    inner set does not read): it is yielded for its header, but holds no record to read."""
+    try:
+        iter(b)  # loads the payload (a v2 batch's records, a wrapper's inner set), reads no record
+    except KafkaDataError:
+        return True
+    return False
+
+
 def read_partition(directory: str, *, on_lost=None, compacted: bool = False, verify_crc: bool = False,
                    topic_partition: str = "t-0"):
     """Every batch of a partition directory in offset order (``Segment.batches``, past lost
@@ -217,11 +228,11 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
             if on_lost is not None:
                 result = seg.validate(config)
                 following = None if i + 1 == len(paths) else later_segment(path)
-                bound_unsound(result.culprits, next_first=following)
+                bound_unsound(result.culprits, base_offset=seg.base_offset, next_first=following)
                 found = sorted((c for c in result.culprits if BY_ID[c.rule].stage == "framing"
                                 or c.rule == _GAP.id), key=lambda c: c.entry_position)
                 for c in result.culprits:  # a batch the reader leaves out (its CRC, with verify_crc)
-                    if c.record_index is None and BY_ID[c.rule].stage != "framing":
+                    if c.record_index is None and BY_ID[c.rule].stage != "framing" and c.rule != _GAP.id:
                         at_entry.setdefault(c.entry_position, c)
 
             seen = [None, None]  # the segment's first and highest offsets, of batches yielded or named
@@ -233,6 +244,8 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
                     seen[1] = last_offset
 
             def skipped(span) -> None:
+                while found and found[0].entry_position < span.position:  # in their place in the walk
+                    on_lost(found.pop(0))
                 if seg.cut is not None and span.error is not None and getattr(span.error, "rule", None) == _SHRANK.id:
                     found[:] = [c for c in found if c.rule != _SHRANK.id]  # named once, as the walk met it
                     on_lost(seg.cut)
@@ -259,6 +272,10 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
                             if where == path and culprit.rule == _GAP.id:
                                 on_lost(culprit)
                 saw(b_first, b.last_offset)
+                culprit = at_entry.get(b.position)
+                if culprit is not None and _payload_unreadable(b):  # yielded, but none of its records reads
+                    saw(culprit.first_offset, culprit.last_offset)
+                    on_lost(culprit)
                 yield b
             for culprit in found:
                 on_lost(culprit)
