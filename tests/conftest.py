@@ -224,29 +224,62 @@ def wheel_builder():
     return module
 
 
-@pytest.fixture(scope="session")
-def manylinux_wheel(tmp_path_factory):
-    """``wheel(arch, python=this one's X.Y)``: pykbatch's manylinux2014 wheel, built once per
-    architecture and CPython by .ci/build_wheels.py (zig cc aimed at glibc 2.17; auditwheel checks
-    the tag); skips when that CPython is not on this machine."""
+_WHEEL_BUILDS = pytest.StashKey()  # the session's tests/wheel_builds.WheelBuilds
+
+
+def _wheel_tools_missing() -> str | None:
     import importlib.util
-    import subprocess
-    import sys
     for module in ("ziglang", "auditwheel"):
         if importlib.util.find_spec(module) is None:
-            pytest.skip(f"needs {module} (the test extra) to build the manylinux wheel")
-    interpreter = wheel_builder().interpreter
-    built = {}
+            return f"needs {module} (the test extra) to build the manylinux wheel"
+    return None
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m deselected what will not run
+def pytest_collection_modifyitems(session, config, items):
+    """The wheels the collected tests install start building now, in the background
+    (tests/wheel_builds.py): the host's first, as tests/test_spark_shipping.py needs it first."""
+    import platform
+    import sys
+    wanted = []
+    this = "%d.%d" % sys.version_info[:2]
+    for item in items:
+        if "manylinux_wheel" in getattr(item, "fixturenames", ()):
+            params = getattr(getattr(item, "callspec", None), "params", {})
+            combo = (params.get("arch", platform.machine()), params.get("python", this))
+            if combo not in wanted:
+                wanted.append(combo)
+    wanted.sort(key=lambda c: c != (platform.machine(), this))
+    if wanted and _wheel_tools_missing() is None:
+        from tests.wheel_builds import WheelBuilds
+        config.stash[_WHEEL_BUILDS] = WheelBuilds([c for c in wanted if wheel_builder().interpreter(c[1])])
+
+
+def pytest_unconfigure(config):
+    builds = config.stash.get(_WHEEL_BUILDS, None)
+    if builds is not None:
+        builds.close()
+
+
+@pytest.fixture(scope="session")
+def manylinux_wheel(pytestconfig):
+    """``wheel(arch, python=this one's X.Y)``: pykbatch's manylinux2014 wheel, built once per
+    architecture and CPython by .ci/build_wheels.py (zig cc aimed at glibc 2.17; auditwheel checks
+    the tag), in the background from the session's start; skips when that CPython is not on this
+    machine."""
+    import sys
+    missing = _wheel_tools_missing()
+    if missing:
+        pytest.skip(missing)
+    from tests.wheel_builds import WheelBuilds
+    builds = pytestconfig.stash.get(_WHEEL_BUILDS, None)
+    if builds is None:
+        builds = pytestconfig.stash[_WHEEL_BUILDS] = WheelBuilds([])
 
     def wheel(arch: str, python: str = "%d.%d" % sys.version_info[:2]) -> Path:
-        if (arch, python) not in built:
-            if interpreter(python) is None:
-                pytest.skip(f"CPython {python} is not on this machine")
-            out = tmp_path_factory.mktemp(f"wheel-{arch}-{python}")
-            done = subprocess.run([sys.executable, str(ROOT / ".ci" / "build_wheels.py"), "--arch", arch,
-                                   "--python", python, "--out", str(out)], capture_output=True, text=True,
-                                  timeout=900)
-            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-            (built[arch, python],) = out.glob("pykbatch-*.whl")
-        return built[arch, python]
+        if wheel_builder().interpreter(python) is None:
+            pytest.skip(f"CPython {python} is not on this machine")
+        built, why = builds.get(arch, python)
+        assert built is not None, why
+        return built
     return wheel

@@ -272,10 +272,10 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
                             if where == path and culprit.rule == _GAP.id:
                                 on_lost(culprit)
                 saw(b_first, b.last_offset)
-                culprit = at_entry.get(b.position)
-                if culprit is not None and _payload_unreadable(b):  # yielded, but none of its records reads
-                    saw(culprit.first_offset, culprit.last_offset)
-                    on_lost(culprit)
+                unread = at_entry.get(b.position)
+                if unread is not None and _payload_unreadable(b):  # yielded, but none of its records reads
+                    saw(unread.first_offset, unread.last_offset)
+                    on_lost(unread)
                 yield b
             for culprit in found:
                 on_lost(culprit)
