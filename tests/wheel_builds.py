@@ -23,12 +23,15 @@ class WheelBuilds:
         self.out = Path(tempfile.mkdtemp(prefix="pykbatch-wheels-"))
         self.done: dict[tuple[str, str], threading.Event] = {c: threading.Event() for c in combos}
         self.results: dict[tuple[str, str], tuple[Path | None, str]] = {}
+        self.closed = False
         self.thread = threading.Thread(target=self._build_all, args=(list(combos),), name="wheel-builds",
                                        daemon=True)
         self.thread.start()
 
     def _build_all(self, combos: list[tuple[str, str]]) -> None:
         for combo in combos:
+            if self.closed:
+                return
             self.results[combo] = build(*combo, self.out / "-".join(combo), nice=True)
             self.done[combo].set()
 
@@ -44,11 +47,12 @@ class WheelBuilds:
         return self.results[arch, python]
 
     def close(self) -> None:
-        shutil.rmtree(self.out, ignore_errors=True)  # a build still running writes into a folder that is gone
+        self.closed = True  # no build starts after this; one still running ends in a folder that is gone
+        shutil.rmtree(self.out, ignore_errors=True)
 
 
 def build(arch: str, python: str, out: Path, nice: bool = False) -> tuple[Path | None, str]:
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)  # (build_wheels.py writes there only at its end)
     try:
         done = subprocess.run([sys.executable, str(ROOT / ".ci" / "build_wheels.py"), "--arch", arch,
                                "--python", python, "--out", str(out)], capture_output=True, text=True,
