@@ -181,9 +181,8 @@ static int all_zero(const uint8_t *buf, size_t from, size_t to)
 /* Where a v0/v1 message at `pos` ends as its key and value lengths say (whatever its size field
  * says), past the buffer's end too (`past` set), else 0: lengths not there to read, or that
  * cannot be. */
-static uint64_t legacy_lengths_claim(const uint8_t *buf, size_t len, size_t pos, int past)
+static uint64_t lengths_claim_as(const uint8_t *buf, size_t len, size_t pos, int past, int magic)
 {
-    int magic = buf[pos + KB_AT_MAGIC];
     uint64_t p = pos + KB_LEGACY_AT_TIMESTAMP + (magic == 1 ? 8 : 0);
     for (int field = 0; field < 2; field++) { /* the key, then the value */
         if (p > len || len - p < 4)
@@ -196,6 +195,11 @@ static uint64_t legacy_lengths_claim(const uint8_t *buf, size_t len, size_t pos,
             p += (uint64_t)n;
     }
     return p;
+}
+
+static uint64_t legacy_lengths_claim(const uint8_t *buf, size_t len, size_t pos, int past)
+{
+    return lengths_claim_as(buf, len, pos, past, buf[pos + KB_AT_MAGIC]);
 }
 
 static size_t legacy_lengths_end(const uint8_t *buf, size_t len, size_t pos)
@@ -324,8 +328,10 @@ kb_entry_status kb_next_entry_resync(const uint8_t *buf, size_t len, size_t pos,
      * (a v0/v1 wrapper's raw inner messages) is its own; so for a v0/v1 message whose header was
      * lost (zeroed) where its key and value lengths end it before the data goes on */
     size_t from = whole ? whole : pos + 1;
-    if (!whole && len - pos > KB_LEGACY_AT_TIMESTAMP && buf[pos + KB_AT_MAGIC] <= 1) {
-        size_t end = legacy_lengths_end(buf, len, pos);
+    /* (a zeroed magic byte: a v0 message, or a v1 one whose timestamp was zeroed with it) */
+    for (int magic = buf[pos + KB_AT_MAGIC]; !whole && from == pos + 1 && len - pos > KB_LEGACY_AT_TIMESTAMP &&
+                                             magic <= 1; magic++) {
+        size_t end = (size_t)lengths_claim_as(buf, len, pos, 0, magic);
         if (end > pos + 1 && (end == len || (len - end >= KB_HEADER_SIZE_UP_TO_MAGIC + 4 && plausible(buf, len, end))))
             from = end;
     }

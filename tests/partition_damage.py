@@ -132,6 +132,9 @@ def _marker(pid: int, commit: bool, timestamp: int) -> bytes:
 # key and value lengths do; a cut one is not resynced; an unfollowed candidate gives way to a later
 # followed one of a higher offset; no negative offsets); a wrapper's offsets known from its records
 # once read (order culprits, gaps before it, a first in its segment from the segment's base).
+# A v1 topic a real broker wrote (the conformance corpus: ../shared, absent from a user's clone, where
+# the synthetic v1 is drawn instead): its messages, read by kafka-python, moved to the drawn offsets
+CORPUS_V1 = Path("conformance/segments/xpxwo100+bullShit/tmp/kafka-logs/foo-0/00000000000000000000.log")
 LEGACY_HEADER = {0: 18, 1: 26}  # offset, size, crc, magic, attributes (v1: timestamp)
 LEGACY_CODECS = ("none", "gzip", "snappy", "lz4")
 
@@ -158,6 +161,28 @@ def _legacy(records: list, codec: str, magic: int) -> list:
     return [(bytes(wrapper), records)]
 
 
+_corpus: list = []
+
+
+def _corpus_messages() -> list:
+    """(raw entry, Written with offset 0) of each message of CORPUS_V1; empty where it is absent."""
+    if not _corpus:
+        from kafka.record.memory_records import MemoryRecords
+        from tests.conftest import SHARED
+        path = SHARED / CORPUS_V1
+        if not path.exists():
+            return []
+        data = path.read_bytes()
+        records = MemoryRecords(data)
+        pos = 0
+        while (b := records.next_batch()) is not None:
+            size = 12 + struct.unpack_from(">i", data, pos + 8)[0]
+            (r,) = list(b)
+            _corpus.append((data[pos:pos + size], Written(0, r.key, r.value, (), r.timestamp)))
+            pos += size
+    return _corpus
+
+
 def _at(batch: bytes, base_offset: int) -> bytes:
     return base_offset.to_bytes(8, "big", signed=True) + batch[8:]
 
@@ -173,6 +198,7 @@ def write(seed: int, directory: Path) -> Case:
     # PYKBATCH_PARTITION_LEGACY=0 draws v2 only
     formats = ["v2"] * 5 + ([] if os.environ.get("PYKBATCH_PARTITION_LEGACY") == "0" else ["v0", "v1", "upgrade"])
     fmt = random.Random(seed * 31 + 7).choice(formats)
+    corpus = _corpus_messages() if fmt == "v1" and random.Random(seed * 37 + 11).random() < 0.5 else []
     segments = rng.randint(2, 4)
     for s in range(segments):
         magic = {"v0": 0, "v1": 1, "upgrade": 1 if s < segments // 2 else 2}.get(fmt, 2)
@@ -184,7 +210,12 @@ def write(seed: int, directory: Path) -> Case:
             records = _records(rng, offset, rng.randint(1, 6), clock)
             clock += 50
             style = rng.choice(["plain", "plain", "idempotent", "transactional"])
-            if magic < 2:  # no headers, no producer ids; v0 no timestamps
+            if corpus:  # a run of the real broker's messages, at these offsets
+                codec, start = "none", rng.randrange(len(corpus))
+                picked = [corpus[(start + i) % len(corpus)] for i in range(len(records))]
+                entries = [(_at(raw, r.offset), [Written(r.offset, w.key, w.value, (), w.timestamp)], False)
+                           for (raw, w), r in zip(picked, records)]
+            elif magic < 2:  # no headers, no producer ids; v0 no timestamps
                 codec = codec if codec in LEGACY_CODECS else "gzip"
                 records = [Written(r.offset, r.key, r.value, (), r.timestamp if magic else -1) for r in records]
                 entries = [(raw, recs, False) for raw, recs in _legacy(records, codec, magic)]
