@@ -276,7 +276,18 @@ def register(spark: "SparkSession", jvm: Optional[bool] = None) -> str:
                 + " (build the session with spark_udfs.jvm.configure_spark_with_pykbatch(builder))")
     spark.conf.set(PATH_SETTING, path)
     spark.conf.set(PYTHON_SETTING, sys.executable)
+    _make_active(spark)
     return path
+
+
+def _make_active(spark) -> None:
+    """The session made the JVM's active one for this thread: Spark looks a Python data source's
+    name (kafka-segment, kafka-kbatch) up in the active session only (DataSource.lookupDataSource),
+    so a read or write right after registering on a session that is not active there fails with
+    DATA_SOURCE_NOT_FOUND."""
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is not None:  # (a Spark Connect session has no JVM here)
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
 
 
 def _pyspark_version() -> tuple:

@@ -7,7 +7,6 @@ low-priority thread builds them, one after another, while the rest of the suite 
 waits only for what is not built yet.  A build that fails is said by the test that needs it."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -54,9 +53,10 @@ class WheelBuilds:
 def build(arch: str, python: str, out: Path, nice: bool = False) -> tuple[Path | None, str]:
     out.mkdir(parents=True, exist_ok=True)  # (build_wheels.py writes there only at its end)
     try:
-        done = subprocess.run([sys.executable, str(ROOT / ".ci" / "build_wheels.py"), "--arch", arch,
-                               "--python", python, "--out", str(out)], capture_output=True, text=True,
-                              timeout=900, preexec_fn=(lambda: os.nice(19)) if nice else None)
+        # nice(1), not preexec_fn: a fork from a thread beside Spark's gateway must exec at once
+        done = subprocess.run([*(["nice", "-n", "19"] if nice and shutil.which("nice") else []), sys.executable,
+                               str(ROOT / ".ci" / "build_wheels.py"), "--arch", arch, "--python", python,
+                               "--out", str(out)], capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired:
         return None, f"building the {arch} wheel for CPython {python} took over 900 s"
     wheels = sorted(out.glob("pykbatch-*.whl"))
