@@ -329,8 +329,8 @@ kb_entry_status kb_next_entry_resync(const uint8_t *buf, size_t len, size_t pos,
      * lost (zeroed) where its key and value lengths end it before the data goes on */
     size_t from = whole ? whole : pos + 1;
     /* (a zeroed magic byte: a v0 message, or a v1 one whose timestamp was zeroed with it) */
-    for (int magic = buf[pos + KB_AT_MAGIC]; !whole && from == pos + 1 && len - pos > KB_LEGACY_AT_TIMESTAMP &&
-                                             magic <= 1; magic++) {
+    int first_magic = len - pos > KB_LEGACY_AT_TIMESTAMP ? buf[pos + KB_AT_MAGIC] : 2;  /* read only if there */
+    for (int magic = first_magic; !whole && from == pos + 1 && magic <= 1; magic++) {
         size_t end = (size_t)lengths_claim_as(buf, len, pos, 0, magic);
         if (end > pos + 1 && (end == len || (len - end >= KB_HEADER_SIZE_UP_TO_MAGIC + 4 && plausible(buf, len, end))))
             from = end;
