@@ -57,6 +57,25 @@ static int plausible_v2_header(const uint8_t *buf, size_t pos)
            (int32_t)kb_load_be32(buf + pos + KB_V2_AT_BASE_SEQUENCE) >= -1;
 }
 
+/* Where a v0/v1 message at `pos` ends as its key and value lengths say (whatever its size field
+ * says), past the buffer's end too (`past` set), else 0: lengths not there to read, or that
+ * cannot be. */
+static uint64_t lengths_claim_as(const uint8_t *buf, size_t len, size_t pos, int past, int magic)
+{
+    uint64_t p = pos + KB_LEGACY_AT_TIMESTAMP + (magic == 1 ? 8 : 0);
+    for (int field = 0; field < 2; field++) { /* the key, then the value */
+        if (p > len || len - p < 4)
+            return 0;
+        int32_t n = (int32_t)kb_load_be32(buf + p);
+        p += 4;
+        if (n < -1 || (n > 0 && (uint64_t)n > len - p && (field == 0 || !past)))
+            return 0;
+        if (n > 0)
+            p += (uint64_t)n;
+    }
+    return p;
+}
+
 static int plausible(const uint8_t *buf, size_t len, size_t pos)
 {
     int32_t size = (int32_t)kb_load_be32(buf + pos + KB_AT_SIZE);
@@ -76,21 +95,7 @@ static int plausible(const uint8_t *buf, size_t len, size_t pos)
     uint8_t attributes = buf[pos + KB_LEGACY_AT_ATTRIBUTES];
     if ((attributes & ~(magic ? 0x0f : 0x07)) != 0 || (attributes & KB_ATTR_CODEC_MASK) >= KB_CODEC_ZSTD)
         return 0;
-    size_t p = pos + KB_LEGACY_AT_TIMESTAMP + (magic ? 8 : 0);
-    for (int field = 0; field < 2; field++) { /* the key, then the value */
-        if (end - p < 4 || p > end)
-            return 0;
-        int32_t n = (int32_t)kb_load_be32(buf + p);
-        p += 4;
-        if (n > 0) {
-            if ((size_t)n > end - p)
-                return 0;
-            p += (size_t)n;
-        } else if (n < -1) {
-            return 0;
-        }
-    }
-    return p == end;
+    return lengths_claim_as(buf, len, pos, 0, magic ? 1 : 0) == end;
 }
 
 static int all_zero(const uint8_t *buf, size_t from, size_t to);
@@ -178,33 +183,9 @@ static int all_zero(const uint8_t *buf, size_t from, size_t to)
  * bytes left of it are fewer than the largest batch a broker takes). */
 #define KB_TAIL_SEARCH (16u << 20)
 
-/* Where a v0/v1 message at `pos` ends as its key and value lengths say (whatever its size field
- * says), past the buffer's end too (`past` set), else 0: lengths not there to read, or that
- * cannot be. */
-static uint64_t lengths_claim_as(const uint8_t *buf, size_t len, size_t pos, int past, int magic)
-{
-    uint64_t p = pos + KB_LEGACY_AT_TIMESTAMP + (magic == 1 ? 8 : 0);
-    for (int field = 0; field < 2; field++) { /* the key, then the value */
-        if (p > len || len - p < 4)
-            return 0;
-        int32_t n = (int32_t)kb_load_be32(buf + p);
-        p += 4;
-        if (n < -1 || (n > 0 && (uint64_t)n > len - p && (field == 0 || !past)))
-            return 0;
-        if (n > 0)
-            p += (uint64_t)n;
-    }
-    return p;
-}
-
-static uint64_t legacy_lengths_claim(const uint8_t *buf, size_t len, size_t pos, int past)
-{
-    return lengths_claim_as(buf, len, pos, past, buf[pos + KB_AT_MAGIC]);
-}
-
 static size_t legacy_lengths_end(const uint8_t *buf, size_t len, size_t pos)
 {
-    return (size_t)legacy_lengths_claim(buf, len, pos, 0);
+    return (size_t)lengths_claim_as(buf, len, pos, 0, buf[pos + KB_AT_MAGIC]);
 }
 
 /* A v0/v1 message at `pos` that runs past the data's end as both its size and its lengths say:
@@ -213,7 +194,7 @@ static int legacy_cut(const uint8_t *buf, size_t len, size_t pos)
 {
     if (len - pos < KB_LEGACY_AT_TIMESTAMP || buf[pos + KB_AT_MAGIC] > 1)
         return 0;
-    uint64_t claim = legacy_lengths_claim(buf, len, pos, 1);
+    uint64_t claim = lengths_claim_as(buf, len, pos, 1, buf[pos + KB_AT_MAGIC]);
     return claim > len && claim == pos + KB_LOG_OVERHEAD + (uint64_t)kb_load_be32(buf + pos + KB_AT_SIZE);
 }
 
