@@ -88,7 +88,8 @@ def _resources(version_file: str = LIBRARY_VERSION) -> dict[str, bytes]:
              **{name: f"{kind.SUFFIX} {kind.FORMAT} {kind.RELATIVE}"  # the sparse indexes' layouts
                 for name, kind in (("offset_index", OffsetIndex), ("time_index", TimeIndex))},
              # a folder LocalTieredStorage keeps a partition in: how a tiered store is told (Java's syntax)
-             "tiered_folder": LocalTieredStorage.FOLDER.pattern.replace("(?P<", "(?<")}
+             "tiered_folder": LocalTieredStorage.FOLDER.pattern.replace("(?P<", "(?<"),
+             "tiered_home": LocalTieredStorage.HOME}
     return {
         f"{PACKAGE}/build.properties": "".join(f"{k}={_escape(v)}\n" for k, v in build.items()).encode(),
         # kafka-segment's JVM reader under its short name (Spark's ServiceLoader lookup)

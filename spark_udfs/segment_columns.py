@@ -12,6 +12,7 @@ from pykbatch import validate as kb_validate
 from pykbatch.arrow import append_headers, decode_entries
 from pykbatch.columns import BATCH, LOCATION, READ, RECORD, SPARK_KAFKA, fields
 from pykbatch.config import ValidationConfig
+from pykbatch.log.split_truth import undecoded
 
 # a batch's position is its record's batch_position
 BATCH_COLUMNS = fields({**LOCATION, **BATCH, "batch_position": RECORD["batch_position"]},
@@ -61,15 +62,20 @@ def split_truth(data, path, base_offset, topic, partition, start, end, next_base
                       _log_checks(topic, partition, compacted), compacted, previous)
 
 
-def entries_batch(data, entries, segment, topic, partition, mode, validate, schema, ranges, truth=None) -> list:
+def entries_batch(data, entries, segment, topic, partition, mode, validate, schema, ranges, truth=None,
+                  verdicts_at: dict | None = None) -> list:
     """The Arrow batches of one window of entries: its rows, and -- validated through ``truth`` --
-    a row for each range before or inside it whose records cannot be read (first)."""
+    a row for each range before or inside it whose records cannot be read (first).  Without a
+    ``truth``, ``verdicts_at`` (entry position -> its first culprit, from one walk of the whole
+    segment) gives the entries their verdicts, else a validation of the window alone."""
     lo, hi = entries[0][0], entries[-1][0] + entries[-1][1]
     named: list = []
     if not validate:
         verdicts: list = [None] * len(entries)
     elif truth is not None:
         verdicts, named = truth.window(entries)
+    elif verdicts_at is not None:
+        verdicts = [verdicts_at.get(pos) for pos, *_ in entries]
     else:
         bad = _verdicts(data[lo:hi], topic, partition)
         verdicts = [bad.get(e) for e in range(len(entries))]
@@ -79,6 +85,9 @@ def entries_batch(data, entries, segment, topic, partition, mode, validate, sche
         table, failed = decode_entries(data, entries, verify_crc=False, spark_time=True, ranges=ranges.bounds())
         if truth is not None:
             named += [truth.undecoded(pos, entries[k][1], exc, verdicts[k]) for pos, k, exc in failed]
+        elif validate:  # a reader without a SplitTruth (the tiered one) names such an entry too
+            named += [undecoded(data, pos, entries[k][1], exc, verdicts[k], f"{topic}-{partition}")
+                      for pos, k, exc in failed]
         cols = {name: table[name].combine_chunks() for name in table.column_names}
         rows = cols["batch_index"].to_pylist()
     else:  # a row an entry whose header reads (one that does not gives none, its neighbours theirs)

@@ -26,8 +26,8 @@ from pykbatch.columns import READ, fields
 from pykbatch.kafka.isolation import READ_UNCOMMITTED, Isolation, check_level
 from pykbatch.kafka.isolation import AbortedTxn
 from pykbatch.tiered import TieredPartition, TieredTopicStore, open_store
-from pykbatch.tiered.layouts import INDEX, LAYOUTS
-from pykbatch.tiered.partition import Piece
+from pykbatch.tiered.layouts import INDEX, LAYOUTS, find_layout
+from pykbatch.tiered.partition import Piece, owns
 from pykbatch.tiered.tables import EPOCH as EPOCH_COLUMN  # last, as in the CLI export
 
 from .segment_plan import Ranges
@@ -54,7 +54,7 @@ def is_tiered(options) -> bool:
     try:
         import fsspec
         fs, root = fsspec.core.url_to_fs(path, **storage_options(options))
-        return any(cls.detect(fs, root) for cls in LAYOUTS.values())
+        return find_layout(fs, root) is not None
     except (ImportError, OSError, ValueError):
         return False
 
@@ -156,7 +156,7 @@ def read_split(split: TieredSplit, mode: str, validate: bool, ranges: Ranges, wi
     """Arrow record batches of one split: kafka-segment's columns, then ``leader_epoch``."""
     from pykbatch.tiered.tables import edge_mask, epoch_column, lineage_arrays, piece_windows
 
-    from .segment_columns import arrow_schema, entries_batch
+    from .segment_columns import arrow_schema, entries_batch, lost_rows
     part, piece = split.part, split.piece
     iso = Isolation(split.level, [AbortedTxn(*t) for t in split.aborted], split.last_stable_offset,
                     fetch_offset=split.lo)
@@ -164,20 +164,57 @@ def read_split(split: TieredSplit, mode: str, validate: bool, ranges: Ranges, wi
     out_schema = pa.schema((fields(READ, "path") if include_path else []) + list(base_schema)
                            + [EPOCH_COLUMN])
     starts, epochs = lineage_arrays(part, piece)
+    known = len(part.reports)
+    # a batch whose CRC fails is read: validated, its rows carry the verdict; without validate its
+    # records are read as their bytes say, as the segment reader's (docs/spark.md)
+    verdicts: dict = {}  # each entry's verdict from one walk of the piece (the window sees only itself)
+    windowed: set = set()  # positions of the entries given rows of their own
     for data, run in piece_windows(part, piece, iso, split.lo, split.hi, window_bytes,
-                                   lambda b: ranges.keeps_batch(b, mode)):
-        # a tiered read gives each entry its verdict; what a piece cannot deliver is told by its
-        # reports (below), not yet as rows of their own (no SplitTruth over a store's pieces)
-        [rb] = entries_batch(data, run, piece.base_offset, part.partition.topic, part.partition.partition, mode,
-                             validate, base_schema, ranges)
+                                   lambda b: ranges.keeps_batch(b, mode), verify_crc=False, verdicts=verdicts):
+        windowed.update(pos for pos, _ in run)
+        *lost, rb = entries_batch(data, run, piece.base_offset, part.partition.topic, part.partition.partition,
+                                  mode, validate, base_schema, ranges, verdicts_at=verdicts)
+        for named in lost:  # entries whose records do not read: rows of their own, no epoch
+            named = named.filter(pa.array([owns(split.lo, split.hi, first, last) for first, last in zip(
+                named.column("lost_first_offset").to_pylist(), named.column("lost_last_offset").to_pylist())]))
+            yield _placed(named, pa.nulls(named.num_rows, EPOCH_COLUMN.type), piece.path if include_path else None,
+                          out_schema)
         offsets = rb.column(rb.schema.get_field_index("offset" if mode == "records" else "base_offset"))
         inside = edge_mask(offsets, split.lo, split.hi, iso.last_stable_offset)
         if inside is not None:
             rb = rb.filter(inside)
             offsets = rb.column(rb.schema.get_field_index("offset" if mode == "records" else "base_offset"))
-        columns = list(rb.columns) + [epoch_column(offsets, starts, epochs)]
-        if include_path:
-            columns = [pa.repeat(pa.scalar(piece.path, pa.string()), rb.num_rows)] + columns
-        yield pa.RecordBatch.from_arrays(columns, schema=out_schema)
+        yield _placed(rb, epoch_column(offsets, starts, epochs), piece.path if include_path else None, out_schema)
+    if validate:  # what the walk could not read at all, each range a row (an entry's verdict is its own row's)
+        named = _unreadable(part.reports[known:], windowed)
+        if named:
+            rb = lost_rows(named, piece.base_offset, part.partition.topic, part.partition.partition, base_schema, ranges)
+            yield _placed(rb, pa.nulls(rb.num_rows, EPOCH_COLUMN.type), piece.path if include_path else None,
+                          out_schema)
     for r in part.reports:
         LOG.warning("kafka-segment (tiered): %s", r.line())
+
+
+def _placed(rb: pa.RecordBatch, epoch, path: str | None, schema: pa.Schema) -> pa.RecordBatch:
+    """kafka-segment's columns of ``rb`` with the tiered read's: ``path`` first (when asked for),
+    ``leader_epoch`` last."""
+    columns = list(rb.columns) + [epoch]
+    if path is not None:
+        columns = [pa.repeat(pa.scalar(path, pa.string()), rb.num_rows)] + columns
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _unreadable(reports, windowed: set) -> list:
+    """The ``Unreadable`` ranges of a piece's reports: lost framing, offsets in no batch, an object
+    cut short, an entry that is in no window (one in ``windowed`` has rows of its own, with its
+    verdict)."""
+    from pykbatch.log.split_truth import Unreadable
+    from pykbatch.rules import BY_ID
+    out = []
+    for r in reports:
+        rule = BY_ID.get(r.rule) if r.rule else None
+        if rule is not None and (rule.stage == "framing" or r.rule in ("log.offset_gap", "log.segment_truncated")
+                                 or r.position not in windowed):
+            out.append(Unreadable(r.position if r.position is not None else 0, r.size or 0, r.start, r.end,
+                                  r.rule, rule.code, r.detail))
+    return out

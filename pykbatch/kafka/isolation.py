@@ -78,7 +78,11 @@ class Isolation:
 
     def past_end(self, batch) -> bool:
         """Whether ``batch`` and everything after it lie at or beyond the last stable offset."""
-        return self._state.past_end(batch.base_offset)
+        try:
+            first = batch.base_offset
+        except KafkaDataError:  # a v0/v1 wrapper whose records do not load: its header gives its last,
+            first = batch.last_offset  # and what follows lies past that too
+        return self._state.past_end(first)
 
     def decide(self, batch) -> str:
         """``KEEP``, ``DROP`` or ``HOLD`` for ``batch``'s records (call for every batch, in order)."""

@@ -128,19 +128,7 @@ class SplitTruth:
     def undecoded(self, position: int, size: int, exc, culprit=None) -> Unreadable:
         """An entry whose header reads but whose records do not (``exc``; ``culprit``: its first
         culprit, which names it): every offset its header names."""
-        first = last = None
-        try:
-            b = next(iter(_native.iter_batches(self.data[position:position + size], verify_crc=False)))
-            first, last = first_offset(b), b.last_offset  # a v0/v1 wrapper's first: its records'
-        except Exception:  # noqa: BLE001 -- a header that does not read leaves its offsets unknown
-            pass
-        culprit = self._cut(position, size) or culprit
-        if culprit is not None:
-            if first is None:  # a v0/v1 wrapper whose records do not read: the validator bounds its first
-                first = culprit.first_offset
-            u = Unreadable(position, size, first, last, culprit.rule, culprit.code, culprit.message)
-        else:
-            u = Unreadable(position, size, first, last, exc.rule, exc.code, self._worded(exc))
+        u = undecoded(self.data, position, size, exc, self._cut(position, size) or culprit, self.tp)
         self._saw([u])
         return u
 
@@ -201,12 +189,6 @@ class SplitTruth:
             out.insert(0, gap)
         return out
 
-    def _worded(self, exc) -> str:
-        """A walk's fault in the validator's words (the reader's carry Kafka's client text)."""
-        if getattr(exc, "fault_args", None) is None:
-            return exc.message
-        return render(BY_ID[exc.rule], list(exc.fault_args) + [0] * 5, self.tp)[0]
-
     def _gap(self, c) -> Unreadable | None:
         """A gap the window's validator found, from the highest offset the walk of the whole segment
         had seen before it (a window's validator knows only the entries it was given)."""
@@ -243,8 +225,31 @@ class SplitTruth:
                 named.append(Unreadable(span.position, span.size, first, last, c.rule, c.code, c.message))
             else:  # lost framing, as the walk of the whole segment found it (a window's slice ends early)
                 e = span.error
-                named.append(Unreadable(span.position, span.size, first, last, e.rule, e.code, self._worded(e)))
+                named.append(Unreadable(span.position, span.size, first, last, e.rule, e.code, _worded(e, self.tp)))
         return named
+
+
+def undecoded(data, position: int, size: int, exc, culprit=None, tp: str = "t-0") -> Unreadable:
+    """An entry of ``data`` whose header reads but whose records do not (``exc``; ``culprit``: its
+    first culprit, which names it) as an unreadable range: every offset its header names."""
+    first = last = None
+    try:
+        b = next(iter(_native.iter_batches(data[position:position + size], verify_crc=False)))
+        first, last = first_offset(b), b.last_offset  # a v0/v1 wrapper's first: its records'
+    except Exception:  # noqa: BLE001 -- a header that does not read leaves its offsets unknown
+        pass
+    if culprit is not None:
+        if first is None:  # a v0/v1 wrapper whose records do not read: the validator bounds its first
+            first = culprit.first_offset
+        return Unreadable(position, size, first, last, culprit.rule, culprit.code, culprit.message)
+    return Unreadable(position, size, first, last, exc.rule, exc.code, _worded(exc, tp))
+
+
+def _worded(exc, tp: str) -> str:
+    """A walk's fault in the validator's words (the reader's carry Kafka's client text)."""
+    if getattr(exc, "fault_args", None) is None:
+        return exc.message
+    return render(BY_ID[exc.rule], list(exc.fault_args) + [0] * 5, tp)[0]
 
 
 def _of(c, size: int, position: int | None = None) -> Unreadable:

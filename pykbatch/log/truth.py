@@ -205,6 +205,71 @@ def _payload_unreadable(b) -> bool:
     return False
 
 
+def segment_batches(seg, on_lost, config, *, verify_crc: bool = False, next_first: int | None = None,
+                    start: int = 0, on_first=None, seen: list | None = None, culprits: list | None = None):
+    """The batches of one segment from byte ``start`` (``Segment.batches``, past lost framing), and
+    -- to ``on_lost``, in their place in the walk -- the validator's culprit for every range whose
+    records cannot be read, with the offsets it hides: bytes whose framing was lost, offsets missing
+    between batches, a batch left out for its CRC (``verify_crc``), a batch yielded whose payload
+    does not load.  ``next_first``: the next segment's first offset (bounds what a cut end hides);
+    ``on_first(first offset)``: called before anything of the first batch is told; ``seen``: a list
+    of two, set to the first and highest offsets yielded or named; ``culprits``: a list given every
+    culprit of the segment from ``start`` (each entry's verdict).  ``read_partition`` walks each
+    segment of a directory with it, the tiered reader each piece of a remote log."""
+    from pykbatch.log.segments import bound_unsound, first_offset
+    seen = seen if seen is not None else [None, None]
+    found: list = []
+    at_entry: dict = {}
+    if on_lost is not None:
+        result = seg.validate(config)
+        bound_unsound(result.culprits, base_offset=seg.base_offset, next_first=next_first)
+        mine = [c for c in result.culprits if c.entry_position >= start]
+        if culprits is not None:
+            culprits.extend(mine)
+        found = sorted((c for c in mine if BY_ID[c.rule].stage == "framing" or c.rule == _GAP.id),
+                       key=lambda c: c.entry_position)
+        for c in mine:  # a batch the reader leaves out (its CRC, with verify_crc)
+            if c.record_index is None and BY_ID[c.rule].stage != "framing" and c.rule != _GAP.id:
+                at_entry.setdefault(c.entry_position, c)
+
+    def saw(first, last) -> None:
+        if first is not None and seen[0] is None:
+            seen[0] = first
+        if last is not None and (seen[1] is None or last > seen[1]):
+            seen[1] = last
+
+    def skipped(span) -> None:
+        while found and found[0].entry_position < span.position:  # in their place in the walk
+            on_lost(found.pop(0))
+        if seg.cut is not None and span.error is not None and getattr(span.error, "rule", None) == _SHRANK.id:
+            found[:] = [c for c in found if c.rule != _SHRANK.id]  # named once, as the walk met it
+            on_lost(seg.cut)
+            return
+        culprit = at_entry.get(span.position)
+        if culprit is not None:
+            saw(culprit.first_offset, culprit.last_offset)
+            on_lost(culprit)
+
+    started = False
+    for b in seg.batches(verify_crc=verify_crc, start=start, on_lost=skipped if on_lost is not None else None):
+        while found and found[0].entry_position <= b.position:
+            on_lost(found.pop(0))
+        b_first = first_offset(b, seen[1] if seen[1] is not None else  # records unreadable: the validator's
+                               (seg.base_offset - 1 if seg.base_offset is not None else None), b.last_offset)
+        if not started:
+            started = True
+            if on_first is not None:
+                on_first(b_first)
+        saw(b_first, b.last_offset)
+        unread = at_entry.get(b.position)
+        if unread is not None and _payload_unreadable(b):  # yielded, but none of its records reads
+            saw(unread.first_offset, unread.last_offset)
+            on_lost(unread)
+        yield b
+    for culprit in found:
+        on_lost(culprit)
+
+
 def read_partition(directory: str, *, on_lost=None, compacted: bool = False, verify_crc: bool = False,
                    topic_partition: str = "t-0"):
     """Every batch of a partition directory in offset order (``Segment.batches``, past lost
@@ -215,7 +280,7 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
     is neither yielded nor named is not in the log.  The validator decides inside each segment (the
     same culprits ``validate`` prints), ``between_segments`` across them."""
     from pykbatch.config import ValidationConfig
-    from pykbatch.log.segments import Partition, Segment, bound_unsound, first_offset
+    from pykbatch.log.segments import Partition, Segment
     config = ValidationConfig(origin="log", verify_crc=verify_crc, compacted=compacted, max_culprits=2**31 - 1,
                               topic_partition=topic_partition)
     paths = Partition(directory).segment_paths
@@ -223,62 +288,24 @@ def read_partition(directory: str, *, on_lost=None, compacted: bool = False, ver
     cut = None
     for i, path in enumerate(paths):
         with Segment(path) as seg:
-            found: list = []
-            at_entry: dict = {}
-            if on_lost is not None:
-                result = seg.validate(config)
-                following = None if i + 1 == len(paths) else later_segment(path)
-                bound_unsound(result.culprits, base_offset=seg.base_offset, next_first=following)
-                found = sorted((c for c in result.culprits if BY_ID[c.rule].stage == "framing"
-                                or c.rule == _GAP.id), key=lambda c: c.entry_position)
-                for c in result.culprits:  # a batch the reader leaves out (its CRC, with verify_crc)
-                    if c.record_index is None and BY_ID[c.rule].stage != "framing" and c.rule != _GAP.id:
-                        at_entry.setdefault(c.entry_position, c)
-
-            seen = [None, None]  # the segment's first and highest offsets, of batches yielded or named
-
-            def saw(first_offset, last_offset) -> None:
-                if first_offset is not None and seen[0] is None:
-                    seen[0] = first_offset
-                if last_offset is not None and (seen[1] is None or last_offset > seen[1]):
-                    seen[1] = last_offset
-
-            def skipped(span) -> None:
-                while found and found[0].entry_position < span.position:  # in their place in the walk
-                    on_lost(found.pop(0))
-                if seg.cut is not None and span.error is not None and getattr(span.error, "rule", None) == _SHRANK.id:
-                    found[:] = [c for c in found if c.rule != _SHRANK.id]  # named once, as the walk met it
-                    on_lost(seg.cut)
-                    return
-                culprit = at_entry.get(span.position)
-                if culprit is not None:
-                    saw(culprit.first_offset, culprit.last_offset)
-                    on_lost(culprit)
-
+            seen: list = [None, None]  # the segment's first and highest offsets, of batches yielded or named
             started = False
-            for b in seg.batches(verify_crc=verify_crc, on_lost=skipped if on_lost is not None else None):
-                while found and found[0].entry_position <= b.position:
-                    on_lost(found.pop(0))
-                b_first = first_offset(b, seen[1] if seen[1] is not None else  # records unreadable: the validator's
-                                       (seg.base_offset - 1 if seg.base_offset is not None else None), b.last_offset)
-                if not started:  # this segment's first batch: what lies before it is known now
-                    started = True
-                    if cut is not None:  # an earlier segment cut short lost what lies up to here
-                        on_lost(truncated_segment(cut, b_first))
-                        cut = None
-                    if on_lost is not None and spans:
-                        here = SegmentSpan(path, b_first, b_first, None, 0, 0, seg.base_offset)
-                        for where, culprit in between_segments(spans + [here], compacted, topic_partition):
-                            if where == path and culprit.rule == _GAP.id:
-                                on_lost(culprit)
-                saw(b_first, b.last_offset)
-                unread = at_entry.get(b.position)
-                if unread is not None and _payload_unreadable(b):  # yielded, but none of its records reads
-                    saw(unread.first_offset, unread.last_offset)
-                    on_lost(unread)
-                yield b
-            for culprit in found:
-                on_lost(culprit)
+
+            def first(b_first, path=path, seg=seg) -> None:  # what lies before this segment is known now
+                nonlocal cut, started
+                started = True
+                if cut is not None:  # an earlier segment cut short lost what lies up to here
+                    on_lost(truncated_segment(cut, b_first))
+                    cut = None
+                if on_lost is not None and spans:
+                    here = SegmentSpan(path, b_first, b_first, None, 0, 0, seg.base_offset)
+                    for where, culprit in between_segments(spans + [here], compacted, topic_partition):
+                        if where == path and culprit.rule == _GAP.id:
+                            on_lost(culprit)
+
+            following = None if i + 1 == len(paths) else later_segment(path)
+            yield from segment_batches(seg, on_lost, config, verify_crc=verify_crc, next_first=following,
+                                       on_first=first, seen=seen)
             if not started and on_lost is not None and spans and cut is None and seg.base_offset is not None:
                 # nothing of it reads: its name says where its offsets start (between_segments)
                 here = SegmentSpan(path, None, None, None, 0, 0, seg.base_offset)

@@ -70,6 +70,9 @@ class RemoteObject:
 
 
 class Layout(abc.ABC):
+    HOME: str | None = None
+    """The folder the layout keeps under the directory a broker is given, if it has one."""
+
     """A remote store's layout.  ``fs`` is an fsspec filesystem, ``root`` a path in it; a store
     plugs in by implementing the three abstract methods."""
     name = "?"
@@ -131,6 +134,7 @@ _FILE = re.compile(r"^(?P<offset>\d+)-(?P<uuid>[a-zA-Z0-9_-]{22})(?P<suffix>\.[a
 class LocalTieredStorage(Layout):
     name = "local-tiered-storage"
     FOLDER = _TP_DIR  # a partition's folder: how the store is detected (here and by the JVM's reader)
+    HOME = "kafka-tiered-storage"  # the folder it keeps under the rsm.config.dir a broker is given
 
     @classmethod
     def detect(cls, fs, root: str) -> bool:
@@ -175,6 +179,19 @@ def _dirs(fs, root: str) -> list[str]:
 LAYOUTS: dict[str, type[Layout]] = {LocalTieredStorage.name: LocalTieredStorage}
 
 
+def find_layout(fs, root: str) -> Layout | None:
+    """The store whose layout is detected at ``root`` or in the folder a layout keeps under it (the
+    ``rsm.config.dir`` a broker is given holds LocalTieredStorage's ``kafka-tiered-storage/``), or
+    None.  Only that folder is looked into: a broker's log directory of thousands of partitions
+    is not listed folder by folder to find out it is not a store."""
+    children = {_name(d): d for d in _dirs(fs, root)}
+    for cls in LAYOUTS.values():
+        for where in (root, children.get(cls.HOME)):
+            if where is not None and cls.detect(fs, where):
+                return cls(fs, where)
+    return None
+
+
 def open_store(url: str, layout: str | None = None, **storage_options) -> Layout:
     """The remote store at ``url`` (a local path, ``file://``, ``s3://bucket/prefix`` ...), its
     layout named or detected.  A store's own folder is found one level down too: the
@@ -189,10 +206,9 @@ def open_store(url: str, layout: str | None = None, **storage_options) -> Layout
         if layout not in LAYOUTS:
             raise ValueError(f"unknown remote store layout {layout!r}; known: {', '.join(LAYOUTS)}")
         return LAYOUTS[layout](fs, root)
-    for where in [root] + _dirs(fs, root):
-        for cls in LAYOUTS.values():
-            if cls.detect(fs, where):
-                return cls(fs, where)
+    found = find_layout(fs, root)
+    if found is not None:
+        return found
     raise ValueError(f"{url}: no known remote store layout found, there or one folder down (known: "
                      f"{', '.join(LAYOUTS)}; LocalTieredStorage keeps <topic>-<partition>-<topicId> folders in "
                      f"kafka-tiered-storage/ under rsm.config.dir)")

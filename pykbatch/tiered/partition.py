@@ -19,9 +19,12 @@ import warnings
 from dataclasses import dataclass, replace
 from typing import Iterable, Iterator
 
+from pykbatch.config import ValidationConfig
 from pykbatch.errors import KafkaDataError
 from pykbatch.kafka.isolation import READ_UNCOMMITTED, Isolation, open_transactions
 from pykbatch.log import Partition, Segment, base_offset_of, sibling
+from pykbatch.log.segments import first_offset
+from pykbatch.rules import BY_ID
 from pykbatch.log.indexes import AbortedTxn, Checkpoint, CorruptIndexError, OffsetIndex, ProducerSnapshot, TxnIndex
 from pykbatch.kafka.definitions import kafka_uuid
 
@@ -70,6 +73,12 @@ class Report:
     end: int | None = None
     detail: str = ""
     path: str | None = None
+    position: int | None = None
+    """The byte of the object (of the bytes read of it) where a ``damaged`` entry starts."""
+    rule: str | None = None
+    """The validator's rule of a ``damaged`` or ``truncated_object`` report (``pykbatch.rules``)."""
+    size: int | None = None
+    """The bytes it covers from ``position``, where known (0: offsets with no bytes left of them)."""
 
     def line(self) -> str:
         where = "" if self.start is None else f" offsets {self.start}-{'' if self.end is None else self.end}"
@@ -120,8 +129,8 @@ class TieredPartition:
     def name(self) -> str:
         return self.partition.name
 
-    def _report(self, kind, start=None, end=None, detail="", path=None):
-        self.reports.append(Report(kind, self.name, start, end, detail, path))
+    def _report(self, kind, start=None, end=None, detail="", path=None, position=None, rule=None, size=None):
+        self.reports.append(Report(kind, self.name, start, end, detail, path, position, rule, size))
 
     # -- planning -----------------------------------------------------------------------------
     def lineage(self) -> Lineage | None:
@@ -361,33 +370,94 @@ class TieredPartition:
     def _unreadable(self, piece: Piece, exc: OSError) -> None:
         self._report("missing_object", piece.start, piece.end, f"cannot be read: {exc}", piece.path)
 
-    def piece_batches(self, piece: Piece, seg: Segment, lo: int, hi: int | None):
-        """The batches of ``seg`` holding offsets in [lo, hi]; a framing error or an object that
-        ends before the copy does is reported, and the walk ends there."""
-        reached = lo - 1
-        try:
-            for b in seg.batches(start=getattr(seg, "start_position", 0)):
-                last = b.last_offset
-                if last < lo:
-                    continue
-                if hi is not None and b.base_offset > hi:
-                    return
-                reached = last
-                yield b
-        except KafkaDataError as exc:
-            self._report("damaged", reached + 1, piece.end, f"from byte {exc.offset}: {exc.message}", piece.path)
-            return
-        want = hi if hi is not None else piece.end
-        if seg.invalid_tail_bytes:
-            self._truncated(piece, reached + 1, f"{seg.invalid_tail_bytes} bytes at the end do not hold a whole batch")
-        elif want is not None and reached < want and piece.copy is not None and reached < piece.copy.end:
-            self._truncated(piece, reached + 1,
-                            f"the object ends at offset {reached}; the metadata says the copy ends at {piece.copy.end}")
+    def piece_batches(self, piece: Piece, seg: Segment, lo: int, hi: int | None, verify_crc: bool = True,
+                      verdicts: dict | None = None):
+        """The batches of ``seg`` holding offsets in [lo, hi], as the partition's one verdict reads
+        a segment (``log.truth.segment_batches``): what cannot be read -- lost framing, a batch whose
+        CRC fails (``verify_crc``) or whose records do not load, offsets missing between batches --
+        is reported as ``damaged`` with the offsets it hides, and the walk goes on past it; an
+        object that ends before its offsets do is ``truncated_object``.  ``verdicts``: a dict
+        given, before the first batch, each entry's first culprit by its byte position (one walk
+        of the piece sees across the windows a reader cuts it into)."""
+        from pykbatch.log.truth import segment_batches
+        config = ValidationConfig(origin="log", verify_crc=True, max_culprits=2**31 - 1, topic_partition=self.name)
+        culprits: list | None = [] if verdicts is not None else None
+        seen: list = [None, None]  # the first and highest offsets the walk read or named
+        sizes: dict = {}  # position -> bytes of each span the walk skipped (seg.lost, as it grows)
 
-    def _truncated(self, piece: Piece, first_missing: int, detail: str) -> None:
+        def size_of(c) -> int | None:
+            if c.rule == "log.offset_gap":
+                return 0
+            if c.entry_position not in sizes:
+                sizes.update((sp.position, sp.size) for sp in seg.lost)
+            return sizes.get(c.entry_position)
+
+        def lost(c) -> None:
+            first, last = c.first_offset, c.last_offset
+            if last is not None and (seen[1] is None or last > seen[1]):
+                seen[1] = last
+            if owns(lo, hi, first, last):  # else another piece's, a split's beside this, or not asked for
+                self._damaged(piece, c, first, last, size_of(c))
+
+        next_first = piece.end + 1 if piece.end is not None else None
+        walk = segment_batches(seg, lost, config, verify_crc=verify_crc, next_first=next_first,
+                               start=getattr(seg, "start_position", 0), seen=seen, culprits=culprits)
+        for b in walk:
+            if culprits:  # the walk validated the piece before its first batch
+                for c in culprits:
+                    if c.rule != "log.offset_gap" and BY_ID[c.rule].stage != "framing":
+                        verdicts.setdefault(c.entry_position, c)
+                culprits = None
+            if b.last_offset < lo:
+                continue
+            if hi is not None and first_offset(b, default=b.last_offset) > hi:
+                continue  # an entry moved back into [lo, hi] may follow: the walk goes through the piece
+            yield b
+        # what the piece lacks at its end is told once, by the read that reaches it (a Spark split
+        # of its last offsets), from the highest offset its walk read
+        if not (hi is None or piece.end is None or hi >= piece.end):
+            return
+        if seen[1] is not None:
+            reached = seen[1]
+        else:  # nothing read: from the piece's start when the walk began at its first byte
+            reached = (piece.start if getattr(seg, "start_position", 0) == 0 else lo) - 1
+        active = piece.source == "local" and piece.end is None  # the broker may be writing its end
+        if seg.invalid_tail_bytes and not active:
+            self._truncated(piece, reached + 1, f"{seg.invalid_tail_bytes} bytes at the end do not hold a whole batch",
+                            seg.valid_bytes, seg.invalid_tail_bytes)
+        elif piece.end is not None and reached < piece.end:
+            if piece.copy is not None:
+                if reached < piece.copy.end:
+                    self._truncated(piece, reached + 1, f"the object ends at offset {reached}; the metadata says "
+                                                        f"the copy ends at {piece.copy.end}")
+            else:  # the next upload or local segment starts past this one's last offset
+                self._report("damaged", reached + 1, piece.end, f"offsets {reached + 1} to {piece.end} are in no "
+                             f"batch of this segment, and the next one starts at {piece.end + 1}",
+                             piece.path, seg.valid_bytes, "log.offset_gap", 0)
+
+    def _damaged(self, piece: Piece, c, start: int | None, end: int | None, size: int | None = None) -> None:
+        """A validator's culprit of a piece (its rule, Kafka's code, where) as a ``damaged`` report."""
+        self._report("damaged", start, end, f"{c.rule} ({c.name}) at byte {c.entry_position}: {c.message}",
+                     piece.path, c.entry_position, c.rule, size)
+
+    def unread_records(self, piece: Piece, b, exc: KafkaDataError, after: int | None = None,
+                       position: int | None = None) -> None:
+        """A batch the walk yielded (at byte ``position`` of the piece; default its own) whose records
+        stop reading at ``exc``: its offsets after ``after`` (the last record read of it; None: from
+        its first) reported ``damaged``, unless the walk named that batch already."""
+        position = b.position if position is None else position
+        if any(r.kind == "damaged" and r.path == piece.path and r.position == position for r in self.reports):
+            return
+        first = after + 1 if after is not None else first_offset(b, default=b.last_offset)
+        self._report("damaged", first, b.last_offset, f"{exc.rule} ({exc.name}) at byte {exc.offset}: {exc.message}",
+                     piece.path, position, exc.rule)
+
+    def _truncated(self, piece: Piece, first_missing: int, detail: str, position: int | None = None,
+                   size: int | None = None) -> None:
         """The read's precise report replaces the plan's (made from the object's size)."""
         self.reports = [r for r in self.reports if not (r.kind == "truncated_object" and r.path == piece.path)]
-        self._report("truncated_object", first_missing, piece.end, detail, piece.path)
+        self._report("truncated_object", first_missing, piece.end, detail, piece.path, position,
+                     "log.segment_truncated", size)
 
     def isolation(self, level: str = READ_UNCOMMITTED, start: int | None = None) -> Isolation:
         """What a consumer at ``level`` fetching from ``start`` receives: aborted transactions from
@@ -435,14 +505,29 @@ class TieredPartition:
         """(batch, record) for the records a consumer at ``isolation`` would receive, offsets in
         [start, end]."""
         iso = self.isolation(isolation, start)
-        for _, b in self.batches(start, end):
+        for piece, b in self.batches(start, end):
             if iso.past_end(b):
                 return
             if not iso.keeps(b):
                 continue
-            for r in b:
-                if (start is None or r.offset >= start) and (end is None or r.offset <= end) and iso.keeps_offset(r.offset):
-                    yield b, r
+            read = None
+            try:
+                for r in b:
+                    read = r.offset
+                    if (start is None or r.offset >= start) and (end is None or r.offset <= end) \
+                            and iso.keeps_offset(r.offset):
+                        yield b, r
+            except KafkaDataError as exc:  # the records from here on do not read
+                self.unread_records(piece, b, exc, read)
+
+
+def owns(lo: int, hi: int | None, first: int | None, last: int | None) -> bool:
+    """Whether a read of offsets [lo, hi] (hi None: open) is the one that names a range it cannot
+    read, offsets [first, last] (None: not known): the read holding its last offset (its first
+    where the last is not known; every read where neither is), so that reads that cut a piece
+    into splits name each range once, as one read of the whole would."""
+    key = last if last is not None else first
+    return key is None or (key >= lo and (hi is None or key <= hi))
 
 
 def _index_start(index: OffsetIndex | None, seg: Segment, offset: int) -> int:

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pykbatch._native import iter_batches
 from pykbatch.arrow import decode_entries
 from pykbatch.columns import LOCATION, READ, RECORDS, fields
 from pykbatch.kafka.isolation import READ_UNCOMMITTED, Isolation
@@ -88,10 +89,12 @@ def partition_tables(part: TieredPartition, isolation: str | Isolation = READ_UN
 
 
 def piece_windows(part: TieredPartition, piece: Piece, iso: Isolation, lo: int, hi: int | None,
-                  window_bytes: int = WINDOW_BYTES, also=None, seg=None):
+                  window_bytes: int = WINDOW_BYTES, also=None, seg=None, verify_crc: bool = True,
+                  verdicts: dict | None = None):
     """(the piece's bytes, a run of its entries) for the batches holding [lo, hi] that a consumer
     under ``iso`` receives (and ``also`` keeps); ``iso`` sees every batch, in order.  ``seg``:
-    the piece already opened."""
+    the piece already opened; ``verify_crc``: a batch whose CRC fails is reported, not read;
+    ``verdicts``: filled with each entry's first culprit (``TieredPartition.piece_batches``)."""
     seg = seg or part.open_piece(piece, lo, hi)
     if seg is None:
         return
@@ -101,7 +104,7 @@ def piece_windows(part: TieredPartition, piece: Piece, iso: Isolation, lo: int, 
         return consumer_gets and (also is None or also(b))
     with seg:
         view = seg.view()
-        for run in entry_windows(part.piece_batches(piece, seg, lo, hi), window_bytes, received):
+        for run in entry_windows(part.piece_batches(piece, seg, lo, hi, verify_crc, verdicts), window_bytes, received):
             yield view, run
         del view
 
@@ -112,8 +115,10 @@ def piece_tables(part: TieredPartition, piece: Piece, iso: Isolation, lo: int, h
     starts, epochs = lineage_arrays(part, piece)
     for view, run in piece_windows(part, piece, iso, lo, hi, window_bytes, seg=seg):
         table, damaged = decode_entries(view, run, verify_crc=False)
-        for position, _, exc in damaged:
-            part._report("damaged", None, None, f"batch at byte {position}: {exc.message}", piece.path)
+        for position, _, exc in damaged:  # an entry whose records do not read gives no row
+            size = next(n for p, n in run if p == position)
+            (b,) = iter_batches(view[position:position + size], verify_crc=False, strict=False)
+            part.unread_records(piece, b, exc, position=position)
         if not table.num_rows:
             continue
         keep = edge_mask(table["offset"], lo, hi, iso.last_stable_offset)

@@ -37,6 +37,9 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
         "endingoffset", "startingtimestamp", "endingtimestamp", "pushfilters"));
     private static final long SPLIT_BYTES = 64L << 20, WINDOW_BYTES = 8L << 20;
     private TableProvider python;
+    private static final java.util.concurrent.atomic.AtomicBoolean TIERED_VALIDATE_SAID =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger("pykbatch.segment");
 
     @Override
     public String shortName() {
@@ -101,7 +104,17 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
         if (!SegmentPlan.isLocal(path) && store == null) {
             return false;
         }
-        return TieredPlan.isTiered(options, path, store) || !tieredOptions;
+        boolean tiered = TieredPlan.isTiered(options, path, store);
+        if (tiered && validates(options)) {
+            // a validated tiered read names what it cannot read in rows of its own (the tiered reader's
+            // walk, pykbatch.tiered.partition): the Python source's, until the JVM reader has it
+            if (TIERED_VALIDATE_SAID.compareAndSet(false, true)) {
+                LOG.info("kafka-segment: a validated tiered read runs on the Python source (its rows for "
+                    + "what cannot be read are not on the JVM yet); validate=false reads on the JVM");
+            }
+            return false;
+        }
+        return tiered || !tieredOptions;
     }
 
     /** records (every record decoded) or batches (headers only), from mode or deep, as

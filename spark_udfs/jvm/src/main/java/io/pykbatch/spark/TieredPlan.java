@@ -41,16 +41,27 @@ final class TieredPlan {
     static final Set<String> OPTIONS = new HashSet<>(Arrays.asList(
         "remotelogmetadata", "localdirs", "isolationlevel", "layout"));
     private static final Pattern FOLDER = Pattern.compile(Native.BUILD.getProperty("tiered_folder"));
+    private static final String HOME = Native.BUILD.getProperty("tiered_home");
     private static final long PLAN_SECONDS = 600;
 
     private TieredPlan() { }
 
     /** Whether a read is of a tiered store, as tiered_source.is_tiered says: an option names it, or
-     * the folders right under its path are a LocalTieredStorage's. */
+     * the folders right under its path, or under the LocalTieredStorage folder there, are a
+     * LocalTieredStorage's (layouts.find_layout). */
     static boolean isTiered(CaseInsensitiveStringMap options, String path, SegmentStore store) {
         if (options.containsKey("layout") || options.containsKey("remoteLogMetadata")) {
             return true;
         }
+        List<String> folders = folders(path, store);
+        if (folders.stream().anyMatch(name -> FOLDER.matcher(name).matches())) {
+            return true;
+        }
+        return folders.contains(HOME) && folders(path.replaceAll("/+$", "") + "/" + HOME, store).stream()
+            .anyMatch(name -> FOLDER.matcher(name).matches());
+    }
+
+    private static List<String> folders(String path, SegmentStore store) {
         List<String> folders = new ArrayList<>();
         if (store != null) {
             folders.addAll(store.folders(path));
@@ -60,11 +71,11 @@ final class TieredPlan {
                 try (Stream<Path> children = Files.list(root)) {
                     children.filter(Files::isDirectory).forEach(p -> folders.add(p.getFileName().toString()));
                 } catch (IOException e) {
-                    return false;  // the read that follows names it
+                    return folders;  // the read that follows names it
                 }
             }
         }
-        return folders.stream().anyMatch(name -> FOLDER.matcher(name).matches());
+        return folders;
     }
 
     /** The splits of a tiered read: the Python plan's, each with its file, start, consumer and lineage. */
