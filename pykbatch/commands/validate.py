@@ -200,6 +200,11 @@ def _audit_one(directory: str, args, heading: bool = False) -> int:
     _print_audit(audit.producers, cap)
     for t in audit.open_transactions:  # they hold back read_committed consumers until they end
         age = f", begun {t.age_ms / 1000:.0f} s before the log's newest record" if t.age_ms is not None else ""
+        if t.marker_unreadable_at is not None:  # it may have ended there: aborting it is not the answer
+            print(f"  transaction of producer {t.producer_id} epoch {t.producer_epoch} since offset {t.first_offset}: "
+                  f"undecided, its marker at offset {t.marker_unreadable_at} does not read (committed or aborted is "
+                  f"not known: the broker's copy of that marker, or its replicas', decides)")
+            continue
         print(f"  open transaction: producer {t.producer_id} epoch {t.producer_epoch} since offset {t.first_offset}"
               f"{age}; to abort it: {t.abort_command(args.bootstrap_server)}")
     print(f"indexes and state files: {'ok' if not audit.index_problems else f'{len(audit.index_problems)} problem(s)'}")

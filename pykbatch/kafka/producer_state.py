@@ -166,6 +166,8 @@ class ProducerStateTracker:
         self.transaction_version = transaction_version
         self.producers: dict[int, ProducerEntry] = {}
         self.completed_transactions: list[CompletedTxn] = []
+        self.unreadable_markers: dict[int, list[int]] = {}
+        """producer id -> offsets of its control batches whose marker does not read."""
 
     # -- one batch --------------------------------------------------------------------------
     def append(self, batch, entry: int | None = None) -> Check:
@@ -176,7 +178,11 @@ class ProducerStateTracker:
             return Check([], None, None)
         where = (batch.entry if entry is None else entry, batch.position)
         if batch.is_control:
-            control = batch.control
+            try:
+                control = batch.control
+            except KafkaDataError:  # which transaction it ended is not known: kept for the open ones
+                self.unreadable_markers.setdefault(pid, []).append(batch.last_offset)
+                raise
             if control is None or control.type not in (0, 1):
                 return Check([], None, None)  # an empty control batch, or not a transaction marker
             return self.append_marker(pid, batch.producer_epoch, control.type == 0, control.coordinator_epoch,
@@ -266,7 +272,9 @@ class ProducerStateTracker:
         their age is measured at, e.g. the log's newest timestamp)."""
         return [OpenTransaction(topic, partition, pid, s.epoch, s.current_txn_first_offset,
                                 s.current_txn_first_timestamp,
-                                now_ms - s.current_txn_first_timestamp if s.current_txn_first_timestamp >= 0 else None)
+                                now_ms - s.current_txn_first_timestamp if s.current_txn_first_timestamp >= 0 else None,
+                                next((o for o in self.unreadable_markers.get(pid, ())
+                                      if o > s.current_txn_first_offset), None))
                 for pid, s in sorted(self.producers.items(), key=lambda kv: kv[1].current_txn_first_offset or 0)
                 if s.current_txn_first_offset is not None]
 
@@ -282,6 +290,9 @@ class OpenTransaction:
     first_offset: int
     first_timestamp: int
     age_ms: int | None
+    marker_unreadable_at: int | None = None
+    """The offset of a marker of this producer after the transaction's first that does not read:
+    the transaction may have ended there (committed or aborted is not known), not hang."""
 
     def abort_command(self, bootstrap: str = "<bootstrap-server>") -> str:
         """Kafka's own tool closing it (KIP-664: the broker finds the producer from the offset)."""
@@ -292,7 +303,7 @@ class OpenTransaction:
         return {"topic": self.topic, "partition": self.partition, "producer_id": self.producer_id,
                 "producer_epoch": self.producer_epoch, "first_offset": self.first_offset,
                 "first_timestamp": self.first_timestamp, "age_ms": self.age_ms,
-                "abort_command": self.abort_command(bootstrap)}
+                "marker_unreadable_at": self.marker_unreadable_at, "abort_command": self.abort_command(bootstrap)}
 
 
 def audit_producers(data_or_batches, topic_partition: str = "t-0") -> ProducerAudit:
