@@ -145,7 +145,7 @@ def broker_partitions(kafka_broker, tmp_path_factory):
         future.result(timeout=60)
     written = {topic: _produce(kafka_broker.bootstrap, topic) for topic in (TOPIC, COMPACTED)}
     time.sleep(4)  # the cleaner (backoff 200 ms) over the compacted topic's rolled segments
-    copy = kafka_broker.snapshot(tmp_path_factory.mktemp("truth-real"), (TOPIC, COMPACTED))
+    copy = kafka_broker.snapshot(tmp_path_factory.mktemp("truth-real"), (TOPIC, COMPACTED, "__cluster_metadata"))
     out = {}
     for topic in (TOPIC, COMPACTED):
         directory = copy / f"{topic}-0"
@@ -196,6 +196,30 @@ def test_the_brokers_transaction_indexes_are_what_its_log_aborted(broker_partiti
     entries = [e for p in sorted(directory.glob("*.txnindex")) for e in TxnIndex.from_file(str(p)).entries]
     aborted = [t for t in audit.producers.completed_transactions if t.is_aborted]
     assert aborted and (compacted or len(entries) == len(aborted)), (entries, aborted)
+
+
+def test_the_cli_takes_a_topics_compaction_from_the_kraft_metadata_beside_it(broker_partition):
+    """Without --compacted, validate --segment, dump and repair read the topic's cleanup.policy
+    from the broker's metadata log in the same log directory (pykbatch/log/cleanup_policy.py): the
+    cleaner's gaps in the compacted topic are not damage, and the other topic is not taken as
+    compacted.  A copy of the partition alone (no metadata beside it) is not read as compacted."""
+    from pykbatch.log.cleanup_policy import cleanup_policy
+    from tests.test_damage_contract import run
+    directory, _, _, compacted = broker_partition
+    assert (directory.parent / "__cluster_metadata-0").is_dir()
+    policy = cleanup_policy(str(directory))
+    assert policy is not None and policy.compacted == compacted, policy
+    status, out, err = run(["validate", "--segment", str(directory)])
+    assert status == 0, (out, err)
+    assert ("cleanup.policy=compact" in err) == compacted, err
+    status, _, err = run(["dump", "--files", str(directory)])
+    assert status == 0, err
+    if compacted:  # the cleaner's gaps, read without the metadata: named as offsets missing
+        alone = directory.parent.parent / "alone" / directory.name
+        shutil.copytree(directory, alone)
+        assert cleanup_policy(str(alone)) is None
+        status, out, _ = run(["validate", "--segment", str(alone)])
+        assert status == 1 and "log.offset_gap" in out, out
 
 
 def _drawn(broker_partition, seed: int, target) -> Case:

@@ -111,6 +111,26 @@ def topic_partition(given: str | None, folder: str | None) -> str:
     return f"{named[0]}-{named[1]}" if named else "t-0"
 
 
+def compacted_for(args, folder: str | None) -> bool:
+    """--compacted, else what the files beside the partition in ``folder`` say of its topic
+    (``pykbatch.log.cleanup_policy``: the KRaft metadata log, Kafka's internal topics), said on
+    standard error when it makes the topic compacted."""
+    if args.compacted or folder is None:
+        return bool(args.compacted)
+    import os
+    import sys
+    from pykbatch.log.cleanup_policy import cleanup_policy
+    policy = cleanup_policy(folder)
+    if policy is None or not policy.compacted:
+        return False
+    said = getattr(args, "_compaction_said", set())
+    if folder not in said:  # once per partition
+        print(f"note: {os.path.basename(os.path.normpath(folder))} is read as compacted (as --compacted): "
+              f"{policy.source}", file=sys.stderr)
+        args._compaction_said = said | {folder}
+    return True
+
+
 def folder_of(path: str) -> str | None:
     """The folder a file lies in (None for standard input)."""
     import os

@@ -11,7 +11,7 @@ from pykbatch.progress import Progress
 
 from pykbatch.commands.validate import validate_file
 from pykbatch.commands.common import (
-    add_strict,
+    add_strict, compacted_for,
     CANNOT_RUN, DAMAGED, OK, UsageError, culprit_line, folder_of, origin_of, output_path, read_properties, threads,
     topic_partition,
 )
@@ -122,6 +122,9 @@ def _dump(args) -> int:
     files = _dump_inputs(args.files)
     if not files:
         raise UsageError(f"no files to dump in {', '.join(args.files)}")
+    folders = {folder_of(f) for f in files}
+    if len(folders) == 1:  # one partition's files: its topic's compaction, as the files beside it say
+        args.compacted = compacted_for(args, folders.pop())
     args.structured = next((n for n in STRUCTURED_DECODERS if getattr(args, f"decoder_{n.replace('-', '_')}")), None)
     decoders = {}
     registry_parser = _registry_parser(args)

@@ -10,7 +10,7 @@ from pykbatch.progress import Progress
 from pykbatch.commands.common import (
     add_strict,
     DAMAGED, OK, UsageError, culprit_line, not_a_log, origin_of, output_path, progress_enabled, tail_culprit,
-    topic_partition, folder_of,
+    topic_partition, folder_of, compacted_for,
 )
 
 
@@ -48,7 +48,7 @@ def _repair(args) -> int:
         raise UsageError(f"{args.file} is a {KINDS[kind]}, not a log segment: `pykbatch validate {args.file}` "
                          "checks it")
     from pykbatch.log.segments import open_input
-    config = ValidationConfig(origin=args.origin or origin_of(args.file), compacted=args.compacted,
+    config = ValidationConfig(origin=args.origin or origin_of(args.file), compacted=compacted_for(args, folder_of(args.file)),
                               topic_partition=topic_partition(args.topic_partition, folder_of(args.file)))
     with open_input(args.file) as seg, Progress(seg.size, args.file, enabled=progress_enabled(args)) as meter:
         report = repair_segment(seg, args.out, args.dead_letter, config, progress=meter.update)

@@ -12,7 +12,7 @@ from pykbatch.progress import Progress
 from pykbatch.commands.common import (
     add_strict,
     DAMAGED, OK, UsageError, at_least_one, culprit_line, not_a_log, origin_of, print_capped, print_result,
-    progress_enabled, tail_culprit, threads, topic_partition, folder_of,
+    progress_enabled, tail_culprit, threads, topic_partition, folder_of, compacted_for,
 )
 
 
@@ -65,7 +65,7 @@ def _validate(args) -> int:
         config = ValidationConfig(origin=args.origin or origin_of(path), verify_crc=not args.no_crc,
                                   max_culprits=args.max_culprits,
                                   topic_partition=topic_partition(args.topic_partition, folder_of(path)),
-                                  compacted=args.compacted)
+                                  compacted=compacted_for(args, folder_of(path)))
         found += validate_file(path, config, args)
     return DAMAGED if found else OK
 
@@ -150,7 +150,7 @@ def _audit_one(directory: str, args, heading: bool = False) -> int:
     from pykbatch.log.audit import audit_partition
     config = ValidationConfig(origin="log", verify_crc=not args.no_crc, max_culprits=args.max_culprits,
                               topic_partition=topic_partition(args.topic_partition, directory),
-                              compacted=args.compacted)
+                              compacted=compacted_for(args, directory))
     from pykbatch.log import Partition
     with Progress(len(Partition(directory).segment_paths), directory, unit="segments",
                   enabled=progress_enabled(args)) as meter:
@@ -159,7 +159,7 @@ def _audit_one(directory: str, args, heading: bool = False) -> int:
     cap = args.max_culprits
     if args.json:
         print(json.dumps({
-            "directory": audit.directory, "ok": audit.ok, "gaps": audit.gaps, "compacted": args.compacted,
+            "directory": audit.directory, "ok": audit.ok, "gaps": audit.gaps, "compacted": config.compacted,
             "lost": [{"segment": path, **c.as_dict()} for path, c in audit.lost[:cap]],
             "overlaps": [dict(zip(("segment", "position", "previous_last_offset", "base_offset"), o))
                          for o in audit.overlaps[:cap]],
@@ -187,7 +187,7 @@ def _audit_one(directory: str, args, heading: bool = False) -> int:
     for s in audit.segments:
         if s.result.culprits or s.read_error or s.result.truncated_tail:
             print_result(s.path, s.result, segment="active" if s.path == last else "closed")
-    gaps = ("the topic is compacted: the cleaner removes records" if args.compacted
+    gaps = ("the topic is compacted: the cleaner removes records" if config.compacted
             else "records missing: each named as log.offset_gap")
     print(f"offsets: {audit.gaps} gap(s) inside segments ({gaps}), {len(audit.overlaps)} overlap(s)")
     if audit.lost:
