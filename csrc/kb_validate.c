@@ -37,6 +37,11 @@ typedef struct {
                          /* name the offsets between their sound neighbours once the next is read */
     int64_t inner_first; /* a compressed magic 0/1 wrapper's first and last record offsets, once its */
     int64_t inner_last;  /* set is read (KB_NO_OFFSET: none read) */
+    /* the v2 batch just walked whose CRC failed: its last offset delta lies under that CRC, so the
+     * next entry's first offset may show it wrong (check_suspect_last) */
+    int64_t suspect;     /* its CRC culprit's index (-1: none) */
+    int64_t suspect_first, suspect_top, suspect_last;
+    int suspect_any;
 } ctx_t;
 
 static void report(ctx_t *c, kb_rule rule, size_t pos, int32_t record, int64_t rel, int64_t a0, int64_t a1,
@@ -191,8 +196,14 @@ static int check_header(ctx_t *c, const uint8_t *buf, size_t pos, size_t size, c
 {
     int client = c->opts->origin == KB_ORIGIN_CLIENT;
     kb_fault f;
-    if (c->opts->verify_crc && kb_v2_check_crc(buf, pos, size, h, &f) != 0)
+    if (c->opts->verify_crc && kb_v2_check_crc(buf, pos, size, h, &f) != 0) {
+        c->suspect = c->s->culprits;  /* what the offsets were before it, for the next entry */
+        c->suspect_first = c->entry_first;
+        c->suspect_top = c->top_offset;
+        c->suspect_last = c->last_offset;
+        c->suspect_any = c->any_offset;
         report_fault(c, &f, -1, KB_NO_OFFSET);
+    }
     int codec = h->attributes & KB_ATTR_CODEC_MASK;
     int walkable = kb_v2_check_codec(h, pos, &f) == 0;
     if (!walkable)
@@ -627,11 +638,29 @@ static int close_unsound(ctx_t *c, int64_t first, int64_t end)
     return 1;
 }
 
+/* The batch before this entry failed its CRC, and its last offset (base + a delta under that CRC)
+ * reaches past this entry's first, which lies above its base: the delta is the damaged field, not
+ * this entry's offset.  Its culprit names the offsets up to this entry, and this entry is judged
+ * against those, not told that offsets go backwards. */
+static void check_suspect_last(ctx_t *c)
+{
+    int64_t first = c->entry_first, k = c->suspect;
+    c->suspect = -1;
+    if (k < 0 || first == KB_NO_OFFSET || c->suspect_first == KB_NO_OFFSET || first <= c->suspect_first ||
+        first > c->last_offset)
+        return;
+    if ((uint64_t)k < c->cap && c->out[k].first_offset == c->suspect_first)
+        c->out[k].last_offset = first - 1;
+    c->last_offset = first - 1;
+    c->top_offset = c->suspect_any && c->suspect_top > first - 1 ? c->suspect_top : first - 1;
+}
+
 /* Origin log: each entry's first offset above the previous entry's last, and (a topic not said to
  * be compacted) right after it. */
 static void check_log_order(ctx_t *c, size_t pos, int after_unsound)
 {
     int64_t first = c->entry_first;
+    check_suspect_last(c);
     if (!c->any_offset)
         return;
     if (first <= c->last_offset) {
@@ -763,7 +792,7 @@ void kb_validate_again(const uint8_t *buf, size_t len, const kb_validate_opts *o
 {
     ctx_t c = {.opts = o, .out = out, .cap = cap, .s = s, .payload_pos = -1, .first_magic = -1,
                .entry_first = KB_NO_OFFSET, .entry_last = KB_NO_OFFSET, .record_base = KB_NO_OFFSET,
-               .unsound_from = -1};
+               .unsound_from = -1, .suspect = -1};
     if (s->culprits)  /* the last walk counted rules; one without culprits left every count at zero */
         memset(s->rule_counts, 0, sizeof s->rule_counts);
     memset(s, 0, offsetof(kb_summary, rule_counts));
@@ -790,6 +819,7 @@ void kb_validate_again(const uint8_t *buf, size_t len, const kb_validate_opts *o
         if (c.entry == 1)
             c.second_pos = pos;
         if (st == KB_ENTRY_LOST || st == KB_ENTRY_CORRUPT) { /* its offsets: those before the next sound entry */
+            c.suspect = -1;  /* what follows a lost entry cannot show a neighbour's last offset wrong */
             c.entry_first = c.any_offset && c.top_offset < INT64_MAX ? c.top_offset + 1 : KB_NO_OFFSET;
             c.entry_last = c.record_base = KB_NO_OFFSET;
             if (st == KB_ENTRY_LOST && f.rule == KB_RULE_TAIL_SIZE_LIES) /* a whole batch by its checksum */

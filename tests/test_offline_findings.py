@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import struct
 
+import pytest
+
 import pykbatch as kb
 from pykbatch.log.audit import audit_partition
 from tests.samples import recrc, write_partition
@@ -288,3 +290,24 @@ def test_repair_beside_a_legacy_segment_with_an_undecodable_wrapper_ends_without
         status, stdout, err = run(["repair", str(part / segment_file_name(9, ".log")), "--out", str(out)])
         assert status == 1 and "Traceback" not in err, (magic, stdout, err)
         assert [r.offset for b in kb.iter_batches(out.read_bytes()) for r in b] == [9, 11], magic
+
+
+@pytest.mark.parametrize("closed", [False, True], ids=["inside-a-segment", "last-of-a-closed-segment"])
+def test_a_crc_failing_batch_whose_last_offset_delta_is_damaged_names_only_its_own_offsets(tmp_path, closed):
+    """A v2 batch's last offset delta lies under its CRC: when the CRC fails, the batch after it
+    shows the delta wrong (offsets 5-1005 claimed, 10 next).  The culprit names 5-9, the sound batch
+    after it is not "offsets going backwards", the next segment no overlap (both were, before)."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    damaged = bytearray(kb.build_batch([(b"k", b"v")] * 5, base_offset=5))
+    struct.pack_into(">i", damaged, 23, 1000)  # lastOffsetDelta 4 -> 1000, the CRC no longer matches
+    first = kb.build_batch([(b"k", b"v")] * 5, base_offset=0) + bytes(damaged)
+    after = kb.build_batch([(b"k", b"v")] * 5, base_offset=10)
+    if closed:
+        (part / "00000000000000000000.log").write_bytes(first)
+        (part / "00000000000000000010.log").write_bytes(after)
+    else:
+        (part / "00000000000000000000.log").write_bytes(first + after)
+    status, out, err = run(["validate", "--segment", str(part)])
+    assert status == 1 and "batch 1 (offsets 5-9)" in out and "batch.crc_mismatch" in out, out
+    assert "offsets_not_increasing" not in out and "0 overlap(s)" in out and "1005" not in out, out

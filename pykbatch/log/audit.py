@@ -142,17 +142,50 @@ def _previous_last_offset(audit):
     return next((s.last_offset for s in reversed(audit.segments) if s.last_offset is not None), None)
 
 
+_CRC = "batch.crc_mismatch"
+
+
+def _claimed_lasts(verdict) -> dict:
+    """position -> last offset of each batch whose CRC fails, as its culprit names it: the header's
+    last offset delta lies under that CRC, and the validator bounds it by the entry after it."""
+    return {c.entry_position: c.last_offset for c in verdict.culprits
+            if c.rule == _CRC and c.record_index is None and c.last_offset is not None}
+
+
+def _previous_last(audit, first: int | None):
+    """The last offset before a segment whose first is ``first``: the previous segment's, unless its
+    last batch failed its CRC and claims offsets from ``first`` on (a damaged delta): then up to
+    ``first`` only, its culprit and span bounded so (the validator's bound, across the files)."""
+    prev = _previous_last_offset(audit)
+    if prev is None or first is None or first > prev:
+        return prev
+    seg = next(s for s in reversed(audit.segments) if s.last_offset is not None)
+    for c in seg.result.culprits:
+        if c.rule == _CRC and c.record_index is None and c.last_offset == prev and c.first_offset is not None \
+                and c.first_offset < first:
+            c.last_offset = seg.last_offset = first - 1
+            return first - 1
+    return prev
+
+
 def _walk_table(path, verdict, base_offset, t, audit, tracker, producer_culprits):
     """``_walk_segment`` over a segment's header table (``_v2_header_table``): the offset checks
     at once, producer state batch by batch without a batch object."""
     entry = SegmentAudit(path, base_offset, verdict, batches=len(t["position"]))
     base, last, position = t["base_offset"], t["last_offset"], t["position"]
+    claimed = _claimed_lasts(verdict)
+    if claimed:
+        last = last.copy()
+        for at, bound in claimed.items():
+            k = int(np.searchsorted(position, at))
+            if k < len(position) and position[k] == at and bound < last[k]:
+                last[k] = bound
     if entry.batches:
         entry.first_offset, entry.last_offset = int(base[0]), int(last.max())  # the highest, where it went back
         entry.newest_timestamp = max(-1, int(t["max_timestamp"].max()))
         if entry.first_offset < entry.base_offset:
             audit.below_base.append((path, entry.first_offset))
-        prev_last = _previous_last_offset(audit)
+        prev_last = _previous_last(audit, int(base[0]))
         before = np.empty_like(last)
         before[1:] = last[:-1]
         before[0] = prev_last if prev_last is not None else 0
@@ -232,6 +265,7 @@ def _walk_segment(path, verdict, audit, tracker, producer_culprits):
     """One segment's batches in order: offsets against the last batch before them, producer state."""
     prev_last = _previous_last_offset(audit)
     newest = -1
+    claimed = _claimed_lasts(verdict)
     with Segment(path) as seg:
         entry = SegmentAudit(path, seg.base_offset, verdict)
         try:
@@ -241,18 +275,20 @@ def _walk_segment(path, verdict, audit, tracker, producer_culprits):
                 if entry.batches == 1 and seg.base_offset is not None:  # its name: its first batch's first
                     after = seg.base_offset - 1 if after is None else max(after, seg.base_offset - 1)
                 first = first_offset(b, after, b.last_offset)  # records unreadable: the validator's
+                if entry.batches == 1:
+                    prev_last = _previous_last(audit, first)
+                b_last = min(b.last_offset, claimed.get(b.position, b.last_offset))
                 if entry.first_offset is None:
                     entry.first_offset = first
                     if first < seg.base_offset:
                         audit.below_base.append((path, first))
-                entry.last_offset = max(b.last_offset, entry.last_offset if entry.last_offset is not None
-                                        else b.last_offset)
+                entry.last_offset = max(b_last, entry.last_offset if entry.last_offset is not None else b_last)
                 if prev_last is not None:
                     if first <= prev_last and entry.batches == 1:  # inside: the validator's
                         audit.overlaps.append((path, b.position, prev_last, first))
                     elif first > prev_last + 1 and entry.batches > 1:  # between segments: truth's
                         audit.gaps += 1
-                prev_last = b.last_offset
+                prev_last = b_last
                 newest = max(newest, b.max_timestamp)
                 if tracker is not None:
                     try:
