@@ -111,10 +111,11 @@ def topic_partition(given: str | None, folder: str | None) -> str:
     return f"{named[0]}-{named[1]}" if named else "t-0"
 
 
-def compacted_for(args, folder: str | None) -> bool:
+def compacted_for(args, folder: str | None, say: bool = True) -> bool:
     """--compacted, else what the files beside the partition in ``folder`` say of its topic
     (``pykbatch.log.cleanup_policy``: the KRaft metadata log, Kafka's internal topics), said on
-    standard error when it makes the topic compacted."""
+    standard error when it makes the topic compacted (``say``: the dump's standard error stays
+    Kafka's tool's)."""
     if args.compacted or folder is None:
         return bool(args.compacted)
     import os
@@ -124,7 +125,7 @@ def compacted_for(args, folder: str | None) -> bool:
     if policy is None or not policy.compacted:
         return False
     said = getattr(args, "_compaction_said", set())
-    if folder not in said:  # once per partition
+    if say and folder not in said:  # once per partition
         print(f"note: {os.path.basename(os.path.normpath(folder))} is read as compacted (as --compacted): "
               f"{policy.source}", file=sys.stderr)
         args._compaction_said = said | {folder}

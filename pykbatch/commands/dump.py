@@ -124,7 +124,7 @@ def _dump(args) -> int:
         raise UsageError(f"no files to dump in {', '.join(args.files)}")
     folders = {folder_of(f) for f in files}
     if len(folders) == 1:  # one partition's files: its topic's compaction, as the files beside it say
-        args.compacted = compacted_for(args, folders.pop())
+        args.compacted = compacted_for(args, folders.pop(), say=False)
     args.structured = next((n for n in STRUCTURED_DECODERS if getattr(args, f"decoder_{n.replace('-', '_')}")), None)
     decoders = {}
     registry_parser = _registry_parser(args)
@@ -197,17 +197,13 @@ def _cut_segments(args, logs: list[str]) -> int:
 def _partition_indexes(logs: list[str], tp: str) -> list[str]:
     """What a partition directory's indexes lack beside its logs: a segment's missing offset or
     time index, transaction indexes that disagree with the transactions the logs abort."""
-    from pykbatch.log.audit import producer_state, torn_after
-    from pykbatch.log.truth import walk_span
+    from pykbatch.log.audit import txn_index_findings
     from pykbatch.log.checks import missing_indexes
-    from pykbatch.log.txn_index import txn_index_problems
     from pykbatch.log.files import base_offset_of
     if not logs:
         return []
     logs = sorted(logs, key=lambda p: base_offset_of(os.path.basename(p)))
-    tracker = producer_state(logs, tp)
-    return missing_indexes(logs) + txn_index_problems(logs, tracker.completed_transactions, tracker.open_transactions(),
-                                                      torn_after=torn_after(walk_span(logs[-1])))
+    return missing_indexes(logs) + txn_index_findings(logs, tp)
 
 
 def _export(files, fmt: str, dest: str, jobs: int | None = None, progress: bool = True, verdict=None) -> int:

@@ -74,7 +74,17 @@ def _check_state_file(path: str, kind: str, args) -> int:
     """An index or state file handed to validate: checked as what it is (its log beside it, if
     any); returns how many problems."""
     from pykbatch.log.checks import KINDS, check_file
-    problems = args.verdict.found(check_file(path))
+    from pykbatch.log.indexes import TxnIndex
+    problems = check_file(path)
+    if not problems and kind == TxnIndex.SUFFIX:  # and against the transactions its partition's log aborts
+        from pykbatch.log import Partition
+        from pykbatch.log.audit import txn_index_findings
+        folder = folder_of(path)
+        mine = os.path.abspath(path)
+        problems = [p for p in txn_index_findings(Partition(folder).segment_paths,
+                                                  topic_partition(args.topic_partition, folder))
+                    if os.path.abspath(p.split(": ", 1)[0]) == mine]
+    problems = args.verdict.found(problems)
     if getattr(args, "json", False):
         print(json.dumps({"file": path, "kind": KINDS[kind], "ok": not problems, "problems": problems}))
         return len(problems)

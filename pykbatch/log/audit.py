@@ -229,6 +229,18 @@ def producer_state(log_paths: list[str], topic_partition: str = "t-0") -> Produc
     return tracker
 
 
+def txn_index_findings(log_paths: list[str], topic_partition: str = "t-0") -> list[str]:
+    """``txn_index_problems`` of a partition's segments (in offset order): each ``.txnindex``
+    against the transactions the log aborts, as replayed by ``producer_state`` (the active
+    segment's torn last write left to recovery)."""
+    from pykbatch.log.truth import walk_span
+    if not log_paths:
+        return []
+    tracker = producer_state(log_paths, topic_partition)
+    return txn_index_problems(log_paths, tracker.completed_transactions, tracker.open_transactions(),
+                              torn_after=torn_after(walk_span(log_paths[-1])))
+
+
 def _replay_producers(path, t, tracker, producer_culprits):
     """``tracker.append`` of every batch with a producer id, from the table's columns (a control
     batch is read for its marker)."""
