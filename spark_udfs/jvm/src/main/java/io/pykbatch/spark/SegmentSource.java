@@ -108,11 +108,14 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
         if (tiered && validates(options)) {
             // a validated tiered read names what it cannot read in rows of its own (the tiered reader's
             // walk, pykbatch.tiered.partition): the Python source's, until the JVM reader has it
+            boolean python = pythonSourceExists();
             if (TIERED_VALIDATE_SAID.compareAndSet(false, true)) {
-                LOG.info("kafka-segment: a validated tiered read runs on the Python source (its rows for "
-                    + "what cannot be read are not on the JVM yet); validate=false reads on the JVM");
+                LOG.warn(python ? "kafka-segment: a validated tiered read runs on the Python source (its rows "
+                    + "for what cannot be read are not on the JVM yet); validate=false reads on the JVM"
+                    : "kafka-segment: a validated tiered read on Spark 3.x gives each batch's verdict but no rows "
+                    + "for the ranges it cannot read (those need the Python source, Spark 4.0+)");
             }
-            return false;
+            return !python;
         }
         return tiered || !tieredOptions;
     }
@@ -192,6 +195,16 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
     }
 
     /** The Python source (Spark 4.0+'s PythonDataSourceV2 under {@link #PYTHON}). */
+    /** Whether Spark can run a Python data source (PythonDataSourceV2, Spark 4.0+). */
+    private static boolean pythonSourceExists() {
+        try {
+            Class.forName("org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2");
+            return true;
+        } catch (ClassNotFoundException | LinkageError e) {
+            return false;
+        }
+    }
+
     private TableProvider python() {
         if (python == null) {
             try {
