@@ -26,7 +26,7 @@ from pykbatch.columns import READ, fields
 from pykbatch.kafka.isolation import READ_UNCOMMITTED, Isolation, check_level
 from pykbatch.kafka.isolation import AbortedTxn
 from pykbatch.tiered import TieredPartition, TieredTopicStore, open_store
-from pykbatch.tiered.layouts import INDEX, LAYOUTS, find_layout
+from pykbatch.tiered.layouts import INDEX, find_layout
 from pykbatch.tiered.partition import Piece, owns
 from pykbatch.tiered.tables import EPOCH as EPOCH_COLUMN  # last, as in the CLI export
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 from pykbatch import _native
 from pykbatch.config import ValidationConfig
-from pykbatch.errors import KafkaDataError
 from pykbatch.log.segments import first_offset
 from pykbatch.log.truth import SegmentSpan, segment_gap, truncated_segment
 from pykbatch.rules import BY_ID, render

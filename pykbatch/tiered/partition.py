@@ -379,7 +379,7 @@ class TieredPartition:
         object that ends before its offsets do is ``truncated_object``.  ``verdicts``: a dict
         given, before the first batch, each entry's first culprit by its byte position (one walk
         of the piece sees across the windows a reader cuts it into)."""
-        from pykbatch.log.truth import segment_batches
+        from pykbatch.log.truth import SegmentSpan, segment_batches, segment_gap
         config = ValidationConfig(origin="log", verify_crc=True, max_culprits=2**31 - 1, topic_partition=self.name)
         culprits: list | None = [] if verdicts is not None else None
         seen: list = [None, None]  # the first and highest offsets the walk read or named
@@ -430,10 +430,11 @@ class TieredPartition:
                 if reached < piece.copy.end:
                     self._truncated(piece, reached + 1, f"the object ends at offset {reached}; the metadata says "
                                                         f"the copy ends at {piece.copy.end}")
-            else:  # the next upload or local segment starts past this one's last offset
-                self._report("damaged", reached + 1, piece.end, f"offsets {reached + 1} to {piece.end} are in no "
-                             f"batch of this segment, and the next one starts at {piece.end + 1}",
-                             piece.path, seg.valid_bytes, "log.offset_gap", 0)
+            else:  # the next upload or local segment starts past this one's last offset: the log's gap
+                gap = segment_gap(SegmentSpan(piece.path, None, reached, None, 0),
+                                  SegmentSpan(piece.path, piece.end + 1, None, None, 0), self.name)
+                gap.entry_position = seg.valid_bytes
+                self._damaged(piece, gap, gap.first_offset, gap.last_offset, 0)
 
     def _damaged(self, piece: Piece, c, start: int | None, end: int | None, size: int | None = None) -> None:
         """A validator's culprit of a piece (its rule, Kafka's code, where) as a ``damaged`` report."""
