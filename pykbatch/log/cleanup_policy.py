@@ -13,6 +13,7 @@ cleaner removed are not named as lost, and offsets lost on a topic nobody compac
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -41,7 +42,7 @@ def cleanup_policy(partition_dir: str) -> Policy | None:
     for log_dir in (here, os.path.dirname(here)):
         metadata = os.path.join(log_dir, METADATA_DIR)
         if os.path.isdir(metadata):
-            value = _topic_config(metadata, topic, "cleanup.policy")
+            value = _topic_configs(os.path.realpath(metadata), "cleanup.policy").get(topic)
             if value is not None:
                 return Policy("compact" in value.split(","), f"cleanup.policy={value} in {metadata}")
             return Policy(False, f"no cleanup.policy for {topic} in {metadata} (Kafka's default: delete)")
@@ -50,8 +51,10 @@ def cleanup_policy(partition_dir: str) -> Policy | None:
     return None
 
 
-def _topic_config(metadata_dir: str, topic: str, name: str) -> str | None:
-    """The value of config ``name`` of ``topic`` as the metadata log leaves it, or None."""
+@functools.lru_cache(maxsize=8)
+def _topic_configs(metadata_dir: str, name: str) -> dict:
+    """topic -> the value of its config ``name`` as the metadata log leaves it (one replay for
+    every partition of the log directory a command walks)."""
     from pykbatch.log.segments import Segment
     from pykbatch.topics.cluster_metadata import decode_metadata
     names = os.listdir(metadata_dir)
@@ -60,7 +63,8 @@ def _topic_config(metadata_dir: str, topic: str, name: str) -> str | None:
     after = int(snapshots[-1].split("-")[0]) if snapshots else 0  # the snapshot holds what is before
     files += sorted((os.path.join(metadata_dir, n) for n in names if is_segment_file(n, LOG)),
                     key=lambda p: base_offset_of(os.path.basename(p)))
-    value, ids = None, {}
+    values: dict = {}
+    ids: dict = {}
     for i, path in enumerate(files):
         snapshot = bool(snapshots) and i == 0
         with Segment(path, base_offset=0 if snapshot else None) as seg:
@@ -79,9 +83,9 @@ def _topic_config(metadata_dir: str, topic: str, name: str) -> str | None:
                     f = m.fields
                     if m.type_name == "TOPIC_RECORD":
                         ids[f.get("TopicId")] = f.get("Name")
-                    elif m.type_name == "REMOVE_TOPIC_RECORD" and ids.get(f.get("TopicId")) == topic:
-                        value = None  # a deleted topic's configs go with it
+                    elif m.type_name == "REMOVE_TOPIC_RECORD":
+                        values.pop(ids.get(f.get("TopicId")), None)  # a deleted topic's configs go with it
                     elif m.type_name == "CONFIG_RECORD" and f.get("ResourceType") == TOPIC_RESOURCE \
-                            and f.get("ResourceName") == topic and f.get("Name") == name:
-                        value = f.get("Value")
-    return value
+                            and f.get("Name") == name:
+                        values[f.get("ResourceName")] = f.get("Value")
+    return {topic: value for topic, value in values.items() if value is not None}

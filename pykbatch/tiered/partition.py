@@ -388,8 +388,8 @@ class TieredPartition:
         def size_of(c) -> int | None:
             if c.rule == "log.offset_gap":
                 return 0
-            if c.entry_position not in sizes:
-                sizes.update((sp.position, sp.size) for sp in seg.lost)
+            for sp in seg.lost[len(sizes):]:  # the spans added since the last culprit, once each
+                sizes[sp.position] = sp.size
             return sizes.get(c.entry_position)
 
         def lost(c) -> None:
