@@ -179,14 +179,15 @@ def _dirs(fs, root: str) -> list[str]:
 LAYOUTS: dict[str, type[Layout]] = {LocalTieredStorage.name: LocalTieredStorage}
 
 
-def find_layout(fs, root: str) -> Layout | None:
+def find_layout(fs, root: str, any_folder: bool = False) -> Layout | None:
     """The store whose layout is detected at ``root`` or in the folder a layout keeps under it (the
     ``rsm.config.dir`` a broker is given holds LocalTieredStorage's ``kafka-tiered-storage/``), or
-    None.  Only that folder is looked into: a broker's log directory of thousands of partitions
-    is not listed folder by folder to find out it is not a store."""
+    None.  ``any_folder``: in any folder right under ``root`` (a store named where it is opened);
+    without it only that one is looked into -- whether a read is of a store at all is asked of
+    broker log directories too, whose thousands of partitions are not listed one by one."""
     children = {_name(d): d for d in _dirs(fs, root)}
     for cls in LAYOUTS.values():
-        for where in (root, children.get(cls.HOME)):
+        for where in [root] + (list(children.values()) if any_folder else [children.get(cls.HOME)]):
             if where is not None and cls.detect(fs, where):
                 return cls(fs, where)
     return None
@@ -206,7 +207,7 @@ def open_store(url: str, layout: str | None = None, **storage_options) -> Layout
         if layout not in LAYOUTS:
             raise ValueError(f"unknown remote store layout {layout!r}; known: {', '.join(LAYOUTS)}")
         return LAYOUTS[layout](fs, root)
-    found = find_layout(fs, root)
+    found = find_layout(fs, root, any_folder=True)
     if found is not None:
         return found
     raise ValueError(f"{url}: no known remote store layout found, there or one folder down (known: "
