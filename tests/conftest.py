@@ -101,6 +101,23 @@ def kafka_broker(tmp_path_factory):
     broker.stop()
 
 
+@pytest.fixture(scope="session")
+def kafka_cluster(tmp_path_factory):
+    """Three KRaft brokers of the same Kafka (tests/kafka_cluster.py), each behind a fault proxy
+    the tests drive; started on first use (only the cluster tests ask for it), stopped at the end."""
+    from tests import kafka_cluster, kafka_tools
+    why = kafka_tools.unavailable()
+    if why:
+        pytest.skip(why)
+    pytest.importorskip("confluent_kafka", reason="the cluster's admin and checks are librdkafka's")
+    cluster = kafka_cluster.KafkaCluster(tmp_path_factory.mktemp("kafka-cluster"))
+    try:
+        cluster.start_all()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 @pytest.fixture(params=[2, 1], ids=["txn-v2", "txn-v1"])
 def transaction_version(request, kafka_broker):
     """The session broker's finalized transaction.version for one test: 2 (KIP-890, Kafka 4.x's

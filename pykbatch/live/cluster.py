@@ -290,8 +290,14 @@ class Cluster:
 
     # -- a producer's network thread drives the connections itself ----------------------------
     def ready(self, node: int) -> bool:
-        """Whether ``node`` takes a request now, without waiting (connecting starts when not)."""
-        if not self._client.ready(node):
+        """Whether ``node`` takes a request now, without waiting (connecting starts when not).  A
+        node the library's metadata no longer names (a broker killed or shut down, fenced out of
+        the cluster's metadata) is not ready, and what it led is asked for again."""
+        try:
+            if not self._client.ready(node):
+                return False
+        except _errors().UnknownBrokerIdError:
+            self.forget_node(node)
             return False
         frames.install(self._client._manager._conns.get(node))
         return True
@@ -450,6 +456,12 @@ class Cluster:
     def forget_leader(self, tp: TopicPartition) -> None:
         """The leader moved (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH...): ask again next time."""
         self._leaders.pop(tp, None)
+
+    def forget_node(self, node: int) -> None:
+        """``node`` is gone or cannot be reached: every partition the last metadata said it leads is
+        asked for again next time (as Kafka's clients ask for metadata after a disconnection)."""
+        for tp in [tp for tp, leader in self._leaders.items() if leader.node == node]:
+            del self._leaders[tp]
 
     # -- offsets ------------------------------------------------------------------------------
     def list_offsets(self, wanted: Mapping[TopicPartition, int], isolation_level: int = 0) -> dict[TopicPartition, int]:

@@ -38,6 +38,7 @@ log = logging.getLogger("pykbatch.live.producer")
 C = kb_errors.CODE
 SUCCESS_CODES = {0, C["DUPLICATE_SEQUENCE_NUMBER"]}  # a duplicate was appended before: it landed
 SEQUENCE_MAX = 2**31 - 1
+NODE_DOWN_S = 1.0  # a leader unreachable this long has its partitions' metadata asked for again
 
 
 @dataclass(eq=False)
@@ -100,6 +101,7 @@ class Sender:
         self._tasks: queue.SimpleQueue = queue.SimpleQueue()
         self._requests: list[tuple[Future | object, list[ProducerBatch], int, float]] = []  # (future, batches, node, sent)
         self._node_not_before: dict[int, float] = {}
+        self._node_down_since: dict[int, float] = {}  # leaders found not ready, since when (_node_up)
         self._closing = False
         self._idle = threading.Condition()
         self.fatal: BaseException | None = None
@@ -238,7 +240,7 @@ class Sender:
                 continue
             up = node_ready.get(node)
             if up is None:
-                up = node_ready[node] = self.cluster.ready(node)
+                up = node_ready[node] = self._node_up(node, now)
             if not up:  # connecting (again): next turn
                 continue
             with self._lock:
@@ -258,6 +260,20 @@ class Sender:
                 size += len(b.data)
             if chunk:
                 self._send(node, chunk)
+
+    def _node_up(self, node: int, now: float) -> bool:
+        """Whether ``node`` takes a request now.  One that stays unreachable for a back-off has its
+        leaderships asked for again (once each back-off): a leader killed or cut off is replaced in
+        the metadata, and its partitions' batches go to the new one."""
+        if self.cluster.ready(node):
+            self._node_down_since.pop(node, None)
+            return True
+        since = self._node_down_since.setdefault(node, now)
+        if now - since >= max(self.backoff, NODE_DOWN_S):
+            self.cluster.forget_node(node)
+            self.metrics["metadata-refreshes"] += 1
+            self._node_down_since[node] = now
+        return False
 
     def _window(self, p: _SendQueue) -> int:
         """Batches of ``p`` allowed in flight."""

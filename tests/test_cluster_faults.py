@@ -1,0 +1,222 @@
+"""pykbatch's producer on three brokers (RF 3, min ISR 2) while a drawn schedule of faults fires
+(tests/cluster_schedules.py: a leader or the controller killed, paused past its session, cut off
+from the clients by the proxies, its answers lost), checked Jepsen's way against the log itself:
+
+- every acknowledged record is in the log exactly once, at the offset its acknowledgement gave;
+- a record without an acknowledgement is in the log at most once;
+- per partition, the log holds the records in the order they were sent (idempotence);
+- after the last fault heals, the producer delivers again within ``RECOVERY_S`` without a raise
+  (no record fails while delivery.timeout.ms outlasts the schedule).
+
+The log is read back by librdkafka (confluent-kafka) past the proxies.  librdkafka's own producer
+runs the same schedules as the contrast: what it did is printed beside ours.
+
+``PYKBATCH_CLUSTER_SEED`` replays a seed; ``PYKBATCH_CLUSTER_SCHEDULES`` sets how many are drawn
+(a few under CI, more for a longer run).
+"""
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+from tests import cluster_schedules, kafka_tools
+
+pytestmark = pytest.mark.skipif(kafka_tools.unavailable() is not None, reason=str(kafka_tools.unavailable()))
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+SEED = int(os.environ.get("PYKBATCH_CLUSTER_SEED") or (20261208 if os.environ.get("CI") else random.randrange(2**31)))
+SCHEDULES = int(os.environ.get("PYKBATCH_CLUSTER_SCHEDULES", "3"))
+PARTITIONS = 3
+RECOVERY_S = 30  # after the last fault heals, a producer delivers again within this (docs/live.md)
+
+
+@dataclass
+class History:
+    """What a workload sent: per partition, each value in send order with its outcome."""
+    sent: dict[int, list[bytes]] = field(default_factory=dict)
+    acked: dict[bytes, tuple[int, int]] = field(default_factory=dict)  # value -> (partition, offset)
+    failed: dict[bytes, str] = field(default_factory=dict)             # value -> why (no acknowledgement)
+    raised: list[str] = field(default_factory=list)                    # calls that raised, and when
+
+    def value(self, partition: int) -> bytes:
+        sent = self.sent.setdefault(partition, [])
+        v = b"p%d-%07d" % (partition, len(sent))
+        sent.append(v)
+        return v
+
+
+def read_log(cluster, topic: str) -> dict[int, list[tuple[int, bytes]]]:
+    """Every record of ``topic`` as (offset, value) per partition, read by librdkafka to the end."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": cluster.direct_bootstrap, "group.id": f"check-{time.monotonic_ns()}",
+                  "enable.auto.commit": False, "isolation.level": "read_uncommitted", "log_level": 0})
+    out: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(PARTITIONS)}
+    try:
+        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(PARTITIONS)}
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        deadline = time.monotonic() + 120
+        while any((out[p][-1][0] + 1 if out[p] else 0) < ends[p] for p in out):
+            assert time.monotonic() < deadline, ("the log could not be read to its end", ends)
+            m = c.poll(1.0)
+            if m is None or m.error():
+                continue
+            out[m.partition()].append((m.offset(), m.value()))
+    finally:
+        c.close()
+    return out
+
+
+def check(history: History, log: dict[int, list[tuple[int, bytes]]]) -> list[str]:
+    """The anomalies of a history against the log (empty: none)."""
+    anomalies = []
+    where: dict[bytes, list[tuple[int, int]]] = {}
+    for p, records in log.items():
+        for offset, value in records:
+            where.setdefault(value, []).append((p, offset))
+    for value, at in where.items():
+        if value not in history.acked and value not in history.failed:
+            anomalies.append(f"{value!r} in the log at {at}, never sent")
+        elif len(at) > 1:
+            anomalies.append(f"{value!r} in the log {len(at)} times: {at}")
+    for value, (p, offset) in history.acked.items():
+        at = where.get(value)
+        if not at:
+            anomalies.append(f"acknowledged {value!r} (partition {p} offset {offset}) lost")
+        elif (p, offset) not in at:
+            anomalies.append(f"acknowledged {value!r} at partition {p} offset {offset}, in the log at {at}")
+    for p, sent in history.sent.items():
+        rank = {v: i for i, v in enumerate(sent)}
+        order = [rank[v] for _, v in log.get(p, []) if v in rank]
+        back = [(a, b) for a, b in zip(order, order[1:]) if b < a]
+        if back:
+            anomalies.append(f"partition {p}: records out of send order, first at send index {back[0]}")
+    return anomalies
+
+
+def pykbatch_workload(cluster, topic: str, schedule, history: History) -> dict:
+    """pykbatch's idempotent producer (acks=all) sending to every partition through the schedule,
+    then once more after it healed: its metrics."""
+    from pykbatch.live import Producer
+    props = {"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5,
+             "request.timeout.ms": 5000, "retry.backoff.ms": 50, "delivery.timeout.ms": 120_000}
+    deliveries: list[tuple[bytes, object]] = []
+    faults = threading.Thread(target=cluster_schedules.run, args=(cluster, schedule, topic, PARTITIONS))
+    with Producer(props) as producer:
+        faults.start()
+        rng = random.Random(schedule.seed)
+        while faults.is_alive():
+            for _ in range(50):
+                p = rng.randrange(PARTITIONS)
+                v = history.value(p)
+                try:
+                    deliveries.append((v, producer.send(topic, value=v, partition=p)))
+                except Exception as exc:  # noqa: BLE001 (recorded: the checker says whether it may)
+                    history.failed[v] = f"send raised {exc!r}"
+                    history.raised.append(f"send: {exc!r}")
+            time.sleep(0.01)
+        faults.join()
+        healed = time.monotonic()
+        for p in range(PARTITIONS):  # after the faults: every partition takes records again
+            for _ in range(20):
+                v = history.value(p)
+                deliveries.append((v, producer.send(topic, value=v, partition=p)))
+        try:
+            producer.flush(timeout=RECOVERY_S + 120)
+        except Exception as exc:  # noqa: BLE001
+            history.raised.append(f"flush: {exc!r}")
+        recovered = time.monotonic() - healed
+        for v, d in deliveries:
+            try:
+                o = d.outcome(timeout=5)
+            except Exception as exc:  # noqa: BLE001 (no outcome at all: itself an anomaly)
+                history.failed[v] = f"no outcome: {exc!r}"
+                continue
+            if o.outcome == "delivered":
+                history.acked[v] = (o.partition, o.offset)
+            else:
+                history.failed[v] = f"{o.outcome}: {o.error}"
+        metrics = dict(producer.metrics)
+    metrics["recovered_s"] = round(recovered, 1)
+    return metrics
+
+
+def librdkafka_workload(cluster, topic: str, schedule, history: History) -> dict:
+    """The contrast: librdkafka's idempotent producer on the same schedule."""
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5,
+                  "request.timeout.ms": 5000, "retry.backoff.ms": 50, "delivery.timeout.ms": 120_000, "log_level": 0})
+
+    def report(err, msg):
+        v = msg.value()
+        if err is None:
+            history.acked[v] = (msg.partition(), msg.offset())
+        else:
+            history.failed[v] = str(err)
+
+    faults = threading.Thread(target=cluster_schedules.run, args=(cluster, schedule, topic, PARTITIONS))
+    faults.start()
+    rng = random.Random(schedule.seed)
+    while faults.is_alive():
+        for _ in range(50):
+            part = rng.randrange(PARTITIONS)
+            v = history.value(part)
+            try:
+                p.produce(topic, value=v, partition=part, on_delivery=report)
+            except BufferError as exc:
+                history.failed[v] = f"produce raised {exc!r}"
+        p.poll(0.01)
+    faults.join()
+    healed = time.monotonic()
+    for part in range(PARTITIONS):
+        for _ in range(20):
+            p.produce(topic, value=history.value(part), partition=part, on_delivery=report)
+    left = p.flush(RECOVERY_S + 120)
+    return {"unflushed": left, "recovered_s": round(time.monotonic() - healed, 1)}
+
+
+def drawn(case: int):
+    """Schedule ``case`` of this run (each test draws its own copy: a schedule keeps its log)."""
+    return cluster_schedules.draw(SEED * 100 + case)
+
+
+@pytest.mark.parametrize("case", range(SCHEDULES))
+def test_idempotent_producer_keeps_every_acknowledged_record_once_in_order(kafka_cluster, case):
+    schedule = drawn(case)
+    print(f"PYKBATCH_CLUSTER_SEED={SEED} schedule {case}: {schedule}")
+    topic = f"idem-{SEED}-{case}"
+    kafka_cluster.create_topic(topic, PARTITIONS)
+    history = History()
+    metrics = pykbatch_workload(kafka_cluster, topic, schedule, history)
+    print("\n".join(schedule.log))
+    assert schedule.error is None, schedule.error
+    anomalies = check(history, read_log(kafka_cluster, topic))
+    print(f"pykbatch: {len(history.acked)} acknowledged, {len(history.failed)} not, recovered in "
+          f"{metrics['recovered_s']} s, retries {metrics.get('total-retries')}, "
+          f"metadata refreshes {metrics.get('metadata-refreshes')}; anomalies: {anomalies[:5]}")
+    assert not anomalies, (str(schedule), anomalies[:10])
+    assert not history.raised, (str(schedule), history.raised[:5])
+    # delivery.timeout.ms outlasts the schedule: every record is delivered, none given up on
+    assert not history.failed, (str(schedule), sorted(history.failed.items())[:5])
+    assert metrics["recovered_s"] <= RECOVERY_S, (str(schedule), metrics["recovered_s"])
+
+
+@pytest.mark.parametrize("case", range(min(SCHEDULES, 1) if os.environ.get("CI") else SCHEDULES))
+def test_librdkafka_on_the_same_schedule(kafka_cluster, case):
+    """The contrast, reported, not asserted beyond the checker's anomalies (Kafka's own promises)."""
+    schedule = drawn(case)
+    print(f"PYKBATCH_CLUSTER_SEED={SEED} schedule {case}: {schedule}")
+    topic = f"idem-rdk-{SEED}-{case}"
+    kafka_cluster.create_topic(topic, PARTITIONS)
+    history = History()
+    metrics = librdkafka_workload(kafka_cluster, topic, schedule, history)
+    print("\n".join(schedule.log))
+    assert schedule.error is None, schedule.error
+    anomalies = check(history, read_log(kafka_cluster, topic))
+    print(f"librdkafka: {len(history.acked)} acknowledged, {len(history.failed)} not, {metrics}; "
+          f"anomalies: {anomalies[:5]}")
+    assert not anomalies, (str(schedule), anomalies[:10])
