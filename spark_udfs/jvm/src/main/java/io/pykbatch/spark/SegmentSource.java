@@ -107,15 +107,21 @@ public final class SegmentSource implements TableProvider, DataSourceRegister {
         boolean tiered = TieredPlan.isTiered(options, path, store);
         if (tiered && validates(options)) {
             // a validated tiered read names what it cannot read in rows of its own (the tiered reader's
-            // walk, pykbatch.tiered.partition): the Python source's, until the JVM reader has it
-            boolean python = pythonSourceExists();
-            if (TIERED_VALIDATE_SAID.compareAndSet(false, true)) {
-                LOG.warn(python ? "kafka-segment: a validated tiered read runs on the Python source (its rows "
-                    + "for what cannot be read are not on the JVM yet); validate=false reads on the JVM"
-                    : "kafka-segment: a validated tiered read on Spark 3.x gives each batch's verdict but no rows "
-                    + "for the ranges it cannot read (those need the Python source, Spark 4.0+)");
+            // walk, pykbatch.tiered.partition): the Python source's, which Spark 3.x cannot run -- there
+            // the read is refused rather than let a range vanish without a row
+            if (!pythonSourceExists()) {
+                throw new IllegalArgumentException("kafka-segment: a validated read of a tiered store (validate is "
+                    + "on by default in records mode) gives the ranges it cannot read rows of their own, and those "
+                    + "come from pykbatch's Python source, which needs Spark 4.0+; on Spark "
+                    + (SparkSession.getActiveSession().isDefined() ? SparkSession.getActiveSession().get().version() : "3.x")
+                    + " pass validate=false to read what is readable (unreadable ranges then have no row; "
+                    + "`pykbatch tiered export` names them), or run on Spark 4.0+");
             }
-            return !python;
+            if (TIERED_VALIDATE_SAID.compareAndSet(false, true)) {
+                LOG.warn("kafka-segment: a validated tiered read runs on the Python source (its rows for what cannot "
+                    + "be read are not on the JVM yet); validate=false reads on the JVM");
+            }
+            return false;
         }
         return tiered || !tieredOptions;
     }
