@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 KINDS = ("kill", "pause", "blackhole", "answers_lost", "drop", "delay")
-TARGETS = ("leader", "controller", "any")
+TARGETS = ("leader", "controller", "any", "coordinator")  # coordinator: the workload's (else a leader)
 
 
 @dataclass
@@ -51,18 +51,20 @@ def draw(seed: int, faults: int = 2, kinds: tuple[str, ...] = KINDS) -> Schedule
     return Schedule(seed, out)
 
 
-def run(cluster, schedule: Schedule, topic: str, partitions: int, stop: threading.Event | None = None) -> None:
+def run(cluster, schedule: Schedule, topic: str, partitions: int, stop: threading.Event | None = None,
+        coordinator=None) -> None:
     """The schedule's faults, one after another, on ``cluster``; each healed when it ends (a killed
     node started again), and the cluster waited for to be whole before the next.  A failure of
     the injector itself is kept in ``schedule.error`` (run is a thread's target)."""
     try:
-        _run(cluster, schedule, topic, partitions, stop)
+        _run(cluster, schedule, topic, partitions, stop, coordinator)
     except BaseException as exc:  # noqa: BLE001 (the test raises it)
         schedule.error = exc
         cluster.heal()
 
 
-def _run(cluster, schedule: Schedule, topic: str, partitions: int, stop: threading.Event | None) -> None:
+def _run(cluster, schedule: Schedule, topic: str, partitions: int, stop: threading.Event | None,
+         coordinator) -> None:
     start = time.monotonic()
 
     def say(text: str) -> None:
@@ -73,7 +75,9 @@ def _run(cluster, schedule: Schedule, topic: str, partitions: int, stop: threadi
         time.sleep(f.after_s)
         if stop is not None and stop.is_set():
             return
-        if f.target == "leader":
+        if f.target == "coordinator" and coordinator is not None:
+            node = coordinator()  # the group's or the transaction's, as the workload finds it
+        elif f.target in ("leader", "coordinator"):
             node = cluster.leader(topic, rng.randrange(partitions))
         elif f.target == "controller":
             node = cluster.controller()

@@ -217,6 +217,12 @@ class KafkaCluster:
             assert time.monotonic() < deadline, f"{topic}-{partition} has no leader"
             time.sleep(0.2)
 
+    def coordinator(self, key: str, kind: str = "transaction") -> int:
+        """The node coordinating a transactional id or a group (FindCoordinator, past the proxies)."""
+        from pykbatch.live.cluster import Cluster
+        with Cluster({"bootstrap.servers": self.direct_bootstrap}, timeout_ms=10_000) as c:
+            return c.coordinator(key, kind)
+
     def controller(self) -> int:
         return self.admin().list_topics(timeout=10).controller_id
 

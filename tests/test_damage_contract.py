@@ -140,7 +140,7 @@ def test_a_lie_at_the_last_entry_is_damage_a_cut_is_a_torn_tail(tmp_path):
     last = batches(original)[-1].position
     log.write_bytes(lie(original, last, 10**8))
     status, out, _ = run(["validate", str(log)])
-    assert status == DAMAGED and f"batch 3 (offsets " in out and f"at byte {last + 8}" in out
+    assert status == DAMAGED and "batch 3 (offsets " in out and f"at byte {last + 8}" in out
     assert "framing.tail_size_lies" in out
     assert run(["dump", "--files", str(log)])[0] == DAMAGED
     log.write_bytes(original[:-5])

@@ -1,7 +1,6 @@
 """The JVM path's native side outside Spark (csrc/jni/kb_jni.c through pykbatch's jar): the library
 refuses a jar of another build, says which build it is, and frees its native memory with the
 validators that own it (resident set flat over 10^6 batches)."""
-import io
 import os
 import shutil
 import subprocess

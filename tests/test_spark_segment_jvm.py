@@ -13,7 +13,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark", reason="pyspark is the [spark] extra")
 
 from tests.conftest import require_jvm_path  # noqa: E402
-from tests.test_spark import as_python, collect_plain  # noqa: E402
+from tests.test_spark import collect_plain  # noqa: E402
 from tests.test_spark_jvm import _batch, _damage  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -154,8 +154,8 @@ def test_jvm_reader_equals_the_python_source_on_drawn_logs(spark, tmp_path):
         assert JVM_SCAN in jvm_df._jdf.queryExecution().executedPlan().toString()
         python_df = spark.read.format(PYTHON_NAME).options(**options).load(str(root))
         assert jvm_df.schema == python_df.schema
-        assert _splits(jvm_df) == _splits(python_df), where
         where = (seed, trial, options)
+        assert _splits(jvm_df) == _splits(python_df), where
 
         def keyed(rows):
             return sorted((_comparable(r) for r in rows if (r["path"], r["batch_position"]) not in damaged),

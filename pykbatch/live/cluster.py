@@ -215,7 +215,12 @@ class Cluster:
             return
         manager.maybe_raise_auth_failure(node_id)
         # no metadata refresh on a failure: the connection layer would start its own bootstrap loop
-        conn = manager.get_connection(node_id, refresh_metadata_on_err=False)  # NodeNotReadyError while backing off
+        try:
+            conn = manager.get_connection(node_id, refresh_metadata_on_err=False)  # NodeNotReadyError while backing off
+        except _errors().UnknownBrokerIdError:
+            # a broker the library's metadata lost (killed, then back): its list asked for again, once
+            self._learn_brokers(node_id)
+            conn = manager.get_connection(node_id, refresh_metadata_on_err=False)
         remaining = max(1, int((deadline - time.monotonic()) * 1000))
         if not conn.init_future.is_done:
             self._client._net.poll(timeout_ms=remaining, future=conn.init_future)
@@ -245,6 +250,20 @@ class Cluster:
         self._client.await_ready(node_id, timeout_ms=remaining)
         frames.install(manager._conns.get(node_id))
 
+    def _learn_brokers(self, wanted) -> None:
+        """The cluster's brokers asked for again (Metadata for no topic) from another node: a node
+        a coordinator lookup named may be one the last metadata no longer listed (killed, then
+        back).  Best effort: the caller's own retry says what remains."""
+        node = self._client.least_loaded_node(bootstrap_fallback=True)
+        if node is None or node == wanted:
+            return
+        try:
+            self._ready(node, f"node {node}", time.monotonic() + self.timeout_ms / 1000)
+            response = self._client.send_and_receive(node, self._metadata_request([]), timeout_ms=self.timeout_ms)
+            self._client._manager.cluster.update_metadata(response)
+        except Exception:  # noqa: BLE001 (unreachable too: the caller retries)
+            log.debug("asking node %s for the brokers failed", node, exc_info=True)
+
     def close(self) -> None:
         try:
             self._client.close()
@@ -265,9 +284,13 @@ class Cluster:
         try:
             self._ready(node, f"node {node}", time.monotonic() + timeout_ms / 1000)
             return self._client.send_and_receive(node, request, timeout_ms=timeout_ms)
-        except (AuthenticationError, ClusterError):
+        except AuthenticationError:
+            raise
+        except ClusterError:
+            self.forget_node(node)  # what it led or coordinated is looked up again by the next ask
             raise
         except Exception as exc:  # noqa: BLE001 (the connection layer's errors, named with the request)
+            self.forget_node(node)
             raise ClusterError(f"{type(request).__name__} to node {node} failed: {exc}", retriable=True) from exc
 
     def request_all(self, requests: Iterable[tuple[int, Any]], timeout_ms: int | None = None) -> list:
@@ -458,10 +481,13 @@ class Cluster:
         self._leaders.pop(tp, None)
 
     def forget_node(self, node: int) -> None:
-        """``node`` is gone or cannot be reached: every partition the last metadata said it leads is
-        asked for again next time (as Kafka's clients ask for metadata after a disconnection)."""
-        for tp in [tp for tp, leader in self._leaders.items() if leader.node == node]:
-            del self._leaders[tp]
+        """``node`` is gone or cannot be reached: every partition the last metadata said it leads,
+        and every group or transaction it coordinates, is asked for again next time (as Kafka's
+        clients ask for metadata, and FindCoordinator, after a disconnection)."""
+        for tp in [tp for tp, leader in list(self._leaders.items()) if leader.node == node]:
+            self._leaders.pop(tp, None)
+        for key in [key for key, at in list(self._coordinators.items()) if at == node]:
+            self._coordinators.pop(key, None)
 
     # -- offsets ------------------------------------------------------------------------------
     def list_offsets(self, wanted: Mapping[TopicPartition, int], isolation_level: int = 0) -> dict[TopicPartition, int]:
