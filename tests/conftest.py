@@ -101,10 +101,11 @@ def kafka_broker(tmp_path_factory):
     broker.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def kafka_cluster(tmp_path_factory):
     """Three KRaft brokers of the same Kafka (tests/kafka_cluster.py), each behind a fault proxy
-    the tests drive; started on first use (only the cluster tests ask for it), stopped at the end."""
+    the tests drive; started for the module that asks for it (one does: tests/test_cluster_faults.py)
+    and stopped after it, so three idle JVMs do not sit beside the rest of the suite."""
     from tests import kafka_cluster, kafka_tools
     why = kafka_tools.unavailable()
     if why:
