@@ -241,8 +241,7 @@ class KafkaCluster:
             time.sleep(0.5)
 
     def elect_preferred(self, topic: str, partitions: list[int]) -> None:
-        from confluent_kafka import TopicPartition
-        from confluent_kafka.admin import ElectionType
+        from confluent_kafka import ElectionType, TopicPartition
         f = self.admin().elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, p) for p in partitions])
         try:
             f.result(timeout=30)
