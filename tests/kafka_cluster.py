@@ -36,14 +36,25 @@ class Node:
         self.process: subprocess.Popen | None = None
         self.paused = False
 
-    def config(self, voters: str) -> Path:
+    def controller_config(self, voters: str) -> Path:
+        """A controller and nothing else (the cluster's quorum apart from its brokers)."""
         path = self.directory / "server.properties"
         path.write_text("\n".join([
-            "process.roles=broker,controller",
+            "process.roles=controller", f"node.id={self.id}", f"controller.quorum.voters={voters}",
+            f"listeners=CONTROLLER://127.0.0.1:{self.controller_port}", "controller.listener.names=CONTROLLER",
+            "listener.security.protocol.map=CONTROLLER:PLAINTEXT", f"log.dirs={self.data}",
+            f"broker.session.timeout.ms={SESSION_MS}",
+        ]) + "\n")
+        return path
+
+    def config(self, voters: str, roles: str = "broker,controller") -> Path:
+        path = self.directory / "server.properties"
+        controller = f",CONTROLLER://127.0.0.1:{self.controller_port}" if "controller" in roles else ""
+        path.write_text("\n".join([
+            f"process.roles={roles}",
             f"node.id={self.id}",
             f"controller.quorum.voters={voters}",
-            f"listeners=INTERNAL://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port},"
-            f"CLIENT://127.0.0.1:{self.client_port}",
+            f"listeners=INTERNAL://127.0.0.1:{self.port}{controller},CLIENT://127.0.0.1:{self.client_port}",
             f"advertised.listeners=INTERNAL://127.0.0.1:{self.port},CLIENT://127.0.0.1:{self.proxy_port}",
             "controller.listener.names=CONTROLLER",
             "inter.broker.listener.name=INTERNAL",
@@ -81,12 +92,17 @@ class Node:
 class KafkaCluster:
     """Three KRaft nodes on 127.0.0.1; ``bootstrap`` reaches them through the proxies."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, separate_controller: bool = False):
+        """``separate_controller``: one controller-only node (id 9) holds the quorum and the three
+        nodes are brokers only, so two brokers can be down at once (an unclean election needs it);
+        by default each node is broker and controller."""
         self.directory = directory
         self.nodes = {i: Node(directory / f"node-{i}", i) for i in NODES}
-        for n in self.nodes.values():
+        self.quorum = Node(directory / "controller", 9) if separate_controller else None
+        for n in [*self.nodes.values(), *([self.quorum] if self.quorum else [])]:
             n.directory.mkdir(parents=True, exist_ok=True)
-        self.voters = ",".join(f"{n.id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values())
+        voters = [self.quorum] if self.quorum else self.nodes.values()
+        self.voters = ",".join(f"{n.id}@127.0.0.1:{n.controller_port}" for n in voters)
         self.proxies = {i: FaultProxy(n.proxy_port, n.client_port) for i, n in self.nodes.items()}
         self.bootstrap = ",".join(f"127.0.0.1:{n.proxy_port}" for n in self.nodes.values())
         self.direct_bootstrap = ",".join(f"127.0.0.1:{n.client_port}" for n in self.nodes.values())
@@ -96,14 +112,26 @@ class KafkaCluster:
 
     def start_all(self, timeout: float = 180) -> None:
         cluster_id = None
-        for n in self.nodes.values():
-            config = n.config(self.voters)
+        roles = "broker" if self.quorum else "broker,controller"
+        configs = [(n, n.config(self.voters, roles)) for n in self.nodes.values()]
+        if self.quorum:
+            configs.insert(0, (self.quorum, self.quorum.controller_config(self.voters)))
+        for n, config in configs:
             if not (n.data / "meta.properties").exists():
                 if cluster_id is None:
                     cluster_id = java("kafka.tools.StorageTool", "random-uuid").stdout.strip().splitlines()[-1]
                 fmt = java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config))
                 if fmt.returncode != 0:
                     raise RuntimeError(f"kafka-storage format failed:\n{fmt.stdout}\n{fmt.stderr}")
+        if self.quorum:
+            q = self.quorum
+            q.process = subprocess.Popen(["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
+                                          classpath(), "kafka.Kafka", str(q.directory / "server.properties")],
+                                         stdout=open(q.directory / "controller.log", "a"), stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+            if not wait_for_port(q.process, q.controller_port, timeout):
+                raise RuntimeError("the controller did not open its port:\n"
+                                   + (q.directory / "controller.log").read_text()[-4000:])
         for i in NODES:
             self.start(i, wait=False)
         for i in NODES:
@@ -174,6 +202,14 @@ class KafkaCluster:
                 n.process = None
         for p in self.proxies.values():
             p.close()
+        if self.quorum is not None and self.quorum.process is not None:
+            self.quorum.process.terminate()
+            try:
+                self.quorum.process.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.quorum.process.pid, signal.SIGKILL)
+                self.quorum.process.wait()
+            self.quorum.process = None
 
     def proxy(self, node_id: int) -> FaultProxy:
         return self.proxies[node_id]

@@ -409,7 +409,7 @@ class Cluster:
         Errors = protocol.errors()
         self.connect()
         topics = sorted(set(topics))
-        response = self.request(self.any_node(), self._metadata_request(topics))
+        response = self._ask_any(self._metadata_request(topics))
         self._client._manager.cluster.update_metadata(response)
         for t in response.topics:
             if t.error_code:
@@ -425,6 +425,31 @@ class Cluster:
             self._partitions[t.name] = sorted(p.partition_index for p in t.partitions)
             for p in t.partitions:
                 self._leaders[TopicPartition(t.name, p.partition_index)] = Leader(p.leader_id, p.leader_epoch)
+
+    def _ask_any(self, request):
+        """``request`` to the least loaded node, else to each other broker the metadata knows,
+        until one answers: with brokers down, the least loaded may be one of them (no request in
+        flight to a broker that is gone)."""
+        tried = self.any_node()
+        try:
+            return self.request(tried, request)
+        except AuthenticationError:
+            raise
+        except ClusterError as exc:
+            last = exc
+        cluster = self._client._manager.cluster
+        # the brokers the metadata knows, then the bootstrap servers: a metadata taken while brokers
+        # were down lists only those that were up, which may all be gone now (KIP-899's rebootstrap)
+        for broker in [*cluster.brokers(), *cluster.bootstrap_brokers()]:
+            if broker.node_id == tried:
+                continue
+            try:
+                return self.request(broker.node_id, request)
+            except AuthenticationError:
+                raise
+            except ClusterError as exc:
+                last = exc
+        raise last
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = -1,
                      configs: Mapping[str, str] | None = None) -> bool:

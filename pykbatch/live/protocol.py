@@ -20,6 +20,7 @@ VERSIONS: dict[str, tuple[int, int]] = {
     "Fetch": (4, 12),            # v4: read_committed's aborted transactions; 13+ name topics by id
     "FetchInSession": (7, 12),   # v7: incremental fetch sessions (KIP-227)
     "ListOffsets": (1, 8),
+    "OffsetForLeaderEpoch": (2, 4),     # v2: the current leader epoch (fencing); 0-1 gone in Kafka 4.0
     "Metadata": (0, 12),
     "CreateTopics": (1, 7),
     "DescribeConfigs": (1, 4),
@@ -139,6 +140,16 @@ def list_offsets(isolation_level: int, wanted: Mapping[str, list[tuple[int, int,
                               topics=[T(name=name, partitions=[P(partition_index=p, timestamp=ts, current_leader_epoch=e)
                                                                for p, ts, e in ps]) for name, ps in wanted.items()],
                               **_versions("ListOffsets"))
+
+
+def offset_for_leader_epoch(topic: str, partition: int, current_leader_epoch: int, leader_epoch: int):
+    """Where ``leader_epoch`` ends in the leader's log, asked as a consumer (KIP-320: replica -1)."""
+    from kafka.protocol.consumer import OffsetForLeaderEpochRequest
+    T = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+    P = T.OffsetForLeaderPartition
+    return OffsetForLeaderEpochRequest(replica_id=-1, topics=[T(topic=topic, partitions=[
+        P(partition=partition, current_leader_epoch=current_leader_epoch, leader_epoch=leader_epoch)])],
+        **_versions("OffsetForLeaderEpoch"))
 
 
 def find_coordinator(key: str, key_type: int):

@@ -136,6 +136,11 @@ class _FetchState:
     served: int = -1
     """The last offset a fetch of this partition was answered records at: where a probe can start
     a fetch that runs past damage the broker's own search cannot cross."""
+    epoch: int = -1
+    """The leader epoch of the last record delivered (KIP-320: where the log it came from ends is
+    asked of a new leader)."""
+    fetched_under: int = -1
+    """The leader epoch the last fetch was sent under (a higher one means a new leader)."""
 
     @property
     def done(self) -> bool:
@@ -150,7 +155,7 @@ class Metrics:
         "total-errors-logged", "deadletterqueue-produce-requests", "deadletterqueue-produce-failures",
         "records-consumed", "bytes-fetched", "fetch-requests", "probe-requests", "offsets-skipped",
         "offsets-held", "offsets-compacted", "fetch-size-increases", "leader-refreshes", "solo-fetches",
-        "prefetches", "prefetches-set-aside", "offsets-skipped-reported-before"), 0))
+        "prefetches", "prefetches-set-aside", "offsets-skipped-reported-before", "offsets-diverged"), 0))
     last_error_timestamp: int = -1
 
     def add(self, name: str, n: int = 1) -> None:
@@ -256,6 +261,7 @@ class Reader:
         self.prefetch = prefetch
         self._prefetched: dict[int, tuple[Any, tuple]] = {}  # node -> (its next fetch in flight, what it asks)
         self.skips: list[Skip] = []
+        self.divergences: list[Skip] = []  # KIP-320: offsets delivered from a log truncated since (_validated)
         self._compacted_setting = compacted
         self._policies: dict[str, tuple[bool, float]] = {}  # topic -> (compacted, when it was read)
         self._failures = 0
@@ -347,9 +353,13 @@ class Reader:
         by_node: dict[int, list[_FetchState]] = {}
         for p in active:
             try:
-                by_node.setdefault(self.cluster.leader(p.tp).node, []).append(p)
+                leader = self.cluster.leader(p.tp)
+                if leader.epoch > p.fetched_under >= 0 and p.epoch >= 0 and not self._validated(p, leader):
+                    continue
+                p.fetched_under = leader.epoch
+                by_node.setdefault(leader.node, []).append(p)
             except ClusterError as exc:
-                if isinstance(exc, AuthorizationError):
+                if isinstance(exc, (AuthorizationError, DataLossError)):
                     raise
                 self._back_off(p, exc)
         nodes = list(by_node)
@@ -618,6 +628,8 @@ class Reader:
             self._apply(s)  # raises when the policy fails: the position is left before the skip
             skips.append(s)
         table = self._output(p, fetched.table)
+        if table is not None:
+            p.epoch = table.column("leader_epoch")[-1].as_py()
         before = p.position
         p.position = max(p.position, fetched.next_offset)
         if p.end is not None:
@@ -761,6 +773,40 @@ class Reader:
             p.ledger.restart(target)  # the log was truncated below the position: read again from its end
         p.position = target
         return skips
+
+    def _validated(self, p: _FetchState, leader) -> bool:
+        """KIP-320, after a leader change: the new leader says where the epoch of the last record
+        delivered ends in its log.  Below the position, the log was truncated under the reader (an
+        unclean election): ``DataLossError`` naming the offsets (failOnDataLoss), else the
+        divergence is reported (``divergences``) and reading goes on from where the logs part.
+        False: asked again after a back-off (the leader moved again, or did not answer)."""
+        tp = p.tp
+        response = self.cluster.request(leader.node, protocol.offset_for_leader_epoch(
+            tp.topic, tp.partition, leader.epoch, p.epoch))
+        answer = response.topics[0].partitions[0]
+        if answer.error_code:
+            err = _answer(answer.error_code)
+            if err.invalid_metadata or err.retriable:
+                self.cluster.forget_leader(tp)
+                self._back_off(p, ClusterError(f"{tp}: {err.message}", err.errno, retriable=True))
+                return False
+            raise ClusterError(f"OffsetForLeaderEpoch of {tp}: {err.message}({err.errno})", err.errno)
+        end = answer.end_offset
+        if end < 0 or end >= p.position:  # the epoch ends at or past the position: the same history
+            return True
+        rule = BY_ID["consumer.log_diverged"]
+        message = rule.message(first=end, last=p.position - 1, epoch=p.epoch, leader=leader.node,
+                               leader_epoch=leader.epoch, end=end)
+        if self.fail_on_data_loss:
+            raise DataLossError(f"{tp}: {message} (failOnDataLoss=false reads on from offset {end})", rule.code)
+        divergence = Skip(tp.topic, tp.partition, end, p.position - 1, rule.id, rule.code, message)
+        self.divergences.append(divergence)
+        self.metrics.add("offsets-diverged", divergence.count)
+        log.warning("%s", divergence.line())
+        p.ledger.restart(end)
+        p.position = end
+        p.epoch = answer.leader_epoch if answer.leader_epoch >= 0 else p.epoch
+        return True
 
     def _back_off(self, p: _FetchState, exc: Exception) -> None:
         log.info("%s: %s; fetching again after a metadata refresh", p.tp, exc)
