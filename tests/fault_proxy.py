@@ -21,6 +21,8 @@ import socket
 import threading
 import time
 
+from tests.tcp_proxy import _close
+
 FAULTS = ("pass", "drop", "blackhole", "answers_lost", "delay")
 
 
@@ -103,12 +105,3 @@ class FaultProxy:
             with self._lock:
                 self._conns.discard(pair)
             _close(*pair)
-
-
-def _close(*socks: socket.socket) -> None:
-    for s in socks:
-        try:
-            s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        s.close()

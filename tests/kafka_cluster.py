@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from tests.fault_proxy import FaultProxy
-from tests.kafka_tools import classpath, free_port, java, wait_for_port
+from tests.kafka_tools import QUICK_TIMINGS, classpath, free_port, java, wait_for_port
 
 NODES = (1, 2, 3)
 # how fast the cluster notices a lost broker: KRaft's broker session and the ISR's lag bound
@@ -72,12 +72,7 @@ class Node:
             "share.coordinator.state.topic.replication.factor=3",
             "share.coordinator.state.topic.min.isr=2",
             "share.coordinator.state.topic.num.partitions=1",
-            "group.initial.rebalance.delay.ms=0",
-            "group.consumer.min.session.timeout.ms=6000",
-            "group.consumer.session.timeout.ms=8000",
-            "group.consumer.min.heartbeat.interval.ms=500",
-            "group.consumer.heartbeat.interval.ms=1000",
-            "transaction.abort.timed.out.transaction.cleanup.interval.ms=1000",
+            *QUICK_TIMINGS,
             f"broker.session.timeout.ms={SESSION_MS}",
             "broker.heartbeat.interval.ms=500",
             f"replica.lag.time.max.ms={REPLICA_LAG_MS}",
@@ -87,6 +82,14 @@ class Node:
             "log.retention.check.interval.ms=1000",
         ]) + "\n")
         return path
+
+
+def _launch(n: Node) -> None:
+    """``n``'s JVM started on its server.properties, its output in broker.log."""
+    with open(n.directory / "broker.log", "a") as log:
+        n.process = subprocess.Popen(["java", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                                      "-cp", classpath(), "kafka.Kafka", str(n.directory / "server.properties")],
+                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 class KafkaCluster:
@@ -124,14 +127,10 @@ class KafkaCluster:
                 if fmt.returncode != 0:
                     raise RuntimeError(f"kafka-storage format failed:\n{fmt.stdout}\n{fmt.stderr}")
         if self.quorum:
-            q = self.quorum
-            q.process = subprocess.Popen(["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
-                                          classpath(), "kafka.Kafka", str(q.directory / "server.properties")],
-                                         stdout=open(q.directory / "controller.log", "a"), stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-            if not wait_for_port(q.process, q.controller_port, timeout):
+            _launch(self.quorum)
+            if not wait_for_port(self.quorum.process, self.quorum.controller_port, timeout):
                 raise RuntimeError("the controller did not open its port:\n"
-                                   + (q.directory / "controller.log").read_text()[-4000:])
+                                   + (self.quorum.directory / "broker.log").read_text()[-4000:])
         for i in NODES:
             self.start(i, wait=False)
         for i in NODES:
@@ -141,11 +140,7 @@ class KafkaCluster:
     def start(self, node_id: int, wait: bool = True, timeout: float = 120) -> None:
         n = self.nodes[node_id]
         assert n.process is None, f"node {node_id} runs already"
-        log = open(n.directory / "broker.log", "a")
-        n.process = subprocess.Popen(["java", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                                      "-cp", classpath(), "kafka.Kafka", str(n.directory / "server.properties")],
-                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        log.close()
+        _launch(n)
         if wait:
             self._wait_port(node_id, timeout)
 

@@ -91,6 +91,19 @@ REAUTH_MS = 4000  # SCRAM-SHA-512's session lifetime on the SASL_SSL listener
 DENIED_TOPIC = "secured-denied"  # readable by admin only: alice and bob are not authorized
 
 
+# what the test brokers (this one and tests/kafka_cluster.py's) do sooner than Kafka's defaults
+QUICK_TIMINGS = (
+    "group.initial.rebalance.delay.ms=0",
+    # KIP-848 groups notice a killed member within seconds, not the default 45
+    "group.consumer.min.session.timeout.ms=6000",
+    "group.consumer.session.timeout.ms=8000",
+    "group.consumer.min.heartbeat.interval.ms=500",
+    "group.consumer.heartbeat.interval.ms=1000",
+    # a transaction past transaction.timeout.ms is aborted within a second, not ten
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms=1000",
+)
+
+
 class Broker:
     """A single-node KRaft Kafka (4.3.1) on 127.0.0.1, its data in ``directory``/data.
 
@@ -163,14 +176,7 @@ class Broker:
             "share.coordinator.state.topic.replication.factor=1",
             "share.coordinator.state.topic.min.isr=1",
             "share.coordinator.state.topic.num.partitions=1",
-            "group.initial.rebalance.delay.ms=0",
-            # KIP-848 groups notice a killed member within seconds, not the default 45
-            "group.consumer.min.session.timeout.ms=6000",
-            "group.consumer.session.timeout.ms=8000",
-            "group.consumer.min.heartbeat.interval.ms=500",
-            "group.consumer.heartbeat.interval.ms=1000",
-            # a transaction past transaction.timeout.ms is aborted within a second, not ten
-            "transaction.abort.timed.out.transaction.cleanup.interval.ms=1000",
+            *QUICK_TIMINGS,
             "log.cleaner.backoff.ms=200",
             "log.retention.check.interval.ms=1000",
             "remote.log.storage.system.enable=true",

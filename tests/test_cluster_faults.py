@@ -161,6 +161,26 @@ class ReaderWorkload:
         self.reader.close()
 
 
+def send_through_faults(cluster, topic: str, schedule, history: History, send, between) -> float:
+    """A producer's side of the idempotence workload: ``send(partition, value)`` for values drawn to
+    partitions while the schedule's faults fire (``between()`` after each 50), then 20 more to each
+    partition once they healed -- every partition takes records again; when they healed."""
+    faults = threading.Thread(target=cluster_schedules.run, args=(cluster, schedule, topic, PARTITIONS))
+    faults.start()
+    rng = random.Random(schedule.seed)
+    while faults.is_alive():
+        for _ in range(50):
+            p = rng.randrange(PARTITIONS)
+            send(p, history.value(p))
+        between()
+    faults.join()
+    healed = time.monotonic()
+    for p in range(PARTITIONS):
+        for _ in range(20):
+            send(p, history.value(p))
+    return healed
+
+
 def pykbatch_workload(cluster, topic: str, schedule, history: History) -> dict:
     """pykbatch's idempotent producer (acks=all) sending to every partition through the schedule,
     then once more after it healed: its metrics."""
@@ -168,26 +188,14 @@ def pykbatch_workload(cluster, topic: str, schedule, history: History) -> dict:
     props = {"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5,
              "request.timeout.ms": 5000, "retry.backoff.ms": 50, "delivery.timeout.ms": 120_000}
     deliveries: list[tuple[bytes, object]] = []
-    faults = threading.Thread(target=cluster_schedules.run, args=(cluster, schedule, topic, PARTITIONS))
     with Producer(props) as producer:
-        faults.start()
-        rng = random.Random(schedule.seed)
-        while faults.is_alive():
-            for _ in range(50):
-                p = rng.randrange(PARTITIONS)
-                v = history.value(p)
-                try:
-                    deliveries.append((v, producer.send(topic, value=v, partition=p)))
-                except Exception as exc:  # noqa: BLE001 (recorded: the checker says whether it may)
-                    history.failed[v] = f"send raised {exc!r}"
-                    history.raised.append(f"send: {exc!r}")
-            time.sleep(0.01)
-        faults.join()
-        healed = time.monotonic()
-        for p in range(PARTITIONS):  # after the faults: every partition takes records again
-            for _ in range(20):
-                v = history.value(p)
+        def send(p: int, v: bytes) -> None:
+            try:
                 deliveries.append((v, producer.send(topic, value=v, partition=p)))
+            except Exception as exc:  # noqa: BLE001 (recorded: the checker says whether it may)
+                history.failed[v] = f"send raised {exc!r}"
+                history.raised.append(f"send: {exc!r}")
+        healed = send_through_faults(cluster, topic, schedule, history, send, lambda: time.sleep(0.01))
         try:
             producer.flush(timeout=RECOVERY_S + 120)
         except Exception as exc:  # noqa: BLE001
@@ -221,23 +229,13 @@ def librdkafka_workload(cluster, topic: str, schedule, history: History) -> dict
         else:
             history.failed[v] = str(err)
 
-    faults = threading.Thread(target=cluster_schedules.run, args=(cluster, schedule, topic, PARTITIONS))
-    faults.start()
-    rng = random.Random(schedule.seed)
-    while faults.is_alive():
-        for _ in range(50):
-            part = rng.randrange(PARTITIONS)
-            v = history.value(part)
-            try:
-                p.produce(topic, value=v, partition=part, on_delivery=report)
-            except BufferError as exc:
-                history.failed[v] = f"produce raised {exc!r}"
-        p.poll(0.01)
-    faults.join()
-    healed = time.monotonic()
-    for part in range(PARTITIONS):
-        for _ in range(20):
-            p.produce(topic, value=history.value(part), partition=part, on_delivery=report)
+    def send(part: int, v: bytes) -> None:
+        try:
+            p.produce(topic, value=v, partition=part, on_delivery=report)
+        except BufferError as exc:
+            history.failed[v] = f"produce raised {exc!r}"
+
+    healed = send_through_faults(cluster, topic, schedule, history, send, lambda: p.poll(0.01))
     left = p.flush(RECOVERY_S + 120)
     return {"unflushed": left, "recovered_s": round(time.monotonic() - healed, 1)}
 
@@ -498,8 +496,9 @@ class GroupMember:
 
 def committed_offsets(cluster, group: str, topic: str) -> dict[int, int | None]:
     from pykbatch.live import Cluster, TopicPartition
-    with Cluster({"bootstrap.servers": cluster.direct_bootstrap}) as c:
-        got = c.committed(group, [TopicPartition(topic, p) for p in range(PARTITIONS)])
+    from pykbatch.live.cluster import asked_until_answered
+    with Cluster({"bootstrap.servers": cluster.direct_bootstrap}) as c:  # a restarted coordinator loads first
+        got = asked_until_answered(lambda: c.committed(group, [TopicPartition(topic, p) for p in range(PARTITIONS)]))
     return {tp.partition: o for tp, o in got.items()}
 
 

@@ -219,7 +219,7 @@ class Cluster:
             conn = manager.get_connection(node_id, refresh_metadata_on_err=False)  # NodeNotReadyError while backing off
         except _errors().UnknownBrokerIdError:
             # a broker the library's metadata lost (killed, then back): its list asked for again, once
-            self._learn_brokers(node_id)
+            self._learn_brokers()
             conn = manager.get_connection(node_id, refresh_metadata_on_err=False)
         remaining = max(1, int((deadline - time.monotonic()) * 1000))
         if not conn.init_future.is_done:
@@ -250,19 +250,14 @@ class Cluster:
         self._client.await_ready(node_id, timeout_ms=remaining)
         frames.install(manager._conns.get(node_id))
 
-    def _learn_brokers(self, wanted) -> None:
-        """The cluster's brokers asked for again (Metadata for no topic) from another node: a node
-        a coordinator lookup named may be one the last metadata no longer listed (killed, then
-        back).  Best effort: the caller's own retry says what remains."""
-        node = self._client.least_loaded_node(bootstrap_fallback=True)
-        if node is None or node == wanted:
-            return
+    def _learn_brokers(self) -> None:
+        """The cluster's brokers asked for again (Metadata for no topic): a node a coordinator
+        lookup named may be one the last metadata no longer listed (killed, then back).  Best
+        effort: the caller's own retry says what remains."""
         try:
-            self._ready(node, f"node {node}", time.monotonic() + self.timeout_ms / 1000)
-            response = self._client.send_and_receive(node, self._metadata_request([]), timeout_ms=self.timeout_ms)
-            self._client._manager.cluster.update_metadata(response)
-        except Exception:  # noqa: BLE001 (unreachable too: the caller retries)
-            log.debug("asking node %s for the brokers failed", node, exc_info=True)
+            self._client._manager.cluster.update_metadata(self._ask_any(self._metadata_request([])))
+        except ClusterError:
+            log.debug("asking for the brokers failed", exc_info=True)
 
     def close(self) -> None:
         try:
